@@ -1,0 +1,116 @@
+"""The SAC configuration: one dataclass, validated before anything is built."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Tuple
+
+from tfsac.errors import TfsacError
+
+
+@dataclasses.dataclass
+class SACConfig:
+    """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905).
+
+    The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps.
+    """
+
+    # Environment and seeding.
+    env_id: str = "Pendulum-v1"
+    seed: int = 0
+
+    # Budget and data collection (Spinning Up's start_steps / update_every map onto
+    # learning_starts and train_freq = gradient_steps = k).
+    total_steps: int = 20_000
+    learning_starts: int = 1_000
+    train_freq: int = 1
+    gradient_steps: int = 1
+    buffer_size: int = 1_000_000
+    batch_size: int = 256
+
+    # Optimisation.
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    tau: float = 0.005
+
+    # Entropy temperature: a fixed `alpha`, or learned (alpha=None) from `initial_alpha`
+    # towards `target_entropy` (None means -dim(A)).
+    alpha: Optional[float] = None
+    initial_alpha: float = 1.0
+    target_entropy: Optional[float] = None
+
+    # Networks.
+    hidden_sizes: Tuple[int, ...] = (256, 256)
+    num_critics: int = 2
+    log_std_min: float = -20.0
+    log_std_max: float = 2.0
+
+    # Compilation: XLA on the update step and on action selection.
+    jit_compile: bool = True
+
+    # Evaluation, logging and outputs.
+    eval_every: int = 5_000
+    eval_episodes: int = 10
+    log_every: int = 1_000
+    run_dir: Optional[str] = None
+    export_dir: str = "saved_models"
+    model_name: Optional[str] = None
+
+    def __post_init__(self):
+        self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+
+    @property
+    def learned_alpha(self) -> bool:
+        return self.alpha is None
+
+    def validate(self) -> "SACConfig":
+        """Raises TfsacError naming the first bad field; returns self."""
+        positive_ints = (
+            "total_steps",
+            "train_freq",
+            "gradient_steps",
+            "buffer_size",
+            "batch_size",
+            "eval_every",
+            "eval_episodes",
+            "log_every",
+        )
+        for name in positive_ints:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise TfsacError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.env_id, str) or not self.env_id:
+            raise TfsacError("env_id must be a non-empty string")
+        if self.learning_starts < 0:
+            raise TfsacError(f"learning_starts must be >= 0, got {self.learning_starts}")
+        if self.learning_starts > self.total_steps:
+            raise TfsacError(
+                f"learning_starts ({self.learning_starts}) is larger than total_steps "
+                f"({self.total_steps}): no update would ever run"
+            )
+        if self.batch_size > self.buffer_size:
+            raise TfsacError(
+                f"batch_size ({self.batch_size}) is larger than buffer_size ({self.buffer_size})"
+            )
+        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
+            raise TfsacError(
+                f"hidden_sizes must be one or more positive integers, got {self.hidden_sizes}"
+            )
+        if self.num_critics < 2:
+            raise TfsacError(f"num_critics must be >= 2, got {self.num_critics}")
+        if not 0.0 < self.learning_rate < 1.0:
+            raise TfsacError(f"learning_rate must be in (0, 1), got {self.learning_rate}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise TfsacError(f"gamma must be in [0, 1], got {self.gamma}")
+        if not 0.0 < self.tau <= 1.0:
+            raise TfsacError(f"tau must be in (0, 1], got {self.tau}")
+        if self.alpha is not None and not self.alpha > 0.0:
+            raise TfsacError(f"alpha must be positive when fixed, got {self.alpha}")
+        if not self.initial_alpha > 0.0:
+            raise TfsacError(f"initial_alpha must be positive, got {self.initial_alpha}")
+        if not self.log_std_min < self.log_std_max:
+            raise TfsacError("log_std_min must be smaller than log_std_max")
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)

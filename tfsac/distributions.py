@@ -1,0 +1,44 @@
+"""The TanhNormal policy distribution, optionally mapped onto a Box's bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+tfd = tfp.distributions
+tfb = tfp.bijectors
+
+
+def squash_bijector(low=None, high=None) -> tfb.Bijector:
+    """Tanh onto (-1, 1), then, when bounds are given, the per-dimension affine map onto
+    (low, high): a = low + (tanh(u) + 1) * (high - low) / 2."""
+    if low is None and high is None:
+        return tfb.Tanh()
+    low = np.asarray(low, np.float32)
+    high = np.asarray(high, np.float32)
+    return tfb.Chain([tfb.Shift((high + low) / 2.0), tfb.Scale((high - low) / 2.0), tfb.Tanh()])
+
+
+def tanh_normal(loc, scale, low=None, high=None) -> tfd.TransformedDistribution:
+    """A diagonal Normal over pre-squash actions u, pushed through `squash_bijector`.
+
+    Use `experimental_sample_and_log_prob`: it takes the log-density from u through the
+    Tanh bijector's stable forward log-det-Jacobian. `log_prob(a)` instead inverts with
+    atanh, which is infinite once a float32 tanh(u) rounds to exactly +-1 (|u| > ~9).
+    """
+    base = tfd.Independent(tfd.Normal(loc, scale), reinterpreted_batch_ndims=1)
+    return tfd.TransformedDistribution(base, squash_bijector(low, high))
+
+
+def deterministic_action(loc, low=None, high=None):
+    """The action used for evaluation and serving: the squashed mean."""
+    return squash_bijector(low, high).forward(loc)
+
+
+def unit_to_bounds(unit_action, low, high):
+    """Maps actions in [-1, 1] onto [low, high] (numpy), clipped against rounding."""
+    low = np.asarray(low, np.float32)
+    high = np.asarray(high, np.float32)
+    action = low + (np.asarray(unit_action, np.float32) + 1.0) * 0.5 * (high - low)
+    return np.clip(action, low, high)

@@ -1,0 +1,73 @@
+"""Making gymnasium environments and checking that SAC can run on them."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Tuple
+
+import gymnasium as gym
+import numpy as np
+
+from tfsac.errors import TfsacError
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """What the networks and the exported policy need to know about an env."""
+
+    env_id: str
+    obs_dim: int
+    action_dim: int
+    action_low: Tuple[float, ...]
+    action_high: Tuple[float, ...]
+    observation_space: str
+    action_space: str
+
+
+def make_env(env_id: str, render_mode=None) -> gym.Env:
+    """`gymnasium.make(env_id)`, with observations flattened to a float vector.
+
+    Raises TfsacError for an unknown id or a space SAC cannot handle.
+    """
+    try:
+        env = gym.make(env_id, render_mode=render_mode)
+    except gym.error.Error as e:
+        raise TfsacError(f"cannot make environment {env_id!r}: {e}") from None
+    except ModuleNotFoundError as e:
+        raise TfsacError(f"environment {env_id!r} needs a missing package: {e}") from None
+    check_action_space(env_id, env.action_space)
+    if not (isinstance(env.observation_space, gym.spaces.Box) and env.observation_space.shape and
+            len(env.observation_space.shape) == 1):
+        try:
+            gym.spaces.flatdim(env.observation_space)
+        except (NotImplementedError, TypeError, ValueError):
+            env.close()
+            raise TfsacError(
+                f"{env_id}: unsupported observation space {env.observation_space}"
+            ) from None
+        env = gym.wrappers.FlattenObservation(env)
+    return env
+
+
+def check_action_space(env_id: str, space: gym.Space) -> None:
+    if not isinstance(space, gym.spaces.Box):
+        raise TfsacError(
+            f"{env_id} has action space {space}; SAC needs continuous actions (a gymnasium Box)"
+        )
+    if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+        raise TfsacError(f"{env_id} has an unbounded action space {space}; SAC needs finite bounds")
+    if len(space.shape) != 1:
+        raise TfsacError(f"{env_id} has action shape {space.shape}; SAC here needs a flat vector")
+
+
+def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
+    space = env.action_space
+    return EnvSpec(
+        env_id=env_id,
+        obs_dim=int(gym.spaces.flatdim(env.observation_space)),
+        action_dim=int(space.shape[0]),
+        action_low=tuple(float(x) for x in space.low),
+        action_high=tuple(float(x) for x in space.high),
+        observation_space=str(env.unwrapped.observation_space),
+        action_space=str(space),
+    )

@@ -1,0 +1,116 @@
+"""Exporting the policy as a SavedModel that TF Serving loads unchanged.
+
+Layout: <export_dir>/<model_name>/<version>/ with signatures
+  serving_default: observation float32 [batch, obs_dim] -> action float32 [batch, act_dim],
+                   the squashed mean mapped onto the env's bounds (deterministic);
+  sample:          the same inputs and outputs, an action sampled from the policy.
+
+The Keras 3 actor is exported through `keras.export.ExportArchive`, which tracks the
+Keras variables' underlying `tf.Variable`s; Keras 3 variables attached to a plain
+`tf.Module` are not tracked as SavedModel variables, and such a model can fail in the
+C++ loader that TF Serving and `saved_model_cli run` share.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfsac.distributions import squash_bijector
+from tfsac.envs import EnvSpec
+from tfsac.errors import TfsacError
+
+METADATA_FILE = "tfsac_metadata.json"
+
+
+def default_model_name(env_id: str) -> str:
+    """'HalfCheetah-v5' -> 'halfcheetah_v5' (a name TF Serving accepts in URLs)."""
+    return re.sub(r"[^a-z0-9]+", "_", env_id.lower()).strip("_") or "policy"
+
+
+def next_version(model_dir: str) -> int:
+    """One more than the largest numeric version folder (TF Serving serves the largest)."""
+    if not os.path.isdir(model_dir):
+        return 1
+    versions = [int(n) for n in os.listdir(model_dir) if n.isdigit()]
+    return max(versions, default=0) + 1
+
+
+def check_writable(directory: str) -> None:
+    """Raises TfsacError unless `directory` can be created and written to."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".tfsac-write-check-"):
+            pass
+    except OSError as e:
+        raise TfsacError(f"cannot write to {directory!r}: {e.strerror or e}") from None
+
+
+def build_archive(actor: keras.Model, spec: EnvSpec) -> keras.export.ExportArchive:
+    bijector = squash_bijector(spec.action_low, spec.action_high)
+    low = np.asarray(spec.action_low, np.float32)
+    high = np.asarray(spec.action_high, np.float32)
+    obs_spec = tf.TensorSpec([None, spec.obs_dim], tf.float32, name="observation")
+
+    def to_bounds(pre_squash):
+        # The clip only guards float rounding at the edges.
+        return tf.clip_by_value(bijector.forward(pre_squash), low, high)
+
+    @tf.function(input_signature=[obs_spec])
+    def serving_default(observation):
+        loc, _ = actor(observation)
+        return {"action": to_bounds(loc)}
+
+    @tf.function(input_signature=[obs_spec])
+    def sample(observation):
+        loc, log_std = actor(observation)
+        return {"action": to_bounds(loc + tf.exp(log_std) * tf.random.normal(tf.shape(loc)))}
+
+    archive = keras.export.ExportArchive()
+    archive.track(actor)
+    archive.add_endpoint("serving_default", serving_default)
+    archive.add_endpoint("sample", sample)
+    return archive
+
+
+def export_policy(
+    actor: keras.Model, spec: EnvSpec, export_dir: str, model_name: str, metadata: dict
+) -> str:
+    """Writes a new version under <export_dir>/<model_name>/ and returns its path.
+
+    The SavedModel is written to a hidden temporary folder and renamed into place, so a
+    failure never leaves a partial version folder for TF Serving to pick up.
+    """
+    model_dir = os.path.join(export_dir, model_name)
+    check_writable(model_dir)
+    final = os.path.join(model_dir, str(next_version(model_dir)))
+    tmp = tempfile.mkdtemp(prefix=".export-", dir=model_dir)
+    try:
+        build_archive(actor, spec).write_out(tmp, verbose=False)
+        with open(os.path.join(tmp, METADATA_FILE), "w") as f:
+            json.dump(metadata, f, indent=2)
+        os.rename(tmp, final)
+    except OSError as e:
+        raise TfsacError(f"cannot export the SavedModel to {final!r}: {e}") from None
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def load_policy(path: str):
+    """Loads an exported policy; returns the SavedModel object (`.signatures[...]`)."""
+    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
+    try:
+        return tf.saved_model.load(path)
+    except (OSError, ValueError, tf.errors.OpError) as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise TfsacError(f"cannot load the SavedModel at {path!r}: {first_line}") from None

@@ -1,0 +1,150 @@
+"""The SAC learner: networks, optimizers, log-alpha and one compiled update step."""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, Mapping
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfsac import losses
+from tfsac.config import SACConfig
+from tfsac.distributions import deterministic_action, tanh_normal
+from tfsac.networks import build_networks
+
+METRIC_NAMES = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
+BATCH_KEYS = ("observation", "action", "reward", "next_observation", "terminated")
+
+
+def polyak_update(target_variables, source_variables, tau: float):
+    """target <- tau * source + (1 - tau) * target, variable by variable."""
+    for target, source in zip(target_variables, source_variables):
+        target.assign(tau * source + (1.0 - tau) * target)
+
+
+class SACLearner:
+    """Holds the actor, the critics, their targets, the optimizers and log-alpha.
+
+    `update(batches)` runs `gradient_steps` SAC updates in one compiled call over
+    pre-sampled batches of shape [gradient_steps, batch, ...] and returns the last step's
+    metrics as a dict of scalar tensors. Actions live in [-1, 1]^d here; the map onto
+    the env's bounds happens at the env boundary and in the exported policy, so the
+    entropy target does not depend on the action units.
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int, config: SACConfig):
+        self.config = config
+        self.obs_dim = obs_dim
+        self.action_dim = action_dim
+        self.actor, self.critic, self.target_critic = build_networks(obs_dim, action_dim, config)
+        self.actor_optimizer = keras.optimizers.Adam(config.learning_rate, name="actor_adam")
+        self.critic_optimizer = keras.optimizers.Adam(config.learning_rate, name="critic_adam")
+        self.alpha_optimizer = keras.optimizers.Adam(config.learning_rate, name="alpha_adam")
+        initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
+        self.log_alpha = tf.Variable(
+            math.log(initial_alpha), dtype=tf.float32, trainable=config.learned_alpha,
+            name="log_alpha",
+        )
+        self.target_entropy = float(
+            -action_dim if config.target_entropy is None else config.target_entropy
+        )
+        # Separate streams so that acting (and evaluation) never shifts update noise.
+        self.update_rng = tf.random.Generator.from_seed(config.seed)
+        self.act_rng = tf.random.Generator.from_seed(config.seed + 1)
+        # Optimizer slots exist before the first trace (and before any checkpoint).
+        self.actor_optimizer.build(self.actor.trainable_variables)
+        self.critic_optimizer.build(self.critic.trainable_variables)
+        self.alpha_optimizer.build([self.log_alpha])
+
+        obs_spec = tf.TensorSpec([None, obs_dim], tf.float32)
+        batch_spec = {
+            "observation": tf.TensorSpec([None, None, obs_dim], tf.float32),
+            "action": tf.TensorSpec([None, None, action_dim], tf.float32),
+            "reward": tf.TensorSpec([None, None], tf.float32),
+            "next_observation": tf.TensorSpec([None, None, obs_dim], tf.float32),
+            "terminated": tf.TensorSpec([None, None], tf.float32),
+        }
+        jit = config.jit_compile
+        self._update = tf.function(self._update_fn, input_signature=[batch_spec], jit_compile=jit)
+        self._act_sample = tf.function(self._sample_fn, input_signature=[obs_spec], jit_compile=jit)
+        self._act_mode = tf.function(self._mode_fn, input_signature=[obs_spec], jit_compile=jit)
+
+    # ------------------------------------------------------------------ acting
+    def _sample_fn(self, observation):
+        loc, log_std = self.actor(observation)
+        seed = tf.cast(self.act_rng.make_seeds(1)[:, 0], tf.int32)
+        return tanh_normal(loc, tf.exp(log_std)).sample(seed=seed)
+
+    def _mode_fn(self, observation):
+        loc, _ = self.actor(observation)
+        return deterministic_action(loc)
+
+    def act(self, observation: np.ndarray, deterministic: bool = False) -> np.ndarray:
+        """Actions in [-1, 1]^d for a batch of flat observations [B, obs_dim]."""
+        fn = self._act_mode if deterministic else self._act_sample
+        return fn(tf.convert_to_tensor(observation, tf.float32)).numpy()
+
+    # ---------------------------------------------------------------- learning
+    @property
+    def alpha(self):
+        return tf.exp(self.log_alpha)
+
+    def _gradient_step(self, batch: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        cfg = self.config
+        obs, action = batch["observation"], batch["action"]
+        alpha = tf.exp(self.log_alpha)
+        seeds = tf.cast(self.update_rng.make_seeds(2), tf.int32)
+
+        # Critic (Eq. 5) against the clipped double-Q soft target (Eqs. 2-3).
+        next_loc, next_log_std = self.actor(batch["next_observation"])
+        next_action, next_log_prob = tanh_normal(
+            next_loc, tf.exp(next_log_std)
+        ).experimental_sample_and_log_prob(seed=seeds[:, 0])
+        next_q = self.target_critic(batch["next_observation"], next_action)
+        target = losses.soft_td_target(
+            batch["reward"], batch["terminated"], next_q, next_log_prob, alpha, cfg.gamma
+        )
+        critic_vars = self.critic.trainable_variables
+        with tf.GradientTape() as tape:
+            q = self.critic(obs, action)
+            c_loss = losses.critic_loss(q, target)
+        self.critic_optimizer.apply_gradients(zip(tape.gradient(c_loss, critic_vars), critic_vars))
+
+        # Actor (Eq. 7), against the critics just updated.
+        actor_vars = self.actor.trainable_variables
+        with tf.GradientTape() as tape:
+            loc, log_std = self.actor(obs)
+            pi_action, log_prob = tanh_normal(
+                loc, tf.exp(log_std)
+            ).experimental_sample_and_log_prob(seed=seeds[:, 1])
+            a_loss = losses.actor_loss(log_prob, self.critic(obs, pi_action), alpha)
+        self.actor_optimizer.apply_gradients(zip(tape.gradient(a_loss, actor_vars), actor_vars))
+
+        # Temperature (Eq. 18).
+        with tf.GradientTape() as tape:
+            t_loss = losses.alpha_loss(self.log_alpha, log_prob, self.target_entropy)
+        if cfg.learned_alpha:
+            grad = tape.gradient(t_loss, self.log_alpha)
+            self.alpha_optimizer.apply_gradients([(grad, self.log_alpha)])
+
+        polyak_update(self.target_critic.variables, self.critic.variables, cfg.tau)
+        return {
+            "critic_loss": c_loss,
+            "actor_loss": a_loss,
+            "alpha": alpha,
+            "alpha_loss": t_loss,
+            "entropy": -tf.reduce_mean(log_prob),
+            "q_mean": tf.reduce_mean(q),
+        }
+
+    def _update_fn(self, batches):
+        metrics = {name: tf.zeros([]) for name in METRIC_NAMES}
+        for i in tf.range(tf.shape(batches["reward"])[0]):
+            metrics = self._gradient_step({k: v[i] for k, v in batches.items()})
+        return metrics
+
+    def update(self, batches: Mapping[str, np.ndarray]) -> Dict[str, tf.Tensor]:
+        """Runs one SAC update per leading index of `batches`; returns the last metrics."""
+        return self._update({k: batches[k] for k in BATCH_KEYS})

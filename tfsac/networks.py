@@ -1,0 +1,126 @@
+"""Keras models: the Gaussian actor and the critic ensemble (twin critics by default)."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import keras
+import tensorflow as tf
+
+
+class EnsembleDense(keras.layers.Layer):
+    """`n` independent dense layers evaluated as one batched matmul.
+
+    Input [B, in] (shared by all members, computed as one wide matmul) or [n, B, in];
+    output [n, B, units]. Each member is initialised like a Keras `Dense` on its own
+    [in, units] kernel (Glorot uniform, zero bias), so n critics start independent.
+    """
+
+    def __init__(self, ensemble_size: int, units: int, activation=None, **kwargs):
+        super().__init__(**kwargs)
+        self.ensemble_size = ensemble_size
+        self.units = units
+        self.activation = keras.activations.get(activation)
+
+    def build(self, input_shape):
+        fan_in = int(input_shape[-1])
+        limit = math.sqrt(6.0 / (fan_in + self.units))
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=(self.ensemble_size, fan_in, self.units),
+            initializer=keras.initializers.RandomUniform(-limit, limit),
+        )
+        self.bias = self.add_weight(
+            name="bias", shape=(self.ensemble_size, 1, self.units), initializer="zeros"
+        )
+
+    def call(self, inputs):
+        if len(inputs.shape) == 2:
+            # One [B, in] x [in, n*units] matmul instead of n narrow ones.
+            n, fan_in, units = self.ensemble_size, self.kernel.shape[1], self.units
+            wide = tf.reshape(tf.transpose(self.kernel, [1, 0, 2]), [fan_in, n * units])
+            out = tf.matmul(inputs, wide)
+            out = tf.transpose(tf.reshape(out, [-1, n, units]), [1, 0, 2])
+        else:
+            out = tf.matmul(inputs, self.kernel)
+        return self.activation(out + self.bias)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            ensemble_size=self.ensemble_size,
+            units=self.units,
+            activation=keras.activations.serialize(self.activation),
+        )
+        return config
+
+
+class Critic(keras.Model):
+    """An ensemble of `num_critics` Q(s, a) networks; returns Q values of shape [n, B]."""
+
+    def __init__(self, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256), **kw):
+        super().__init__(**kw)
+        self.num_critics = num_critics
+        self.hidden = [
+            EnsembleDense(num_critics, h, activation="relu", name=f"hidden_{i}")
+            for i, h in enumerate(hidden_sizes)
+        ]
+        self.head = EnsembleDense(num_critics, 1, name="q")
+
+    def call(self, observations, actions):
+        x = tf.concat([observations, actions], axis=-1)
+        for layer in self.hidden:
+            x = layer(x)
+        return tf.squeeze(self.head(x), axis=-1)
+
+
+class Actor(keras.Model):
+    """Observation -> (mean, log_std) of the pre-tanh Gaussian, log_std clipped to bounds."""
+
+    def __init__(
+        self,
+        action_dim: int,
+        hidden_sizes: Sequence[int] = (256, 256),
+        log_std_min: float = -20.0,
+        log_std_max: float = 2.0,
+        **kw,
+    ):
+        super().__init__(**kw)
+        self.action_dim = action_dim
+        self.log_std_min = log_std_min
+        self.log_std_max = log_std_max
+        self.hidden = [
+            keras.layers.Dense(h, activation="relu", name=f"hidden_{i}")
+            for i, h in enumerate(hidden_sizes)
+        ]
+        self.mean = keras.layers.Dense(action_dim, name="mean")
+        self.log_std = keras.layers.Dense(action_dim, name="log_std")
+
+    def call(self, observations):
+        x = observations
+        for layer in self.hidden:
+            x = layer(x)
+        log_std = tf.clip_by_value(self.log_std(x), self.log_std_min, self.log_std_max)
+        return self.mean(x), log_std
+
+
+def build_networks(obs_dim: int, action_dim: int, config) -> tuple[Actor, Critic, Critic]:
+    """Builds the actor, the critic ensemble and its target (a copy of the critic)."""
+    actor = Actor(
+        action_dim,
+        config.hidden_sizes,
+        config.log_std_min,
+        config.log_std_max,
+        name="actor",
+    )
+    critic = Critic(config.num_critics, config.hidden_sizes, name="critic")
+    target_critic = Critic(config.num_critics, config.hidden_sizes, name="target_critic")
+    obs = tf.zeros([1, obs_dim])
+    act = tf.zeros([1, action_dim])
+    actor(obs)
+    critic(obs, act)
+    target_critic(obs, act)
+    for target, source in zip(target_critic.variables, critic.variables):
+        target.assign(source)
+    return actor, critic, target_critic

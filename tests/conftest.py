@@ -1,0 +1,46 @@
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CounterEnv(gym.Env):
+    """Observation [10 * episode + t]. Even episodes terminate after 3 steps; odd ones run
+    until the TimeLimit (4 steps) truncates them. Reward 1 per step."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    action_space = gym.spaces.Box(np.array([0.0, -10.0], np.float32), np.array([5.0, 2.0], np.float32))
+
+    def __init__(self):
+        self.episode = -1
+        self.t = 0
+
+    def _obs(self):
+        return np.array([10.0 * self.episode + self.t], np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.episode += 1
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        assert self.action_space.contains(np.asarray(action, np.float32)), action
+        self.t += 1
+        terminated = self.episode % 2 == 0 and self.t == 3
+        return self._obs(), 1.0, terminated, False, {}
+
+
+COUNTER_ENV_ID = "tfsac-test/Counter-v0"
+if COUNTER_ENV_ID not in gym.registry:
+    gym.register(COUNTER_ENV_ID, entry_point=CounterEnv, max_episode_steps=4)
+
+
+@pytest.fixture
+def counter_env_id():
+    return COUNTER_ENV_ID

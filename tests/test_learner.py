@@ -1,0 +1,94 @@
+"""Invariants of the compiled update and of acting."""
+
+import numpy as np
+import tensorflow as tf
+
+from tfsac import SACConfig, SACLearner, polyak_update
+
+
+def _random_batch(num_batches, batch_size, obs_dim=3, action_dim=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        "observation": rng.normal(size=(num_batches, batch_size, obs_dim)).astype(np.float32),
+        "action": rng.uniform(-1, 1, (num_batches, batch_size, action_dim)).astype(np.float32),
+        "reward": rng.normal(size=(num_batches, batch_size)).astype(np.float32),
+        "next_observation": rng.normal(size=(num_batches, batch_size, obs_dim)).astype(
+            np.float32),
+        "terminated": (rng.uniform(size=(num_batches, batch_size)) < 0.1).astype(np.float32),
+    }
+
+
+def _values(variables):
+    return [v.numpy().copy() for v in variables]
+
+
+def _all_changed(before, variables):
+    return all(not np.array_equal(b, v.numpy()) for b, v in zip(before, variables))
+
+
+def test_polyak_update_exact_at_half():
+    source = [tf.Variable([2.0, -4.0]), tf.Variable(1.0)]
+    target = [tf.Variable([4.0, 0.0]), tf.Variable(3.0)]
+    polyak_update(target, source, 0.5)
+    np.testing.assert_array_equal(target[0].numpy(), [3.0, -2.0])
+    assert target[1].numpy() == 2.0
+
+
+def test_update_changes_every_parameter_and_stays_finite():
+    learner = SACLearner(3, 2, SACConfig(hidden_sizes=(16, 16)))
+    models = (learner.actor, learner.critic, learner.target_critic)
+    before = [_values(m.trainable_variables) for m in models]
+    log_alpha = learner.log_alpha.numpy()
+    metrics = learner.update(_random_batch(2, 32))
+    for b, m in zip(before, models):
+        assert _all_changed(b, m.trainable_variables), m.name
+    assert learner.log_alpha.numpy() != log_alpha
+    assert set(metrics) == {"critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy",
+                            "q_mean"}
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+    # Two gradient steps ran: Adam's step counter says so.
+    assert int(learner.critic_optimizer.iterations.numpy()) == 2
+
+
+def test_fixed_alpha_stays_fixed():
+    learner = SACLearner(3, 2, SACConfig(hidden_sizes=(16,), alpha=0.3))
+    before = learner.log_alpha.numpy()
+    metrics = learner.update(_random_batch(1, 16))
+    assert learner.log_alpha.numpy() == before
+    assert float(metrics["alpha"]) == np.float32(np.exp(np.float32(np.log(0.3))))
+    assert abs(float(metrics["alpha"]) - 0.3) < 1e-6
+
+
+def test_acting_does_not_change_parameters():
+    learner = SACLearner(3, 2, SACConfig(hidden_sizes=(16,)))
+    models = (learner.actor, learner.critic, learner.target_critic)
+    before = [_values(m.variables) for m in models]
+    obs = np.random.default_rng(1).normal(size=(5, 3)).astype(np.float32)
+    sampled = learner.act(obs)
+    mode = learner.act(obs, deterministic=True)
+    for b, m in zip(before, models):
+        for x, v in zip(b, m.variables):
+            np.testing.assert_array_equal(x, v.numpy())
+    assert sampled.shape == mode.shape == (5, 2)
+    assert np.all(np.abs(sampled) <= 1.0) and np.all(np.abs(mode) <= 1.0)
+    np.testing.assert_array_equal(mode, learner.act(obs, deterministic=True))
+
+
+def test_update_traces_once_for_any_batch_count():
+    learner = SACLearner(3, 2, SACConfig(hidden_sizes=(8,)))
+    for num_batches in (1, 3, 1, 5):
+        learner.update(_random_batch(num_batches, 16, seed=num_batches))
+    for b in (1, 4, 1):
+        learner.act(np.zeros((b, 3), np.float32))
+    assert learner._update.experimental_get_tracing_count() == 1
+    assert learner._act_sample.experimental_get_tracing_count() == 1
+
+
+def test_same_seed_same_updates():
+    results = []
+    for _ in range(2):
+        tf.keras.utils.set_random_seed(0)
+        learner = SACLearner(3, 2, SACConfig(hidden_sizes=(16,), seed=4))
+        metrics = learner.update(_random_batch(3, 16))
+        results.append({k: float(v) for k, v in metrics.items()})
+    assert results[0] == results[1]

@@ -6,13 +6,10 @@
 import os
 import sys
 
-# TF's C++ start-up chatter (CUDA probing on CPU machines) hides the progress lines.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from _cli import fail, import_tfsac, parse_flags_or_fail  # noqa: E402
 from absl import app, flags  # noqa: E402
-
-from tfsac.cli import fail, parse_flags_or_fail  # noqa: E402
 
 flags.DEFINE_string("env", "Pendulum-v1", "gymnasium environment id.")
 flags.DEFINE_integer("seed", 0, "Seed for the env, numpy and TF.")
@@ -58,7 +55,7 @@ def main(argv):
     except ValueError:
         fail(f"--hidden_sizes must be integers, got {','.join(FLAGS.hidden_sizes)}")
 
-    import tfsac  # TF is imported only after the flags parsed.
+    tfsac = import_tfsac()  # TF is imported only once the flags are known to be good.
 
     config = tfsac.SACConfig(
         env_id=FLAGS.env,

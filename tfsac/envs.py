@@ -30,7 +30,8 @@ def make_env(env_id: str, render_mode=None) -> gym.Env:
     Raises TfsacError for an unknown id or a space SAC cannot handle.
     """
     try:
-        env = gym.make(env_id, render_mode=render_mode)
+        kwargs = {} if render_mode is None else {"render_mode": render_mode}
+        env = gym.make(env_id, **kwargs)
     except gym.error.Error as e:
         raise TfsacError(f"cannot make environment {env_id!r}: {e}") from None
     except ModuleNotFoundError as e:

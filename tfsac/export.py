@@ -22,6 +22,7 @@ import tempfile
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfsac.distributions import squash_bijector
 from tfsac.envs import EnvSpec
@@ -93,7 +94,13 @@ def export_policy(
     final = os.path.join(model_dir, str(next_version(model_dir)))
     tmp = tempfile.mkdtemp(prefix=".export-", dir=model_dir)
     try:
-        build_archive(actor, spec).write_out(tmp, verbose=False)
+        # The SavedModel writer logs several INFO lines per export through absl.
+        verbosity = logging.get_verbosity()
+        logging.set_verbosity(logging.WARNING)
+        try:
+            build_archive(actor, spec).write_out(tmp, verbose=False)
+        finally:
+            logging.set_verbosity(verbosity)
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=2)
         os.rename(tmp, final)

@@ -32,6 +32,7 @@ class TrainResult:
 
     learner: SACLearner
     spec: EnvSpec
+    buffer: ReplayBuffer
     run_dir: str
     saved_model_path: Optional[str]
     summary: Dict
@@ -196,7 +197,7 @@ def train(
     logging.info("done: eval return %.1f +- %.1f, %.1fs, %.0f env steps/s; summary in %s",
                  final["return_mean"], final["return_std"], wall_time,
                  summary["env_steps_per_s"], run_dir)
-    return TrainResult(learner, spec, run_dir, saved_model_path, summary)
+    return TrainResult(learner, spec, buffer, run_dir, saved_model_path, summary)
 
 
 __all__ = ["TrainResult", "train", "TfsacError"]

@@ -1,0 +1,115 @@
+"""SavedModel round trips, in process and through saved_model_cli's C++ loader."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
+from tfsac import export as export_module
+from tfsac.distributions import unit_to_bounds
+
+SPEC = EnvSpec("Test-v0", obs_dim=3, action_dim=2, action_low=(0.0, -10.0),
+               action_high=(5.0, 2.0), observation_space="Box(3)", action_space="Box(2)")
+LOW, HIGH = np.array(SPEC.action_low), np.array(SPEC.action_high)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    learner = SACLearner(3, 2, SACConfig(hidden_sizes=(32, 32)))
+    # Push the means to large values so that some actions saturate at the bounds.
+    learner.actor.mean.bias.assign([6.0, -6.0])
+    path = export_policy(learner.actor, SPEC, str(tmp_path_factory.mktemp("export")), "test",
+                         {"env_id": "Test-v0"})
+    return learner, path
+
+
+def _obs(n, seed=0):
+    return np.random.default_rng(seed).normal(0, 3, (n, 3)).astype(np.float32)
+
+
+def test_layout_and_metadata(exported):
+    _, path = exported
+    assert os.path.basename(path) == "1"
+    assert os.path.isfile(os.path.join(path, "saved_model.pb"))
+    with open(os.path.join(path, export_module.METADATA_FILE)) as f:
+        assert json.load(f)["env_id"] == "Test-v0"
+    assert [n for n in os.listdir(os.path.dirname(path))] == ["1"]  # no temp folders left
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_signatures_match_in_process_policy(exported, batch):
+    learner, path = exported
+    model = load_policy(path)
+    obs = _obs(batch)
+    served = model.signatures["serving_default"](observation=tf.constant(obs))["action"].numpy()
+    expected = unit_to_bounds(learner.act(obs, deterministic=True), LOW, HIGH)
+    assert served.shape == (batch, 2) and served.dtype == np.float32
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
+    sampled = model.signatures["sample"](observation=tf.constant(obs))["action"].numpy()
+    assert sampled.shape == (batch, 2)
+    for actions in (served, sampled):
+        assert np.all(actions >= LOW) and np.all(actions <= HIGH)
+
+
+def test_sample_signature_is_stochastic(exported):
+    _, path = exported
+    sample = load_policy(path).signatures["sample"]
+    obs = tf.constant(np.zeros((4, 3), np.float32))
+    assert not np.array_equal(sample(observation=obs)["action"], sample(observation=obs)["action"])
+
+
+def test_saved_model_cli_run_matches(exported, tmp_path):
+    """saved_model_cli loads through the C++ SavedModel loader that TF Serving uses."""
+    learner, path = exported
+    obs = _obs(5, seed=1)
+    cmd = [
+        sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run",
+        "--dir", path, "--tag_set", "serve", "--signature_def", "serving_default",
+        "--input_exprs", f"observation={obs.tolist()}", "--outdir", str(tmp_path),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    served = np.load(tmp_path / "action.npy")
+    expected = unit_to_bounds(learner.act(obs, deterministic=True), LOW, HIGH)
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_versions_increase(exported, tmp_path):
+    learner, _ = exported
+    first = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    second = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    assert (os.path.basename(first), os.path.basename(second)) == ("1", "2")
+
+
+def test_failed_export_leaves_nothing(exported, tmp_path, monkeypatch):
+    learner, _ = exported
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export_module, "build_archive", lambda *a: type("A", (), {
+        "write_out": broken})())
+    with pytest.raises(TfsacError, match="No space left"):
+        export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    assert os.listdir(tmp_path / "m") == []
+
+
+def test_unwritable_export_dir(exported, tmp_path):
+    learner, _ = exported
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(TfsacError, match="cannot write"):
+        export_policy(learner.actor, SPEC, str(blocker / "sub"), "m", {})
+
+
+def test_load_policy_bad_path(tmp_path):
+    with pytest.raises(TfsacError, match="no SavedModel"):
+        load_policy(str(tmp_path / "missing"))
+    (tmp_path / "saved_model.pb").write_bytes(b"not a protobuf")
+    with pytest.raises(TfsacError, match="cannot load"):
+        load_policy(str(tmp_path))

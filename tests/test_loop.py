@@ -1,0 +1,66 @@
+"""The environment loop: termination vs truncation, bounds, outputs."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tfsac import SACConfig, TfsacError, train
+
+
+def _config(tmp_path, env_id, **kw):
+    defaults = dict(
+        env_id=env_id, total_steps=40, learning_starts=40, batch_size=8, hidden_sizes=(8,),
+        eval_every=40, eval_episodes=2, log_every=20, run_dir=str(tmp_path / "run"),
+        export_dir=str(tmp_path / "export"), jit_compile=False,
+    )
+    defaults.update(kw)
+    return SACConfig(**defaults)
+
+
+def test_truncation_bootstraps_and_termination_does_not(tmp_path, counter_env_id):
+    result = train(_config(tmp_path, counter_env_id), export=False)
+    buf = result.buffer
+    obs = buf.observation[: len(buf), 0]
+    next_obs = buf.next_observation[: len(buf), 0]
+    terminated = buf.terminated[: len(buf)]
+    # next_observation is always the true successor, never the next episode's reset.
+    np.testing.assert_array_equal(next_obs, obs + 1)
+    episode, t_next = np.divmod(next_obs, 10)
+    # Even episodes terminate at t=3; odd ones are truncated by the TimeLimit at t=4.
+    np.testing.assert_array_equal(terminated, ((episode % 2 == 0) & (t_next == 3)).astype(float))
+    truncated_rows = (episode % 2 == 1) & (t_next == 4)
+    assert truncated_rows.sum() >= 5 and not terminated[truncated_rows].any()
+    # Random actions were mapped into the asymmetric bounds (the env asserts it too).
+    assert np.all(np.abs(buf.action[: len(buf)]) <= 1.0)
+
+
+def test_learning_phase_updates_and_writes_summary(tmp_path, counter_env_id):
+    records = []
+    cfg = _config(tmp_path, counter_env_id, total_steps=60, learning_starts=20, eval_every=30)
+    result = train(cfg, on_log=records.append)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary == json.loads(json.dumps(result.summary))
+    assert [e["step"] for e in summary["evaluations"]] == [30, 60]
+    assert summary["eval_return_mean"] == summary["evaluations"][-1]["return_mean"]
+    assert os.path.isfile(os.path.join(summary["saved_model_path"], "saved_model.pb"))
+    assert int(result.learner.critic_optimizer.iterations.numpy()) == 40
+    assert [r["step"] for r in records] == [20, 40, 60]
+    assert "critic_loss" in records[-1] and "critic_loss" not in records[0]
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(env_id="NoSuchEnv-v0"), "NoSuchEnv-v0"),
+        (dict(env_id="CartPole-v1"), "continuous"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(learning_starts=100, total_steps=50), "learning_starts"),
+        (dict(hidden_sizes=(0,)), "hidden_sizes"),
+    ],
+)
+def test_bad_config_raises_before_training(tmp_path, counter_env_id, kw, message):
+    with pytest.raises(TfsacError, match=message):
+        train(_config(tmp_path, kw.pop("env_id", counter_env_id), **kw))
+    assert not (tmp_path / "export").exists() or not any((tmp_path / "export").rglob("*.pb"))

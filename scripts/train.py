@@ -1,6 +1,6 @@
 """Train SAC on a gymnasium env and export the policy as a SavedModel.
 
-    python scripts/train.py --env=Pendulum-v1
+python scripts/train.py --env=Pendulum-v1
 """
 
 import os

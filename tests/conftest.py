@@ -14,7 +14,9 @@ class CounterEnv(gym.Env):
     until the TimeLimit (4 steps) truncates them. Reward 1 per step."""
 
     observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
-    action_space = gym.spaces.Box(np.array([0.0, -10.0], np.float32), np.array([5.0, 2.0], np.float32))
+    action_space = gym.spaces.Box(
+        np.array([0.0, -10.0], np.float32), np.array([5.0, 2.0], np.float32)
+    )
 
     def __init__(self):
         self.episode = -1

@@ -24,12 +24,11 @@ def test_log_prob_matches_change_of_variables_with_bounds():
     y = (action - (LOW + half)) / half  # back to (-1, 1)
     u = np.arctanh(y)
     # log p(a) = sum_i [log N(u_i) - log(1 - tanh(u_i)^2) - log(half_i)]
-    expected = np.sum(
-        _normal_log_pdf(u, loc, std) - np.log(1.0 - y**2) - np.log(half), axis=-1
-    )
+    expected = np.sum(_normal_log_pdf(u, loc, std) - np.log(1.0 - y**2) - np.log(half), axis=-1)
     np.testing.assert_allclose(log_prob.numpy(), expected, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(dist.log_prob(action.astype(np.float32)).numpy(), expected,
-                               rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(
+        dist.log_prob(action.astype(np.float32)).numpy(), expected, rtol=1e-3, atol=1e-3
+    )
 
 
 def test_log_prob_finite_when_actions_saturate():

@@ -13,8 +13,15 @@ from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, loa
 from tfsac import export as export_module
 from tfsac.distributions import unit_to_bounds
 
-SPEC = EnvSpec("Test-v0", obs_dim=3, action_dim=2, action_low=(0.0, -10.0),
-               action_high=(5.0, 2.0), observation_space="Box(3)", action_space="Box(2)")
+SPEC = EnvSpec(
+    "Test-v0",
+    obs_dim=3,
+    action_dim=2,
+    action_low=(0.0, -10.0),
+    action_high=(5.0, 2.0),
+    observation_space="Box(3)",
+    action_space="Box(2)",
+)
 LOW, HIGH = np.array(SPEC.action_low), np.array(SPEC.action_high)
 
 
@@ -23,8 +30,9 @@ def exported(tmp_path_factory):
     learner = SACLearner(3, 2, SACConfig(hidden_sizes=(32, 32)))
     # Push the means to large values so that some actions saturate at the bounds.
     learner.actor.mean.bias.assign([6.0, -6.0])
-    path = export_policy(learner.actor, SPEC, str(tmp_path_factory.mktemp("export")), "test",
-                         {"env_id": "Test-v0"})
+    path = export_policy(
+        learner.actor, SPEC, str(tmp_path_factory.mktemp("export")), "test", {"env_id": "Test-v0"}
+    )
     return learner, path
 
 
@@ -68,9 +76,20 @@ def test_saved_model_cli_run_matches(exported, tmp_path):
     learner, path = exported
     obs = _obs(5, seed=1)
     cmd = [
-        sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run",
-        "--dir", path, "--tag_set", "serve", "--signature_def", "serving_default",
-        "--input_exprs", f"observation={obs.tolist()}", "--outdir", str(tmp_path),
+        sys.executable,
+        "-m",
+        "tensorflow.python.tools.saved_model_cli",
+        "run",
+        "--dir",
+        path,
+        "--tag_set",
+        "serve",
+        "--signature_def",
+        "serving_default",
+        "--input_exprs",
+        f"observation={obs.tolist()}",
+        "--outdir",
+        str(tmp_path),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -92,8 +111,9 @@ def test_failed_export_leaves_nothing(exported, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(export_module, "build_archive", lambda *a: type("A", (), {
-        "write_out": broken})())
+    monkeypatch.setattr(
+        export_module, "build_archive", lambda *a: type("A", (), {"write_out": broken})()
+    )
     with pytest.raises(TfsacError, match="No space left"):
         export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
     assert os.listdir(tmp_path / "m") == []

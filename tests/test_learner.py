@@ -12,8 +12,7 @@ def _random_batch(num_batches, batch_size, obs_dim=3, action_dim=2, seed=0):
         "observation": rng.normal(size=(num_batches, batch_size, obs_dim)).astype(np.float32),
         "action": rng.uniform(-1, 1, (num_batches, batch_size, action_dim)).astype(np.float32),
         "reward": rng.normal(size=(num_batches, batch_size)).astype(np.float32),
-        "next_observation": rng.normal(size=(num_batches, batch_size, obs_dim)).astype(
-            np.float32),
+        "next_observation": rng.normal(size=(num_batches, batch_size, obs_dim)).astype(np.float32),
         "terminated": (rng.uniform(size=(num_batches, batch_size)) < 0.1).astype(np.float32),
     }
 
@@ -23,7 +22,7 @@ def _values(variables):
 
 
 def _all_changed(before, variables):
-    return all(not np.array_equal(b, v.numpy()) for b, v in zip(before, variables))
+    return all(not np.array_equal(b, v.numpy()) for b, v in zip(before, variables, strict=True))
 
 
 def test_polyak_update_exact_at_half():
@@ -40,11 +39,10 @@ def test_update_changes_every_parameter_and_stays_finite():
     before = [_values(m.trainable_variables) for m in models]
     log_alpha = learner.log_alpha.numpy()
     metrics = learner.update(_random_batch(2, 32))
-    for b, m in zip(before, models):
+    for b, m in zip(before, models, strict=True):
         assert _all_changed(b, m.trainable_variables), m.name
     assert learner.log_alpha.numpy() != log_alpha
-    assert set(metrics) == {"critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy",
-                            "q_mean"}
+    assert set(metrics) == {"critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean"}
     assert all(np.isfinite(float(v)) for v in metrics.values())
     # Two gradient steps ran: Adam's step counter says so.
     assert int(learner.critic_optimizer.iterations.numpy()) == 2
@@ -65,8 +63,8 @@ def test_acting_does_not_change_parameters():
     obs = np.random.default_rng(1).normal(size=(5, 3)).astype(np.float32)
     sampled = learner.act(obs)
     mode = learner.act(obs, deterministic=True)
-    for b, m in zip(before, models):
-        for x, v in zip(b, m.variables):
+    for b, m in zip(before, models, strict=True):
+        for x, v in zip(b, m.variables, strict=True):
             np.testing.assert_array_equal(x, v.numpy())
     assert sampled.shape == mode.shape == (5, 2)
     assert np.all(np.abs(sampled) <= 1.0) and np.all(np.abs(mode) <= 1.0)

@@ -11,9 +11,17 @@ from tfsac import SACConfig, TfsacError, train
 
 def _config(tmp_path, env_id, **kw):
     defaults = dict(
-        env_id=env_id, total_steps=40, learning_starts=40, batch_size=8, hidden_sizes=(8,),
-        eval_every=40, eval_episodes=2, log_every=20, run_dir=str(tmp_path / "run"),
-        export_dir=str(tmp_path / "export"), jit_compile=False,
+        env_id=env_id,
+        total_steps=40,
+        learning_starts=40,
+        batch_size=8,
+        hidden_sizes=(8,),
+        eval_every=40,
+        eval_episodes=2,
+        log_every=20,
+        run_dir=str(tmp_path / "run"),
+        export_dir=str(tmp_path / "export"),
+        jit_compile=False,
     )
     defaults.update(kw)
     return SACConfig(**defaults)

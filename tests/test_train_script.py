@@ -7,30 +7,48 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO_ROOT
 
 SCRIPT = os.path.join(REPO_ROOT, "scripts", "train.py")
 
 
 def _run(args, cwd, timeout=600):
-    return subprocess.run([sys.executable, SCRIPT, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_tiny_run_writes_summary_and_servable_export(tmp_path):
     proc = _run(
-        ["--env=Pendulum-v1", "--total_steps=300", "--learning_starts=100", "--batch_size=32",
-         "--hidden_sizes=32,32", "--eval_every=300", "--eval_episodes=2", "--log_every=100",
-         "--seed=3", "--run_dir=run", "--export_dir=exports"],
+        [
+            "--env=Pendulum-v1",
+            "--total_steps=300",
+            "--learning_starts=100",
+            "--batch_size=32",
+            "--hidden_sizes=32,32",
+            "--eval_every=300",
+            "--eval_episodes=2",
+            "--log_every=100",
+            "--seed=3",
+            "--run_dir=run",
+            "--export_dir=exports",
+        ],
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     assert "step 300/300" in proc.stderr and "steps/s" in proc.stderr  # progress shown
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    for key in ("env", "seed", "total_steps", "eval_return_mean", "eval_return_std",
-                "wall_time_s", "env_steps_per_s", "saved_model_path"):
+    for key in (
+        "env",
+        "seed",
+        "total_steps",
+        "eval_return_mean",
+        "eval_return_std",
+        "wall_time_s",
+        "env_steps_per_s",
+        "saved_model_path",
+    ):
         assert key in summary, key
     assert (summary["env"], summary["seed"], summary["total_steps"]) == ("Pendulum-v1", 3, 300)
     assert -2000 < summary["eval_return_mean"] <= 0
@@ -39,12 +57,25 @@ def test_tiny_run_writes_summary_and_servable_export(tmp_path):
     # The export answers through saved_model_cli (TF Serving's C++ loader), within bounds.
     out = tmp_path / "cli_out"
     cli = subprocess.run(
-        [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run",
-         "--dir", summary["saved_model_path"], "--tag_set", "serve",
-         "--signature_def", "serving_default",
-         "--input_exprs", "observation=[[1.0, 0.0, 0.0], [0.0, 1.0, -8.0]]",
-         "--outdir", str(out)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "tensorflow.python.tools.saved_model_cli",
+            "run",
+            "--dir",
+            summary["saved_model_path"],
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "serving_default",
+            "--input_exprs",
+            "observation=[[1.0, 0.0, 0.0], [0.0, 1.0, -8.0]]",
+            "--outdir",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert cli.returncode == 0, cli.stderr[-2000:]
     action = np.load(out / "action.npy")

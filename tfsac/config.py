@@ -63,7 +63,7 @@ class SACConfig:
     def learned_alpha(self) -> bool:
         return self.alpha is None
 
-    def validate(self) -> "SACConfig":
+    def validate(self) -> SACConfig:
         """Raises TfsacError naming the first bad field; returns self."""
         positive_ints = (
             "total_steps",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import tensorflow as tf
 import tensorflow_probability as tfp
 
 tfd = tfp.distributions

@@ -37,8 +37,11 @@ def make_env(env_id: str, render_mode=None) -> gym.Env:
     except ModuleNotFoundError as e:
         raise TfsacError(f"environment {env_id!r} needs a missing package: {e}") from None
     check_action_space(env_id, env.action_space)
-    if not (isinstance(env.observation_space, gym.spaces.Box) and env.observation_space.shape and
-            len(env.observation_space.shape) == 1):
+    if not (
+        isinstance(env.observation_space, gym.spaces.Box)
+        and env.observation_space.shape
+        and len(env.observation_space.shape) == 1
+    ):
         try:
             gym.spaces.flatdim(env.observation_space)
         except (NotImplementedError, TypeError, ValueError):

@@ -20,7 +20,7 @@ BATCH_KEYS = ("observation", "action", "reward", "next_observation", "terminated
 
 def polyak_update(target_variables, source_variables, tau: float):
     """target <- tau * source + (1 - tau) * target, variable by variable."""
-    for target, source in zip(target_variables, source_variables):
+    for target, source in zip(target_variables, source_variables, strict=True):
         target.assign(tau * source + (1.0 - tau) * target)
 
 
@@ -44,7 +44,9 @@ class SACLearner:
         self.alpha_optimizer = keras.optimizers.Adam(config.learning_rate, name="alpha_adam")
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
         self.log_alpha = tf.Variable(
-            math.log(initial_alpha), dtype=tf.float32, trainable=config.learned_alpha,
+            math.log(initial_alpha),
+            dtype=tf.float32,
+            trainable=config.learned_alpha,
             name="log_alpha",
         )
         self.target_entropy = float(
@@ -110,7 +112,9 @@ class SACLearner:
         with tf.GradientTape() as tape:
             q = self.critic(obs, action)
             c_loss = losses.critic_loss(q, target)
-        self.critic_optimizer.apply_gradients(zip(tape.gradient(c_loss, critic_vars), critic_vars))
+        self.critic_optimizer.apply_gradients(
+            zip(tape.gradient(c_loss, critic_vars), critic_vars, strict=True)
+        )
 
         # Actor (Eq. 7), against the critics just updated.
         actor_vars = self.actor.trainable_variables
@@ -120,7 +124,9 @@ class SACLearner:
                 loc, tf.exp(log_std)
             ).experimental_sample_and_log_prob(seed=seeds[:, 1])
             a_loss = losses.actor_loss(log_prob, self.critic(obs, pi_action), alpha)
-        self.actor_optimizer.apply_gradients(zip(tape.gradient(a_loss, actor_vars), actor_vars))
+        self.actor_optimizer.apply_gradients(
+            zip(tape.gradient(a_loss, actor_vars), actor_vars, strict=True)
+        )
 
         # Temperature (Eq. 18).
         with tf.GradientTape() as tape:

@@ -53,8 +53,9 @@ def _write_json(path: str, data: Dict) -> None:
 
 def _evaluate(learner: SACLearner, env, spec: EnvSpec, episodes: int, seed: int) -> List[float]:
     def policy(obs):
-        return unit_to_bounds(learner.act(obs, deterministic=True), spec.action_low,
-                              spec.action_high)
+        return unit_to_bounds(
+            learner.act(obs, deterministic=True), spec.action_low, spec.action_high
+        )
 
     return run_episodes(env, policy, episodes, seed=seed)
 
@@ -85,8 +86,14 @@ def train(
     )
     rng = np.random.default_rng(config.seed)
     _write_json(os.path.join(run_dir, "config.json"), config.to_dict())
-    logging.info("tfsac %s: %s, obs_dim=%d, action_dim=%d, run_dir=%s", __version__,
-                 config.env_id, spec.obs_dim, spec.action_dim, run_dir)
+    logging.info(
+        "tfsac %s: %s, obs_dim=%d, action_dim=%d, run_dir=%s",
+        __version__,
+        config.env_id,
+        spec.obs_dim,
+        spec.action_dim,
+        run_dir,
+    )
 
     evaluations = []
     recent_returns = collections.deque(maxlen=10)
@@ -123,11 +130,19 @@ def train(
         if step % config.eval_every == 0 or step == config.total_steps:
             returns = _evaluate(learner, eval_env, spec, config.eval_episodes, config.seed + 100)
             evaluations.append(
-                {"step": step, "return_mean": float(np.mean(returns)),
-                 "return_std": float(np.std(returns))}
+                {
+                    "step": step,
+                    "return_mean": float(np.mean(returns)),
+                    "return_std": float(np.std(returns)),
+                }
             )
-            logging.info("eval step %d: return %.1f +- %.1f over %d episodes", step,
-                         np.mean(returns), np.std(returns), len(returns))
+            logging.info(
+                "eval step %d: return %.1f +- %.1f over %d episodes",
+                step,
+                np.mean(returns),
+                np.std(returns),
+                len(returns),
+            )
 
         if step % config.log_every == 0:
             now = time.perf_counter()
@@ -141,12 +156,17 @@ def train(
                 record.update({k: float(v) for k, v in metrics.items()})
             last_log_time, last_log_step = now, step
             logging.info(
-                "step %d/%d | episodes %d | return %s | %.0f steps/s%s", step,
-                config.total_steps, episodes,
+                "step %d/%d | episodes %d | return %s | %.0f steps/s%s",
+                step,
+                config.total_steps,
+                episodes,
                 "-" if record["episode_return"] is None else f"{record['episode_return']:.1f}",
                 record["env_steps_per_s"],
-                "".join(f" | {k} {record[k]:.4g}" for k in
-                        ("critic_loss", "actor_loss", "alpha", "entropy") if k in record),
+                "".join(
+                    f" | {k} {record[k]:.4g}"
+                    for k in ("critic_loss", "actor_loss", "alpha", "entropy")
+                    if k in record
+                ),
             )
             if on_log is not None:
                 on_log(record)
@@ -170,7 +190,8 @@ def train(
         "env_steps_per_s": config.total_steps / wall_time,
         "learning_env_steps_per_s": (
             (config.total_steps - learning_start_step + 1) / (end - learning_start_time)
-            if learning_start_time is not None else None
+            if learning_start_time is not None
+            else None
         ),
         "saved_model_path": None,
         "tfsac_version": __version__,
@@ -194,9 +215,14 @@ def train(
         summary["saved_model_path"] = saved_model_path
         logging.info("exported SavedModel to %s", saved_model_path)
     _write_json(os.path.join(run_dir, SUMMARY_FILE), summary)
-    logging.info("done: eval return %.1f +- %.1f, %.1fs, %.0f env steps/s; summary in %s",
-                 final["return_mean"], final["return_std"], wall_time,
-                 summary["env_steps_per_s"], run_dir)
+    logging.info(
+        "done: eval return %.1f +- %.1f, %.1fs, %.0f env steps/s; summary in %s",
+        final["return_mean"],
+        final["return_std"],
+        wall_time,
+        summary["env_steps_per_s"],
+        run_dir,
+    )
     return TrainResult(learner, spec, buffer, run_dir, saved_model_path, summary)
 
 

@@ -121,6 +121,6 @@ def build_networks(obs_dim: int, action_dim: int, config) -> tuple[Actor, Critic
     actor(obs)
     critic(obs, act)
     target_critic(obs, act)
-    for target, source in zip(target_critic.variables, critic.variables):
+    for target, source in zip(target_critic.variables, critic.variables, strict=True):
         target.assign(source)
     return actor, critic, target_critic

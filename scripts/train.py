@@ -31,6 +31,10 @@ flags.DEFINE_integer("eval_every", 5_000, "Env steps between evaluations.")
 flags.DEFINE_integer("eval_episodes", 10, "Deterministic episodes per evaluation.")
 flags.DEFINE_integer("log_every", 1_000, "Env steps between progress lines.")
 flags.DEFINE_bool("jit_compile", True, "Compile the update and action selection with XLA.")
+flags.DEFINE_bool("deterministic", False, "TF op determinism: same seed, same run (CPU).")
+flags.DEFINE_bool("resume", False, "Continue the run in --run_dir from its last checkpoint.")
+flags.DEFINE_integer("checkpoint_every", 5_000, "Env steps between checkpoints (0: end only).")
+flags.DEFINE_integer("keep_checkpoints", 3, "How many recent checkpoints to keep.")
 flags.DEFINE_string("run_dir", None, "Run directory (default runs/<env>-seed<seed>-<time>).")
 flags.DEFINE_string("export_dir", "saved_models", "Where SavedModels are exported.")
 flags.DEFINE_string("model_name", None, "Model name under export_dir (default from --env).")
@@ -78,12 +82,19 @@ def main(argv):
         eval_episodes=FLAGS.eval_episodes,
         log_every=FLAGS.log_every,
         jit_compile=FLAGS.jit_compile,
+        deterministic=FLAGS.deterministic,
+        checkpoint_every=FLAGS.checkpoint_every,
+        keep_checkpoints=FLAGS.keep_checkpoints,
         run_dir=FLAGS.run_dir,
         export_dir=FLAGS.export_dir,
         model_name=FLAGS.model_name,
     )
     try:
-        result = tfsac.train(config)
+        result = tfsac.train(config, resume=FLAGS.resume)
+    except tfsac.Interrupted as e:
+        fail(str(e), code=128 + e.signum)
+    except tfsac.NonFiniteError as e:
+        fail(str(e), code=3)
     except tfsac.TfsacError as e:
         fail(str(e))
     print(f"summary: {os.path.join(result.run_dir, 'summary.json')}")

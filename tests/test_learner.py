@@ -42,10 +42,28 @@ def test_update_changes_every_parameter_and_stays_finite():
     for b, m in zip(before, models, strict=True):
         assert _all_changed(b, m.trainable_variables), m.name
     assert learner.log_alpha.numpy() != log_alpha
-    assert set(metrics) == {"critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean"}
+    assert set(metrics) == {
+        "critic_loss",
+        "actor_loss",
+        "alpha",
+        "alpha_loss",
+        "entropy",
+        "q_mean",
+        "finite",
+    }
     assert all(np.isfinite(float(v)) for v in metrics.values())
+    assert bool(metrics["finite"]) and learner.nonfinite_quantities(metrics) == []
     # Two gradient steps ran: Adam's step counter says so.
     assert int(learner.critic_optimizer.iterations.numpy()) == 2
+
+
+def test_nonfinite_parameter_is_flagged_and_named():
+    learner = SACLearner(3, 2, SACConfig(hidden_sizes=(8,)))
+    learner.critic.head.bias.assign(np.full((2, 1, 1), np.nan, np.float32))
+    metrics = learner.update(_random_batch(1, 8))
+    assert not bool(metrics["finite"])
+    names = learner.nonfinite_quantities(metrics)
+    assert "critic_loss" in names and any("q/bias" in n for n in names), names
 
 
 def test_fixed_alpha_stays_fixed():

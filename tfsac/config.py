@@ -45,8 +45,10 @@ class SACConfig:
     log_std_min: float = -20.0
     log_std_max: float = 2.0
 
-    # Compilation: XLA on the update step and on action selection.
+    # Compilation: XLA on the update step and on action selection. `deterministic` turns
+    # on TF op determinism: the same seed then gives the same run, bit for bit, on CPU.
     jit_compile: bool = True
+    deterministic: bool = False
 
     # Evaluation, logging and outputs.
     eval_every: int = 5_000
@@ -55,6 +57,11 @@ class SACConfig:
     run_dir: Optional[str] = None
     export_dir: str = "saved_models"
     model_name: Optional[str] = None
+
+    # Checkpoints under <run_dir>/checkpoints: every `checkpoint_every` env steps (0: only
+    # at the end and on SIGINT/SIGTERM), keeping the last `keep_checkpoints`.
+    checkpoint_every: int = 5_000
+    keep_checkpoints: int = 3
 
     def __post_init__(self):
         self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
@@ -81,6 +88,10 @@ class SACConfig:
                 raise TfsacError(f"{name} must be a positive integer, got {value!r}")
         if not isinstance(self.env_id, str) or not self.env_id:
             raise TfsacError("env_id must be a non-empty string")
+        if self.checkpoint_every < 0:
+            raise TfsacError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
+        if self.keep_checkpoints < 1:
+            raise TfsacError(f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
         if self.learning_starts < 0:
             raise TfsacError(f"learning_starts must be >= 0, got {self.learning_starts}")
         if self.learning_starts > self.total_steps:

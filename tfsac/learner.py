@@ -145,12 +145,41 @@ class SACLearner:
             "q_mean": tf.reduce_mean(q),
         }
 
+    def trainable_state(self):
+        """Every variable an update writes (parameters, targets, log-alpha)."""
+        return [
+            *self.actor.trainable_variables,
+            *self.critic.trainable_variables,
+            *self.target_critic.variables,
+            self.log_alpha,
+        ]
+
     def _update_fn(self, batches):
         metrics = {name: tf.zeros([]) for name in METRIC_NAMES}
         for i in tf.range(tf.shape(batches["reward"])[0]):
             metrics = self._gradient_step({k: v[i] for k, v in batches.items()})
-        return metrics
+        # One flag, checked by the loop after every call: a NaN/Inf in any loss or any
+        # parameter stops training before such a state can be checkpointed.
+        finite = tf.reduce_all(
+            [
+                tf.reduce_all(tf.math.is_finite(x))
+                for x in [*metrics.values(), *self.trainable_state()]
+            ]
+        )
+        return metrics, finite
 
     def update(self, batches: Mapping[str, np.ndarray]) -> Dict[str, tf.Tensor]:
-        """Runs one SAC update per leading index of `batches`; returns the last metrics."""
-        return self._update({k: batches[k] for k in BATCH_KEYS})
+        """Runs one SAC update per leading index of `batches`; returns the last step's
+        metrics, plus `finite` (a bool tensor: every loss and parameter is finite)."""
+        metrics, finite = self._update({k: batches[k] for k in BATCH_KEYS})
+        return {**metrics, "finite": finite}
+
+    def nonfinite_quantities(self, metrics: Mapping[str, tf.Tensor]) -> list:
+        """Names of the metrics and variables that hold a NaN or Inf."""
+        names = [k for k, v in metrics.items() if k != "finite" and not np.isfinite(float(v))]
+        names += [
+            getattr(v, "path", v.name)
+            for v in self.trainable_state()
+            if not np.all(np.isfinite(v.numpy()))
+        ]
+        return names

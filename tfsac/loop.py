@@ -1,29 +1,48 @@
-"""The training loop: env interaction, updates, evaluation, logging and export."""
+"""The training loop: env interaction, updates, evaluation, logging, checkpoints, export."""
 
 from __future__ import annotations
 
 import collections
+import csv
 import dataclasses
 import json
 import os
+import signal
+import threading
 import time
 from typing import Callable, Dict, List, Optional
 
 import keras
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
 from tfsac import __version__
+from tfsac.checkpointing import Checkpointer, check_compatible
 from tfsac.config import SACConfig
 from tfsac.distributions import unit_to_bounds
 from tfsac.envs import EnvSpec, env_spec, make_env
 from tfsac.errors import TfsacError
 from tfsac.evaluation import run_episodes
 from tfsac.export import check_writable, default_model_name, export_policy
-from tfsac.learner import SACLearner
+from tfsac.learner import METRIC_NAMES, SACLearner
 from tfsac.replay import ReplayBuffer
 
 SUMMARY_FILE = "summary.json"
+PROGRESS_FILE = "progress.csv"
+PROGRESS_FIELDS = ("step", "episodes", "episode_return", "env_steps_per_s", *METRIC_NAMES)
+
+
+class NonFiniteError(TfsacError):
+    """A NaN or Inf appeared in a loss, a parameter, an observation or a reward."""
+
+
+class Interrupted(TfsacError):
+    """SIGINT or SIGTERM stopped training after a checkpoint was saved."""
+
+    def __init__(self, message: str, signum: int):
+        super().__init__(message)
+        self.signum = signum
 
 
 @dataclasses.dataclass
@@ -43,7 +62,7 @@ def default_run_dir(config: SACConfig) -> str:
     return os.path.join("runs", f"{default_model_name(config.env_id)}-seed{config.seed}-{stamp}")
 
 
-def _write_json(path: str, data: Dict) -> None:
+def write_json(path: str, data: Dict) -> None:
     """Writes JSON atomically (temp file + rename) so readers never see half a file."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -51,179 +70,365 @@ def _write_json(path: str, data: Dict) -> None:
     os.replace(tmp, path)
 
 
-def _evaluate(learner: SACLearner, env, spec: EnvSpec, episodes: int, seed: int) -> List[float]:
-    def policy(obs):
-        return unit_to_bounds(
-            learner.act(obs, deterministic=True), spec.action_low, spec.action_high
+class _StopSignals:
+    """Turns SIGINT/SIGTERM into a flag the loop polls, so it can save and stop cleanly."""
+
+    def __init__(self):
+        self.received: Optional[int] = None
+        self._previous = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.received = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+class Trainer:
+    """One SAC run: builds everything from `config`, optionally resumes, then `run()`s."""
+
+    def __init__(
+        self,
+        config: SACConfig,
+        export: bool = True,
+        resume: bool = False,
+        on_log: Optional[Callable[[Dict], None]] = None,
+    ):
+        config.validate()
+        if resume and not config.run_dir:
+            raise TfsacError("resume needs the run directory of the run to continue (run_dir)")
+        self.config = config
+        self.export = export
+        self.on_log = on_log
+        self.run_dir = config.run_dir or default_run_dir(config)
+        check_writable(self.run_dir)
+        self.model_name = config.model_name or default_model_name(config.env_id)
+        if export:
+            check_writable(os.path.join(config.export_dir, self.model_name))
+
+        if config.deterministic:
+            tf.config.experimental.enable_op_determinism()
+        keras.utils.set_random_seed(config.seed)  # Python, numpy and TF global seeds
+        self.env = make_env(config.env_id)
+        self.eval_env = make_env(config.env_id)
+        self.spec = env_spec(config.env_id, self.env)
+        self.learner = SACLearner(self.spec.obs_dim, self.spec.action_dim, config)
+        self.buffer = ReplayBuffer(
+            config.buffer_size, self.spec.obs_dim, self.spec.action_dim, config.seed
+        )
+        self.checkpointer = Checkpointer(
+            os.path.join(self.run_dir, "checkpoints"), self.learner, config.keep_checkpoints
+        )
+        self.action_rng = np.random.default_rng(config.seed)
+        # Loop state; everything here goes into checkpoints.
+        self.step = 0
+        self.episodes = 0
+        self.recent_returns: collections.deque = collections.deque(maxlen=10)
+        self.evaluations: List[Dict] = []
+        self.elapsed_before = 0.0  # wall time of earlier sessions of this run
+        # Learning-phase throughput: env steps after learning_starts and their wall time
+        # (evaluations excluded), summed over the sessions of a resumed run.
+        self.learning_steps = 0
+        self.learning_time_before = 0.0
+        self._learning_t0: Optional[float] = None
+        self._eval_time = 0.0
+        self.resumed_from = None
+        if resume:
+            self._restore_latest()
+        write_json(os.path.join(self.run_dir, "config.json"), config.to_dict())
+
+    # ------------------------------------------------------------------ state
+    def _loop_state(self, elapsed: float) -> Dict:
+        return {
+            "config": self.config.to_dict(),
+            "episodes": self.episodes,
+            "recent_returns": list(self.recent_returns),
+            "evaluations": self.evaluations,
+            "wall_time_s": self.elapsed_before + elapsed,
+            "learning_steps": self.learning_steps,
+            "learning_time_s": self._learning_time(),
+            "action_rng": self.action_rng.bit_generator.state,
+        }
+
+    def _restore_latest(self) -> None:
+        prefix = self.checkpointer.latest
+        if prefix is None:
+            logging.info("no checkpoint in %s: starting a new run", self.run_dir)
+            return
+        state = self.checkpointer.read_state(prefix)
+        check_compatible(state["config"], self.config.to_dict(), prefix)
+        state = self.checkpointer.restore(prefix, self.buffer)
+        self.step = state["step"]
+        self.episodes = state["episodes"]
+        self.recent_returns.extend(state["recent_returns"])
+        self.evaluations = state["evaluations"]
+        self.elapsed_before = state["wall_time_s"]
+        self.learning_steps = state["learning_steps"]
+        self.learning_time_before = state["learning_time_s"]
+        self.action_rng.bit_generator.state = state["action_rng"]
+        self.resumed_from = prefix
+        self._truncate_progress(self.step)
+        logging.info("resumed from %s at step %d (%d episodes)", prefix, self.step, self.episodes)
+
+    def _save_checkpoint(self, elapsed: float) -> str:
+        path = self.checkpointer.save(self.step, self.buffer, self._loop_state(elapsed))
+        logging.info("checkpoint at step %d: %s", self.step, path)
+        return path
+
+    # ---------------------------------------------------------------- logging
+    def _truncate_progress(self, step: int) -> None:
+        """Drops progress rows written after the checkpoint we resume from."""
+        path = os.path.join(self.run_dir, PROGRESS_FILE)
+        if not os.path.exists(path):
+            return
+        with open(path, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if int(r["step"]) <= step]
+        self._write_progress_rows(rows, mode="w")
+
+    def _write_progress_rows(self, rows: List[Dict], mode: str = "a") -> None:
+        path = os.path.join(self.run_dir, PROGRESS_FILE)
+        new_file = mode == "w" or not os.path.exists(path)
+        with open(path, mode, newline="") as f:
+            writer = csv.DictWriter(f, PROGRESS_FIELDS, extrasaction="ignore")
+            if new_file:
+                writer.writeheader()
+            writer.writerows(rows)
+
+    def _log(self, metrics, steps_per_s: float) -> None:
+        record = {
+            "step": self.step,
+            "episodes": self.episodes,
+            "episode_return": float(np.mean(self.recent_returns)) if self.recent_returns else None,
+            "env_steps_per_s": steps_per_s,
+        }
+        if metrics is not None:
+            record.update({k: float(metrics[k]) for k in METRIC_NAMES})
+        self._write_progress_rows([record])
+        ret = record["episode_return"]
+        logging.info(
+            "step %d/%d | episodes %d | return %s | %.0f steps/s%s",
+            self.step,
+            self.config.total_steps,
+            self.episodes,
+            "-" if ret is None else f"{ret:.1f}",
+            steps_per_s,
+            "".join(
+                f" | {k} {record[k]:.4g}"
+                for k in ("critic_loss", "actor_loss", "alpha", "entropy")
+                if k in record
+            ),
+        )
+        if self.on_log is not None:
+            self.on_log(record)
+
+    # ------------------------------------------------------------- evaluation
+    def evaluate(self, episodes: int) -> List[float]:
+        """Deterministic episodes (the squashed mean action) on the evaluation env."""
+        spec = self.spec
+
+        def policy(obs):
+            unit = self.learner.act(obs, deterministic=True)
+            return unit_to_bounds(unit, spec.action_low, spec.action_high)
+
+        # Seeded by the eval count, so a resumed run evaluates on the same starts.
+        seed = self.config.seed + 100 + len(self.evaluations)
+        return run_episodes(self.eval_env, policy, episodes, seed=seed)
+
+    def _learning_time(self) -> float:
+        if self._learning_t0 is None:
+            return self.learning_time_before
+        session = time.perf_counter() - self._learning_t0 - self._eval_time
+        return self.learning_time_before + session
+
+    def _evaluate_and_record(self) -> None:
+        t0 = time.perf_counter()
+        returns = self.evaluate(self.config.eval_episodes)
+        if self._learning_t0 is not None:
+            self._eval_time += time.perf_counter() - t0
+        self.evaluations.append(
+            {
+                "step": self.step,
+                "return_mean": float(np.mean(returns)),
+                "return_std": float(np.std(returns)),
+            }
+        )
+        logging.info(
+            "eval step %d: return %.1f +- %.1f over %d episodes",
+            self.step,
+            np.mean(returns),
+            np.std(returns),
+            len(returns),
         )
 
-    return run_episodes(env, policy, episodes, seed=seed)
+    # ------------------------------------------------------------------- loop
+    def _check_finite_transition(self, next_obs, reward) -> None:
+        if not np.isfinite(reward):
+            raise NonFiniteError(
+                f"the env returned a non-finite reward ({reward}) at step {self.step}; "
+                f"training stopped, last good checkpoint: {self.checkpointer.latest or 'none'}"
+            )
+        if not np.all(np.isfinite(next_obs)):
+            raise NonFiniteError(
+                f"the env returned a non-finite observation at step {self.step}; "
+                f"training stopped, last good checkpoint: {self.checkpointer.latest or 'none'}"
+            )
+
+    def _update(self):
+        cfg = self.config
+        metrics = self.learner.update(self.buffer.sample(cfg.batch_size, cfg.gradient_steps))
+        if not bool(metrics["finite"]):
+            names = ", ".join(self.learner.nonfinite_quantities(metrics)[:6])
+            raise NonFiniteError(
+                f"non-finite values at step {self.step} in: {names}; training stopped, "
+                f"last good checkpoint: {self.checkpointer.latest or 'none'}"
+            )
+        return metrics
+
+    def run(self) -> TrainResult:
+        cfg, spec = self.config, self.spec
+        if self.step >= cfg.total_steps and os.path.exists(self._summary_path()):
+            logging.info("run in %s is already complete", self.run_dir)
+            with open(self._summary_path()) as f:
+                summary = json.load(f)
+            return TrainResult(
+                self.learner,
+                spec,
+                self.buffer,
+                self.run_dir,
+                summary.get("saved_model_path"),
+                summary,
+            )
+
+        start = time.perf_counter()
+        metrics = None
+        last_log_time, last_log_step = start, self.step
+        # A resumed run cannot restore the env's internal state: it starts a new episode.
+        obs, _ = self.env.reset(seed=cfg.seed + self.episodes)
+        episode_return = 0.0
+        with _StopSignals() as stop:
+            while self.step < cfg.total_steps:
+                self.step += 1
+                if self.step <= cfg.learning_starts:
+                    unit_action = self.action_rng.uniform(-1.0, 1.0, spec.action_dim)
+                    unit_action = unit_action.astype(np.float32)
+                else:
+                    unit_action = self.learner.act(np.asarray(obs, np.float32)[None])[0]
+                action = unit_to_bounds(unit_action, spec.action_low, spec.action_high)
+                next_obs, reward, terminated, truncated, _ = self.env.step(action)
+                self._check_finite_transition(next_obs, reward)
+                self.buffer.add(obs, unit_action, reward, next_obs, terminated)
+                episode_return += float(reward)
+                if terminated or truncated:
+                    self.recent_returns.append(episode_return)
+                    self.episodes += 1
+                    episode_return = 0.0
+                    obs, _ = self.env.reset()
+                else:
+                    obs = next_obs
+
+                if self.step > cfg.learning_starts:
+                    if self._learning_t0 is None:
+                        self._learning_t0 = time.perf_counter()
+                    self.learning_steps += 1
+                    if self.step % cfg.train_freq == 0:
+                        metrics = self._update()
+
+                if self.step % cfg.eval_every == 0 or self.step == cfg.total_steps:
+                    self._evaluate_and_record()
+                if self.step % cfg.log_every == 0:
+                    now = time.perf_counter()
+                    self._log(metrics, (self.step - last_log_step) / (now - last_log_time))
+                    last_log_time, last_log_step = now, self.step
+                at_end = self.step == cfg.total_steps
+                periodic = cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0
+                if at_end or periodic or stop.received is not None:
+                    self._save_checkpoint(time.perf_counter() - start)
+                if stop.received is not None and not at_end:
+                    name = signal.Signals(stop.received).name
+                    raise Interrupted(
+                        f"{name} at step {self.step}: checkpoint saved in "
+                        f"{self.checkpointer.directory}; continue with --resume "
+                        f"--run_dir={self.run_dir}",
+                        stop.received,
+                    )
+        wall_time = self.elapsed_before + (time.perf_counter() - start)
+        return self._finish(wall_time)
+
+    def _summary_path(self) -> str:
+        return os.path.join(self.run_dir, SUMMARY_FILE)
+
+    def _finish(self, wall_time: float) -> TrainResult:
+        cfg, spec = self.config, self.spec
+        self.env.close()
+        self.eval_env.close()
+        final = self.evaluations[-1]
+        summary = {
+            "env": cfg.env_id,
+            "seed": cfg.seed,
+            "total_steps": cfg.total_steps,
+            "episodes": self.episodes,
+            "eval_return_mean": final["return_mean"],
+            "eval_return_std": final["return_std"],
+            "eval_episodes": cfg.eval_episodes,
+            "evaluations": self.evaluations,
+            "wall_time_s": wall_time,
+            "env_steps_per_s": cfg.total_steps / wall_time,
+            # From learning_starts on: acting, env steps and updates, evaluations excluded.
+            "learning_env_steps_per_s": (
+                self.learning_steps / self._learning_time() if self.learning_steps else None
+            ),
+            "resumed_from": self.resumed_from,
+            "checkpoint": self.checkpointer.latest,
+            "saved_model_path": None,
+            "tfsac_version": __version__,
+        }
+        saved_model_path = None
+        if self.export:
+            metadata = {
+                "tfsac_version": __version__,
+                "env_id": cfg.env_id,
+                "training_steps": cfg.total_steps,
+                "observation_dim": spec.obs_dim,
+                "observation_space": spec.observation_space,
+                "action_space": spec.action_space,
+                "action_low": list(spec.action_low),
+                "action_high": list(spec.action_high),
+                "eval_return_mean": final["return_mean"],
+            }
+            saved_model_path = os.path.abspath(
+                export_policy(self.learner.actor, spec, cfg.export_dir, self.model_name, metadata)
+            )
+            summary["saved_model_path"] = saved_model_path
+            logging.info("exported SavedModel to %s", saved_model_path)
+        write_json(self._summary_path(), summary)
+        logging.info(
+            "done: eval return %.1f +- %.1f, %.1fs, %.0f env steps/s; summary in %s",
+            final["return_mean"],
+            final["return_std"],
+            wall_time,
+            summary["env_steps_per_s"],
+            self.run_dir,
+        )
+        return TrainResult(self.learner, spec, self.buffer, self.run_dir, saved_model_path, summary)
 
 
 def train(
     config: SACConfig,
     export: bool = True,
+    resume: bool = False,
     on_log: Optional[Callable[[Dict], None]] = None,
 ) -> TrainResult:
-    """Trains SAC on `config.env_id` and (with `export`) exports a SavedModel.
+    """Trains SAC on `config.env_id`; with `export`, exports a SavedModel at the end.
 
-    Raises TfsacError for bad configuration or paths, before any training is done.
+    With `resume`, continues from the latest checkpoint in `config.run_dir` (or starts
+    there when it has none). Raises TfsacError for bad configuration or paths before any
+    training, NonFiniteError on NaN/Inf, Interrupted after a SIGINT/SIGTERM checkpoint.
     """
-    config.validate()
-    run_dir = config.run_dir or default_run_dir(config)
-    check_writable(run_dir)
-    model_name = config.model_name or default_model_name(config.env_id)
-    if export:
-        check_writable(os.path.join(config.export_dir, model_name))
-
-    keras.utils.set_random_seed(config.seed)  # Python, numpy and TF global seeds
-    env = make_env(config.env_id)
-    eval_env = make_env(config.env_id)
-    spec = env_spec(config.env_id, env)
-    learner = SACLearner(spec.obs_dim, spec.action_dim, config)
-    buffer = ReplayBuffer(
-        min(config.buffer_size, config.total_steps), spec.obs_dim, spec.action_dim, config.seed
-    )
-    rng = np.random.default_rng(config.seed)
-    _write_json(os.path.join(run_dir, "config.json"), config.to_dict())
-    logging.info(
-        "tfsac %s: %s, obs_dim=%d, action_dim=%d, run_dir=%s",
-        __version__,
-        config.env_id,
-        spec.obs_dim,
-        spec.action_dim,
-        run_dir,
-    )
-
-    evaluations = []
-    recent_returns = collections.deque(maxlen=10)
-    episode_return, episode_length, episodes = 0.0, 0, 0
-    metrics = None
-    start = time.perf_counter()
-    learning_start_time = None
-    last_log_time, last_log_step = start, 0
-
-    obs, _ = env.reset(seed=config.seed)
-    for step in range(1, config.total_steps + 1):
-        if step <= config.learning_starts:
-            unit_action = rng.uniform(-1.0, 1.0, spec.action_dim).astype(np.float32)
-        else:
-            unit_action = learner.act(np.asarray(obs, np.float32)[None])[0]
-        action = unit_to_bounds(unit_action, spec.action_low, spec.action_high)
-        next_obs, reward, terminated, truncated, _ = env.step(action)
-        buffer.add(obs, unit_action, reward, next_obs, terminated)
-        episode_return += float(reward)
-        episode_length += 1
-        if terminated or truncated:
-            recent_returns.append(episode_return)
-            episodes += 1
-            episode_return, episode_length = 0.0, 0
-            obs, _ = env.reset()
-        else:
-            obs = next_obs
-
-        if step > config.learning_starts and step % config.train_freq == 0:
-            if learning_start_time is None:
-                learning_start_time, learning_start_step = time.perf_counter(), step
-            metrics = learner.update(buffer.sample(config.batch_size, config.gradient_steps))
-
-        if step % config.eval_every == 0 or step == config.total_steps:
-            returns = _evaluate(learner, eval_env, spec, config.eval_episodes, config.seed + 100)
-            evaluations.append(
-                {
-                    "step": step,
-                    "return_mean": float(np.mean(returns)),
-                    "return_std": float(np.std(returns)),
-                }
-            )
-            logging.info(
-                "eval step %d: return %.1f +- %.1f over %d episodes",
-                step,
-                np.mean(returns),
-                np.std(returns),
-                len(returns),
-            )
-
-        if step % config.log_every == 0:
-            now = time.perf_counter()
-            record = {
-                "step": step,
-                "episodes": episodes,
-                "episode_return": float(np.mean(recent_returns)) if recent_returns else None,
-                "env_steps_per_s": (step - last_log_step) / (now - last_log_time),
-            }
-            if metrics is not None:
-                record.update({k: float(v) for k, v in metrics.items()})
-            last_log_time, last_log_step = now, step
-            logging.info(
-                "step %d/%d | episodes %d | return %s | %.0f steps/s%s",
-                step,
-                config.total_steps,
-                episodes,
-                "-" if record["episode_return"] is None else f"{record['episode_return']:.1f}",
-                record["env_steps_per_s"],
-                "".join(
-                    f" | {k} {record[k]:.4g}"
-                    for k in ("critic_loss", "actor_loss", "alpha", "entropy")
-                    if k in record
-                ),
-            )
-            if on_log is not None:
-                on_log(record)
-
-    end = time.perf_counter()
-    wall_time = end - start
-    env.close()
-    eval_env.close()
-
-    final = evaluations[-1]
-    summary = {
-        "env": config.env_id,
-        "seed": config.seed,
-        "total_steps": config.total_steps,
-        "episodes": episodes,
-        "eval_return_mean": final["return_mean"],
-        "eval_return_std": final["return_std"],
-        "eval_episodes": config.eval_episodes,
-        "evaluations": evaluations,
-        "wall_time_s": wall_time,
-        "env_steps_per_s": config.total_steps / wall_time,
-        "learning_env_steps_per_s": (
-            (config.total_steps - learning_start_step + 1) / (end - learning_start_time)
-            if learning_start_time is not None
-            else None
-        ),
-        "saved_model_path": None,
-        "tfsac_version": __version__,
-    }
-    saved_model_path = None
-    if export:
-        metadata = {
-            "tfsac_version": __version__,
-            "env_id": config.env_id,
-            "training_steps": config.total_steps,
-            "observation_dim": spec.obs_dim,
-            "observation_space": spec.observation_space,
-            "action_space": spec.action_space,
-            "action_low": list(spec.action_low),
-            "action_high": list(spec.action_high),
-            "eval_return_mean": final["return_mean"],
-        }
-        saved_model_path = os.path.abspath(
-            export_policy(learner.actor, spec, config.export_dir, model_name, metadata)
-        )
-        summary["saved_model_path"] = saved_model_path
-        logging.info("exported SavedModel to %s", saved_model_path)
-    _write_json(os.path.join(run_dir, SUMMARY_FILE), summary)
-    logging.info(
-        "done: eval return %.1f +- %.1f, %.1fs, %.0f env steps/s; summary in %s",
-        final["return_mean"],
-        final["return_std"],
-        wall_time,
-        summary["env_steps_per_s"],
-        run_dir,
-    )
-    return TrainResult(learner, spec, buffer, run_dir, saved_model_path, summary)
-
-
-__all__ = ["TrainResult", "train", "TfsacError"]
+    return Trainer(config, export=export, resume=resume, on_log=on_log).run()

@@ -62,16 +62,19 @@ class Critic(keras.Model):
     def __init__(self, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256), **kw):
         super().__init__(**kw)
         self.num_critics = num_critics
-        self.hidden = [
-            EnsembleDense(num_critics, h, activation="relu", name=f"hidden_{i}")
-            for i, h in enumerate(hidden_sizes)
-        ]
+        # A Sequential, not a Python list: tf.train.Checkpoint does not see Keras 3 layers
+        # held in a list attribute.
+        self.trunk = keras.Sequential(
+            [
+                EnsembleDense(num_critics, h, activation="relu", name=f"hidden_{i}")
+                for i, h in enumerate(hidden_sizes)
+            ],
+            name="trunk",
+        )
         self.head = EnsembleDense(num_critics, 1, name="q")
 
     def call(self, observations, actions):
-        x = tf.concat([observations, actions], axis=-1)
-        for layer in self.hidden:
-            x = layer(x)
+        x = self.trunk(tf.concat([observations, actions], axis=-1))
         return tf.squeeze(self.head(x), axis=-1)
 
 
@@ -90,17 +93,18 @@ class Actor(keras.Model):
         self.action_dim = action_dim
         self.log_std_min = log_std_min
         self.log_std_max = log_std_max
-        self.hidden = [
-            keras.layers.Dense(h, activation="relu", name=f"hidden_{i}")
-            for i, h in enumerate(hidden_sizes)
-        ]
+        self.trunk = keras.Sequential(
+            [
+                keras.layers.Dense(h, activation="relu", name=f"hidden_{i}")
+                for i, h in enumerate(hidden_sizes)
+            ],
+            name="trunk",
+        )
         self.mean = keras.layers.Dense(action_dim, name="mean")
         self.log_std = keras.layers.Dense(action_dim, name="log_std")
 
     def call(self, observations):
-        x = observations
-        for layer in self.hidden:
-            x = layer(x)
+        x = self.trunk(observations)
         log_std = tf.clip_by_value(self.log_std(x), self.log_std_min, self.log_std_max)
         return self.mean(x), log_std
 

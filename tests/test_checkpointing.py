@@ -1,0 +1,296 @@
+"""Checkpoints: full round trip, exact resume, determinism, refusals, faults."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from conftest import REPO_ROOT
+
+from tfsac import SACConfig, TfsacError, Trainer
+from tfsac import checkpointing as checkpointing_module
+from tfsac.loop import NonFiniteError
+
+METRICS = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
+
+
+def _config(run_dir, **kw):
+    defaults = dict(
+        env_id="Pendulum-v1",
+        total_steps=300,
+        learning_starts=100,
+        batch_size=32,
+        hidden_sizes=(16, 16),
+        eval_every=150,
+        eval_episodes=1,
+        log_every=50,
+        checkpoint_every=100,
+        run_dir=str(run_dir),
+        deterministic=True,
+        buffer_size=10_000,
+    )
+    defaults.update(kw)
+    return SACConfig(**defaults)
+
+
+def _run(run_dir, resume=False, **kw):
+    records = []
+    trainer = Trainer(_config(run_dir, **kw), export=False, resume=resume, on_log=records.append)
+    trainer.run()
+    return trainer, [
+        {k: r[k] for k in ("step", "episode_return", *METRICS) if k in r} for r in records
+    ]
+
+
+def _all_variables(trainer):
+    learner = trainer.learner
+    return [
+        *learner.actor.variables,
+        *learner.critic.variables,
+        *learner.target_critic.variables,
+        *learner.actor_optimizer.variables,
+        *learner.critic_optimizer.variables,
+        *learner.alpha_optimizer.variables,
+        learner.log_alpha,
+        learner.update_rng.state,
+        learner.act_rng.state,
+    ]
+
+
+def _assert_same_state(a, b):
+    va, vb = _all_variables(a), _all_variables(b)
+    assert len(va) == len(vb)
+    for x, y in zip(va, vb, strict=True):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+def test_same_seed_gives_identical_runs(tmp_path):
+    _, first = _run(tmp_path / "a")
+    _, second = _run(tmp_path / "b")
+    assert first == second and len(first) == 6 and "critic_loss" in first[-1]
+
+
+def test_resume_restores_everything_exactly(tmp_path):
+    full, _ = _run(tmp_path / "full", total_steps=200)
+    # A second run stopped at 100 (the checkpoint) and resumed on to 200 ...
+    _run(tmp_path / "split", total_steps=100)
+    resumed = Trainer(_config(tmp_path / "split", total_steps=200), export=False, resume=True)
+    # ... restores the learner, the optimizers' moments, RNGs and buffer of step 100
+    # bit for bit: compare with the uninterrupted run's checkpoint at step 100.
+    reference = Trainer(_config(tmp_path / "ref", total_steps=200), export=False)
+    reference.checkpointer.restore(
+        os.path.join(tmp_path / "full", "checkpoints", "ckpt-100"), reference.buffer
+    )
+    assert resumed.step == 100 and resumed.resumed_from.endswith("ckpt-100")
+    _assert_same_state(resumed, reference)
+    for name in ("observation", "action", "reward", "next_observation", "terminated"):
+        np.testing.assert_array_equal(
+            getattr(resumed.buffer, name)[:100], getattr(reference.buffer, name)[:100]
+        )
+    assert int(resumed.learner.critic_optimizer.iterations.numpy()) == 0  # 100 <= starts
+    resumed.run()
+    assert resumed.step == 200
+    # The history continues: the split run evaluated at its end (100), then 150 and 200.
+    assert [e["step"] for e in resumed.evaluations] == [100, 150, 200]
+    assert (
+        int(resumed.learner.critic_optimizer.iterations.numpy())
+        == int(full.learner.critic_optimizer.iterations.numpy())
+        == 100
+    )
+    progress = (tmp_path / "split" / "progress.csv").read_text().splitlines()
+    assert [int(r.split(",")[0]) for r in progress[1:]] == [50, 100, 150, 200]
+
+
+def test_resume_refuses_incompatible_config(tmp_path):
+    _run(tmp_path / "run", total_steps=100)
+    with pytest.raises(TfsacError, match=r"hidden_sizes=\(16, 16\).*hidden_sizes=\(32, 32\)"):
+        Trainer(_config(tmp_path / "run", hidden_sizes=(32, 32)), resume=True)
+    with pytest.raises(TfsacError, match="env_id"):
+        Trainer(_config(tmp_path / "run", env_id="MountainCarContinuous-v0"), resume=True)
+
+
+def test_corrupt_checkpoint_is_one_clear_error(tmp_path):
+    _run(tmp_path / "run", total_steps=100)
+    ckpt = tmp_path / "run" / "checkpoints"
+    data = next(p for p in ckpt.iterdir() if ".data-" in p.name)
+    data.write_bytes(data.read_bytes()[:100])
+    with pytest.raises(TfsacError, match="cannot be restored"):
+        Trainer(_config(tmp_path / "run"), resume=True)
+
+
+def test_full_disk_keeps_previous_checkpoint(tmp_path, monkeypatch):
+    trainer = Trainer(_config(tmp_path / "run", total_steps=300), export=False)
+    real_save = checkpointing_module._save_array
+    calls = {"n": 0}
+
+    def failing_save(path, array):
+        calls["n"] += 1
+        if calls["n"] > 5:  # the first checkpoint (5 arrays) succeeds
+            raise OSError(28, "No space left on device")
+        real_save(path, array)
+
+    monkeypatch.setattr(checkpointing_module, "_save_array", failing_save)
+    with pytest.raises(
+        TfsacError,
+        match="No space left on device.*ckpt-100 is kept|"
+        "No space left on device.*ckpt-100\\) is kept",
+    ):
+        trainer.run()
+    monkeypatch.undo()
+    resumed = Trainer(_config(tmp_path / "run"), export=False, resume=True)
+    assert resumed.step == 100
+    assert not [n for n in os.listdir(tmp_path / "run" / "checkpoints") if n.startswith(".tmp")]
+
+
+class _BadRewardEnv(gym.Env):
+    """Pendulum-like dynamics-free env whose reward turns bad at a given step."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+
+    def __init__(self, bad_step=150, bad_value=float("nan")):
+        self.t, self.bad_step, self.bad_value = 0, bad_step, bad_value
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        reward = self.bad_value if self.t >= self.bad_step else 0.0
+        return np.zeros(2, np.float32), reward, False, self.t % 50 == 0, {}
+
+
+gym.register("tfsac-test/NaNReward-v0", entry_point=_BadRewardEnv)
+gym.register(
+    "tfsac-test/HugeReward-v0", entry_point=lambda: _BadRewardEnv(bad_step=120, bad_value=3e38)
+)
+
+
+def test_nan_reward_stops_with_step_and_keeps_checkpoint(tmp_path):
+    trainer = Trainer(_config(tmp_path / "run", env_id="tfsac-test/NaNReward-v0"), export=False)
+    with pytest.raises(NonFiniteError, match=r"non-finite reward \(nan\) at step 150.*ckpt-100"):
+        trainer.run()
+    assert (
+        Trainer(
+            _config(tmp_path / "run", env_id="tfsac-test/NaNReward-v0"), export=False, resume=True
+        ).step
+        == 100
+    )
+
+
+def test_inf_loss_stops_with_step_and_quantity(tmp_path):
+    trainer = Trainer(
+        _config(tmp_path / "run", env_id="tfsac-test/HugeReward-v0", learning_starts=110),
+        export=False,
+    )
+    with pytest.raises(NonFiniteError, match=r"non-finite values at step 1\d\d in: critic_loss"):
+        trainer.run()
+    # The bad state was never saved: the latest checkpoint is still the one at step 100.
+    assert trainer.checkpointer.latest.endswith("ckpt-100")
+    resumed = Trainer(
+        _config(tmp_path / "run", env_id="tfsac-test/HugeReward-v0", learning_starts=110),
+        export=False,
+        resume=True,
+    )
+    assert all(np.all(np.isfinite(v.numpy())) for v in _all_variables(resumed))
+
+
+SCRIPT = os.path.join(REPO_ROOT, "scripts", "train.py")
+SCRIPT_ARGS = [
+    "--env=Pendulum-v1",
+    "--total_steps=8000",
+    "--learning_starts=200",
+    "--batch_size=32",
+    "--hidden_sizes=16,16",
+    "--eval_every=600",
+    "--eval_episodes=1",
+    "--log_every=100",
+    "--checkpoint_every=100",
+    "--keep_checkpoints=2",
+    "--buffer_size=10000",
+    "--resume",
+]
+
+
+def _checkpoint_steps(run_dir):
+    ckpt = run_dir / "checkpoints"
+    if not ckpt.exists():
+        return []
+    return sorted(int(p.name[5:-6]) for p in ckpt.iterdir() if p.name.endswith(".index"))
+
+
+def _latest_step(run_dir):
+    import tensorflow as tf
+
+    latest = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
+    return int(latest.rsplit("-", 1)[1]) if latest else 0
+
+
+def test_sigkill_at_random_moments_then_resume_to_completion(tmp_path):
+    run_dir, export_dir = tmp_path / "run", tmp_path / "export"
+    args = [
+        sys.executable,
+        SCRIPT,
+        *SCRIPT_ARGS,
+        f"--run_dir={run_dir}",
+        f"--export_dir={export_dir}",
+    ]
+    rng = random.Random(0)
+    latest_steps, kills = [], 0
+    while kills < 4:
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # TF start-up takes a few seconds; kill during training and saving.
+        time.sleep(rng.uniform(7.0, 14.0))
+        if proc.poll() is not None:
+            break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        latest_steps.append(_latest_step(run_dir))
+        # Every kept checkpoint loads completely.
+        for step in _checkpoint_steps(run_dir):
+            checker = Trainer(_config(tmp_path / "check"), export=False)
+            checker.checkpointer.restore(
+                str(run_dir / "checkpoints" / f"ckpt-{step}"), checker.buffer
+            )
+    print(f"kills: {kills}, latest checkpoint step after each: {latest_steps}")
+    assert latest_steps == sorted(latest_steps)  # step counts only grow
+    assert kills >= 2 and latest_steps[-1] > 0
+    final = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert final.returncode == 0, final.stderr[-2000:]
+    assert _latest_step(run_dir) == 8000
+    import json
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["total_steps"] == 8000 and summary["resumed_from"]
+    assert os.path.isfile(os.path.join(summary["saved_model_path"], "saved_model.pb"))
+
+
+def test_sigterm_saves_then_exits_cleanly(tmp_path):
+    run_dir = tmp_path / "run"
+    args = [
+        sys.executable,
+        SCRIPT,
+        *SCRIPT_ARGS,
+        "--total_steps=100000",
+        f"--run_dir={run_dir}",
+        f"--export_dir={tmp_path / 'export'}",
+    ]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not _checkpoint_steps(run_dir) and time.time() < deadline:
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("error: SIGTERM at step") and "--resume" in last
+    step = int(last.split("at step ")[1].split(":")[0])
+    assert _latest_step(run_dir) == step
+    assert not (tmp_path / "export").exists() or not list((tmp_path / "export").rglob("*.pb"))

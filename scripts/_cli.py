@@ -57,3 +57,80 @@ def import_tfsac():
         tf.constant(0.0)  # creates the eager context, which logs the CUDA probe
         import tfsac
     return tfsac
+
+
+def define_training_flags() -> None:
+    """The flags of scripts/train.py, which every script that trains or measures shares."""
+    flags.DEFINE_string("env", "Pendulum-v1", "gymnasium environment id.")
+    flags.DEFINE_integer("seed", 0, "Seed for the env, numpy and TF.")
+    flags.DEFINE_integer("total_steps", 20_000, "Environment steps to train for.")
+    flags.DEFINE_integer("learning_starts", 1_000, "Uniform-random steps before learning.")
+    flags.DEFINE_integer("batch_size", 256, "Minibatch size.")
+    flags.DEFINE_integer("buffer_size", 1_000_000, "Replay buffer capacity (transitions).")
+    flags.DEFINE_float("learning_rate", 3e-4, "Adam learning rate (actor, critics, alpha).")
+    flags.DEFINE_float("gamma", 0.99, "Discount factor.")
+    flags.DEFINE_float("tau", 0.005, "Polyak coefficient of the target critics.")
+    flags.DEFINE_string("alpha", "auto", "Entropy coefficient: a fixed positive float, or 'auto'.")
+    flags.DEFINE_float("initial_alpha", 1.0, "Starting alpha when it is learned.")
+    flags.DEFINE_string("target_entropy", "auto", "Target entropy: a float, or 'auto' = -dim(A).")
+    flags.DEFINE_list("hidden_sizes", ["256", "256"], "Hidden layer sizes, e.g. 256,256.")
+    flags.DEFINE_integer("num_critics", 2, "Number of Q networks (the target takes their min).")
+    flags.DEFINE_integer("train_freq", 1, "Env steps between updates.")
+    flags.DEFINE_integer("gradient_steps", 1, "Gradient steps per update.")
+    flags.DEFINE_integer("eval_every", 5_000, "Env steps between evaluations.")
+    flags.DEFINE_integer("eval_episodes", 10, "Deterministic episodes per evaluation.")
+    flags.DEFINE_integer("log_every", 1_000, "Env steps between progress lines.")
+    flags.DEFINE_bool("jit_compile", True, "Compile the update and action selection with XLA.")
+    flags.DEFINE_bool("deterministic", False, "TF op determinism: same seed, same run (CPU).")
+    flags.DEFINE_bool("resume", False, "Continue the run in --run_dir from its last checkpoint.")
+    flags.DEFINE_integer("checkpoint_every", 5_000, "Env steps between checkpoints (0: end only).")
+    flags.DEFINE_integer("keep_checkpoints", 3, "How many recent checkpoints to keep.")
+    flags.DEFINE_string("run_dir", None, "Run directory (default runs/<env>-seed<seed>-<time>).")
+    flags.DEFINE_string("export_dir", "saved_models", "Where SavedModels are exported.")
+    flags.DEFINE_string("model_name", None, "Model name under export_dir (default from --env).")
+
+
+def _float_or_auto(name: str, value: str):
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        fail(f"--{name} must be a float or 'auto', got {value!r}")
+
+
+def config_from_flags(tfsac):
+    """Builds a validated-later SACConfig from the parsed flags (exits on a bad value)."""
+    FLAGS = flags.FLAGS
+    try:
+        hidden_sizes = tuple(int(h) for h in FLAGS.hidden_sizes)
+    except ValueError:
+        fail(f"--hidden_sizes must be integers, got {','.join(FLAGS.hidden_sizes)}")
+    return tfsac.SACConfig(
+        env_id=FLAGS.env,
+        seed=FLAGS.seed,
+        total_steps=FLAGS.total_steps,
+        learning_starts=FLAGS.learning_starts,
+        batch_size=FLAGS.batch_size,
+        buffer_size=FLAGS.buffer_size,
+        learning_rate=FLAGS.learning_rate,
+        gamma=FLAGS.gamma,
+        tau=FLAGS.tau,
+        alpha=_float_or_auto("alpha", FLAGS.alpha),
+        initial_alpha=FLAGS.initial_alpha,
+        target_entropy=_float_or_auto("target_entropy", FLAGS.target_entropy),
+        hidden_sizes=hidden_sizes,
+        num_critics=FLAGS.num_critics,
+        train_freq=FLAGS.train_freq,
+        gradient_steps=FLAGS.gradient_steps,
+        eval_every=FLAGS.eval_every,
+        eval_episodes=FLAGS.eval_episodes,
+        log_every=FLAGS.log_every,
+        jit_compile=FLAGS.jit_compile,
+        deterministic=FLAGS.deterministic,
+        checkpoint_every=FLAGS.checkpoint_every,
+        keep_checkpoints=FLAGS.keep_checkpoints,
+        run_dir=FLAGS.run_dir,
+        export_dir=FLAGS.export_dir,
+        model_name=FLAGS.model_name,
+    )

@@ -1,6 +1,7 @@
 """Invariants of the compiled update and of acting."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tfsac import SACConfig, SACLearner, polyak_update
@@ -107,3 +108,20 @@ def test_same_seed_same_updates():
         metrics = learner.update(_random_batch(3, 16))
         results.append({k: float(v) for k, v in metrics.items()})
     assert results[0] == results[1]
+
+
+def test_update_and_act_equals_update_then_act():
+    obs = np.random.default_rng(2).normal(size=(1, 3)).astype(np.float32)
+    batch = _random_batch(2, 16)
+    separate = SACLearner(3, 2, SACConfig(hidden_sizes=(16,), seed=7))
+    fused = SACLearner(3, 2, SACConfig(hidden_sizes=(16,), seed=7))
+    fused.actor.set_weights(separate.actor.get_weights())
+    fused.critic.set_weights(separate.critic.get_weights())
+    fused.target_critic.set_weights(separate.target_critic.get_weights())
+    m1 = separate.update(batch)
+    a1 = separate.act(obs)
+    m2, a2 = fused.update_and_act(batch, obs)
+    np.testing.assert_allclose(a1, a2, rtol=1e-6)
+    assert float(m1["critic_loss"]) == pytest.approx(float(m2["critic_loss"]), rel=1e-6)
+    for x, y in zip(separate.actor.variables, fused.actor.variables, strict=True):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-6)

@@ -70,6 +70,9 @@ class SACLearner:
         }
         jit = config.jit_compile
         self._update = tf.function(self._update_fn, input_signature=[batch_spec], jit_compile=jit)
+        self._update_act = tf.function(
+            self._update_act_fn, input_signature=[batch_spec, obs_spec], jit_compile=jit
+        )
         self._act_sample = tf.function(self._sample_fn, input_signature=[obs_spec], jit_compile=jit)
         self._act_mode = tf.function(self._mode_fn, input_signature=[obs_spec], jit_compile=jit)
 
@@ -173,6 +176,18 @@ class SACLearner:
         metrics, plus `finite` (a bool tensor: every loss and parameter is finite)."""
         metrics, finite = self._update({k: batches[k] for k in BATCH_KEYS})
         return {**metrics, "finite": finite}
+
+    def _update_act_fn(self, batches, observation):
+        metrics, finite = self._update_fn(batches)
+        return metrics, finite, self._sample_fn(observation)
+
+    def update_and_act(self, batches: Mapping[str, np.ndarray], observation: np.ndarray):
+        """`update(batches)`, then `act(observation)` with the updated actor, in one
+        compiled call: the same result as the two calls, with one dispatch per env step."""
+        metrics, finite, action = self._update_act(
+            {k: batches[k] for k in BATCH_KEYS}, tf.convert_to_tensor(observation, tf.float32)
+        )
+        return {**metrics, "finite": finite}, action.numpy()
 
     def nonfinite_quantities(self, metrics: Mapping[str, tf.Tensor]) -> list:
         """Names of the metrics and variables that hold a NaN or Inf."""

@@ -134,11 +134,11 @@ class Trainer:
         self.evaluations: List[Dict] = []
         self.elapsed_before = 0.0  # wall time of earlier sessions of this run
         # Learning-phase throughput: env steps after learning_starts and their wall time
-        # (evaluations excluded), summed over the sessions of a resumed run.
+        # (evaluations and checkpoint writes excluded), summed over a resumed run's sessions.
         self.learning_steps = 0
         self.learning_time_before = 0.0
         self._learning_t0: Optional[float] = None
-        self._eval_time = 0.0
+        self._paused_time = 0.0
         self.resumed_from = None
         if resume:
             self._restore_latest()
@@ -178,7 +178,10 @@ class Trainer:
         logging.info("resumed from %s at step %d (%d episodes)", prefix, self.step, self.episodes)
 
     def _save_checkpoint(self, elapsed: float) -> str:
+        t0 = time.perf_counter()
         path = self.checkpointer.save(self.step, self.buffer, self._loop_state(elapsed))
+        if self._learning_t0 is not None:
+            self._paused_time += time.perf_counter() - t0
         logging.info("checkpoint at step %d: %s", self.step, path)
         return path
 
@@ -244,14 +247,14 @@ class Trainer:
     def _learning_time(self) -> float:
         if self._learning_t0 is None:
             return self.learning_time_before
-        session = time.perf_counter() - self._learning_t0 - self._eval_time
+        session = time.perf_counter() - self._learning_t0 - self._paused_time
         return self.learning_time_before + session
 
     def _evaluate_and_record(self) -> None:
         t0 = time.perf_counter()
         returns = self.evaluate(self.config.eval_episodes)
         if self._learning_t0 is not None:
-            self._eval_time += time.perf_counter() - t0
+            self._paused_time += time.perf_counter() - t0
         self.evaluations.append(
             {
                 "step": self.step,
@@ -280,16 +283,19 @@ class Trainer:
                 f"training stopped, last good checkpoint: {self.checkpointer.latest or 'none'}"
             )
 
-    def _update(self):
+    def _update(self, obs):
+        """Runs the updates due now and picks the action for `obs` (the next step's) with
+        the updated policy in the same compiled call."""
         cfg = self.config
-        metrics = self.learner.update(self.buffer.sample(cfg.batch_size, cfg.gradient_steps))
+        batches = self.buffer.sample(cfg.batch_size, cfg.gradient_steps)
+        metrics, action = self.learner.update_and_act(batches, np.asarray(obs, np.float32)[None])
         if not bool(metrics["finite"]):
             names = ", ".join(self.learner.nonfinite_quantities(metrics)[:6])
             raise NonFiniteError(
                 f"non-finite values at step {self.step} in: {names}; training stopped, "
                 f"last good checkpoint: {self.checkpointer.latest or 'none'}"
             )
-        return metrics
+        return metrics, action[0]
 
     def run(self) -> TrainResult:
         cfg, spec = self.config, self.spec
@@ -312,12 +318,15 @@ class Trainer:
         # A resumed run cannot restore the env's internal state: it starts a new episode.
         obs, _ = self.env.reset(seed=cfg.seed + self.episodes)
         episode_return = 0.0
+        next_action = None
         with _StopSignals() as stop:
             while self.step < cfg.total_steps:
                 self.step += 1
                 if self.step <= cfg.learning_starts:
                     unit_action = self.action_rng.uniform(-1.0, 1.0, spec.action_dim)
                     unit_action = unit_action.astype(np.float32)
+                elif next_action is not None:  # chosen by the last update's call
+                    unit_action, next_action = next_action, None
                 else:
                     unit_action = self.learner.act(np.asarray(obs, np.float32)[None])[0]
                 action = unit_to_bounds(unit_action, spec.action_low, spec.action_high)
@@ -334,11 +343,14 @@ class Trainer:
                     obs = next_obs
 
                 if self.step > cfg.learning_starts:
-                    if self._learning_t0 is None:
-                        self._learning_t0 = time.perf_counter()
-                    self.learning_steps += 1
+                    if self._learning_t0 is not None:
+                        self.learning_steps += 1
                     if self.step % cfg.train_freq == 0:
-                        metrics = self._update()
+                        metrics, next_action = self._update(obs)
+                        # The clock starts after the first update of this session, so
+                        # the one-off XLA compilation is not counted as throughput.
+                        if self._learning_t0 is None:
+                            self._learning_t0 = time.perf_counter()
 
                 if self.step % cfg.eval_every == 0 or self.step == cfg.total_steps:
                     self._evaluate_and_record()

@@ -61,20 +61,30 @@ class SACLearner:
         self.alpha_optimizer.build([self.log_alpha])
 
         obs_spec = tf.TensorSpec([None, obs_dim], tf.float32)
-        batch_spec = {
-            "observation": tf.TensorSpec([None, None, obs_dim], tf.float32),
-            "action": tf.TensorSpec([None, None, action_dim], tf.float32),
-            "reward": tf.TensorSpec([None, None], tf.float32),
-            "next_observation": tf.TensorSpec([None, None, obs_dim], tf.float32),
-            "terminated": tf.TensorSpec([None, None], tf.float32),
-        }
+        # Flat signatures (one tensor per batch field, in BATCH_KEYS order): calling the
+        # concrete functions with flat tensors skips tf.function's per-call matching of
+        # nested structures, about a fifth of a small update's wall time on 2 CPU cores.
+        batch_specs = [
+            tf.TensorSpec([None, None, obs_dim], tf.float32),
+            tf.TensorSpec([None, None, action_dim], tf.float32),
+            tf.TensorSpec([None, None], tf.float32),
+            tf.TensorSpec([None, None, obs_dim], tf.float32),
+            tf.TensorSpec([None, None], tf.float32),
+        ]
         jit = config.jit_compile
-        self._update = tf.function(self._update_fn, input_signature=[batch_spec], jit_compile=jit)
+        self._update = tf.function(self._update_fn, input_signature=batch_specs, jit_compile=jit)
         self._update_act = tf.function(
-            self._update_act_fn, input_signature=[batch_spec, obs_spec], jit_compile=jit
+            self._update_act_fn, input_signature=[*batch_specs, obs_spec], jit_compile=jit
         )
         self._act_sample = tf.function(self._sample_fn, input_signature=[obs_spec], jit_compile=jit)
         self._act_mode = tf.function(self._mode_fn, input_signature=[obs_spec], jit_compile=jit)
+        self._concrete = {}  # traced lazily: a learner that never updates never compiles
+
+    def _call(self, fn, *arrays):
+        concrete = self._concrete.get(fn)
+        if concrete is None:
+            concrete = self._concrete[fn] = fn.get_concrete_function()
+        return concrete(*[tf.convert_to_tensor(a, tf.float32) for a in arrays])
 
     # ------------------------------------------------------------------ acting
     def _sample_fn(self, observation):
@@ -88,8 +98,9 @@ class SACLearner:
 
     def act(self, observation: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Actions in [-1, 1]^d for a batch of flat observations [B, obs_dim]."""
-        fn = self._act_mode if deterministic else self._act_sample
-        return fn(tf.convert_to_tensor(observation, tf.float32)).numpy()
+        return self._call(
+            self._act_mode if deterministic else self._act_sample, observation
+        ).numpy()
 
     # ---------------------------------------------------------------- learning
     @property
@@ -157,7 +168,8 @@ class SACLearner:
             self.log_alpha,
         ]
 
-    def _update_fn(self, batches):
+    def _update_fn(self, *batch):
+        batches = dict(zip(BATCH_KEYS, batch, strict=True))
         metrics = {name: tf.zeros([]) for name in METRIC_NAMES}
         for i in tf.range(tf.shape(batches["reward"])[0]):
             metrics = self._gradient_step({k: v[i] for k, v in batches.items()})
@@ -169,27 +181,34 @@ class SACLearner:
                 for x in [*metrics.values(), *self.trainable_state()]
             ]
         )
-        return metrics, finite
+        return tf.stack([metrics[k] for k in METRIC_NAMES]), finite
 
-    def update(self, batches: Mapping[str, np.ndarray]) -> Dict[str, tf.Tensor]:
-        """Runs one SAC update per leading index of `batches`; returns the last step's
-        metrics, plus `finite` (a bool tensor: every loss and parameter is finite)."""
-        metrics, finite = self._update({k: batches[k] for k in BATCH_KEYS})
-        return {**metrics, "finite": finite}
+    def _update_act_fn(self, *batch_and_observation):
+        values, finite = self._update_fn(*batch_and_observation[:-1])
+        return values, finite, self._sample_fn(batch_and_observation[-1])
 
-    def _update_act_fn(self, batches, observation):
-        metrics, finite = self._update_fn(batches)
-        return metrics, finite, self._sample_fn(observation)
+    @staticmethod
+    def _metrics(values, finite) -> Dict[str, float]:
+        return {
+            **dict(zip(METRIC_NAMES, values.numpy().tolist(), strict=True)),
+            "finite": bool(finite),
+        }
+
+    def update(self, batches: Mapping[str, np.ndarray]) -> Dict[str, float]:
+        """Runs one SAC update per leading index of `batches` ([gradient_steps, batch, ...])
+        in one compiled call; returns the last step's metrics as floats, plus `finite`
+        (True when every loss and every parameter is finite)."""
+        return self._metrics(*self._call(self._update, *(batches[k] for k in BATCH_KEYS)))
 
     def update_and_act(self, batches: Mapping[str, np.ndarray], observation: np.ndarray):
         """`update(batches)`, then `act(observation)` with the updated actor, in one
         compiled call: the same result as the two calls, with one dispatch per env step."""
-        metrics, finite, action = self._update_act(
-            {k: batches[k] for k in BATCH_KEYS}, tf.convert_to_tensor(observation, tf.float32)
+        values, finite, action = self._call(
+            self._update_act, *(batches[k] for k in BATCH_KEYS), observation
         )
-        return {**metrics, "finite": finite}, action.numpy()
+        return self._metrics(values, finite), action.numpy()
 
-    def nonfinite_quantities(self, metrics: Mapping[str, tf.Tensor]) -> list:
+    def nonfinite_quantities(self, metrics: Mapping[str, float]) -> list:
         """Names of the metrics and variables that hold a NaN or Inf."""
         names = [k for k, v in metrics.items() if k != "finite" and not np.isfinite(float(v))]
         names += [

@@ -76,6 +76,8 @@ def define_training_flags() -> None:
     flags.DEFINE_list("hidden_sizes", ["256", "256"], "Hidden layer sizes, e.g. 256,256.")
     flags.DEFINE_integer("num_critics", 2, "Number of Q networks (the target takes their min).")
     flags.DEFINE_integer("train_freq", 1, "Env steps between updates.")
+    flags.DEFINE_integer("num_envs", 1, "Env copies stepped together (a gymnasium vector env).")
+    flags.DEFINE_enum("vector_mode", "sync", ["sync", "async"], "How the env copies step.")
     flags.DEFINE_integer("gradient_steps", 1, "Gradient steps per update.")
     flags.DEFINE_integer("eval_every", 5_000, "Env steps between evaluations.")
     flags.DEFINE_integer("eval_episodes", 10, "Deterministic episodes per evaluation.")
@@ -122,6 +124,8 @@ def config_from_flags(tfsac):
         hidden_sizes=hidden_sizes,
         num_critics=FLAGS.num_critics,
         train_freq=FLAGS.train_freq,
+        num_envs=FLAGS.num_envs,
+        vector_mode=FLAGS.vector_mode,
         gradient_steps=FLAGS.gradient_steps,
         eval_every=FLAGS.eval_every,
         eval_episodes=FLAGS.eval_episodes,

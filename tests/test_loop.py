@@ -72,3 +72,33 @@ def test_bad_config_raises_before_training(tmp_path, counter_env_id, kw, message
     with pytest.raises(TfsacError, match=message):
         train(_config(tmp_path, kw.pop("env_id", counter_env_id), **kw))
     assert not (tmp_path / "export").exists() or not any((tmp_path / "export").rglob("*.pb"))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_envs_keep_true_successors_and_update_ratio(tmp_path, counter_env_id, mode):
+    cfg = _config(
+        tmp_path,
+        counter_env_id,
+        num_envs=2,
+        vector_mode=mode,
+        total_steps=60,
+        learning_starts=20,
+        eval_every=60,
+    )
+    result = train(cfg, export=False)
+    buf = result.buffer
+    obs = buf.observation[: len(buf), 0]
+    next_obs = buf.next_observation[: len(buf), 0]
+    terminated = buf.terminated[: len(buf)]
+    assert len(buf) == 60
+    np.testing.assert_array_equal(next_obs, obs + 1)  # never a reset observation
+    episode, t_next = np.divmod(next_obs, 10)
+    np.testing.assert_array_equal(terminated, ((episode % 2 == 0) & (t_next == 3)).astype(float))
+    # One gradient step per env step after learning_starts, whatever num_envs is.
+    assert int(result.learner.critic_optimizer.iterations.numpy()) == 40
+    assert result.summary["episodes"] >= 14
+
+
+def test_num_envs_must_divide_total_steps(tmp_path, counter_env_id):
+    with pytest.raises(TfsacError, match="multiple of num_envs"):
+        train(_config(tmp_path, counter_env_id, num_envs=3, total_steps=40))

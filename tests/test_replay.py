@@ -45,3 +45,20 @@ def test_sample_is_reproducible_by_seed():
 def test_empty_buffer_refuses_to_sample():
     with pytest.raises(ValueError):
         ReplayBuffer(4, 1, 1).sample(2)
+
+
+def test_add_batch_wraps_like_single_adds():
+    one, many = ReplayBuffer(5, 2, 1), ReplayBuffer(5, 2, 1)
+    _fill(one, range(7))
+    values = np.arange(7, dtype=np.float32)
+    for chunk in (values[:3], values[3:6], values[6:]):
+        many.add_batch(
+            np.stack([chunk, -chunk], 1),
+            chunk[:, None] / 10,
+            chunk,
+            np.stack([chunk + 1, -chunk - 1], 1),
+            chunk % 2 == 0,
+        )
+    assert (many.cursor, len(many)) == (one.cursor, len(one)) == (2, 5)
+    for name in ("observation", "action", "reward", "next_observation", "terminated"):
+        np.testing.assert_array_equal(getattr(many, name), getattr(one, name))

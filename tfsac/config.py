@@ -27,6 +27,10 @@ class SACConfig:
     gradient_steps: int = 1
     buffer_size: int = 1_000_000
     batch_size: int = 256
+    # Env copies stepped together (gymnasium vector env, "sync" or "async"). train_freq and
+    # gradient_steps count env steps, so the updates per env step stay the same for any n.
+    num_envs: int = 1
+    vector_mode: str = "sync"
 
     # Optimisation.
     learning_rate: float = 3e-4
@@ -81,6 +85,7 @@ class SACConfig:
             "eval_every",
             "eval_episodes",
             "log_every",
+            "num_envs",
         )
         for name in positive_ints:
             value = getattr(self, name)
@@ -88,6 +93,12 @@ class SACConfig:
                 raise TfsacError(f"{name} must be a positive integer, got {value!r}")
         if not isinstance(self.env_id, str) or not self.env_id:
             raise TfsacError("env_id must be a non-empty string")
+        if self.total_steps % self.num_envs:
+            raise TfsacError(
+                f"total_steps ({self.total_steps}) must be a multiple of num_envs ({self.num_envs})"
+            )
+        if self.vector_mode not in ("sync", "async"):
+            raise TfsacError(f"vector_mode must be 'sync' or 'async', got {self.vector_mode!r}")
         if self.checkpoint_every < 0:
             raise TfsacError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         if self.keep_checkpoints < 1:

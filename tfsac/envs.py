@@ -53,6 +53,24 @@ def make_env(env_id: str, render_mode=None) -> gym.Env:
     return env
 
 
+def make_vector_env(env_id: str, num_envs: int, mode: str = "sync") -> gym.vector.VectorEnv:
+    """`num_envs` copies of `make_env(env_id)` stepped together ("sync" in this process,
+    "async" in one subprocess each), resetting finished copies in the same step and
+    reporting their true final observation in `info["final_obs"]`."""
+    if mode not in ("sync", "async"):
+        raise TfsacError(f"vector mode must be 'sync' or 'async', got {mode!r}")
+    probe = make_env(env_id)  # checks the id and the spaces once, with clear errors
+    flatten = isinstance(probe, gym.wrappers.FlattenObservation)
+    probe.close()
+    return gym.make_vec(
+        env_id,
+        num_envs=num_envs,
+        vectorization_mode=mode,
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
+        wrappers=[gym.wrappers.FlattenObservation] if flatten else None,
+    )
+
+
 def check_action_space(env_id: str, space: gym.Space) -> None:
     if not isinstance(space, gym.spaces.Box):
         raise TfsacError(

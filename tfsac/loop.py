@@ -21,7 +21,7 @@ from tfsac import __version__
 from tfsac.checkpointing import Checkpointer, check_compatible
 from tfsac.config import SACConfig
 from tfsac.distributions import unit_to_bounds
-from tfsac.envs import EnvSpec, env_spec, make_env
+from tfsac.envs import EnvSpec, env_spec, make_env, make_vector_env
 from tfsac.errors import TfsacError
 from tfsac.evaluation import run_episodes
 from tfsac.export import check_writable, default_model_name, export_policy
@@ -31,6 +31,16 @@ from tfsac.replay import ReplayBuffer
 SUMMARY_FILE = "summary.json"
 PROGRESS_FILE = "progress.csv"
 PROGRESS_FIELDS = ("step", "episodes", "episode_return", "env_steps_per_s", *METRIC_NAMES)
+
+
+def _crossed(previous: int, step: int, every: int) -> bool:
+    """Whether a multiple of `every` lies in (previous, step]; never for every = 0."""
+    return every > 0 and step // every > previous // every
+
+
+def _first_bad(values):
+    values = np.atleast_1d(values)
+    return values[~np.isfinite(values)][0]
 
 
 class NonFiniteError(TfsacError):
@@ -116,9 +126,9 @@ class Trainer:
         if config.deterministic:
             tf.config.experimental.enable_op_determinism()
         keras.utils.set_random_seed(config.seed)  # Python, numpy and TF global seeds
-        self.env = make_env(config.env_id)
-        self.eval_env = make_env(config.env_id)
-        self.spec = env_spec(config.env_id, self.env)
+        self.eval_env = make_env(config.env_id)  # also checks the id and the spaces
+        self.spec = env_spec(config.env_id, self.eval_env)
+        self.env = make_vector_env(config.env_id, config.num_envs, config.vector_mode)
         self.learner = SACLearner(self.spec.obs_dim, self.spec.action_dim, config)
         self.buffer = ReplayBuffer(
             config.buffer_size, self.spec.obs_dim, self.spec.action_dim, config.seed
@@ -130,6 +140,7 @@ class Trainer:
         # Loop state; everything here goes into checkpoints.
         self.step = 0
         self.episodes = 0
+        self.pending_env_steps = 0  # learning-phase env steps not yet paid for in updates
         self.recent_returns: collections.deque = collections.deque(maxlen=10)
         self.evaluations: List[Dict] = []
         self.elapsed_before = 0.0  # wall time of earlier sessions of this run
@@ -149,6 +160,7 @@ class Trainer:
         return {
             "config": self.config.to_dict(),
             "episodes": self.episodes,
+            "pending_env_steps": self.pending_env_steps,
             "recent_returns": list(self.recent_returns),
             "evaluations": self.evaluations,
             "wall_time_s": self.elapsed_before + elapsed,
@@ -167,6 +179,7 @@ class Trainer:
         state = self.checkpointer.restore(prefix, self.buffer)
         self.step = state["step"]
         self.episodes = state["episodes"]
+        self.pending_env_steps = state["pending_env_steps"]
         self.recent_returns.extend(state["recent_returns"])
         self.evaluations = state["evaluations"]
         self.elapsed_before = state["wall_time_s"]
@@ -272,10 +285,11 @@ class Trainer:
 
     # ------------------------------------------------------------------- loop
     def _check_finite_transition(self, next_obs, reward) -> None:
-        if not np.isfinite(reward):
+        if not np.all(np.isfinite(reward)):
             raise NonFiniteError(
-                f"the env returned a non-finite reward ({reward}) at step {self.step}; "
-                f"training stopped, last good checkpoint: {self.checkpointer.latest or 'none'}"
+                f"the env returned a non-finite reward ({_first_bad(reward)}) at step "
+                f"{self.step}; training stopped, last good checkpoint: "
+                f"{self.checkpointer.latest or 'none'}"
             )
         if not np.all(np.isfinite(next_obs)):
             raise NonFiniteError(
@@ -283,19 +297,29 @@ class Trainer:
                 f"training stopped, last good checkpoint: {self.checkpointer.latest or 'none'}"
             )
 
-    def _update(self, obs):
-        """Runs the updates due now and picks the action for `obs` (the next step's) with
-        the updated policy in the same compiled call."""
-        cfg = self.config
-        batches = self.buffer.sample(cfg.batch_size, cfg.gradient_steps)
-        metrics, action = self.learner.update_and_act(batches, np.asarray(obs, np.float32)[None])
-        if not bool(metrics["finite"]):
+    def _update(self, gradient_steps: int, obs):
+        """Runs `gradient_steps` updates and picks the actions for `obs` (the next step's)
+        with the updated policy, in one compiled call."""
+        batches = self.buffer.sample(self.config.batch_size, gradient_steps)
+        metrics, action = self.learner.update_and_act(batches, obs)
+        if not metrics["finite"]:
             names = ", ".join(self.learner.nonfinite_quantities(metrics)[:6])
             raise NonFiniteError(
                 f"non-finite values at step {self.step} in: {names}; training stopped, "
                 f"last good checkpoint: {self.checkpointer.latest or 'none'}"
             )
-        return metrics, action[0]
+        return metrics, action
+
+    def _gradient_steps_due(self, previous_step: int) -> int:
+        """Gradient steps owed for the env steps since `previous_step`: `gradient_steps`
+        for every `train_freq` env steps taken after `learning_starts`."""
+        cfg = self.config
+        new = self.step - max(previous_step, cfg.learning_starts)
+        if new <= 0:
+            return 0
+        self.pending_env_steps += new
+        calls, self.pending_env_steps = divmod(self.pending_env_steps, cfg.train_freq)
+        return calls * cfg.gradient_steps
 
     def run(self) -> TrainResult:
         cfg, spec = self.config, self.spec
@@ -312,54 +336,63 @@ class Trainer:
                 summary,
             )
 
+        n = cfg.num_envs
         start = time.perf_counter()
         metrics = None
         last_log_time, last_log_step = start, self.step
-        # A resumed run cannot restore the env's internal state: it starts a new episode.
+        # A resumed run cannot restore the envs' internal state: it starts new episodes.
         obs, _ = self.env.reset(seed=cfg.seed + self.episodes)
-        episode_return = 0.0
+        obs = np.asarray(obs, np.float32)
+        episode_returns = np.zeros(n)
         next_action = None
         with _StopSignals() as stop:
             while self.step < cfg.total_steps:
-                self.step += 1
+                previous, self.step = self.step, self.step + n
                 if self.step <= cfg.learning_starts:
-                    unit_action = self.action_rng.uniform(-1.0, 1.0, spec.action_dim)
+                    unit_action = self.action_rng.uniform(-1.0, 1.0, (n, spec.action_dim))
                     unit_action = unit_action.astype(np.float32)
                 elif next_action is not None:  # chosen by the last update's call
                     unit_action, next_action = next_action, None
                 else:
-                    unit_action = self.learner.act(np.asarray(obs, np.float32)[None])[0]
+                    unit_action = self.learner.act(obs)
                 action = unit_to_bounds(unit_action, spec.action_low, spec.action_high)
-                next_obs, reward, terminated, truncated, _ = self.env.step(action)
+                new_obs, reward, terminated, truncated, info = self.env.step(action)
+                new_obs = np.asarray(new_obs, np.float32)
+                done = np.logical_or(terminated, truncated)
+                # The buffer needs each copy's true successor: after an episode ends the
+                # vector env already returns the next episode's first observation.
+                next_obs = new_obs
+                if done.any():
+                    next_obs = new_obs.copy()
+                    for i in np.flatnonzero(done):
+                        next_obs[i] = info["final_obs"][i]
                 self._check_finite_transition(next_obs, reward)
-                self.buffer.add(obs, unit_action, reward, next_obs, terminated)
-                episode_return += float(reward)
-                if terminated or truncated:
-                    self.recent_returns.append(episode_return)
+                self.buffer.add_batch(obs, unit_action, reward, next_obs, terminated)
+                episode_returns += reward
+                for i in np.flatnonzero(done):
+                    self.recent_returns.append(float(episode_returns[i]))
                     self.episodes += 1
-                    episode_return = 0.0
-                    obs, _ = self.env.reset()
-                else:
-                    obs = next_obs
+                    episode_returns[i] = 0.0
+                obs = new_obs
 
-                if self.step > cfg.learning_starts:
-                    if self._learning_t0 is not None:
-                        self.learning_steps += 1
-                    if self.step % cfg.train_freq == 0:
-                        metrics, next_action = self._update(obs)
-                        # The clock starts after the first update of this session, so
-                        # the one-off XLA compilation is not counted as throughput.
-                        if self._learning_t0 is None:
-                            self._learning_t0 = time.perf_counter()
+                if self._learning_t0 is not None:
+                    self.learning_steps += n
+                due = self._gradient_steps_due(previous)
+                if due:
+                    metrics, next_action = self._update(due, obs)
+                    # The clock starts after the first update of this session, so the
+                    # one-off XLA compilation is not counted as throughput.
+                    if self._learning_t0 is None:
+                        self._learning_t0 = time.perf_counter()
 
-                if self.step % cfg.eval_every == 0 or self.step == cfg.total_steps:
+                at_end = self.step >= cfg.total_steps
+                if _crossed(previous, self.step, cfg.eval_every) or at_end:
                     self._evaluate_and_record()
-                if self.step % cfg.log_every == 0:
+                if _crossed(previous, self.step, cfg.log_every):
                     now = time.perf_counter()
                     self._log(metrics, (self.step - last_log_step) / (now - last_log_time))
                     last_log_time, last_log_step = now, self.step
-                at_end = self.step == cfg.total_steps
-                periodic = cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0
+                periodic = _crossed(previous, self.step, cfg.checkpoint_every)
                 if at_end or periodic or stop.received is not None:
                     self._save_checkpoint(time.perf_counter() - start)
                 if stop.received is not None and not at_end:

@@ -38,6 +38,18 @@ class ReplayBuffer:
         self.cursor = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
+    def add_batch(self, observation, action, reward, next_observation, terminated) -> None:
+        """Adds N transitions (one per vector-env copy), rows in order."""
+        n = len(reward)
+        idx = (self.cursor + np.arange(n)) % self.capacity
+        self.observation[idx] = observation
+        self.action[idx] = action
+        self.reward[idx] = reward
+        self.next_observation[idx] = next_observation
+        self.terminated[idx] = np.asarray(terminated, np.float32)
+        self.cursor = int((self.cursor + n) % self.capacity)
+        self.size = min(self.size + n, self.capacity)
+
     def sample(self, batch_size: int, num_batches: int = 1) -> Dict[str, np.ndarray]:
         """Uniform samples with replacement, shaped [num_batches, batch_size, ...]."""
         if self.size == 0:

@@ -4,6 +4,7 @@ quiet TensorFlow start-up. Kept out of `tfsac` so that flag errors need no TF im
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import tempfile
@@ -62,6 +63,9 @@ def import_tfsac():
 def define_training_flags() -> None:
     """The flags of scripts/train.py, which every script that trains or measures shares."""
     flags.DEFINE_string("env", "Pendulum-v1", "gymnasium environment id.")
+    flags.DEFINE_string(
+        "env_kwargs", "{}", "JSON keyword arguments for gymnasium.make, e.g. '{\"g\": 9.81}'."
+    )
     flags.DEFINE_integer("seed", 0, "Seed for the env, numpy and TF.")
     flags.DEFINE_integer("total_steps", 20_000, "Environment steps to train for.")
     flags.DEFINE_integer("learning_starts", 1_000, "Uniform-random steps before learning.")
@@ -82,6 +86,11 @@ def define_training_flags() -> None:
     flags.DEFINE_integer("eval_every", 5_000, "Env steps between evaluations.")
     flags.DEFINE_integer("eval_episodes", 10, "Deterministic episodes per evaluation.")
     flags.DEFINE_integer("log_every", 1_000, "Env steps between progress lines.")
+    flags.DEFINE_integer("video_every", 0, "Record a video every N evaluations (0: never).")
+    flags.DEFINE_enum(
+        "progress_bar", "auto", ["auto", "true", "false"], "Progress bar (auto: on in a terminal)."
+    )
+    flags.DEFINE_bool("tensorboard", True, "Write TensorBoard summaries to <run_dir>/tensorboard.")
     flags.DEFINE_bool("jit_compile", True, "Compile the update and action selection with XLA.")
     flags.DEFINE_bool("deterministic", False, "TF op determinism: same seed, same run (CPU).")
     flags.DEFINE_bool("resume", False, "Continue the run in --run_dir from its last checkpoint.")
@@ -101,6 +110,17 @@ def _float_or_auto(name: str, value: str):
         fail(f"--{name} must be a float or 'auto', got {value!r}")
 
 
+def env_kwargs_from_flag(value: str) -> dict:
+    """Parses --env_kwargs (a JSON object); exits with one line on anything else."""
+    try:
+        kwargs = json.loads(value)
+    except ValueError as e:
+        fail(f"--env_kwargs is not valid JSON ({e}): {value}")
+    if not isinstance(kwargs, dict):
+        fail(f"--env_kwargs must be a JSON object, got {value}")
+    return kwargs
+
+
 def config_from_flags(tfsac):
     """Builds a validated-later SACConfig from the parsed flags (exits on a bad value)."""
     FLAGS = flags.FLAGS
@@ -110,6 +130,7 @@ def config_from_flags(tfsac):
         fail(f"--hidden_sizes must be integers, got {','.join(FLAGS.hidden_sizes)}")
     return tfsac.SACConfig(
         env_id=FLAGS.env,
+        env_kwargs=env_kwargs_from_flag(FLAGS.env_kwargs),
         seed=FLAGS.seed,
         total_steps=FLAGS.total_steps,
         learning_starts=FLAGS.learning_starts,
@@ -130,6 +151,9 @@ def config_from_flags(tfsac):
         eval_every=FLAGS.eval_every,
         eval_episodes=FLAGS.eval_episodes,
         log_every=FLAGS.log_every,
+        video_every=FLAGS.video_every,
+        progress_bar={"auto": None, "true": True, "false": False}[FLAGS.progress_bar],
+        tensorboard=FLAGS.tensorboard,
         jit_compile=FLAGS.jit_compile,
         deterministic=FLAGS.deterministic,
         checkpoint_every=FLAGS.checkpoint_every,

@@ -64,6 +64,8 @@ def measure_tfsac(tfsac, config):
         "batch_size": config.batch_size,
         "train_freq": config.train_freq,
         "gradient_steps": config.gradient_steps,
+        "num_envs": config.num_envs,
+        "vector_mode": config.vector_mode,
         "env_steps_per_s": round(result.summary["learning_env_steps_per_s"], 2),
         "updates_per_s": round(updates_per_s, 2),
         "act_latency_ms": round(1e3 * statistics.median(latencies), 3),

@@ -21,6 +21,7 @@ SPEC = EnvSpec(
     action_high=(5.0, 2.0),
     observation_space="Box(3)",
     action_space="Box(2)",
+    observation_flattening="none",
 )
 LOW, HIGH = np.array(SPEC.action_low), np.array(SPEC.action_high)
 

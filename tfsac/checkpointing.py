@@ -142,6 +142,14 @@ class Checkpointer:
         except (OSError, ValueError) as e:
             raise TfsacError(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
 
+    def restore_learner(self, prefix: str) -> None:
+        """Restores only the learner's state (for evaluation: no replay buffer)."""
+        try:
+            self.checkpoint.restore(prefix).expect_partial()
+        except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first}") from None
+
     def restore(self, prefix: str, buffer: ReplayBuffer) -> Dict:
         """Restores learner and buffer from `prefix`; returns the saved loop state."""
         state = self.read_state(prefix)

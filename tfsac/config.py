@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from tfsac.errors import TfsacError
 
@@ -18,6 +18,8 @@ class SACConfig:
     # Environment and seeding.
     env_id: str = "Pendulum-v1"
     seed: int = 0
+    # Keyword arguments for gymnasium.make (JSON-serialisable, kept in checkpoints).
+    env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
     # Budget and data collection (Spinning Up's start_steps / update_every map onto
     # learning_starts and train_freq = gradient_steps = k).
@@ -58,6 +60,12 @@ class SACConfig:
     eval_every: int = 5_000
     eval_episodes: int = 10
     log_every: int = 1_000
+    # A video of one deterministic episode every `video_every` evaluations (0: never),
+    # in <run_dir>/videos.
+    video_every: int = 0
+    # Progress bar on stderr: None means on when stderr is a terminal.
+    progress_bar: Optional[bool] = None
+    tensorboard: bool = True
     run_dir: Optional[str] = None
     export_dir: str = "saved_models"
     model_name: Optional[str] = None
@@ -99,6 +107,10 @@ class SACConfig:
             )
         if self.vector_mode not in ("sync", "async"):
             raise TfsacError(f"vector_mode must be 'sync' or 'async', got {self.vector_mode!r}")
+        if self.video_every < 0:
+            raise TfsacError(f"video_every must be >= 0, got {self.video_every}")
+        if not isinstance(self.env_kwargs, dict):
+            raise TfsacError(f"env_kwargs must be a dict, got {self.env_kwargs!r}")
         if self.checkpoint_every < 0:
             raise TfsacError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
         if self.keep_checkpoints < 1:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+import json
+import os
+from typing import Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
+import tensorflow as tf
+
+from tfsac.errors import TfsacError
+
+Policy = Callable[[np.ndarray], np.ndarray]
 
 
 def run_episodes(
@@ -29,3 +36,74 @@ def run_episodes(
             done = terminated or truncated
         returns.append(total)
     return returns
+
+
+def record_video(
+    env: gym.Env,
+    policy: Callable[[np.ndarray], np.ndarray],
+    folder: str,
+    name_prefix: str,
+    episodes: int = 1,
+    seed: Optional[int] = None,
+) -> List[float]:
+    """Runs `episodes` episodes on `env` (made with render_mode="rgb_array") and writes
+    one MP4 per episode to `folder` with gymnasium's RecordVideo; returns the returns."""
+    recorder = gym.wrappers.RecordVideo(
+        env,
+        folder,
+        episode_trigger=lambda _: True,
+        name_prefix=name_prefix,
+        disable_logger=True,
+    )
+    try:
+        return run_episodes(recorder, policy, episodes, seed=seed)
+    finally:
+        recorder.close()
+
+
+def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
+    """A policy from an exported SavedModel (its `serving_default` or `sample` signature)
+    and the metadata exported with it."""
+    from tfsac.export import METADATA_FILE, load_policy
+
+    model = load_policy(path)
+    fn = model.signatures["sample" if stochastic else "serving_default"]
+    try:
+        with open(os.path.join(path, METADATA_FILE)) as f:
+            metadata = json.load(f)
+    except (OSError, ValueError):
+        metadata = {}
+
+    def policy(obs):
+        return fn(observation=tf.constant(obs, tf.float32))["action"].numpy()
+
+    return policy, metadata
+
+
+def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
+    """A policy from a run directory's latest checkpoint, and the run's config (a dict)."""
+    from tfsac.checkpointing import Checkpointer
+    from tfsac.config import SACConfig
+    from tfsac.distributions import unit_to_bounds
+    from tfsac.envs import env_spec, make_env
+    from tfsac.learner import SACLearner
+
+    try:
+        with open(os.path.join(run_dir, "config.json")) as f:
+            config = SACConfig(**json.load(f))
+    except (OSError, ValueError, TypeError) as e:
+        raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
+    env = make_env(config.env_id, env_kwargs=config.env_kwargs)
+    spec = env_spec(config.env_id, env)
+    env.close()
+    learner = SACLearner(spec.obs_dim, spec.action_dim, config)
+    checkpointer = Checkpointer(os.path.join(run_dir, "checkpoints"), learner)
+    if checkpointer.latest is None:
+        raise TfsacError(f"no checkpoint in {run_dir!r}/checkpoints")
+    checkpointer.restore_learner(checkpointer.latest)
+
+    def policy(obs):
+        unit = learner.act(obs, deterministic=not stochastic)
+        return unit_to_bounds(unit, spec.action_low, spec.action_high)
+
+    return policy, config.to_dict()

@@ -3,7 +3,10 @@
 Layout: <export_dir>/<model_name>/<version>/ with signatures
   serving_default: observation float32 [batch, obs_dim] -> action float32 [batch, act_dim],
                    the squashed mean mapped onto the env's bounds (deterministic);
-  sample:          the same inputs and outputs, an action sampled from the policy.
+  sample:          the same inputs and outputs, an action sampled from the policy;
+  metadata:        no inputs -> metadata, a JSON string (env id, spaces, bounds, how the
+                   observation is flattened, training steps, tfsac version), also written
+                   beside saved_model.pb as tfsac_metadata.json.
 
 The Keras 3 actor is exported through `keras.export.ExportArchive`, which tracks the
 Keras variables' underlying `tf.Variable`s; Keras 3 variables attached to a plain
@@ -54,7 +57,7 @@ def check_writable(directory: str) -> None:
         raise TfsacError(f"cannot write to {directory!r}: {e.strerror or e}") from None
 
 
-def build_archive(actor: keras.Model, spec: EnvSpec) -> keras.export.ExportArchive:
+def build_archive(actor: keras.Model, spec: EnvSpec, metadata: dict) -> keras.export.ExportArchive:
     bijector = squash_bijector(spec.action_low, spec.action_high)
     low = np.asarray(spec.action_low, np.float32)
     high = np.asarray(spec.action_high, np.float32)
@@ -74,10 +77,17 @@ def build_archive(actor: keras.Model, spec: EnvSpec) -> keras.export.ExportArchi
         loc, log_std = actor(observation)
         return {"action": to_bounds(loc + tf.exp(log_std) * tf.random.normal(tf.shape(loc)))}
 
+    metadata_json = json.dumps(metadata, sort_keys=True)
+
+    @tf.function(input_signature=[])
+    def metadata_fn():
+        return {"metadata": tf.constant(metadata_json)}
+
     archive = keras.export.ExportArchive()
     archive.track(actor)
     archive.add_endpoint("serving_default", serving_default)
     archive.add_endpoint("sample", sample)
+    archive.add_endpoint("metadata", metadata_fn)
     return archive
 
 
@@ -98,7 +108,7 @@ def export_policy(
         verbosity = logging.get_verbosity()
         logging.set_verbosity(logging.WARNING)
         try:
-            build_archive(actor, spec).write_out(tmp, verbose=False)
+            build_archive(actor, spec, metadata).write_out(tmp, verbose=False)
         finally:
             logging.set_verbosity(verbosity)
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:

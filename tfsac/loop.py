@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from typing import Callable, Dict, List, Optional
@@ -15,6 +16,7 @@ from typing import Callable, Dict, List, Optional
 import keras
 import numpy as np
 import tensorflow as tf
+import tqdm
 from absl import logging
 
 from tfsac import __version__
@@ -23,14 +25,21 @@ from tfsac.config import SACConfig
 from tfsac.distributions import unit_to_bounds
 from tfsac.envs import EnvSpec, env_spec, make_env, make_vector_env
 from tfsac.errors import TfsacError
-from tfsac.evaluation import run_episodes
+from tfsac.evaluation import record_video, run_episodes
 from tfsac.export import check_writable, default_model_name, export_policy
 from tfsac.learner import METRIC_NAMES, SACLearner
 from tfsac.replay import ReplayBuffer
 
 SUMMARY_FILE = "summary.json"
 PROGRESS_FILE = "progress.csv"
-PROGRESS_FIELDS = ("step", "episodes", "episode_return", "env_steps_per_s", *METRIC_NAMES)
+PROGRESS_FIELDS = (
+    "step",
+    "episodes",
+    "episode_return",
+    "episode_length",
+    "env_steps_per_s",
+    *METRIC_NAMES,
+)
 
 
 def _crossed(previous: int, step: int, every: int) -> bool:
@@ -126,9 +135,15 @@ class Trainer:
         if config.deterministic:
             tf.config.experimental.enable_op_determinism()
         keras.utils.set_random_seed(config.seed)  # Python, numpy and TF global seeds
-        self.eval_env = make_env(config.env_id)  # also checks the id and the spaces
+        kw = config.env_kwargs
+        self.eval_env = make_env(config.env_id, env_kwargs=kw)  # checks the id and spaces
         self.spec = env_spec(config.env_id, self.eval_env)
-        self.env = make_vector_env(config.env_id, config.num_envs, config.vector_mode)
+        self.env = make_vector_env(config.env_id, config.num_envs, config.vector_mode, kw)
+        self.writer = (
+            tf.summary.create_file_writer(os.path.join(self.run_dir, "tensorboard"))
+            if config.tensorboard
+            else None
+        )
         self.learner = SACLearner(self.spec.obs_dim, self.spec.action_dim, config)
         self.buffer = ReplayBuffer(
             config.buffer_size, self.spec.obs_dim, self.spec.action_dim, config.seed
@@ -142,6 +157,7 @@ class Trainer:
         self.episodes = 0
         self.pending_env_steps = 0  # learning-phase env steps not yet paid for in updates
         self.recent_returns: collections.deque = collections.deque(maxlen=10)
+        self.recent_lengths: collections.deque = collections.deque(maxlen=10)
         self.evaluations: List[Dict] = []
         self.elapsed_before = 0.0  # wall time of earlier sessions of this run
         # Learning-phase throughput: env steps after learning_starts and their wall time
@@ -162,6 +178,7 @@ class Trainer:
             "episodes": self.episodes,
             "pending_env_steps": self.pending_env_steps,
             "recent_returns": list(self.recent_returns),
+            "recent_lengths": list(self.recent_lengths),
             "evaluations": self.evaluations,
             "wall_time_s": self.elapsed_before + elapsed,
             "learning_steps": self.learning_steps,
@@ -181,6 +198,7 @@ class Trainer:
         self.episodes = state["episodes"]
         self.pending_env_steps = state["pending_env_steps"]
         self.recent_returns.extend(state["recent_returns"])
+        self.recent_lengths.extend(state["recent_lengths"])
         self.evaluations = state["evaluations"]
         self.elapsed_before = state["wall_time_s"]
         self.learning_steps = state["learning_steps"]
@@ -192,6 +210,8 @@ class Trainer:
 
     def _save_checkpoint(self, elapsed: float) -> str:
         t0 = time.perf_counter()
+        if self.writer is not None:
+            self.writer.flush()
         path = self.checkpointer.save(self.step, self.buffer, self._loop_state(elapsed))
         if self._learning_t0 is not None:
             self._paused_time += time.perf_counter() - t0
@@ -222,11 +242,20 @@ class Trainer:
             "step": self.step,
             "episodes": self.episodes,
             "episode_return": float(np.mean(self.recent_returns)) if self.recent_returns else None,
+            "episode_length": float(np.mean(self.recent_lengths)) if self.recent_lengths else None,
             "env_steps_per_s": steps_per_s,
         }
         if metrics is not None:
             record.update({k: float(metrics[k]) for k in METRIC_NAMES})
         self._write_progress_rows([record])
+        self._summaries(
+            {
+                "train/episode_return": record["episode_return"],
+                "train/episode_length": record["episode_length"],
+                "train/env_steps_per_s": steps_per_s,
+                **{f"learner/{k}": record.get(k) for k in METRIC_NAMES},
+            }
+        )
         ret = record["episode_return"]
         logging.info(
             "step %d/%d | episodes %d | return %s | %.0f steps/s%s",
@@ -244,18 +273,33 @@ class Trainer:
         if self.on_log is not None:
             self.on_log(record)
 
+    def _summaries(self, scalars: Dict[str, Optional[float]]) -> None:
+        """TensorBoard scalars at the current env step (None values are skipped)."""
+        if self.writer is None:
+            return
+        with self.writer.as_default(step=self.step):
+            for name, value in scalars.items():
+                if value is not None:
+                    tf.summary.scalar(name, value)
+
     # ------------------------------------------------------------- evaluation
+    def _policy(self, obs):
+        """Deterministic env actions: the squashed mean, mapped onto the bounds."""
+        unit = self.learner.act(obs, deterministic=True)
+        return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)
+
     def evaluate(self, episodes: int) -> List[float]:
         """Deterministic episodes (the squashed mean action) on the evaluation env."""
-        spec = self.spec
-
-        def policy(obs):
-            unit = self.learner.act(obs, deterministic=True)
-            return unit_to_bounds(unit, spec.action_low, spec.action_high)
-
         # Seeded by the eval count, so a resumed run evaluates on the same starts.
         seed = self.config.seed + 100 + len(self.evaluations)
-        return run_episodes(self.eval_env, policy, episodes, seed=seed)
+        return run_episodes(self.eval_env, self._policy, episodes, seed=seed)
+
+    def _record_video(self) -> None:
+        cfg = self.config
+        env = make_env(cfg.env_id, render_mode="rgb_array", env_kwargs=cfg.env_kwargs)
+        folder = os.path.join(self.run_dir, "videos")
+        record_video(env, self._policy, folder, f"step-{self.step}", seed=cfg.seed + 7)
+        logging.info("video of step %d in %s", self.step, folder)
 
     def _learning_time(self) -> float:
         if self._learning_t0 is None:
@@ -275,6 +319,14 @@ class Trainer:
                 "return_std": float(np.std(returns)),
             }
         )
+        self._summaries(
+            {"eval/return_mean": float(np.mean(returns)), "eval/return_std": float(np.std(returns))}
+        )
+        if self.config.video_every and len(self.evaluations) % self.config.video_every == 0:
+            t0 = time.perf_counter()
+            self._record_video()
+            if self._learning_t0 is not None:
+                self._paused_time += time.perf_counter() - t0
         logging.info(
             "eval step %d: return %.1f +- %.1f over %d episodes",
             self.step,
@@ -344,8 +396,10 @@ class Trainer:
         obs, _ = self.env.reset(seed=cfg.seed + self.episodes)
         obs = np.asarray(obs, np.float32)
         episode_returns = np.zeros(n)
+        episode_lengths = np.zeros(n, np.int64)
         next_action = None
-        with _StopSignals() as stop:
+        bar = self._progress_bar()
+        with _StopSignals() as stop, bar:
             while self.step < cfg.total_steps:
                 previous, self.step = self.step, self.step + n
                 if self.step <= cfg.learning_starts:
@@ -369,11 +423,14 @@ class Trainer:
                 self._check_finite_transition(next_obs, reward)
                 self.buffer.add_batch(obs, unit_action, reward, next_obs, terminated)
                 episode_returns += reward
+                episode_lengths += 1
                 for i in np.flatnonzero(done):
                     self.recent_returns.append(float(episode_returns[i]))
+                    self.recent_lengths.append(int(episode_lengths[i]))
                     self.episodes += 1
-                    episode_returns[i] = 0.0
+                    episode_returns[i], episode_lengths[i] = 0.0, 0
                 obs = new_obs
+                bar.update(n)
 
                 if self._learning_t0 is not None:
                     self.learning_steps += n
@@ -390,8 +447,15 @@ class Trainer:
                     self._evaluate_and_record()
                 if _crossed(previous, self.step, cfg.log_every):
                     now = time.perf_counter()
-                    self._log(metrics, (self.step - last_log_step) / (now - last_log_time))
+                    steps_per_s = (self.step - last_log_step) / (now - last_log_time)
+                    self._log(metrics, steps_per_s)
                     last_log_time, last_log_step = now, self.step
+                    if self.recent_returns:
+                        bar.set_postfix(
+                            ret=f"{np.mean(self.recent_returns):.1f}",
+                            sps=f"{steps_per_s:.0f}",
+                            refresh=False,
+                        )
                 periodic = _crossed(previous, self.step, cfg.checkpoint_every)
                 if at_end or periodic or stop.received is not None:
                     self._save_checkpoint(time.perf_counter() - start)
@@ -406,6 +470,18 @@ class Trainer:
         wall_time = self.elapsed_before + (time.perf_counter() - start)
         return self._finish(wall_time)
 
+    def _progress_bar(self):
+        cfg = self.config
+        enabled = cfg.progress_bar if cfg.progress_bar is not None else sys.stderr.isatty()
+        return tqdm.tqdm(
+            total=cfg.total_steps,
+            initial=self.step,
+            disable=not enabled,
+            unit="step",
+            dynamic_ncols=True,
+            mininterval=0.5,
+        )
+
     def _summary_path(self) -> str:
         return os.path.join(self.run_dir, SUMMARY_FILE)
 
@@ -413,6 +489,8 @@ class Trainer:
         cfg, spec = self.config, self.spec
         self.env.close()
         self.eval_env.close()
+        if self.writer is not None:
+            self.writer.close()
         final = self.evaluations[-1]
         summary = {
             "env": cfg.env_id,
@@ -439,9 +517,11 @@ class Trainer:
             metadata = {
                 "tfsac_version": __version__,
                 "env_id": cfg.env_id,
+                "env_kwargs": cfg.env_kwargs,
                 "training_steps": cfg.total_steps,
                 "observation_dim": spec.obs_dim,
                 "observation_space": spec.observation_space,
+                "observation_flattening": spec.observation_flattening,
                 "action_space": spec.action_space,
                 "action_low": list(spec.action_low),
                 "action_high": list(spec.action_high),

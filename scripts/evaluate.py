@@ -1,0 +1,81 @@
+"""Run a trained policy: a SavedModel or a run's latest checkpoint.
+
+python scripts/evaluate.py --saved_model=saved_models/pendulum_v1/1 --episodes=10
+python scripts/evaluate.py --run_dir=runs/cheetah --video_dir=videos
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from _cli import env_kwargs_from_flag, fail, import_tfsac, parse_flags_or_fail  # noqa: E402
+from absl import app, flags  # noqa: E402
+
+flags.DEFINE_string("saved_model", None, "A SavedModel version folder exported by tfsac.")
+flags.DEFINE_string("run_dir", None, "A run directory: its latest checkpoint is used.")
+flags.DEFINE_string("env", None, "Env id (default: the one the policy was trained on).")
+flags.DEFINE_string("env_kwargs", None, "JSON keyword arguments for gymnasium.make.")
+flags.DEFINE_integer("episodes", 10, "Episodes to run.")
+flags.DEFINE_bool("stochastic", False, "Sample actions instead of the deterministic mean.")
+flags.DEFINE_integer("seed", 0, "Seed of the first episode's reset.")
+flags.DEFINE_string("video_dir", None, "Record every episode as an MP4 in this folder.")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    if len(argv) > 1:
+        fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    if (FLAGS.saved_model is None) == (FLAGS.run_dir is None):
+        fail("give exactly one of --saved_model and --run_dir")
+    if FLAGS.episodes <= 0:
+        fail(f"--episodes must be positive, got {FLAGS.episodes}")
+    tfsac = import_tfsac()
+    from tfsac import evaluation
+
+    try:
+        if FLAGS.saved_model:
+            policy, info = evaluation.saved_model_policy(FLAGS.saved_model, FLAGS.stochastic)
+        else:
+            policy, info = evaluation.checkpoint_policy(FLAGS.run_dir, FLAGS.stochastic)
+        env_id = FLAGS.env or info.get("env_id")
+        if not env_id:
+            fail("the policy does not say which env it was trained on: pass --env")
+        env_kwargs = (
+            env_kwargs_from_flag(FLAGS.env_kwargs)
+            if FLAGS.env_kwargs is not None
+            else info.get("env_kwargs") or {}
+        )
+        render_mode = "rgb_array" if FLAGS.video_dir else None
+        env = tfsac.make_env(env_id, render_mode=render_mode, env_kwargs=env_kwargs)
+        if FLAGS.video_dir:
+            returns = evaluation.record_video(
+                env, policy, FLAGS.video_dir, "eval", FLAGS.episodes, seed=FLAGS.seed
+            )
+        else:
+            returns = evaluation.run_episodes(env, policy, FLAGS.episodes, seed=FLAGS.seed)
+            env.close()
+    except tfsac.TfsacError as e:
+        fail(str(e))
+    import numpy as np
+
+    mode = "stochastic" if FLAGS.stochastic else "deterministic"
+    print(
+        f"{env_id}: return {np.mean(returns):.1f} +- {np.std(returns):.1f} "
+        f"over {len(returns)} {mode} episodes"
+    )
+    result = {
+        "env": env_id,
+        "episodes": len(returns),
+        "stochastic": FLAGS.stochastic,
+        "return_mean": float(np.mean(returns)),
+        "return_std": float(np.std(returns)),
+        "returns": returns,
+        "video_dir": FLAGS.video_dir,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=parse_flags_or_fail)

@@ -47,13 +47,12 @@ def main(argv):
             if FLAGS.env_kwargs is not None
             else info.get("env_kwargs") or {}
         )
-        render_mode = "rgb_array" if FLAGS.video_dir else None
-        env = tfsac.make_env(env_id, render_mode=render_mode, env_kwargs=env_kwargs)
         if FLAGS.video_dir:
             returns = evaluation.record_video(
-                env, policy, FLAGS.video_dir, "eval", FLAGS.episodes, seed=FLAGS.seed
+                env_id, policy, FLAGS.video_dir, "eval", FLAGS.episodes, FLAGS.seed, env_kwargs
             )
         else:
+            env = tfsac.make_env(env_id, env_kwargs=env_kwargs)
             returns = evaluation.run_episodes(env, policy, FLAGS.episodes, seed=FLAGS.seed)
             env.close()
     except tfsac.TfsacError as e:

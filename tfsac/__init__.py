@@ -1,40 +1,49 @@
-"""tfsac: Soft Actor-Critic for TensorFlow 2 / Keras 3."""
+"""tfsac: Soft Actor-Critic for TensorFlow 2 / Keras 3.
+
+The names below load their module (and TensorFlow) on first use, so that tools which need
+no TensorFlow (the render worker, plotting) start fast and stay out of TF's process.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
 
-from tfsac.checkpointing import Checkpointer  # noqa: E402
-from tfsac.config import SACConfig  # noqa: E402
-from tfsac.distributions import deterministic_action, squash_bijector, tanh_normal  # noqa: E402
-from tfsac.envs import EnvSpec, env_spec, make_env  # noqa: E402
-from tfsac.errors import TfsacError  # noqa: E402
-from tfsac.export import export_policy, load_policy  # noqa: E402
-from tfsac.learner import SACLearner, polyak_update  # noqa: E402
-from tfsac.loop import Interrupted, NonFiniteError, Trainer, TrainResult, train  # noqa: E402
-from tfsac.networks import Actor, Critic, EnsembleDense, build_networks  # noqa: E402
-from tfsac.replay import ReplayBuffer  # noqa: E402
+_EXPORTS = {
+    "Actor": "networks",
+    "Checkpointer": "checkpointing",
+    "Critic": "networks",
+    "EnsembleDense": "networks",
+    "EnvSpec": "envs",
+    "Interrupted": "loop",
+    "NonFiniteError": "loop",
+    "ReplayBuffer": "replay",
+    "SACConfig": "config",
+    "SACLearner": "learner",
+    "TfsacError": "errors",
+    "Trainer": "loop",
+    "TrainResult": "loop",
+    "build_networks": "networks",
+    "deterministic_action": "distributions",
+    "env_spec": "envs",
+    "export_policy": "export",
+    "load_policy": "export",
+    "make_env": "envs",
+    "polyak_update": "learner",
+    "squash_bijector": "distributions",
+    "tanh_normal": "distributions",
+    "train": "loop",
+}
+__all__ = sorted(_EXPORTS)
 
-__all__ = [
-    "Actor",
-    "Checkpointer",
-    "Interrupted",
-    "NonFiniteError",
-    "Trainer",
-    "Critic",
-    "EnsembleDense",
-    "EnvSpec",
-    "ReplayBuffer",
-    "SACConfig",
-    "SACLearner",
-    "TfsacError",
-    "TrainResult",
-    "build_networks",
-    "deterministic_action",
-    "env_spec",
-    "export_policy",
-    "load_policy",
-    "make_env",
-    "polyak_update",
-    "squash_bijector",
-    "tanh_normal",
-    "train",
-]
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tfsac' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"tfsac.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

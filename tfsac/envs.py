@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac.errors import TfsacError
+from tfsac.rendering import needs_flattening
 
 # MuJoCo picks its GL backend when first imported; without a display, GLFW cannot open a
 # context, so headless machines render through EGL unless the user chose otherwise.
@@ -52,11 +53,7 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     except TypeError as e:
         raise TfsacError(f"environment {env_id!r} rejects its arguments: {e}") from None
     check_action_space(env_id, env.action_space)
-    if not (
-        isinstance(env.observation_space, gym.spaces.Box)
-        and env.observation_space.shape
-        and len(env.observation_space.shape) == 1
-    ):
+    if needs_flattening(env.observation_space):
         try:
             gym.spaces.flatdim(env.observation_space)
         except (NotImplementedError, TypeError, ValueError):

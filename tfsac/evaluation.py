@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfsac.errors import TfsacError
+from tfsac.rendering import RenderedEnv
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -39,26 +40,41 @@ def run_episodes(
 
 
 def record_video(
-    env: gym.Env,
+    env_id: str,
     policy: Callable[[np.ndarray], np.ndarray],
     folder: str,
     name_prefix: str,
     episodes: int = 1,
     seed: Optional[int] = None,
+    env_kwargs: Optional[dict] = None,
 ) -> List[float]:
-    """Runs `episodes` episodes on `env` (made with render_mode="rgb_array") and writes
-    one MP4 per episode to `folder` with gymnasium's RecordVideo; returns the returns."""
-    recorder = gym.wrappers.RecordVideo(
-        env,
-        folder,
-        episode_trigger=lambda _: True,
-        name_prefix=name_prefix,
-        disable_logger=True,
-    )
-    try:
-        return run_episodes(recorder, policy, episodes, seed=seed)
-    finally:
-        recorder.close()
+    """Runs `episodes` episodes of `env_id` rendered in a worker process
+    (tfsac.rendering) and writes `<folder>/<name_prefix>-episode-<i>.mp4`; returns the
+    returns. The policy runs here, the env and its renderer there."""
+    from gymnasium.utils.save_video import save_video
+
+    returns = []
+    with RenderedEnv(env_id, env_kwargs) as env:
+        for i in range(episodes):
+            obs, frame = env.reset(seed=seed if i == 0 else None)
+            frames, total, done = [frame], 0.0, False
+            while not done:
+                action = policy(np.asarray(obs, np.float32)[None])[0]
+                obs, reward, terminated, truncated, frame = env.step(action)
+                frames.append(frame)
+                total += float(reward)
+                done = terminated or truncated
+            save_video(
+                frames,
+                folder,
+                fps=env.fps,
+                name_prefix=name_prefix,
+                episode_index=i,
+                episode_trigger=lambda _: True,
+                save_logger=None,
+            )
+            returns.append(total)
+    return returns
 
 
 def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dict]:

@@ -296,9 +296,15 @@ class Trainer:
 
     def _record_video(self) -> None:
         cfg = self.config
-        env = make_env(cfg.env_id, render_mode="rgb_array", env_kwargs=cfg.env_kwargs)
         folder = os.path.join(self.run_dir, "videos")
-        record_video(env, self._policy, folder, f"step-{self.step}", seed=cfg.seed + 7)
+        record_video(
+            cfg.env_id,
+            self._policy,
+            folder,
+            f"step-{self.step}",
+            seed=cfg.seed + 7,
+            env_kwargs=cfg.env_kwargs,
+        )
         logging.info("video of step %d in %s", self.step, folder)
 
     def _learning_time(self) -> float:

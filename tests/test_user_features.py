@@ -1,0 +1,247 @@
+"""What users get around training: observation spaces, env arguments and modules,
+TensorBoard, the progress bar, videos, plots, presets and scripts/evaluate.py."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import REPO_ROOT
+
+from tfsac import SACConfig, TfsacError, train
+from tfsac.plotting import plot_runs
+
+
+def _config(tmp_path, env_id, name="run", **kw):
+    defaults = dict(
+        env_id=env_id,
+        total_steps=40,
+        learning_starts=20,
+        batch_size=8,
+        hidden_sizes=(8,),
+        eval_every=40,
+        eval_episodes=1,
+        log_every=20,
+        run_dir=str(tmp_path / name),
+        export_dir=str(tmp_path / "export"),
+        jit_compile=False,
+        checkpoint_every=0,
+    )
+    defaults.update(kw)
+    return SACConfig(**defaults)
+
+
+class _SpaceEnv(gym.Env):
+    """Random observations from a given space; episodes of 10 steps."""
+
+    action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+    def __init__(self, observation_space):
+        self.observation_space = observation_space
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        self.t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.observation_space.sample(), float(np.sum(action)), False, self.t >= 10, {}
+
+
+SPACES = {
+    "box2d": gym.spaces.Box(-1, 1, (2, 3), np.float32),
+    "discrete": gym.spaces.Discrete(5),
+    "multidiscrete": gym.spaces.MultiDiscrete([3, 4]),
+    "multibinary": gym.spaces.MultiBinary(4),
+    "dict": gym.spaces.Dict({"pos": gym.spaces.Box(-1, 1, (2,)), "mode": gym.spaces.Discrete(3)}),
+    "tuple": gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Box(0, 1, (3,)))),
+}
+for _name, _space in SPACES.items():
+    gym.register(
+        f"tfsac-test/Space-{_name}-v0", entry_point=_SpaceEnv, kwargs={"observation_space": _space}
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_observation_spaces_are_flattened_for_training_and_serving(tmp_path, name):
+    result = train(_config(tmp_path, f"tfsac-test/Space-{name}-v0"))
+    flat = gym.spaces.flatdim(SPACES[name])
+    assert result.spec.obs_dim == flat
+    model = tf.saved_model.load(result.saved_model_path)
+    action = model.signatures["serving_default"](observation=tf.zeros([2, flat]))["action"]
+    assert action.shape == (2, 2)
+    metadata = json.loads(model.signatures["metadata"]()["metadata"].numpy())
+    assert metadata["observation_dim"] == flat
+    assert "flatten" in metadata["observation_flattening"]
+
+
+def test_discrete_action_space_is_refused_with_a_clear_message(tmp_path):
+    with pytest.raises(TfsacError, match="SAC needs continuous actions"):
+        train(_config(tmp_path, "CartPole-v1"))
+
+
+def test_env_kwargs_reach_gymnasium(tmp_path):
+    from tfsac import Trainer
+
+    trainer = Trainer(_config(tmp_path, "Pendulum-v1", env_kwargs={"g": 3.5}), export=False)
+    assert trainer.eval_env.unwrapped.g == 3.5
+    assert all(g == 3.5 for g in trainer.env.get_attr("g"))
+    with pytest.raises(TfsacError, match="rejects its arguments"):
+        Trainer(_config(tmp_path, "Pendulum-v1", env_kwargs={"no_such_arg": 1}))
+
+
+def test_env_from_a_user_module(tmp_path, monkeypatch):
+    (tmp_path / "my_envs.py").write_text(
+        textwrap.dedent("""
+        import gymnasium as gym
+        gym.register("MyPendulum-v0", entry_point="gymnasium.envs.classic_control:PendulumEnv",
+                     max_episode_steps=20)
+    """)
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = train(_config(tmp_path, "my_envs:MyPendulum-v0"), export=False)
+    assert result.summary["episodes"] == 2
+    with pytest.raises(TfsacError, match="missing module"):
+        train(_config(tmp_path, "not_a_module_xyz:Env-v0"))
+
+
+def _scalar_tags(run_dir):
+    tags = set()
+    for path in glob.glob(os.path.join(run_dir, "tensorboard", "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            tags.update(v.tag for v in event.summary.value)
+    return tags
+
+
+def test_tensorboard_and_progress_csv(tmp_path):
+    train(
+        _config(tmp_path, "Pendulum-v1", total_steps=400, log_every=200, eval_every=200),
+        export=False,
+    )
+    tags = _scalar_tags(str(tmp_path / "run"))
+    for tag in (
+        "learner/critic_loss",
+        "learner/actor_loss",
+        "learner/alpha",
+        "learner/entropy",
+        "learner/q_mean",
+        "train/episode_return",
+        "train/episode_length",
+        "train/env_steps_per_s",
+        "eval/return_mean",
+    ):
+        assert tag in tags, tags
+    rows = (tmp_path / "run" / "progress.csv").read_text().splitlines()
+    assert rows[0].startswith("step,episodes,episode_return,episode_length,env_steps_per_s")
+    assert [r.split(",")[0] for r in rows[1:]] == ["200", "400"]
+
+
+def test_progress_bar_on_request(tmp_path, capsys):
+    train(_config(tmp_path, "Pendulum-v1", progress_bar=True), export=False)
+    err = capsys.readouterr().err
+    assert "40/40" in err and "step" in err
+    train(_config(tmp_path, "Pendulum-v1", name="quiet", progress_bar=False), export=False)
+    assert "40/40" not in capsys.readouterr().err
+
+
+def test_video_of_a_mujoco_evaluation(tmp_path):
+    """MuJoCo renders headless through EGL (.ci/run installs libegl1 + Mesa)."""
+    cfg = _config(tmp_path, "HalfCheetah-v5", video_every=1, env_kwargs={"max_episode_steps": 15})
+    train(cfg, export=False)
+    videos = glob.glob(str(tmp_path / "run" / "videos" / "step-40*.mp4"))
+    assert len(videos) == 1 and os.path.getsize(videos[0]) > 1000
+
+
+def test_plot_from_several_seeds(tmp_path):
+    runs = []
+    for seed in (0, 1):
+        cfg = _config(
+            tmp_path,
+            "Pendulum-v1",
+            name=f"seed{seed}",
+            seed=seed,
+            total_steps=400,
+            log_every=100,
+            eval_every=200,
+        )
+        runs.append(train(cfg, export=False).run_dir)
+    out = plot_runs(runs, str(tmp_path / "curves.png"))
+    with open(out, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(out) > 20_000
+    with pytest.raises(TfsacError, match="not a tfsac run directory"):
+        plot_runs([str(tmp_path)], str(tmp_path / "x.png"))
+
+
+def test_presets_parse_into_valid_configs():
+    sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+    import _cli
+    from absl import flags
+
+    import tfsac
+
+    fv = flags.FLAGS
+    if "env_kwargs" not in fv:
+        _cli.define_training_flags()
+    presets = sorted(glob.glob(os.path.join(REPO_ROOT, "scripts", "presets", "*.flags")))
+    assert len(presets) == 12
+    seen = set()
+    for path in presets:
+        fv.unparse_flags()
+        fv(["train.py", f"--flagfile={path}"])
+        config = _cli.config_from_flags(tfsac).validate()
+        gym.spec(config.env_id)  # the id exists in gymnasium's registry
+        seen.add(config.env_id)
+        with open(path) as f:
+            assert "Source:" in f.read()
+    fv.unparse_flags()
+    assert {"Pendulum-v1", "HalfCheetah-v5", "Humanoid-v5", "BipedalWalker-v3"} <= seen
+
+
+EVALUATE = os.path.join(REPO_ROOT, "scripts", "evaluate.py")
+
+
+def test_evaluate_script_saved_model_checkpoint_and_video(tmp_path):
+    result = train(_config(tmp_path, "Pendulum-v1", checkpoint_every=20))
+    out = subprocess.run(
+        [
+            sys.executable,
+            EVALUATE,
+            f"--saved_model={result.saved_model_path}",
+            "--episodes=2",
+            f"--video_dir={tmp_path / 'videos'}",
+            '--env_kwargs={"max_episode_steps": 10}',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["env"] == "Pendulum-v1" and report["episodes"] == 2
+    assert len(glob.glob(str(tmp_path / "videos" / "*.mp4"))) == 2
+    out = subprocess.run(
+        [sys.executable, EVALUATE, f"--run_dir={result.run_dir}", "--episodes=1", "--stochastic"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "over 1 stochastic episodes" in out.stdout
+    bad = subprocess.run(
+        [sys.executable, EVALUATE, f"--saved_model={tmp_path / 'nope'}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert bad.returncode == 2 and len(lines) == 1 and "no SavedModel" in lines[0]

@@ -1,0 +1,94 @@
+"""Learning curves from run directories (progress.csv and summary/checkpoint evaluations)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections import defaultdict
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+from tfsac.errors import TfsacError
+
+PANELS = (
+    ("eval_return", "evaluation return (deterministic)"),
+    ("episode_return", "training return (last 10 episodes)"),
+    ("critic_loss", "critic loss"),
+    ("actor_loss", "actor loss"),
+    ("alpha", "alpha"),
+    ("entropy", "policy entropy"),
+)
+
+
+def read_run(run_dir: str) -> Dict:
+    """A run's env, seed and curves: {name: (steps, values)}."""
+    try:
+        with open(os.path.join(run_dir, "config.json")) as f:
+            config = json.load(f)
+        with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, ValueError) as e:
+        raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
+    curves = {}
+    for name in ("episode_return", "critic_loss", "actor_loss", "alpha", "entropy"):
+        points = [(int(r["step"]), float(r[name])) for r in rows if r.get(name)]
+        if points:
+            curves[name] = tuple(np.array(v) for v in zip(*points, strict=True))
+    evaluations = []
+    summary = os.path.join(run_dir, "summary.json")
+    if os.path.exists(summary):
+        with open(summary) as f:
+            evaluations = json.load(f).get("evaluations", [])
+    if evaluations:
+        curves["eval_return"] = (
+            np.array([e["step"] for e in evaluations]),
+            np.array([e["return_mean"] for e in evaluations]),
+        )
+    return {"env": config.get("env_id", "?"), "seed": config.get("seed"), "curves": curves}
+
+
+def _mean_std(series: List[tuple]):
+    """Mean and std across runs on the steps all of them share."""
+    common = sorted(set.intersection(*(set(s.tolist()) for s, _ in series)))
+    stacked = np.array(
+        [[dict(zip(s.tolist(), v, strict=True))[x] for x in common] for s, v in series]
+    )
+    return np.array(common), stacked.mean(0), stacked.std(0)
+
+
+def plot_runs(run_dirs: Sequence[str], out_path: str, title: str = "") -> str:
+    """Writes a PNG with one panel per curve; runs of the same env are averaged (mean +-
+    std across seeds), different envs get their own line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = defaultdict(list)
+    for run_dir in run_dirs:
+        run = read_run(run_dir)
+        groups[run["env"]].append(run)
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    for ax, (name, label) in zip(axes.flat, PANELS, strict=True):
+        for env, runs in groups.items():
+            series = [r["curves"][name] for r in runs if name in r["curves"]]
+            if not series:
+                continue
+            steps, mean, std = _mean_std(series)
+            ax.plot(steps, mean, label=f"{env} ({len(series)} seeds)")
+            ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
+        ax.set_title(label)
+        ax.set_xlabel("env steps")
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend()
+    fig.suptitle(title or ", ".join(sorted(groups)))
+    fig.tight_layout()
+    try:
+        fig.savefig(out_path, dpi=100)
+    except OSError as e:
+        raise TfsacError(f"cannot write {out_path!r}: {e}") from None
+    finally:
+        plt.close(fig)
+    return out_path

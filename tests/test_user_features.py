@@ -178,6 +178,13 @@ def test_plot_from_several_seeds(tmp_path):
     with open(out, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(out) > 20_000
+    cli = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "scripts", "plot.py"),
+         f"--run_dirs={','.join(runs)}", f"--out={tmp_path / 'cli.png'}"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    assert os.path.getsize(tmp_path / "cli.png") > 20_000
     with pytest.raises(TfsacError, match="not a tfsac run directory"):
         plot_runs([str(tmp_path)], str(tmp_path / "x.png"))
 

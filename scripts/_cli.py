@@ -72,9 +72,21 @@ def define_training_flags() -> None:
     flags.DEFINE_integer("batch_size", 256, "Minibatch size.")
     flags.DEFINE_integer("buffer_size", 1_000_000, "Replay buffer capacity (transitions).")
     flags.DEFINE_float("learning_rate", 3e-4, "Adam learning rate (actor, critics, alpha).")
+    flags.DEFINE_float("actor_learning_rate", None, "Actor rate (default --learning_rate).")
+    flags.DEFINE_float("critic_learning_rate", None, "Critic rate (default --learning_rate).")
+    flags.DEFINE_float("alpha_learning_rate", None, "Alpha rate (default --learning_rate).")
+    flags.DEFINE_float(
+        "max_grad_norm", None, "Clip actor and critic gradients to this global norm."
+    )
+    flags.DEFINE_float("reward_scale", 1.0, "Multiply rewards by this in the TD target.")
     flags.DEFINE_float("gamma", 0.99, "Discount factor.")
     flags.DEFINE_float("tau", 0.005, "Polyak coefficient of the target critics.")
-    flags.DEFINE_string("alpha", "auto", "Entropy coefficient: a fixed positive float, or 'auto'.")
+    flags.DEFINE_string(
+        "alpha",
+        "auto",
+        "Entropy coefficient: a fixed positive float, 'auto' (learned from --initial_alpha) or "
+        "'auto_<x>' (learned from x, e.g. auto_0.1).",
+    )
     flags.DEFINE_float("initial_alpha", 1.0, "Starting alpha when it is learned.")
     flags.DEFINE_string("target_entropy", "auto", "Target entropy: a float, or 'auto' = -dim(A).")
     flags.DEFINE_list("hidden_sizes", ["256", "256"], "Hidden layer sizes, e.g. 256,256.")
@@ -121,6 +133,19 @@ def env_kwargs_from_flag(value: str) -> dict:
     return kwargs
 
 
+def _alpha_from_flag(value: str, initial_alpha: float) -> dict:
+    """'auto' | 'auto_<x>' | '<float>' -> the alpha and initial_alpha config fields (the
+    forms lightning_baselines3 and SB3 accept for ent_coef)."""
+    text = value.strip().lower()
+    if text.startswith("auto_"):
+        try:
+            return {"alpha": None, "initial_alpha": float(text[5:])}
+        except ValueError:
+            fail(f"--alpha must be a float, 'auto' or 'auto_<float>', got {value!r}")
+    alpha = _float_or_auto("alpha", value)
+    return {"alpha": alpha, "initial_alpha": initial_alpha}
+
+
 def config_from_flags(tfsac):
     """Builds a validated-later SACConfig from the parsed flags (exits on a bad value)."""
     FLAGS = flags.FLAGS
@@ -137,10 +162,14 @@ def config_from_flags(tfsac):
         batch_size=FLAGS.batch_size,
         buffer_size=FLAGS.buffer_size,
         learning_rate=FLAGS.learning_rate,
+        actor_learning_rate=FLAGS.actor_learning_rate,
+        critic_learning_rate=FLAGS.critic_learning_rate,
+        alpha_learning_rate=FLAGS.alpha_learning_rate,
+        max_grad_norm=FLAGS.max_grad_norm,
+        reward_scale=FLAGS.reward_scale,
         gamma=FLAGS.gamma,
         tau=FLAGS.tau,
-        alpha=_float_or_auto("alpha", FLAGS.alpha),
-        initial_alpha=FLAGS.initial_alpha,
+        **_alpha_from_flag(FLAGS.alpha, FLAGS.initial_alpha),
         target_entropy=_float_or_auto("target_entropy", FLAGS.target_entropy),
         hidden_sizes=hidden_sizes,
         num_critics=FLAGS.num_critics,

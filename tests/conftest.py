@@ -38,6 +38,28 @@ class CounterEnv(gym.Env):
         return self._obs(), 1.0, terminated, False, {}
 
 
+def tiny_config(tmp_path, env_id, name="run", **overrides):
+    """A SACConfig for runs of a few dozen steps with tiny networks, outputs in tmp_path."""
+    from tfsac import SACConfig
+
+    config = dict(
+        env_id=env_id,
+        total_steps=40,
+        learning_starts=20,
+        batch_size=8,
+        hidden_sizes=(8,),
+        eval_every=40,
+        eval_episodes=1,
+        log_every=20,
+        run_dir=str(tmp_path / name),
+        export_dir=str(tmp_path / "export"),
+        jit_compile=False,
+        checkpoint_every=0,
+    )
+    config.update(overrides)
+    return SACConfig(**config)
+
+
 COUNTER_ENV_ID = "tfsac-test/Counter-v0"
 if COUNTER_ENV_ID not in gym.registry:
     gym.register(COUNTER_ENV_ID, entry_point=CounterEnv, max_episode_steps=4)

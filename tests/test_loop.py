@@ -5,26 +5,17 @@ import os
 
 import numpy as np
 import pytest
+from conftest import tiny_config
 
-from tfsac import SACConfig, TfsacError, train
+from tfsac import TfsacError, train
 
 
 def _config(tmp_path, env_id, **kw):
-    defaults = dict(
-        env_id=env_id,
-        total_steps=40,
-        learning_starts=40,
-        batch_size=8,
-        hidden_sizes=(8,),
-        eval_every=40,
-        eval_episodes=2,
-        log_every=20,
-        run_dir=str(tmp_path / "run"),
-        export_dir=str(tmp_path / "export"),
-        jit_compile=False,
+    return tiny_config(
+        tmp_path,
+        env_id,
+        **{"learning_starts": 40, "eval_episodes": 2, "checkpoint_every": 5000, **kw},
     )
-    defaults.update(kw)
-    return SACConfig(**defaults)
 
 
 def test_truncation_bootstraps_and_termination_does_not(tmp_path, counter_env_id):

@@ -42,9 +42,11 @@ def test_alpha_loss_and_its_gradient():
     assert tape.gradient(loss, log_alpha).numpy() == pytest.approx(3.0)
 
 
-def _constant_learner(gamma=0.9, tau=0.005):
+def _constant_learner(gamma=0.9, tau=0.005, **kw):
     """A learner whose critics output constants: zero kernels, head biases set by hand."""
-    config = SACConfig(hidden_sizes=(4,), alpha=1e-6, learning_rate=1e-6, gamma=gamma, tau=tau)
+    config = SACConfig(
+        hidden_sizes=(4,), alpha=1e-6, learning_rate=1e-6, gamma=gamma, tau=tau, **kw
+    )
     learner = SACLearner(obs_dim=2, action_dim=1, config=config)
     for model in (learner.critic, learner.target_critic, learner.actor):
         for v in model.variables:
@@ -75,6 +77,14 @@ def test_learner_losses_on_constant_networks():
     # alpha ~ 0: actor loss = -min Q = -1 (up to one Adam step of size 1e-6).
     assert float(metrics["actor_loss"]) == pytest.approx(-1.0, abs=1e-4)
     assert float(metrics["alpha"]) == pytest.approx(1e-6)
+
+
+def test_reward_scale_multiplies_rewards_in_the_target():
+    learner = _constant_learner(reward_scale=2.0)
+    metrics = learner.update(_batch([1.0, 2.0], [0.0, 1.0]))
+    # y = (2 * 1 + 0.9 * 3, 2 * 2) = (4.7, 4):
+    # 0.5 * ((1-4.7)^2 + (1-4)^2) / 2 + 0.5 * ((2-4.7)^2 + (2-4)^2) / 2 = 8.495
+    assert metrics["critic_loss"] == pytest.approx(8.495, abs=1e-4)
 
 
 def test_learner_polyak_target_update_is_exact_at_half():

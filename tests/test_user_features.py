@@ -12,29 +12,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, tiny_config
 
-from tfsac import SACConfig, TfsacError, train
+from tfsac import TfsacError, train
 from tfsac.plotting import plot_runs
 
-
-def _config(tmp_path, env_id, name="run", **kw):
-    defaults = dict(
-        env_id=env_id,
-        total_steps=40,
-        learning_starts=20,
-        batch_size=8,
-        hidden_sizes=(8,),
-        eval_every=40,
-        eval_episodes=1,
-        log_every=20,
-        run_dir=str(tmp_path / name),
-        export_dir=str(tmp_path / "export"),
-        jit_compile=False,
-        checkpoint_every=0,
-    )
-    defaults.update(kw)
-    return SACConfig(**defaults)
+_config = tiny_config
 
 
 class _SpaceEnv(gym.Env):
@@ -179,9 +162,15 @@ def test_plot_from_several_seeds(tmp_path):
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(out) > 20_000
     cli = subprocess.run(
-        [sys.executable, os.path.join(REPO_ROOT, "scripts", "plot.py"),
-         f"--run_dirs={','.join(runs)}", f"--out={tmp_path / 'cli.png'}"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            os.path.join(REPO_ROOT, "scripts", "plot.py"),
+            f"--run_dirs={','.join(runs)}",
+            f"--out={tmp_path / 'cli.png'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert os.path.getsize(tmp_path / "cli.png") > 20_000

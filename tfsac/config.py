@@ -36,8 +36,15 @@ class SACConfig:
 
     # Optimisation.
     learning_rate: float = 3e-4
+    # Per-part rates (None: learning_rate), and global-norm gradient clipping (None: off).
+    actor_learning_rate: Optional[float] = None
+    critic_learning_rate: Optional[float] = None
+    alpha_learning_rate: Optional[float] = None
+    max_grad_norm: Optional[float] = None
     gamma: float = 0.99
     tau: float = 0.005
+    # Rewards are multiplied by this in the soft Bellman target (prt_rl's reward_scale).
+    reward_scale: float = 1.0
 
     # Entropy temperature: a fixed `alpha`, or learned (alpha=None) from `initial_alpha`
     # towards `target_entropy` (None means -dim(A)).
@@ -81,6 +88,11 @@ class SACConfig:
     @property
     def learned_alpha(self) -> bool:
         return self.alpha is None
+
+    def rate(self, part: str) -> float:
+        """The learning rate of `part` ('actor', 'critic' or 'alpha')."""
+        value = getattr(self, f"{part}_learning_rate")
+        return self.learning_rate if value is None else value
 
     def validate(self) -> SACConfig:
         """Raises TfsacError naming the first bad field; returns self."""
@@ -132,8 +144,19 @@ class SACConfig:
             )
         if self.num_critics < 2:
             raise TfsacError(f"num_critics must be >= 2, got {self.num_critics}")
-        if not 0.0 < self.learning_rate < 1.0:
-            raise TfsacError(f"learning_rate must be in (0, 1), got {self.learning_rate}")
+        for name in (
+            "learning_rate",
+            "actor_learning_rate",
+            "critic_learning_rate",
+            "alpha_learning_rate",
+        ):
+            value = getattr(self, name)
+            if value is not None and not 0.0 < value < 1.0:
+                raise TfsacError(f"{name} must be in (0, 1), got {value}")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise TfsacError(f"max_grad_norm must be positive, got {self.max_grad_norm}")
+        if not self.reward_scale > 0:
+            raise TfsacError(f"reward_scale must be positive, got {self.reward_scale}")
         if not 0.0 <= self.gamma <= 1.0:
             raise TfsacError(f"gamma must be in [0, 1], got {self.gamma}")
         if not 0.0 < self.tau <= 1.0:

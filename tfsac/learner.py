@@ -39,9 +39,14 @@ class SACLearner:
         self.obs_dim = obs_dim
         self.action_dim = action_dim
         self.actor, self.critic, self.target_critic = build_networks(obs_dim, action_dim, config)
-        self.actor_optimizer = keras.optimizers.Adam(config.learning_rate, name="actor_adam")
-        self.critic_optimizer = keras.optimizers.Adam(config.learning_rate, name="critic_adam")
-        self.alpha_optimizer = keras.optimizers.Adam(config.learning_rate, name="alpha_adam")
+        clip = config.max_grad_norm
+        self.actor_optimizer = keras.optimizers.Adam(
+            config.rate("actor"), global_clipnorm=clip, name="actor_adam"
+        )
+        self.critic_optimizer = keras.optimizers.Adam(
+            config.rate("critic"), global_clipnorm=clip, name="critic_adam"
+        )
+        self.alpha_optimizer = keras.optimizers.Adam(config.rate("alpha"), name="alpha_adam")
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
         self.log_alpha = tf.Variable(
             math.log(initial_alpha),
@@ -120,7 +125,12 @@ class SACLearner:
         ).experimental_sample_and_log_prob(seed=seeds[:, 0])
         next_q = self.target_critic(batch["next_observation"], next_action)
         target = losses.soft_td_target(
-            batch["reward"], batch["terminated"], next_q, next_log_prob, alpha, cfg.gamma
+            cfg.reward_scale * batch["reward"],
+            batch["terminated"],
+            next_q,
+            next_log_prob,
+            alpha,
+            cfg.gamma,
         )
         critic_vars = self.critic.trainable_variables
         with tf.GradientTape() as tape:

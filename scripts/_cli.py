@@ -79,6 +79,10 @@ def define_training_flags() -> None:
         "max_grad_norm", None, "Clip actor and critic gradients to this global norm."
     )
     flags.DEFINE_float("reward_scale", 1.0, "Multiply rewards by this in the TD target.")
+    flags.DEFINE_bool("critic_layer_norm", False, "Layer normalisation in the critics (DroQ).")
+    flags.DEFINE_float("critic_dropout", 0.0, "Dropout rate in the critics (DroQ uses 0.01).")
+    flags.DEFINE_integer("policy_delay", 1, "Critic updates per actor and alpha update.")
+    flags.DEFINE_integer("target_update_interval", 1, "Critic updates per target update.")
     flags.DEFINE_float("gamma", 0.99, "Discount factor.")
     flags.DEFINE_float("tau", 0.005, "Polyak coefficient of the target critics.")
     flags.DEFINE_string(
@@ -167,6 +171,10 @@ def config_from_flags(tfsac):
         alpha_learning_rate=FLAGS.alpha_learning_rate,
         max_grad_norm=FLAGS.max_grad_norm,
         reward_scale=FLAGS.reward_scale,
+        critic_layer_norm=FLAGS.critic_layer_norm,
+        critic_dropout=FLAGS.critic_dropout,
+        policy_delay=FLAGS.policy_delay,
+        target_update_interval=FLAGS.target_update_interval,
         gamma=FLAGS.gamma,
         tau=FLAGS.tau,
         **_alpha_from_flag(FLAGS.alpha, FLAGS.initial_alpha),

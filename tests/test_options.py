@@ -78,3 +78,67 @@ def test_clipped_update_moves_like_adam_and_stays_finite():
 def test_bad_option_values(field, value):
     with pytest.raises(TfsacError, match=field):
         SACConfig(**{field: value}).validate()
+
+
+def _batch(g=1, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        "observation": rng.normal(size=(g, 16, 3)).astype(np.float32),
+        "action": rng.uniform(-1, 1, (g, 16, 1)).astype(np.float32),
+        "reward": rng.normal(size=(g, 16)).astype(np.float32),
+        "next_observation": rng.normal(size=(g, 16, 3)).astype(np.float32),
+        "terminated": np.zeros((g, 16), np.float32),
+    }
+
+
+def test_policy_delay_updates_actor_and_alpha_every_k_critic_steps():
+    learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), policy_delay=2))
+    log_alphas = []
+    for _ in range(4):
+        metrics = learner.update(_batch())
+        log_alphas.append(float(learner.log_alpha.numpy()))
+    assert int(learner.critic_optimizer.iterations.numpy()) == 4
+    assert int(learner.actor_optimizer.iterations.numpy()) == 2
+    assert int(learner.alpha_optimizer.iterations.numpy()) == 2
+    # Alpha moves on critic updates 2 and 4 only.
+    assert log_alphas[0] == 0.0 and log_alphas[1] != 0.0
+    assert log_alphas[2] == log_alphas[1] and log_alphas[3] != log_alphas[2]
+    assert metrics["finite"] and metrics["actor_loss"] != 0.0
+    # Four updates in one compiled call behave the same.
+    fused = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), policy_delay=2))
+    fused.update(_batch(g=4))
+    assert int(fused.actor_optimizer.iterations.numpy()) == 2
+
+
+def test_target_update_interval():
+    learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), target_update_interval=2))
+    target = learner.target_critic.head.bias
+    start = target.numpy().copy()
+    learner.update(_batch())
+    np.testing.assert_array_equal(target.numpy(), start)  # critic update 1: no target step
+    learner.update(_batch(seed=1))
+    assert not np.array_equal(target.numpy(), start)  # update 2: Polyak step
+
+
+def test_droq_critics_layer_norm_and_dropout():
+    config = SACConfig(hidden_sizes=(8, 8), critic_layer_norm=True, critic_dropout=0.5)
+    learner = SACLearner(3, 1, config)
+    names = [layer.name for layer in learner.critic.trunk.layers]
+    assert names == [
+        "hidden_0",
+        "dropout_0",
+        "layer_norm_0",
+        "relu_0",
+        "hidden_1",
+        "dropout_1",
+        "layer_norm_1",
+        "relu_1",
+    ]
+    obs, act = np.ones((4, 3), np.float32), np.zeros((4, 1), np.float32)
+    # Dropout only in training mode; two members normalise independently.
+    np.testing.assert_array_equal(learner.critic(obs, act), learner.critic(obs, act))
+    assert not np.array_equal(
+        learner.critic(obs, act, training=True), learner.critic(obs, act, training=True)
+    )
+    assert learner.update(_batch(g=3))["finite"]
+    assert learner.critic.trunk.layers[2].gamma.shape == (2, 1, 8)

@@ -32,7 +32,13 @@ REPLAY_FIELDS = ("observation", "action", "reward", "next_observation", "termina
 STATE_FILE = "state.json"
 # Config fields that change the shape of the saved state: a checkpoint made with other
 # values cannot be restored into this run.
-STRUCTURAL_FIELDS = ("env_id", "hidden_sizes", "num_critics", "buffer_size")
+STRUCTURAL_FIELDS = (
+    "env_id",
+    "hidden_sizes",
+    "num_critics",
+    "critic_layer_norm",
+    "buffer_size",
+)
 
 
 def _fsync_dir(path: str) -> None:

@@ -43,6 +43,10 @@ class SACConfig:
     max_grad_norm: Optional[float] = None
     gamma: float = 0.99
     tau: float = 0.005
+    # Actor and alpha update every `policy_delay` critic updates (the notebook's
+    # policy_update_freq, CleanRL's policy_frequency); targets every target_update_interval.
+    policy_delay: int = 1
+    target_update_interval: int = 1
     # Rewards are multiplied by this in the soft Bellman target (prt_rl's reward_scale).
     reward_scale: float = 1.0
 
@@ -55,6 +59,9 @@ class SACConfig:
     # Networks.
     hidden_sizes: Tuple[int, ...] = (256, 256)
     num_critics: int = 2
+    # DroQ-style critics (layer normalisation, dropout), for gradient_steps > 1.
+    critic_layer_norm: bool = False
+    critic_dropout: float = 0.0
     log_std_min: float = -20.0
     log_std_max: float = 2.0
 
@@ -106,6 +113,8 @@ class SACConfig:
             "eval_episodes",
             "log_every",
             "num_envs",
+            "policy_delay",
+            "target_update_interval",
         )
         for name in positive_ints:
             value = getattr(self, name)
@@ -142,6 +151,8 @@ class SACConfig:
             raise TfsacError(
                 f"hidden_sizes must be one or more positive integers, got {self.hidden_sizes}"
             )
+        if not 0.0 <= self.critic_dropout < 1.0:
+            raise TfsacError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
         if self.num_critics < 2:
             raise TfsacError(f"num_critics must be >= 2, got {self.num_critics}")
         for name in (

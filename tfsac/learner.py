@@ -57,6 +57,10 @@ class SACLearner:
         self.target_entropy = float(
             -action_dim if config.target_entropy is None else config.target_entropy
         )
+        # Polyak-averaged pairs: the parameters only (dropout's RNG state is not averaged).
+        self._online_params = self.critic.trainable_variables
+        self._target_params = self.target_critic.trainable_variables
+        self._last_actor_metrics = [tf.Variable(0.0, trainable=False) for _ in range(3)]
         # Separate streams so that acting (and evaluation) never shifts update noise.
         self.update_rng = tf.random.Generator.from_seed(config.seed)
         self.act_rng = tf.random.Generator.from_seed(config.seed + 1)
@@ -123,7 +127,7 @@ class SACLearner:
         next_action, next_log_prob = tanh_normal(
             next_loc, tf.exp(next_log_std)
         ).experimental_sample_and_log_prob(seed=seeds[:, 0])
-        next_q = self.target_critic(batch["next_observation"], next_action)
+        next_q = self.target_critic(batch["next_observation"], next_action, training=True)
         target = losses.soft_td_target(
             cfg.reward_scale * batch["reward"],
             batch["terminated"],
@@ -134,38 +138,43 @@ class SACLearner:
         )
         critic_vars = self.critic.trainable_variables
         with tf.GradientTape() as tape:
-            q = self.critic(obs, action)
+            q = self.critic(obs, action, training=True)
             c_loss = losses.critic_loss(q, target)
         self.critic_optimizer.apply_gradients(
             zip(tape.gradient(c_loss, critic_vars), critic_vars, strict=True)
         )
 
-        # Actor (Eq. 7), against the critics just updated.
-        actor_vars = self.actor.trainable_variables
-        with tf.GradientTape() as tape:
-            loc, log_std = self.actor(obs)
-            pi_action, log_prob = tanh_normal(
-                loc, tf.exp(log_std)
-            ).experimental_sample_and_log_prob(seed=seeds[:, 1])
-            a_loss = losses.actor_loss(log_prob, self.critic(obs, pi_action), alpha)
-        self.actor_optimizer.apply_gradients(
-            zip(tape.gradient(a_loss, actor_vars), actor_vars, strict=True)
-        )
+        # Actor and temperature every `policy_delay` critic updates (the critic optimizer's
+        # counter was just incremented), targets every `target_update_interval`. With both
+        # at 1 no conditional enters the graph.
+        updates = self.critic_optimizer.iterations
+        if cfg.policy_delay == 1:
+            a_loss, t_loss, entropy = self._actor_alpha_step(obs, alpha, seeds[:, 1])
+        else:
+            a_loss, t_loss, entropy = tf.cond(
+                updates % cfg.policy_delay == 0,
+                lambda: self._actor_alpha_step(obs, alpha, seeds[:, 1]),
+                lambda: tuple(tf.identity(v) for v in self._last_actor_metrics),
+            )
+        if cfg.target_update_interval == 1:
+            polyak_update(self._target_params, self._online_params, cfg.tau)
+        else:
 
-        # Temperature (Eq. 18).
-        with tf.GradientTape() as tape:
-            t_loss = losses.alpha_loss(self.log_alpha, log_prob, self.target_entropy)
-        if cfg.learned_alpha:
-            grad = tape.gradient(t_loss, self.log_alpha)
-            self.alpha_optimizer.apply_gradients([(grad, self.log_alpha)])
+            def update_targets():
+                polyak_update(self._target_params, self._online_params, cfg.tau)
+                return tf.constant(True)
 
-        polyak_update(self.target_critic.variables, self.critic.variables, cfg.tau)
+            tf.cond(
+                updates % cfg.target_update_interval == 0,
+                update_targets,
+                lambda: tf.constant(False),
+            )
         return {
             "critic_loss": c_loss,
             "actor_loss": a_loss,
             "alpha": alpha,
             "alpha_loss": t_loss,
-            "entropy": -tf.reduce_mean(log_prob),
+            "entropy": entropy,
             "q_mean": tf.reduce_mean(q),
         }
 
@@ -174,9 +183,34 @@ class SACLearner:
         return [
             *self.actor.trainable_variables,
             *self.critic.trainable_variables,
-            *self.target_critic.variables,
+            *self.target_critic.trainable_variables,
             self.log_alpha,
         ]
+
+    def _actor_alpha_step(self, obs, alpha, seed):
+        """Actor (Eq. 7) against the critics just updated, then the temperature (Eq. 18).
+        Returns the actor loss, the alpha loss and the policy entropy estimate."""
+        actor_vars = self.actor.trainable_variables
+        with tf.GradientTape() as tape:
+            loc, log_std = self.actor(obs)
+            pi_action, log_prob = tanh_normal(
+                loc, tf.exp(log_std)
+            ).experimental_sample_and_log_prob(seed=seed)
+            q_pi = self.critic(obs, pi_action, training=True)
+            a_loss = losses.actor_loss(log_prob, q_pi, alpha)
+        self.actor_optimizer.apply_gradients(
+            zip(tape.gradient(a_loss, actor_vars), actor_vars, strict=True)
+        )
+        with tf.GradientTape() as tape:
+            t_loss = losses.alpha_loss(self.log_alpha, log_prob, self.target_entropy)
+        if self.config.learned_alpha:
+            grad = tape.gradient(t_loss, self.log_alpha)
+            self.alpha_optimizer.apply_gradients([(grad, self.log_alpha)])
+        metrics = (a_loss, t_loss, -tf.reduce_mean(log_prob))
+        if self.config.policy_delay > 1:  # reported on the steps that skip the actor
+            for variable, value in zip(self._last_actor_metrics, metrics, strict=True):
+                variable.assign(value)
+        return metrics
 
     def _update_fn(self, *batch):
         batches = dict(zip(BATCH_KEYS, batch, strict=True))

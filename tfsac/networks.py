@@ -56,25 +56,68 @@ class EnsembleDense(keras.layers.Layer):
         return config
 
 
-class Critic(keras.Model):
-    """An ensemble of `num_critics` Q(s, a) networks; returns Q values of shape [n, B]."""
+class EnsembleLayerNorm(keras.layers.Layer):
+    """Layer normalisation over the last axis of [n, B, units], with a scale and offset
+    per ensemble member (so that the members stay independent)."""
 
-    def __init__(self, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256), **kw):
+    def __init__(self, ensemble_size: int, epsilon: float = 1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.ensemble_size = ensemble_size
+        self.epsilon = epsilon
+
+    def build(self, input_shape):
+        shape = (self.ensemble_size, 1, int(input_shape[-1]))
+        self.gamma = self.add_weight(name="gamma", shape=shape, initializer="ones")
+        self.beta = self.add_weight(name="beta", shape=shape, initializer="zeros")
+
+    def call(self, inputs):
+        mean, variance = tf.nn.moments(inputs, axes=[-1], keepdims=True)
+        return (inputs - mean) * tf.math.rsqrt(variance + self.epsilon) * self.gamma + self.beta
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "ensemble_size": self.ensemble_size,
+            "epsilon": self.epsilon,
+        }
+
+
+class Critic(keras.Model):
+    """An ensemble of `num_critics` Q(s, a) networks; returns Q values of shape [n, B].
+
+    With `layer_norm` and/or `dropout` each hidden layer is Dense -> Dropout -> LayerNorm
+    -> ReLU, the DroQ critic (Hiraoka et al. 2022, arXiv:2110.02034) for many gradient
+    steps per env step; dropout is active when called with training=True (the updates).
+    """
+
+    def __init__(
+        self,
+        num_critics: int = 2,
+        hidden_sizes: Sequence[int] = (256, 256),
+        layer_norm: bool = False,
+        dropout: float = 0.0,
+        **kw,
+    ):
         super().__init__(**kw)
         self.num_critics = num_critics
+        layers = []
+        for i, h in enumerate(hidden_sizes):
+            if not layer_norm and not dropout:
+                layers.append(EnsembleDense(num_critics, h, activation="relu", name=f"hidden_{i}"))
+                continue
+            layers.append(EnsembleDense(num_critics, h, name=f"hidden_{i}"))
+            if dropout:
+                layers.append(keras.layers.Dropout(dropout, name=f"dropout_{i}"))
+            if layer_norm:
+                layers.append(EnsembleLayerNorm(num_critics, name=f"layer_norm_{i}"))
+            layers.append(keras.layers.ReLU(name=f"relu_{i}"))
         # A Sequential, not a Python list: tf.train.Checkpoint does not see Keras 3 layers
         # held in a list attribute.
-        self.trunk = keras.Sequential(
-            [
-                EnsembleDense(num_critics, h, activation="relu", name=f"hidden_{i}")
-                for i, h in enumerate(hidden_sizes)
-            ],
-            name="trunk",
-        )
+        self.trunk = keras.Sequential(layers, name="trunk")
         self.head = EnsembleDense(num_critics, 1, name="q")
 
-    def call(self, observations, actions):
-        x = self.trunk(tf.concat([observations, actions], axis=-1))
+    def call(self, observations, actions, training=None):
+        x = self.trunk(tf.concat([observations, actions], axis=-1), training=training)
         return tf.squeeze(self.head(x), axis=-1)
 
 
@@ -118,13 +161,21 @@ def build_networks(obs_dim: int, action_dim: int, config) -> tuple[Actor, Critic
         config.log_std_max,
         name="actor",
     )
-    critic = Critic(config.num_critics, config.hidden_sizes, name="critic")
-    target_critic = Critic(config.num_critics, config.hidden_sizes, name="target_critic")
+    critic_args = (
+        config.num_critics,
+        config.hidden_sizes,
+        config.critic_layer_norm,
+        config.critic_dropout,
+    )
+    critic = Critic(*critic_args, name="critic")
+    target_critic = Critic(*critic_args, name="target_critic")
     obs = tf.zeros([1, obs_dim])
     act = tf.zeros([1, action_dim])
     actor(obs)
     critic(obs, act)
     target_critic(obs, act)
-    for target, source in zip(target_critic.variables, critic.variables, strict=True):
+    for target, source in zip(
+        target_critic.trainable_variables, critic.trainable_variables, strict=True
+    ):
         target.assign(source)
     return actor, critic, target_critic

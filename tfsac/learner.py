@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Dict, Mapping
+from typing import Callable, Dict, Mapping, Optional
 
 import keras
 import numpy as np
@@ -34,11 +34,22 @@ class SACLearner:
     entropy target does not depend on the action units.
     """
 
-    def __init__(self, obs_dim: int, action_dim: int, config: SACConfig):
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        config: SACConfig,
+        actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
+        critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
+    ):
+        """`actor_fn`/`critic_fn` build your own Keras models (see networks.build_networks
+        for their contracts and docs/custom_networks.md for an example)."""
         self.config = config
         self.obs_dim = obs_dim
         self.action_dim = action_dim
-        self.actor, self.critic, self.target_critic = build_networks(obs_dim, action_dim, config)
+        self.actor, self.critic, self.target_critic = build_networks(
+            obs_dim, action_dim, config, actor_fn, critic_fn
+        )
         clip = config.max_grad_norm
         self.actor_optimizer = keras.optimizers.Adam(
             config.rate("actor"), global_clipnorm=clip, name="actor_adam"
@@ -96,8 +107,14 @@ class SACLearner:
         return concrete(*[tf.convert_to_tensor(a, tf.float32) for a in arrays])
 
     # ------------------------------------------------------------------ acting
-    def _sample_fn(self, observation):
+    def _policy_params(self, observation):
+        """The actor's (mean, log_std), log_std clipped to the config's bounds."""
         loc, log_std = self.actor(observation)
+        cfg = self.config
+        return loc, tf.clip_by_value(log_std, cfg.log_std_min, cfg.log_std_max)
+
+    def _sample_fn(self, observation):
+        loc, log_std = self._policy_params(observation)
         seed = tf.cast(self.act_rng.make_seeds(1)[:, 0], tf.int32)
         return tanh_normal(loc, tf.exp(log_std)).sample(seed=seed)
 
@@ -123,7 +140,7 @@ class SACLearner:
         seeds = tf.cast(self.update_rng.make_seeds(2), tf.int32)
 
         # Critic (Eq. 5) against the clipped double-Q soft target (Eqs. 2-3).
-        next_loc, next_log_std = self.actor(batch["next_observation"])
+        next_loc, next_log_std = self._policy_params(batch["next_observation"])
         next_action, next_log_prob = tanh_normal(
             next_loc, tf.exp(next_log_std)
         ).experimental_sample_and_log_prob(seed=seeds[:, 0])
@@ -192,7 +209,7 @@ class SACLearner:
         Returns the actor loss, the alpha loss and the policy entropy estimate."""
         actor_vars = self.actor.trainable_variables
         with tf.GradientTape() as tape:
-            loc, log_std = self.actor(obs)
+            loc, log_std = self._policy_params(obs)
             pi_action, log_prob = tanh_normal(
                 loc, tf.exp(log_std)
             ).experimental_sample_and_log_prob(seed=seed)

@@ -119,6 +119,8 @@ class Trainer:
         export: bool = True,
         resume: bool = False,
         on_log: Optional[Callable[[Dict], None]] = None,
+        actor_fn: Optional[Callable] = None,
+        critic_fn: Optional[Callable] = None,
     ):
         config.validate()
         if resume and not config.run_dir:
@@ -144,7 +146,9 @@ class Trainer:
             if config.tensorboard
             else None
         )
-        self.learner = SACLearner(self.spec.obs_dim, self.spec.action_dim, config)
+        self.learner = SACLearner(
+            self.spec.obs_dim, self.spec.action_dim, config, actor_fn, critic_fn
+        )
         self.buffer = ReplayBuffer(
             config.buffer_size, self.spec.obs_dim, self.spec.action_dim, config.seed
         )
@@ -555,11 +559,15 @@ def train(
     export: bool = True,
     resume: bool = False,
     on_log: Optional[Callable[[Dict], None]] = None,
+    actor_fn: Optional[Callable] = None,
+    critic_fn: Optional[Callable] = None,
 ) -> TrainResult:
     """Trains SAC on `config.env_id`; with `export`, exports a SavedModel at the end.
 
     With `resume`, continues from the latest checkpoint in `config.run_dir` (or starts
     there when it has none). Raises TfsacError for bad configuration or paths before any
     training, NonFiniteError on NaN/Inf, Interrupted after a SIGINT/SIGTERM checkpoint.
+    `actor_fn` and `critic_fn` build custom Keras models (networks.build_networks).
     """
-    return Trainer(config, export=export, resume=resume, on_log=on_log).run()
+    trainer = Trainer(config, export, resume, on_log, actor_fn=actor_fn, critic_fn=critic_fn)
+    return trainer.run()

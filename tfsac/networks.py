@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 import keras
 import tensorflow as tf
+
+from tfsac.errors import TfsacError
 
 
 class EnsembleDense(keras.layers.Layer):
@@ -152,28 +154,55 @@ class Actor(keras.Model):
         return self.mean(x), log_std
 
 
-def build_networks(obs_dim: int, action_dim: int, config) -> tuple[Actor, Critic, Critic]:
-    """Builds the actor, the critic ensemble and its target (a copy of the critic)."""
-    actor = Actor(
-        action_dim,
-        config.hidden_sizes,
-        config.log_std_min,
-        config.log_std_max,
-        name="actor",
-    )
-    critic_args = (
-        config.num_critics,
-        config.hidden_sizes,
-        config.critic_layer_norm,
-        config.critic_dropout,
-    )
-    critic = Critic(*critic_args, name="critic")
-    target_critic = Critic(*critic_args, name="target_critic")
-    obs = tf.zeros([1, obs_dim])
-    act = tf.zeros([1, action_dim])
-    actor(obs)
-    critic(obs, act)
-    target_critic(obs, act)
+def build_networks(
+    obs_dim: int,
+    action_dim: int,
+    config,
+    actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
+    critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
+) -> tuple[keras.Model, keras.Model, keras.Model]:
+    """Builds the actor, the critic ensemble and its target (a second critic, copied).
+
+    `actor_fn(obs_dim, action_dim)` and `critic_fn(obs_dim, action_dim)` replace the
+    built-in models. The contracts: the actor maps [B, obs_dim] to (mean, log_std), each
+    [B, action_dim] (tfsac clips log_std to the config's bounds); the critic maps
+    ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B], n_critics >= 2.
+    """
+    if actor_fn is None:
+        actor = Actor(
+            action_dim, config.hidden_sizes, config.log_std_min, config.log_std_max, name="actor"
+        )
+    else:
+        actor = actor_fn(obs_dim, action_dim)
+    if critic_fn is None:
+        critic_args = (
+            config.num_critics,
+            config.hidden_sizes,
+            config.critic_layer_norm,
+            config.critic_dropout,
+        )
+        critic = Critic(*critic_args, name="critic")
+        target_critic = Critic(*critic_args, name="target_critic")
+    else:
+        critic, target_critic = critic_fn(obs_dim, action_dim), critic_fn(obs_dim, action_dim)
+    obs = tf.zeros([3, obs_dim])
+    act = tf.zeros([3, action_dim])
+    outputs = actor(obs)
+    if not (
+        isinstance(outputs, (tuple, list))
+        and len(outputs) == 2
+        and all(tuple(o.shape) == (3, action_dim) for o in outputs)
+    ):
+        raise TfsacError(
+            f"the actor must return (mean, log_std), each [batch, {action_dim}]; got "
+            f"{[tuple(o.shape) for o in tf.nest.flatten(outputs)]}"
+        )
+    for model in (critic, target_critic):
+        q = model(obs, act)
+        if len(q.shape) != 2 or q.shape[1] != 3 or q.shape[0] < 2:
+            raise TfsacError(
+                f"the critic must return Q values [n_critics >= 2, batch]; got {tuple(q.shape)}"
+            )
     for target, source in zip(
         target_critic.trainable_variables, critic.trainable_variables, strict=True
     ):

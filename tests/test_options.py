@@ -142,3 +142,51 @@ def test_droq_critics_layer_norm_and_dropout():
     )
     assert learner.update(_batch(g=3))["finite"]
     assert learner.critic.trunk.layers[2].gamma.shape == (2, 1, 8)
+
+
+def test_schedules_parse_and_shape_the_rate():
+    from tfsac.schedules import parse_schedule
+
+    linear = parse_schedule("linear")
+    assert [linear(s, 100) for s in (0, 25, 100)] == [1.0, 0.75, 0.0]
+    piecewise = parse_schedule("piecewise:50:0.5,80:0.1")
+    assert [piecewise(s, 100) for s in (10, 50, 79, 80)] == [1.0, 0.5, 0.5, 0.1]
+    for bad in ("cosine", "piecewise:10", "piecewise:10:-1"):
+        with pytest.raises(TfsacError, match="lr_schedule"):
+            SACConfig(lr_schedule=bad).validate()
+
+
+def test_linear_schedule_decays_rates_during_training(tmp_path):
+    from conftest import tiny_config
+
+    from tfsac import Trainer
+
+    cfg = tiny_config(
+        tmp_path,
+        "Pendulum-v1",
+        total_steps=100,
+        learning_starts=20,
+        learning_rate=1e-3,
+        alpha_learning_rate=1e-2,
+        lr_schedule="linear",
+    )
+    trainer = Trainer(cfg, export=False)
+    trainer.run()
+    learner = trainer.learner
+    # Last update at step 100 of 100: factor 0.
+    assert float(learner.critic_optimizer.learning_rate) == pytest.approx(0.0, abs=1e-9)
+    # A resumed run takes its rates from its own config and step, not the checkpoint's.
+    cfg2 = tiny_config(
+        tmp_path,
+        "Pendulum-v1",
+        total_steps=200,
+        learning_starts=20,
+        learning_rate=1e-3,
+        alpha_learning_rate=1e-2,
+        lr_schedule="linear",
+        checkpoint_every=0,
+    )
+    resumed = Trainer(cfg2, export=False, resume=True)
+    assert resumed.step == 100
+    assert float(resumed.learner.critic_optimizer.learning_rate) == pytest.approx(5e-4)
+    assert float(resumed.learner.alpha_optimizer.learning_rate) == pytest.approx(5e-3)

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any, Dict, Optional, Tuple
 
 from tfsac.errors import TfsacError
+from tfsac.schedules import parse_schedule
 
 
 @dataclasses.dataclass
@@ -41,6 +42,9 @@ class SACConfig:
     critic_learning_rate: Optional[float] = None
     alpha_learning_rate: Optional[float] = None
     max_grad_norm: Optional[float] = None
+    # A factor on every learning rate over env steps (tfsac/schedules.py): 'constant',
+    # 'linear' (to 0 at total_steps) or 'piecewise:<step>:<factor>,...'.
+    lr_schedule: str = "constant"
     gamma: float = 0.99
     tau: float = 0.005
     # Actor and alpha update every `policy_delay` critic updates (the notebook's
@@ -164,6 +168,7 @@ class SACConfig:
             value = getattr(self, name)
             if value is not None and not 0.0 < value < 1.0:
                 raise TfsacError(f"{name} must be in (0, 1), got {value}")
+        parse_schedule(self.lr_schedule)
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise TfsacError(f"max_grad_norm must be positive, got {self.max_grad_norm}")
         if not self.reward_scale > 0:

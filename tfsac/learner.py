@@ -106,6 +106,15 @@ class SACLearner:
             concrete = self._concrete[fn] = fn.get_concrete_function()
         return concrete(*[tf.convert_to_tensor(a, tf.float32) for a in arrays])
 
+    def set_learning_rate_factor(self, factor: float) -> None:
+        """Sets every optimizer's rate to its configured rate times `factor`."""
+        for part, optimizer in (
+            ("actor", self.actor_optimizer),
+            ("critic", self.critic_optimizer),
+            ("alpha", self.alpha_optimizer),
+        ):
+            optimizer.learning_rate = self.config.rate(part) * factor
+
     # ------------------------------------------------------------------ acting
     def _policy_params(self, observation):
         """The actor's (mean, log_std), log_std clipped to the config's bounds."""

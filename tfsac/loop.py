@@ -29,6 +29,7 @@ from tfsac.evaluation import record_video, run_episodes
 from tfsac.export import check_writable, default_model_name, export_policy
 from tfsac.learner import METRIC_NAMES, SACLearner
 from tfsac.replay import ReplayBuffer
+from tfsac.schedules import parse_schedule
 
 SUMMARY_FILE = "summary.json"
 PROGRESS_FILE = "progress.csv"
@@ -156,6 +157,8 @@ class Trainer:
             os.path.join(self.run_dir, "checkpoints"), self.learner, config.keep_checkpoints
         )
         self.action_rng = np.random.default_rng(config.seed)
+        self.lr_schedule = parse_schedule(config.lr_schedule)
+        self.lr_factor = 1.0
         # Loop state; everything here goes into checkpoints.
         self.step = 0
         self.episodes = 0
@@ -209,6 +212,9 @@ class Trainer:
         self.learning_time_before = state["learning_time_s"]
         self.action_rng.bit_generator.state = state["action_rng"]
         self.resumed_from = prefix
+        # The checkpoint holds the rates of its step; the config of this run decides them.
+        self.lr_factor = self.lr_schedule(self.step, self.config.total_steps)
+        self.learner.set_learning_rate_factor(self.lr_factor)
         self._truncate_progress(self.step)
         logging.info("resumed from %s at step %d (%d episodes)", prefix, self.step, self.episodes)
 
@@ -257,6 +263,7 @@ class Trainer:
                 "train/episode_return": record["episode_return"],
                 "train/episode_length": record["episode_length"],
                 "train/env_steps_per_s": steps_per_s,
+                "learner/learning_rate_factor": self.lr_factor,
                 **{f"learner/{k}": record.get(k) for k in METRIC_NAMES},
             }
         )
@@ -362,6 +369,11 @@ class Trainer:
     def _update(self, gradient_steps: int, obs):
         """Runs `gradient_steps` updates and picks the actions for `obs` (the next step's)
         with the updated policy, in one compiled call."""
+        factor = self.lr_schedule(self.step, self.config.total_steps)
+        # Rates are variables read by the compiled update; set them only when they move.
+        if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
+            self.learner.set_learning_rate_factor(factor)
+            self.lr_factor = factor
         batches = self.buffer.sample(self.config.batch_size, gradient_steps)
         metrics, action = self.learner.update_and_act(batches, obs)
         if not metrics["finite"]:

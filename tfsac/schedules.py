@@ -1,0 +1,41 @@
+"""Learning-rate schedules over env steps: a factor that multiplies each base rate."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from tfsac.errors import TfsacError
+
+Schedule = Callable[[int, int], float]  # (env step, total env steps) -> factor
+
+
+def parse_schedule(spec: str) -> Schedule:
+    """'constant'; 'linear' (from 1 down to 0 at the last step, RL Zoo's `lin_<rate>`);
+    'piecewise:<step>:<factor>,<step>:<factor>,...' (the factor from each step on, 1 before
+    the first; prt_rl's piecewise scheduler)."""
+    text = spec.strip().lower()
+    if text == "constant":
+        return lambda step, total: 1.0
+    if text == "linear":
+        return lambda step, total: max(0.0, 1.0 - step / total)
+    if text.startswith("piecewise:"):
+        try:
+            points = sorted(
+                (int(s), float(f)) for s, f in (p.split(":") for p in text[10:].split(","))
+            )
+        except ValueError:
+            points = []
+        if points and all(f > 0 for _, f in points):
+
+            def piecewise(step, total):
+                factor = 1.0
+                for boundary, value in points:
+                    if step >= boundary:
+                        factor = value
+                return factor
+
+            return piecewise
+    raise TfsacError(
+        f"lr_schedule must be 'constant', 'linear' or 'piecewise:<step>:<factor>,...' with "
+        f"positive factors, got {spec!r}"
+    )

@@ -81,6 +81,7 @@ def define_training_flags() -> None:
     flags.DEFINE_string(
         "lr_schedule", "constant", "constant | linear | piecewise:<step>:<factor>,... (env steps)"
     )
+    flags.DEFINE_bool("use_log_alpha", True, "Optimise log-alpha (true) or alpha itself.")
     flags.DEFINE_float("reward_scale", 1.0, "Multiply rewards by this in the TD target.")
     flags.DEFINE_bool("critic_layer_norm", False, "Layer normalisation in the critics (DroQ).")
     flags.DEFINE_float("critic_dropout", 0.0, "Dropout rate in the critics (DroQ uses 0.01).")
@@ -174,6 +175,7 @@ def config_from_flags(tfsac):
         alpha_learning_rate=FLAGS.alpha_learning_rate,
         max_grad_norm=FLAGS.max_grad_norm,
         reward_scale=FLAGS.reward_scale,
+        use_log_alpha=FLAGS.use_log_alpha,
         lr_schedule=FLAGS.lr_schedule,
         critic_layer_norm=FLAGS.critic_layer_norm,
         critic_dropout=FLAGS.critic_dropout,

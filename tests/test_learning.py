@@ -23,3 +23,34 @@ def test_pendulum_default_flags_reach_minus_200(tmp_path, seed):
     )
     assert result.summary["eval_episodes"] == 10
     assert result.summary["eval_return_mean"] >= -200
+
+
+OPTIONS = {
+    "num_critics=3": dict(num_critics=3),
+    "policy_delay=2": dict(policy_delay=2),
+    "target_update_interval=2": dict(target_update_interval=2, tau=0.01),
+    "droq": dict(critic_layer_norm=True, critic_dropout=0.01, gradient_steps=2),
+    "lr_schedule=linear": dict(learning_rate=1e-3, lr_schedule="linear"),
+    "alpha=auto_0.1": dict(initial_alpha=0.1),
+    "max_grad_norm=1": dict(max_grad_norm=1.0),
+    "num_envs=4": dict(num_envs=4),
+}
+
+
+@pytest.mark.learning
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_pendulum_with_option_reaches_minus_200(tmp_path, name):
+    config = SACConfig(
+        env_id="Pendulum-v1",
+        seed=0,
+        total_steps=20_000,
+        run_dir=str(tmp_path / "run"),
+        export_dir=str(tmp_path / "export"),
+        **OPTIONS[name],
+    )
+    result = train(config, export=False)
+    print(
+        f"{name}: eval return {result.summary['eval_return_mean']:.1f} "
+        f"+- {result.summary['eval_return_std']:.1f}"
+    )
+    assert result.summary["eval_return_mean"] >= -200

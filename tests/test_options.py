@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from absl import flags
 from conftest import REPO_ROOT
 
@@ -190,3 +191,25 @@ def test_linear_schedule_decays_rates_during_training(tmp_path):
     assert resumed.step == 100
     assert float(resumed.learner.critic_optimizer.learning_rate) == pytest.approx(5e-4)
     assert float(resumed.learner.alpha_optimizer.learning_rate) == pytest.approx(5e-3)
+
+
+def test_alpha_optimised_directly():
+    from tfsac import losses
+
+    alpha = tf.Variable(0.5)
+    log_prob = tf.constant([-1.0, -3.0])
+    # -(0.5) * mean([-2, -4]) = 1.5 ; d/dalpha = 3 > 0: entropy 2 above target 1 -> alpha falls.
+    assert float(losses.alpha_loss_direct(alpha, log_prob, -1.0)) == pytest.approx(1.5)
+    learner = SACLearner(
+        3,
+        1,
+        SACConfig(
+            hidden_sizes=(8,), use_log_alpha=False, initial_alpha=0.5, alpha_learning_rate=0.1
+        ),
+    )
+    assert learner.alpha_value is not None and float(learner.alpha) == 0.5
+    before = float(learner.alpha)
+    metrics = learner.update(_batch(g=5))
+    after = float(learner.alpha)
+    assert metrics["finite"] and after != before and after >= 1e-8
+    assert float(learner.log_alpha.numpy()) == pytest.approx(np.log(0.5))  # unused here

@@ -37,6 +37,7 @@ STRUCTURAL_FIELDS = (
     "hidden_sizes",
     "num_critics",
     "critic_layer_norm",
+    "use_log_alpha",
     "buffer_size",
 )
 
@@ -71,6 +72,7 @@ class Checkpointer:
             critic_optimizer=learner.critic_optimizer,
             alpha_optimizer=learner.alpha_optimizer,
             log_alpha=learner.log_alpha,
+            **({} if learner.alpha_value is None else {"alpha": learner.alpha_value}),
             update_rng=learner.update_rng,
             act_rng=learner.act_rng,
             step=self.step,

@@ -59,6 +59,8 @@ class SACConfig:
     alpha: Optional[float] = None
     initial_alpha: float = 1.0
     target_entropy: Optional[float] = None
+    # Optimise log-alpha (True) or alpha itself (False, prt_rl's use_log_entropy=False).
+    use_log_alpha: bool = True
 
     # Networks.
     hidden_sizes: Tuple[int, ...] = (256, 256)

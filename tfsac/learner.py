@@ -65,6 +65,15 @@ class SACLearner:
             trainable=config.learned_alpha,
             name="log_alpha",
         )
+        # prt_rl's use_log_entropy=False: Adam steps on alpha itself (kept >= 1e-8) instead
+        # of on log-alpha.
+        self.alpha_value = (
+            None
+            if config.use_log_alpha
+            else tf.Variable(
+                initial_alpha, dtype=tf.float32, trainable=config.learned_alpha, name="alpha"
+            )
+        )
         self.target_entropy = float(
             -action_dim if config.target_entropy is None else config.target_entropy
         )
@@ -78,7 +87,7 @@ class SACLearner:
         # Optimizer slots exist before the first trace (and before any checkpoint).
         self.actor_optimizer.build(self.actor.trainable_variables)
         self.critic_optimizer.build(self.critic.trainable_variables)
-        self.alpha_optimizer.build([self.log_alpha])
+        self.alpha_optimizer.build([self._temperature])
 
         obs_spec = tf.TensorSpec([None, obs_dim], tf.float32)
         # Flat signatures (one tensor per batch field, in BATCH_KEYS order): calling the
@@ -139,13 +148,18 @@ class SACLearner:
 
     # ---------------------------------------------------------------- learning
     @property
+    def _temperature(self):
+        """The variable the alpha loss optimises: log-alpha, or alpha itself."""
+        return self.log_alpha if self.alpha_value is None else self.alpha_value
+
+    @property
     def alpha(self):
-        return tf.exp(self.log_alpha)
+        return tf.exp(self.log_alpha) if self.alpha_value is None else self.alpha_value + 0.0
 
     def _gradient_step(self, batch: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         cfg = self.config
         obs, action = batch["observation"], batch["action"]
-        alpha = tf.exp(self.log_alpha)
+        alpha = self.alpha
         seeds = tf.cast(self.update_rng.make_seeds(2), tf.int32)
 
         # Critic (Eq. 5) against the clipped double-Q soft target (Eqs. 2-3).
@@ -210,7 +224,7 @@ class SACLearner:
             *self.actor.trainable_variables,
             *self.critic.trainable_variables,
             *self.target_critic.trainable_variables,
-            self.log_alpha,
+            self._temperature,
         ]
 
     def _actor_alpha_step(self, obs, alpha, seed):
@@ -227,11 +241,15 @@ class SACLearner:
         self.actor_optimizer.apply_gradients(
             zip(tape.gradient(a_loss, actor_vars), actor_vars, strict=True)
         )
+        temperature = self._temperature
+        loss_fn = losses.alpha_loss if self.alpha_value is None else losses.alpha_loss_direct
         with tf.GradientTape() as tape:
-            t_loss = losses.alpha_loss(self.log_alpha, log_prob, self.target_entropy)
+            t_loss = loss_fn(temperature, log_prob, self.target_entropy)
         if self.config.learned_alpha:
-            grad = tape.gradient(t_loss, self.log_alpha)
-            self.alpha_optimizer.apply_gradients([(grad, self.log_alpha)])
+            grad = tape.gradient(t_loss, temperature)
+            self.alpha_optimizer.apply_gradients([(grad, temperature)])
+            if self.alpha_value is not None:
+                self.alpha_value.assign(tf.maximum(self.alpha_value, 1e-8))
         metrics = (a_loss, t_loss, -tf.reduce_mean(log_prob))
         if self.config.policy_delay > 1:  # reported on the steps that skip the actor
             for variable, value in zip(self._last_actor_metrics, metrics, strict=True):

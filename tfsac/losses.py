@@ -43,3 +43,9 @@ def alpha_loss(log_alpha, log_prob, target_entropy):
     positive and its steps scale-free. `log_prob` carries no gradient.
     """
     return -tf.reduce_mean(log_alpha * tf.stop_gradient(log_prob + target_entropy))
+
+
+def alpha_loss_direct(alpha, log_prob, target_entropy):
+    """Eq. 18 as written, optimised in alpha itself: E[-alpha * (log pi(a|s) + target_entropy)]
+    (prt_rl's use_log_entropy=False). `log_prob` carries no gradient."""
+    return -tf.reduce_mean(alpha * tf.stop_gradient(log_prob + target_entropy))

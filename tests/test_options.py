@@ -162,31 +162,21 @@ def test_linear_schedule_decays_rates_during_training(tmp_path):
 
     from tfsac import Trainer
 
-    cfg = tiny_config(
-        tmp_path,
-        "Pendulum-v1",
-        total_steps=100,
-        learning_starts=20,
-        learning_rate=1e-3,
-        alpha_learning_rate=1e-2,
-        lr_schedule="linear",
-    )
-    trainer = Trainer(cfg, export=False)
-    trainer.run()
-    learner = trainer.learner
-    # Last update at step 100 of 100: factor 0.
-    assert float(learner.critic_optimizer.learning_rate) == pytest.approx(0.0, abs=1e-9)
-    # A resumed run takes its rates from its own config and step, not the checkpoint's.
-    cfg2 = tiny_config(
-        tmp_path,
-        "Pendulum-v1",
-        total_steps=200,
+    schedule = dict(
         learning_starts=20,
         learning_rate=1e-3,
         alpha_learning_rate=1e-2,
         lr_schedule="linear",
         checkpoint_every=0,
     )
+    cfg = tiny_config(tmp_path, "Pendulum-v1", total_steps=100, **schedule)
+    trainer = Trainer(cfg, export=False)
+    trainer.run()
+    learner = trainer.learner
+    # Last update at step 100 of 100: factor 0.
+    assert float(learner.critic_optimizer.learning_rate) == pytest.approx(0.0, abs=1e-9)
+    # A resumed run takes its rates from its own config and step, not the checkpoint's.
+    cfg2 = tiny_config(tmp_path, "Pendulum-v1", total_steps=200, **schedule)
     resumed = Trainer(cfg2, export=False, resume=True)
     assert resumed.step == 100
     assert float(resumed.learner.critic_optimizer.learning_rate) == pytest.approx(5e-4)

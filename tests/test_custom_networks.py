@@ -48,3 +48,23 @@ def test_single_critic_is_refused():
 
     with pytest.raises(TfsacError, match=r"n_critics >= 2"):
         SACLearner(3, 1, SACConfig(), critic_fn=lambda o, a: One())
+
+
+def test_export_clips_a_custom_actors_log_std(tmp_path):
+    from tfsac import EnvSpec, export_policy
+
+    def actor_fn(obs_dim, action_dim):
+        obs = keras.Input((obs_dim,))
+        mean = keras.layers.Dense(action_dim)(obs)
+        log_std = keras.layers.Lambda(lambda m: 0.0 * m + 200.0)(mean)  # exp overflows
+        return keras.Model(obs, [mean, log_std])
+
+    learner = SACLearner(3, 1, SACConfig(), actor_fn=actor_fn)
+    spec = EnvSpec("Pendulum-v1", 3, 1, (-2.0,), (2.0,), "Box(3)", "Box(1)", "none")
+    path = export_policy(learner.actor, spec, str(tmp_path), "m", {}, (-20.0, 2.0))
+    sample = tf.saved_model.load(path).signatures["sample"]
+    action = sample(observation=tf.ones([64, 3]))["action"].numpy()
+    assert np.all(np.isfinite(action)) and np.all(np.abs(action) <= 2.0)
+    # Unclipped, std = exp(200) = inf would pin every sample to a bound.
+    assert np.mean(np.abs(action) < 2.0) > 0.3
+    assert np.all(np.isfinite(learner.act(np.ones((64, 3), np.float32))))

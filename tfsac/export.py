@@ -57,7 +57,9 @@ def check_writable(directory: str) -> None:
         raise TfsacError(f"cannot write to {directory!r}: {e.strerror or e}") from None
 
 
-def build_archive(actor: keras.Model, spec: EnvSpec, metadata: dict) -> keras.export.ExportArchive:
+def build_archive(
+    actor: keras.Model, spec: EnvSpec, metadata: dict, log_std_bounds=(-20.0, 2.0)
+) -> keras.export.ExportArchive:
     bijector = squash_bijector(spec.action_low, spec.action_high)
     low = np.asarray(spec.action_low, np.float32)
     high = np.asarray(spec.action_high, np.float32)
@@ -75,6 +77,8 @@ def build_archive(actor: keras.Model, spec: EnvSpec, metadata: dict) -> keras.ex
     @tf.function(input_signature=[obs_spec])
     def sample(observation):
         loc, log_std = actor(observation)
+        # The learner's clip (SACLearner._policy_params), also for custom actors.
+        log_std = tf.clip_by_value(log_std, *log_std_bounds)
         return {"action": to_bounds(loc + tf.exp(log_std) * tf.random.normal(tf.shape(loc)))}
 
     metadata_json = json.dumps(metadata, sort_keys=True)
@@ -92,9 +96,15 @@ def build_archive(actor: keras.Model, spec: EnvSpec, metadata: dict) -> keras.ex
 
 
 def export_policy(
-    actor: keras.Model, spec: EnvSpec, export_dir: str, model_name: str, metadata: dict
+    actor: keras.Model,
+    spec: EnvSpec,
+    export_dir: str,
+    model_name: str,
+    metadata: dict,
+    log_std_bounds=(-20.0, 2.0),
 ) -> str:
     """Writes a new version under <export_dir>/<model_name>/ and returns its path.
+    `sample` clips the actor's log_std to `log_std_bounds`, as the learner does.
 
     The SavedModel is written to a hidden temporary folder and renamed into place, so a
     failure never leaves a partial version folder for TF Serving to pick up.
@@ -108,7 +118,7 @@ def export_policy(
         verbosity = logging.get_verbosity()
         logging.set_verbosity(logging.WARNING)
         try:
-            build_archive(actor, spec, metadata).write_out(tmp, verbose=False)
+            build_archive(actor, spec, metadata, log_std_bounds).write_out(tmp, verbose=False)
         finally:
             logging.set_verbosity(verbosity)
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:

@@ -550,7 +550,14 @@ class Trainer:
                 "eval_return_mean": final["return_mean"],
             }
             saved_model_path = os.path.abspath(
-                export_policy(self.learner.actor, spec, cfg.export_dir, self.model_name, metadata)
+                export_policy(
+                    self.learner.actor,
+                    spec,
+                    cfg.export_dir,
+                    self.model_name,
+                    metadata,
+                    (cfg.log_std_min, cfg.log_std_max),
+                )
             )
             summary["saved_model_path"] = saved_model_path
             logging.info("exported SavedModel to %s", saved_model_path)

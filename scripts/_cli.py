@@ -102,7 +102,22 @@ def define_training_flags() -> None:
     flags.DEFINE_integer("train_freq", 1, "Env steps between updates.")
     flags.DEFINE_integer("num_envs", 1, "Env copies stepped together (a gymnasium vector env).")
     flags.DEFINE_enum("vector_mode", "sync", ["sync", "async"], "How the env copies step.")
-    flags.DEFINE_integer("gradient_steps", 1, "Gradient steps per update.")
+    flags.DEFINE_integer(
+        "gradient_steps", 1, "Gradient steps per collection phase (-1: one per env step)."
+    )
+    flags.DEFINE_integer(
+        "episodes_per_rollout", 0, "Update after this many whole episodes (0: every train_freq)."
+    )
+    flags.DEFINE_enum(
+        "variant", "v2", ["v1", "v2"], "v2: twin Q + target Q; v1: the original SAC with V."
+    )
+    flags.DEFINE_float("value_learning_rate", None, "V network rate, v1 (default --learning_rate).")
+    flags.DEFINE_bool("use_sde", False, "gSDE: generalized state-dependent exploration.")
+    flags.DEFINE_integer(
+        "sde_sample_freq", -1, "gSDE: new noise every N env steps (-1: per phase)."
+    )
+    flags.DEFINE_bool("use_sde_at_warmup", False, "gSDE instead of uniform actions at warmup.")
+    flags.DEFINE_float("log_std_init", -3.0, "gSDE: initial log-std of the noise matrix.")
     flags.DEFINE_integer("eval_every", 5_000, "Env steps between evaluations.")
     flags.DEFINE_integer("eval_episodes", 10, "Deterministic episodes per evaluation.")
     flags.DEFINE_integer("log_every", 1_000, "Env steps between progress lines.")
@@ -173,6 +188,13 @@ def config_from_flags(tfsac):
         actor_learning_rate=FLAGS.actor_learning_rate,
         critic_learning_rate=FLAGS.critic_learning_rate,
         alpha_learning_rate=FLAGS.alpha_learning_rate,
+        value_learning_rate=FLAGS.value_learning_rate,
+        variant=FLAGS.variant,
+        use_sde=FLAGS.use_sde,
+        sde_sample_freq=FLAGS.sde_sample_freq,
+        use_sde_at_warmup=FLAGS.use_sde_at_warmup,
+        log_std_init=FLAGS.log_std_init,
+        episodes_per_rollout=FLAGS.episodes_per_rollout,
         max_grad_norm=FLAGS.max_grad_norm,
         reward_scale=FLAGS.reward_scale,
         use_log_alpha=FLAGS.use_log_alpha,

@@ -44,12 +44,13 @@ def measure_tfsac(tfsac, config):
     result = trainer.run()
     learner, buffer = trainer.learner, trainer.buffer
     # Pure update throughput on pre-sampled batches (compiled already by the run).
-    batches = [buffer.sample(config.batch_size, config.gradient_steps) for _ in range(5)]
+    per_call = config.steps_per_update(config.train_freq)
+    batches = [buffer.sample(config.batch_size, per_call) for _ in range(5)]
     learner.update(batches[0])  # `update` alone is compiled here, outside the clock
     start = time.perf_counter()
     for i in range(FLAGS.update_calls):
         learner.update(batches[i % len(batches)])  # returns floats: synchronous
-    updates_per_s = FLAGS.update_calls * config.gradient_steps / (time.perf_counter() - start)
+    updates_per_s = FLAGS.update_calls * per_call / (time.perf_counter() - start)
     obs = buffer.observation[:1]
     latencies = []
     for _ in range(300):

@@ -34,6 +34,12 @@ OPTIONS = {
     "alpha=auto_0.1": dict(initial_alpha=0.1),
     "max_grad_norm=1": dict(max_grad_norm=1.0),
     "num_envs=4": dict(num_envs=4),
+    "variant=v1": dict(variant="v1"),
+    "use_sde": dict(use_sde=True),
+    "use_sde_at_warmup,sde_sample_freq=8": dict(
+        use_sde=True, use_sde_at_warmup=True, sde_sample_freq=8
+    ),
+    "episodes_per_rollout=1": dict(episodes_per_rollout=1, gradient_steps=-1),
 }
 
 

@@ -3,8 +3,8 @@ replay buffer and the loop's Python state in a sidecar folder per checkpoint.
 
 Layout of <run_dir>/checkpoints/:
   checkpoint                    CheckpointManager's state file (names the latest)
-  ckpt-<step>.index/.data-*     actor, critics, targets, optimizers with slots, log-alpha,
-                                TF RNG states, step counter
+  ckpt-<step>.index/.data-*     actor, critics, targets (V and target V for v1), optimizers
+                                with slots, log-alpha, gSDE noise, TF RNG states, step counter
   ckpt-<step>.extra/            replay arrays (.npy, the filled rows only), state.json
 
 Write order makes every save atomic: the sidecar is written to a hidden temp folder,
@@ -39,6 +39,8 @@ STRUCTURAL_FIELDS = (
     "critic_layer_norm",
     "use_log_alpha",
     "buffer_size",
+    "variant",
+    "use_sde",
 )
 
 
@@ -64,18 +66,25 @@ class Checkpointer:
     def __init__(self, directory: str, learner: SACLearner, max_to_keep: int = 3):
         self.directory = directory
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
+        optional = {
+            "target_critic": learner.target_critic,
+            "alpha": learner.alpha_value,
+            "value": learner.value,
+            "target_value": learner.target_value,
+            "value_optimizer": learner.value_optimizer,
+            "exploration": learner.exploration,
+        }
         self.checkpoint = tf.train.Checkpoint(
             actor=learner.actor,
             critic=learner.critic,
-            target_critic=learner.target_critic,
             actor_optimizer=learner.actor_optimizer,
             critic_optimizer=learner.critic_optimizer,
             alpha_optimizer=learner.alpha_optimizer,
             log_alpha=learner.log_alpha,
-            **({} if learner.alpha_value is None else {"alpha": learner.alpha_value}),
             update_rng=learner.update_rng,
             act_rng=learner.act_rng,
             step=self.step,
+            **{name: obj for name, obj in optional.items() if obj is not None},
         )
         try:
             os.makedirs(directory, exist_ok=True)
@@ -190,7 +199,9 @@ class Checkpointer:
 
 def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None:
     """Raises TfsacError naming the first structural field that differs."""
-    for field in STRUCTURAL_FIELDS:
+    # gSDE keeps one exploration matrix per env copy.
+    fields = STRUCTURAL_FIELDS + (("num_envs",) if config_dict.get("use_sde") else ())
+    for field in fields:
         saved, current = saved_config.get(field), config_dict.get(field)
         if isinstance(saved, list):
             saved = tuple(saved)

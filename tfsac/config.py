@@ -27,7 +27,11 @@ class SACConfig:
     total_steps: int = 20_000
     learning_starts: int = 1_000
     train_freq: int = 1
+    # Updates per collection phase; -1: as many as env steps were collected in it.
     gradient_steps: int = 1
+    # Collect whole episodes instead of train_freq env steps: the updates run after every
+    # `episodes_per_rollout` finished episodes (0: off; lightning_baselines3's option).
+    episodes_per_rollout: int = 0
     buffer_size: int = 1_000_000
     batch_size: int = 256
     # Env copies stepped together (gymnasium vector env, "sync" or "async"). train_freq and
@@ -37,10 +41,12 @@ class SACConfig:
 
     # Optimisation.
     learning_rate: float = 3e-4
-    # Per-part rates (None: learning_rate), and global-norm gradient clipping (None: off).
+    # Per-part rates (None: learning_rate; `value` is v1's V network), and global-norm
+    # gradient clipping (None: off).
     actor_learning_rate: Optional[float] = None
     critic_learning_rate: Optional[float] = None
     alpha_learning_rate: Optional[float] = None
+    value_learning_rate: Optional[float] = None
     max_grad_norm: Optional[float] = None
     # A factor on every learning rate over env steps (tfsac/schedules.py): 'constant',
     # 'linear' (to 0 at total_steps) or 'piecewise:<step>:<factor>,...'.
@@ -61,6 +67,21 @@ class SACConfig:
     target_entropy: Optional[float] = None
     # Optimise log-alpha (True) or alpha itself (False, prt_rl's use_log_entropy=False).
     use_log_alpha: bool = True
+
+    # 'v2': twin Q networks with target Q networks (arXiv:1812.05905, the default);
+    # 'v1': the original SAC with a state-value network V and a target V (arXiv:1801.01290).
+    variant: str = "v2"
+
+    # gSDE, generalized state-dependent exploration (Raffin et al. 2021, arXiv:2005.05719):
+    # exploration noise eps(s) = z(s) @ E with z(s) the actor's last hidden features and E
+    # ~ N(0, exp(log_std)^2) resampled at each collection phase's start and every
+    # `sde_sample_freq` env steps (-1: only then); `log_std_init` starts the learned
+    # [features, action_dim] log-std matrix; `use_sde_at_warmup` explores with gSDE instead
+    # of uniform actions before learning_starts.
+    use_sde: bool = False
+    sde_sample_freq: int = -1
+    use_sde_at_warmup: bool = False
+    log_std_init: float = -3.0
 
     # Networks.
     hidden_sizes: Tuple[int, ...] = (256, 256)
@@ -102,8 +123,12 @@ class SACConfig:
     def learned_alpha(self) -> bool:
         return self.alpha is None
 
+    def steps_per_update(self, collected: int) -> int:
+        """Gradient steps for a collection phase of `collected` env steps."""
+        return collected if self.gradient_steps == -1 else self.gradient_steps
+
     def rate(self, part: str) -> float:
-        """The learning rate of `part` ('actor', 'critic' or 'alpha')."""
+        """The learning rate of `part` ('actor', 'critic', 'alpha' or 'value')."""
         value = getattr(self, f"{part}_learning_rate")
         return self.learning_rate if value is None else value
 
@@ -112,7 +137,6 @@ class SACConfig:
         positive_ints = (
             "total_steps",
             "train_freq",
-            "gradient_steps",
             "buffer_size",
             "batch_size",
             "eval_every",
@@ -126,6 +150,35 @@ class SACConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise TfsacError(f"{name} must be a positive integer, got {value!r}")
+        if self.gradient_steps != -1 and (
+            not isinstance(self.gradient_steps, int) or self.gradient_steps <= 0
+        ):
+            raise TfsacError(
+                f"gradient_steps must be a positive integer or -1 (as many as env steps "
+                f"collected), got {self.gradient_steps!r}"
+            )
+        if self.episodes_per_rollout < 0:
+            raise TfsacError(
+                f"episodes_per_rollout must be >= 0 (0: off), got {self.episodes_per_rollout}"
+            )
+        if self.episodes_per_rollout and self.train_freq != 1:
+            raise TfsacError(
+                "train_freq and episodes_per_rollout both set: collection phases are either "
+                "train_freq env steps or episodes_per_rollout episodes"
+            )
+        if self.variant not in ("v1", "v2"):
+            raise TfsacError(f"variant must be 'v1' or 'v2', got {self.variant!r}")
+        if self.sde_sample_freq == 0 or self.sde_sample_freq < -1:
+            raise TfsacError(
+                f"sde_sample_freq must be -1 (once per collection phase) or positive, got "
+                f"{self.sde_sample_freq}"
+            )
+        if (self.sde_sample_freq != -1 or self.use_sde_at_warmup) and not self.use_sde:
+            raise TfsacError("sde_sample_freq and use_sde_at_warmup need use_sde")
+        if not self.log_std_min <= self.log_std_init <= self.log_std_max:
+            raise TfsacError(
+                f"log_std_init must lie in [log_std_min, log_std_max], got {self.log_std_init}"
+            )
         if not isinstance(self.env_id, str) or not self.env_id:
             raise TfsacError("env_id must be a non-empty string")
         if self.total_steps % self.num_envs:
@@ -166,6 +219,7 @@ class SACConfig:
             "actor_learning_rate",
             "critic_learning_rate",
             "alpha_learning_rate",
+            "value_learning_rate",
         ):
             value = getattr(self, name)
             if value is not None and not 0.0 < value < 1.0:

@@ -12,7 +12,7 @@ import tensorflow as tf
 from tfsac import losses
 from tfsac.config import SACConfig
 from tfsac.distributions import deterministic_action, tanh_normal
-from tfsac.networks import build_networks
+from tfsac.networks import build_networks, build_value_networks
 
 METRIC_NAMES = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
 BATCH_KEYS = ("observation", "action", "reward", "next_observation", "terminated")
@@ -58,6 +58,15 @@ class SACLearner:
             config.rate("critic"), global_clipnorm=clip, name="critic_adam"
         )
         self.alpha_optimizer = keras.optimizers.Adam(config.rate("alpha"), name="alpha_adam")
+        # SAC v1's state-value network and its target (None for the default variant).
+        self.value = self.target_value = self.value_optimizer = None
+        if config.variant == "v1":
+            self.value, self.target_value = build_value_networks(obs_dim, config)
+            self.value_optimizer = keras.optimizers.Adam(
+                config.rate("value"), global_clipnorm=clip, name="value_adam"
+            )
+            self.value_optimizer.build(self.value.trainable_variables)
+        self.metric_names = METRIC_NAMES + (("value_loss",) if self.value is not None else ())
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
         self.log_alpha = tf.Variable(
             math.log(initial_alpha),
@@ -78,12 +87,25 @@ class SACLearner:
             -action_dim if config.target_entropy is None else config.target_entropy
         )
         # Polyak-averaged pairs: the parameters only (dropout's RNG state is not averaged).
-        self._online_params = self.critic.trainable_variables
-        self._target_params = self.target_critic.trainable_variables
+        averaged = (
+            (self.critic, self.target_critic)
+            if self.value is None
+            else (self.value, self.target_value)
+        )
+        self._online_params = averaged[0].trainable_variables
+        self._target_params = averaged[1].trainable_variables
         self._last_actor_metrics = [tf.Variable(0.0, trainable=False) for _ in range(3)]
         # Separate streams so that acting (and evaluation) never shifts update noise.
         self.update_rng = tf.random.Generator.from_seed(config.seed)
         self.act_rng = tf.random.Generator.from_seed(config.seed + 1)
+        # gSDE's exploration matrices, one per env copy, resampled by reset_noise().
+        self.exploration = None
+        if config.use_sde:
+            self.exploration = tf.Variable(
+                tf.zeros([config.num_envs, *self.actor.log_std.shape]),
+                trainable=False,
+                name="exploration",
+            )
         # Optimizer slots exist before the first trace (and before any checkpoint).
         self.actor_optimizer.build(self.actor.trainable_variables)
         self.critic_optimizer.build(self.critic.trainable_variables)
@@ -107,7 +129,10 @@ class SACLearner:
         )
         self._act_sample = tf.function(self._sample_fn, input_signature=[obs_spec], jit_compile=jit)
         self._act_mode = tf.function(self._mode_fn, input_signature=[obs_spec], jit_compile=jit)
+        self._reset_noise = tf.function(self._reset_noise_fn, input_signature=[])
         self._concrete = {}  # traced lazily: a learner that never updates never compiles
+        if config.use_sde:
+            self.reset_noise()
 
     def _call(self, fn, *arrays):
         concrete = self._concrete.get(fn)
@@ -121,7 +146,10 @@ class SACLearner:
             ("actor", self.actor_optimizer),
             ("critic", self.critic_optimizer),
             ("alpha", self.alpha_optimizer),
+            ("value", self.value_optimizer),
         ):
+            if optimizer is None:
+                continue
             optimizer.learning_rate = self.config.rate(part) * factor
 
     # ------------------------------------------------------------------ acting
@@ -132,9 +160,25 @@ class SACLearner:
         return loc, tf.clip_by_value(log_std, cfg.log_std_min, cfg.log_std_max)
 
     def _sample_fn(self, observation):
+        if self.exploration is not None:
+            # gSDE: tanh(mean(s) + z(s) @ E), with row i of the batch using env i's E.
+            loc, features = self.actor.mean_and_features(observation)
+            rows = tf.range(tf.shape(observation)[0]) % self.config.num_envs
+            noise = tf.einsum("bf,bfa->ba", features, tf.gather(self.exploration, rows))
+            return tf.tanh(loc + noise)
         loc, log_std = self._policy_params(observation)
         seed = tf.cast(self.act_rng.make_seeds(1)[:, 0], tf.int32)
         return tanh_normal(loc, tf.exp(log_std)).sample(seed=seed)
+
+    def _reset_noise_fn(self):
+        sigma = tf.exp(self.actor.log_std)
+        self.exploration.assign(sigma * self.act_rng.normal(self.exploration.shape))
+        return tf.constant(True)
+
+    def reset_noise(self) -> None:
+        """Draws new gSDE exploration matrices E ~ N(0, exp(log_std)^2) (use_sde only)."""
+        if self.exploration is not None:
+            self._call(self._reset_noise)
 
     def _mode_fn(self, observation):
         loc, _ = self.actor(observation)
@@ -160,28 +204,32 @@ class SACLearner:
         cfg = self.config
         obs, action = batch["observation"], batch["action"]
         alpha = self.alpha
-        seeds = tf.cast(self.update_rng.make_seeds(2), tf.int32)
+        seeds = tf.cast(self.update_rng.make_seeds(2 if self.value is None else 3), tf.int32)
+        reward = cfg.reward_scale * batch["reward"]
 
-        # Critic (Eq. 5) against the clipped double-Q soft target (Eqs. 2-3).
-        next_loc, next_log_std = self._policy_params(batch["next_observation"])
-        next_action, next_log_prob = tanh_normal(
-            next_loc, tf.exp(next_log_std)
-        ).experimental_sample_and_log_prob(seed=seeds[:, 0])
-        next_q = self.target_critic(batch["next_observation"], next_action, training=True)
-        target = losses.soft_td_target(
-            cfg.reward_scale * batch["reward"],
-            batch["terminated"],
-            next_q,
-            next_log_prob,
-            alpha,
-            cfg.gamma,
-        )
+        if self.value is None:
+            # Critic (Eq. 5) against the clipped double-Q soft target (Eqs. 2-3).
+            next_loc, next_log_std = self._policy_params(batch["next_observation"])
+            next_action, next_log_prob = tanh_normal(
+                next_loc, tf.exp(next_log_std)
+            ).experimental_sample_and_log_prob(seed=seeds[:, 0])
+            next_q = self.target_critic(batch["next_observation"], next_action, training=True)
+            target = losses.soft_td_target(
+                reward, batch["terminated"], next_q, next_log_prob, alpha, cfg.gamma
+            )
+        else:
+            # SAC v1: the target comes from the target V network (arXiv:1801.01290, Eq. 8).
+            next_v = self.target_value(batch["next_observation"])
+            target = losses.v1_q_target(reward, batch["terminated"], next_v, cfg.gamma)
         critic_vars = self.critic.trainable_variables
         with tf.GradientTape() as tape:
             q = self.critic(obs, action, training=True)
             c_loss = losses.critic_loss(q, target)
         self.critic_optimizer.apply_gradients(
             zip(tape.gradient(c_loss, critic_vars), critic_vars, strict=True)
+        )
+        extra = (
+            {} if self.value is None else {"value_loss": self._value_step(obs, alpha, seeds[:, 2])}
         )
 
         # Actor and temperature every `policy_delay` critic updates (the critic optimizer's
@@ -216,14 +264,29 @@ class SACLearner:
             "alpha_loss": t_loss,
             "entropy": entropy,
             "q_mean": tf.reduce_mean(q),
+            **extra,
         }
+
+    def _value_step(self, obs, alpha, seed):
+        """SAC v1's V network (arXiv:1801.01290, Eq. 5) against the critics just updated."""
+        loc, log_std = self._policy_params(obs)
+        action, log_prob = tanh_normal(loc, tf.exp(log_std)).experimental_sample_and_log_prob(
+            seed=seed
+        )
+        q_pi = self.critic(obs, action, training=True)
+        value_vars = self.value.trainable_variables
+        with tf.GradientTape() as tape:
+            v_loss = losses.value_loss(self.value(obs), q_pi, log_prob, alpha)
+        self.value_optimizer.apply_gradients(
+            zip(tape.gradient(v_loss, value_vars), value_vars, strict=True)
+        )
+        return v_loss
 
     def trainable_state(self):
         """Every variable an update writes (parameters, targets, log-alpha)."""
+        models = (self.actor, self.critic, self.target_critic, self.value, self.target_value)
         return [
-            *self.actor.trainable_variables,
-            *self.critic.trainable_variables,
-            *self.target_critic.trainable_variables,
+            *(v for m in models if m is not None for v in m.trainable_variables),
             self._temperature,
         ]
 
@@ -258,7 +321,7 @@ class SACLearner:
 
     def _update_fn(self, *batch):
         batches = dict(zip(BATCH_KEYS, batch, strict=True))
-        metrics = {name: tf.zeros([]) for name in METRIC_NAMES}
+        metrics = {name: tf.zeros([]) for name in self.metric_names}
         for i in tf.range(tf.shape(batches["reward"])[0]):
             metrics = self._gradient_step({k: v[i] for k, v in batches.items()})
         # One flag, checked by the loop after every call: a NaN/Inf in any loss or any
@@ -269,16 +332,20 @@ class SACLearner:
                 for x in [*metrics.values(), *self.trainable_state()]
             ]
         )
-        return tf.stack([metrics[k] for k in METRIC_NAMES]), finite
+        return tf.stack([metrics[k] for k in self.metric_names]), finite
 
     def _update_act_fn(self, *batch_and_observation):
         values, finite = self._update_fn(*batch_and_observation[:-1])
+        if self.exploration is not None:
+            # The loop updates between collection phases, and each phase starts with new
+            # gSDE noise (drawn from the updated log-std).
+            with tf.control_dependencies([values]):
+                self._reset_noise_fn()
         return values, finite, self._sample_fn(batch_and_observation[-1])
 
-    @staticmethod
-    def _metrics(values, finite) -> Dict[str, float]:
+    def _metrics(self, values, finite) -> Dict[str, float]:
         return {
-            **dict(zip(METRIC_NAMES, values.numpy().tolist(), strict=True)),
+            **dict(zip(self.metric_names, values.numpy().tolist(), strict=True)),
             "finite": bool(finite),
         }
 

@@ -27,20 +27,13 @@ from tfsac.envs import EnvSpec, env_spec, make_env, make_vector_env
 from tfsac.errors import TfsacError
 from tfsac.evaluation import record_video, run_episodes
 from tfsac.export import check_writable, default_model_name, export_policy
-from tfsac.learner import METRIC_NAMES, SACLearner
+from tfsac.learner import SACLearner
 from tfsac.replay import ReplayBuffer
 from tfsac.schedules import parse_schedule
 
 SUMMARY_FILE = "summary.json"
 PROGRESS_FILE = "progress.csv"
-PROGRESS_FIELDS = (
-    "step",
-    "episodes",
-    "episode_return",
-    "episode_length",
-    "env_steps_per_s",
-    *METRIC_NAMES,
-)
+PROGRESS_FIELDS = ("step", "episodes", "episode_return", "episode_length", "env_steps_per_s")
 
 
 def _crossed(previous: int, step: int, every: int) -> bool:
@@ -163,6 +156,10 @@ class Trainer:
         self.step = 0
         self.episodes = 0
         self.pending_env_steps = 0  # learning-phase env steps not yet paid for in updates
+        # The current collection phase (train_freq env steps or episodes_per_rollout
+        # episodes): its env steps and finished episodes.
+        self.rollout_steps = 0
+        self.rollout_episodes = 0
         self.recent_returns: collections.deque = collections.deque(maxlen=10)
         self.recent_lengths: collections.deque = collections.deque(maxlen=10)
         self.evaluations: List[Dict] = []
@@ -184,6 +181,8 @@ class Trainer:
             "config": self.config.to_dict(),
             "episodes": self.episodes,
             "pending_env_steps": self.pending_env_steps,
+            "rollout_steps": self.rollout_steps,
+            "rollout_episodes": self.rollout_episodes,
             "recent_returns": list(self.recent_returns),
             "recent_lengths": list(self.recent_lengths),
             "evaluations": self.evaluations,
@@ -204,6 +203,8 @@ class Trainer:
         self.step = state["step"]
         self.episodes = state["episodes"]
         self.pending_env_steps = state["pending_env_steps"]
+        self.rollout_steps = state.get("rollout_steps", 0)
+        self.rollout_episodes = state.get("rollout_episodes", 0)
         self.recent_returns.extend(state["recent_returns"])
         self.recent_lengths.extend(state["recent_lengths"])
         self.evaluations = state["evaluations"]
@@ -242,7 +243,8 @@ class Trainer:
         path = os.path.join(self.run_dir, PROGRESS_FILE)
         new_file = mode == "w" or not os.path.exists(path)
         with open(path, mode, newline="") as f:
-            writer = csv.DictWriter(f, PROGRESS_FIELDS, extrasaction="ignore")
+            fields = (*PROGRESS_FIELDS, *self.learner.metric_names)
+            writer = csv.DictWriter(f, fields, extrasaction="ignore")
             if new_file:
                 writer.writeheader()
             writer.writerows(rows)
@@ -256,7 +258,7 @@ class Trainer:
             "env_steps_per_s": steps_per_s,
         }
         if metrics is not None:
-            record.update({k: float(metrics[k]) for k in METRIC_NAMES})
+            record.update({k: float(metrics[k]) for k in self.learner.metric_names})
         self._write_progress_rows([record])
         self._summaries(
             {
@@ -264,7 +266,7 @@ class Trainer:
                 "train/episode_length": record["episode_length"],
                 "train/env_steps_per_s": steps_per_s,
                 "learner/learning_rate_factor": self.lr_factor,
-                **{f"learner/{k}": record.get(k) for k in METRIC_NAMES},
+                **{f"learner/{k}": record.get(k) for k in self.learner.metric_names},
             }
         )
         ret = record["episode_return"]
@@ -384,16 +386,33 @@ class Trainer:
             )
         return metrics, action
 
-    def _gradient_steps_due(self, previous_step: int) -> int:
-        """Gradient steps owed for the env steps since `previous_step`: `gradient_steps`
-        for every `train_freq` env steps taken after `learning_starts`."""
+    def _end_of_step(self, previous_step: int, finished_episodes: int):
+        """Books the env steps since `previous_step`; returns (whether a collection phase
+        ended, the gradient steps now due). Updates are owed for env steps taken after
+        `learning_starts`: `gradient_steps` (-1: one per env step) for every `train_freq`
+        env steps, or, with `episodes_per_rollout`, after that many finished episodes."""
         cfg = self.config
+        self.rollout_steps += self.step - previous_step
+        self.rollout_episodes += finished_episodes
         new = self.step - max(previous_step, cfg.learning_starts)
-        if new <= 0:
-            return 0
-        self.pending_env_steps += new
-        calls, self.pending_env_steps = divmod(self.pending_env_steps, cfg.train_freq)
-        return calls * cfg.gradient_steps
+        if new > 0:
+            self.pending_env_steps += new
+        if cfg.episodes_per_rollout:
+            ended = self.rollout_episodes >= cfg.episodes_per_rollout
+            collected = self.pending_env_steps if ended else 0
+            if ended:
+                self.pending_env_steps = 0
+            due = cfg.steps_per_update(collected) if collected else 0
+        else:
+            calls, self.pending_env_steps = divmod(self.pending_env_steps, cfg.train_freq)
+            due = calls * cfg.steps_per_update(cfg.train_freq)
+            ended = due > 0 or (
+                self.step <= cfg.learning_starts
+                and _crossed(previous_step, self.step, cfg.train_freq)
+            )
+        if ended:
+            self.rollout_steps = self.rollout_episodes = 0
+        return ended, due
 
     def run(self) -> TrainResult:
         cfg, spec = self.config, self.spec
@@ -424,7 +443,7 @@ class Trainer:
         with _StopSignals() as stop, bar:
             while self.step < cfg.total_steps:
                 previous, self.step = self.step, self.step + n
-                if self.step <= cfg.learning_starts:
+                if self.step <= cfg.learning_starts and not cfg.use_sde_at_warmup:
                     unit_action = self.action_rng.uniform(-1.0, 1.0, (n, spec.action_dim))
                     unit_action = unit_action.astype(np.float32)
                 elif next_action is not None:  # chosen by the last update's call
@@ -446,7 +465,8 @@ class Trainer:
                 self.buffer.add_batch(obs, unit_action, reward, next_obs, terminated)
                 episode_returns += reward
                 episode_lengths += 1
-                for i in np.flatnonzero(done):
+                finished = np.flatnonzero(done)
+                for i in finished:
                     self.recent_returns.append(float(episode_returns[i]))
                     self.recent_lengths.append(int(episode_lengths[i]))
                     self.episodes += 1
@@ -456,13 +476,18 @@ class Trainer:
 
                 if self._learning_t0 is not None:
                     self.learning_steps += n
-                due = self._gradient_steps_due(previous)
-                if due:
+                rollout_ended, due = self._end_of_step(previous, len(finished))
+                if due:  # with gSDE, this call also draws the next phase's noise
                     metrics, next_action = self._update(due, obs)
                     # The clock starts after the first update of this session, so the
                     # one-off XLA compilation is not counted as throughput.
                     if self._learning_t0 is None:
                         self._learning_t0 = time.perf_counter()
+                elif cfg.use_sde and (
+                    rollout_ended
+                    or _crossed(self.rollout_steps - n, self.rollout_steps, cfg.sde_sample_freq)
+                ):
+                    self.learner.reset_noise()
 
                 at_end = self.step >= cfg.total_steps
                 if _crossed(previous, self.step, cfg.eval_every) or at_end:

@@ -154,6 +154,85 @@ class Actor(keras.Model):
         return self.mean(x), log_std
 
 
+class GSDEActor(keras.Model):
+    """The actor of gSDE (Raffin et al. 2021, arXiv:2005.05719).
+
+    Its exploration noise is eps(s) = z(s) @ E, with z(s) the last hidden layer's features
+    and E ~ N(0, sigma^2) a [features, action_dim] matrix held fixed for many env steps
+    (the learner resamples it); sigma = exp(`log_std`) is a learned matrix. For one
+    state, eps(s) ~ N(0, z(s)^2 @ sigma^2), so `call` returns (mean, log_std) of that
+    per-state Gaussian: the learner's losses and the exported `sample` signature use it
+    like any actor's. The features enter the std without gradient (SB3's default
+    learn_features=False) and the mean is clipped to [-2, 2] before tanh as in SB3.
+    """
+
+    def __init__(
+        self,
+        action_dim: int,
+        hidden_sizes: Sequence[int] = (256, 256),
+        log_std_init: float = -3.0,
+        clip_mean: float = 2.0,
+        **kw,
+    ):
+        super().__init__(**kw)
+        self.action_dim = action_dim
+        self.clip_mean = clip_mean
+        self.trunk = keras.Sequential(
+            [
+                keras.layers.Dense(h, activation="relu", name=f"hidden_{i}")
+                for i, h in enumerate(hidden_sizes)
+            ],
+            name="trunk",
+        )
+        self.mean = keras.layers.Dense(action_dim, name="mean")
+        self.log_std = self.add_weight(
+            name="log_std",
+            shape=(hidden_sizes[-1], action_dim),
+            initializer=keras.initializers.Constant(log_std_init),
+        )
+
+    def mean_and_features(self, observations):
+        """(mean [B, action_dim], features z(s) [B, features])."""
+        features = self.trunk(observations)
+        mean = tf.clip_by_value(self.mean(features), -self.clip_mean, self.clip_mean)
+        return mean, features
+
+    def call(self, observations):
+        mean, features = self.mean_and_features(observations)
+        variance = tf.matmul(tf.square(tf.stop_gradient(features)), tf.exp(2.0 * self.log_std))
+        # SB3's epsilon keeps the std positive where every feature is 0 (dead ReLUs).
+        return mean, 0.5 * tf.math.log(variance + 1e-6)
+
+
+class ValueNetwork(keras.Model):
+    """The state-value network V(s) of SAC v1 (arXiv:1801.01290); returns [B]."""
+
+    def __init__(self, hidden_sizes: Sequence[int] = (256, 256), **kw):
+        super().__init__(**kw)
+        self.trunk = keras.Sequential(
+            [
+                keras.layers.Dense(h, activation="relu", name=f"hidden_{i}")
+                for i, h in enumerate(hidden_sizes)
+            ],
+            name="trunk",
+        )
+        self.head = keras.layers.Dense(1, name="v")
+
+    def call(self, observations):
+        return tf.squeeze(self.head(self.trunk(observations)), axis=-1)
+
+
+def build_value_networks(obs_dim: int, config) -> tuple[keras.Model, keras.Model]:
+    """V and its Polyak-averaged target (a copy), for variant 'v1'."""
+    value = ValueNetwork(config.hidden_sizes, name="value")
+    target_value = ValueNetwork(config.hidden_sizes, name="target_value")
+    obs = tf.zeros([3, obs_dim])
+    value(obs)
+    target_value(obs)
+    target_value.set_weights(value.get_weights())
+    return value, target_value
+
+
 def build_networks(
     obs_dim: int,
     action_dim: int,
@@ -161,19 +240,25 @@ def build_networks(
     actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
     critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
 ) -> tuple[keras.Model, keras.Model, keras.Model]:
-    """Builds the actor, the critic ensemble and its target (a second critic, copied).
+    """Builds the actor, the critic ensemble and its target (a second critic, copied;
+    None for variant 'v1', whose TD target comes from a target V network instead).
 
     `actor_fn(obs_dim, action_dim)` and `critic_fn(obs_dim, action_dim)` replace the
     built-in models. The contracts: the actor maps [B, obs_dim] to (mean, log_std), each
     [B, action_dim] (tfsac clips log_std to the config's bounds); the critic maps
     ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B], n_critics >= 2.
     """
-    if actor_fn is None:
+    if config.use_sde:
+        if actor_fn is not None:
+            raise TfsacError("use_sde needs the built-in actor (a custom actor_fn was given)")
+        actor = GSDEActor(action_dim, config.hidden_sizes, config.log_std_init, name="actor")
+    elif actor_fn is None:
         actor = Actor(
             action_dim, config.hidden_sizes, config.log_std_min, config.log_std_max, name="actor"
         )
     else:
         actor = actor_fn(obs_dim, action_dim)
+    with_target = config.variant == "v2"
     if critic_fn is None:
         critic_args = (
             config.num_critics,
@@ -182,9 +267,10 @@ def build_networks(
             config.critic_dropout,
         )
         critic = Critic(*critic_args, name="critic")
-        target_critic = Critic(*critic_args, name="target_critic")
+        target_critic = Critic(*critic_args, name="target_critic") if with_target else None
     else:
-        critic, target_critic = critic_fn(obs_dim, action_dim), critic_fn(obs_dim, action_dim)
+        critic = critic_fn(obs_dim, action_dim)
+        target_critic = critic_fn(obs_dim, action_dim) if with_target else None
     obs = tf.zeros([3, obs_dim])
     act = tf.zeros([3, action_dim])
     outputs = actor(obs)
@@ -198,13 +284,16 @@ def build_networks(
             f"{[tuple(o.shape) for o in tf.nest.flatten(outputs)]}"
         )
     for model in (critic, target_critic):
+        if model is None:
+            continue
         q = model(obs, act)
         if len(q.shape) != 2 or q.shape[1] != 3 or q.shape[0] < 2:
             raise TfsacError(
                 f"the critic must return Q values [n_critics >= 2, batch]; got {tuple(q.shape)}"
             )
-    for target, source in zip(
-        target_critic.trainable_variables, critic.trainable_variables, strict=True
-    ):
-        target.assign(source)
+    if target_critic is not None:
+        for target, source in zip(
+            target_critic.trainable_variables, critic.trainable_variables, strict=True
+        ):
+            target.assign(source)
     return actor, critic, target_critic

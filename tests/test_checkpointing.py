@@ -49,16 +49,23 @@ def _run(run_dir, resume=False, **kw):
 
 def _all_variables(trainer):
     learner = trainer.learner
+    optional = (
+        learner.target_critic,
+        learner.value,
+        learner.target_value,
+        learner.value_optimizer,
+    )
     return [
         *learner.actor.variables,
         *learner.critic.variables,
-        *learner.target_critic.variables,
+        *(v for part in optional if part is not None for v in part.variables),
         *learner.actor_optimizer.variables,
         *learner.critic_optimizer.variables,
         *learner.alpha_optimizer.variables,
         learner.log_alpha,
         learner.update_rng.state,
         learner.act_rng.state,
+        *([] if learner.exploration is None else [learner.exploration]),
     ]
 
 
@@ -75,14 +82,19 @@ def test_same_seed_gives_identical_runs(tmp_path):
     assert first == second and len(first) == 6 and "critic_loss" in first[-1]
 
 
-def test_resume_restores_everything_exactly(tmp_path):
-    full, _ = _run(tmp_path / "full", total_steps=200)
+@pytest.mark.parametrize(
+    "options", [{}, {"variant": "v1", "use_sde": True}], ids=["default", "v1+gsde"]
+)
+def test_resume_restores_everything_exactly(tmp_path, options):
+    full, _ = _run(tmp_path / "full", total_steps=200, **options)
     # A second run stopped at 100 (the checkpoint) and resumed on to 200 ...
-    _run(tmp_path / "split", total_steps=100)
-    resumed = Trainer(_config(tmp_path / "split", total_steps=200), export=False, resume=True)
+    _run(tmp_path / "split", total_steps=100, **options)
+    resumed = Trainer(
+        _config(tmp_path / "split", total_steps=200, **options), export=False, resume=True
+    )
     # ... restores the learner, the optimizers' moments, RNGs and buffer of step 100
     # bit for bit: compare with the uninterrupted run's checkpoint at step 100.
-    reference = Trainer(_config(tmp_path / "ref", total_steps=200), export=False)
+    reference = Trainer(_config(tmp_path / "ref", total_steps=200, **options), export=False)
     reference.checkpointer.restore(
         os.path.join(tmp_path / "full", "checkpoints", "ckpt-100"), reference.buffer
     )
@@ -112,6 +124,8 @@ def test_resume_refuses_incompatible_config(tmp_path):
         Trainer(_config(tmp_path / "run", hidden_sizes=(32, 32)), resume=True)
     with pytest.raises(TfsacError, match="env_id"):
         Trainer(_config(tmp_path / "run", env_id="MountainCarContinuous-v0"), resume=True)
+    with pytest.raises(TfsacError, match="variant='v2'.*variant='v1'"):
+        Trainer(_config(tmp_path / "run", variant="v1"), resume=True)
 
 
 def test_corrupt_checkpoint_is_one_clear_error(tmp_path):

@@ -48,11 +48,17 @@ def _constant_learner(gamma=0.9, tau=0.005, **kw):
         hidden_sizes=(4,), alpha=1e-6, learning_rate=1e-6, gamma=gamma, tau=tau, **kw
     )
     learner = SACLearner(obs_dim=2, action_dim=1, config=config)
-    for model in (learner.critic, learner.target_critic, learner.actor):
+    models = (learner.critic, learner.target_critic, learner.actor, learner.value)
+    for model in (m for m in models if m is not None):
         for v in model.variables:
             v.assign(tf.zeros_like(v))
     learner.critic.head.bias.assign([[[1.0]], [[2.0]]])
-    learner.target_critic.head.bias.assign([[[3.0]], [[5.0]]])
+    if learner.target_critic is not None:
+        learner.target_critic.head.bias.assign([[[3.0]], [[5.0]]])
+    else:
+        for v in learner.target_value.variables:
+            v.assign(tf.zeros_like(v))
+        learner.target_value.head.bias.assign([4.0])
     return learner
 
 
@@ -93,3 +99,34 @@ def test_learner_polyak_target_update_is_exact_at_half():
     critic_bias = learner.critic.head.bias.numpy()
     target_bias = learner.target_critic.head.bias.numpy()
     np.testing.assert_allclose(target_bias, 0.5 * (critic_bias + [[[3.0]], [[5.0]]]), rtol=1e-7)
+
+
+def test_v1_losses_by_hand():
+    # y = r + gamma * (1 - d) * V'(s') = (1 + 0.9 * 4, 2 + 0) = (4.6, 2).
+    y = losses.v1_q_target(tf.constant([1.0, 2.0]), tf.constant([0.0, 1.0]), 4.0, 0.9)
+    np.testing.assert_allclose(y.numpy(), [4.6, 2.0], rtol=1e-6)
+    # V target = min_i Q_i - alpha * log pi = (min(1, 3) - 0.5 * -2, min(2, 0) - 0.5 * 0)
+    # = (2, 0); loss = 0.5 * mean((V - target)^2) = 0.5 * ((0 - 2)^2 + (1 - 0)^2) / 2 = 1.25.
+    v_loss = losses.value_loss(
+        tf.constant([0.0, 1.0]),
+        tf.constant([[1.0, 2.0], [3.0, 0.0]]),
+        tf.constant([-2.0, 0.0]),
+        0.5,
+    )
+    assert float(v_loss) == pytest.approx(1.25)
+
+
+def test_v1_learner_on_constant_networks():
+    learner = _constant_learner(tau=0.5, variant="v1")
+    assert learner.target_critic is None and learner.value is not None
+    metrics = learner.update(_batch([1.0, 2.0], [0.0, 1.0]))
+    # Target V = 4: y = (4.6, 2); critic loss = 0.5 * ((1-4.6)^2 + (1-2)^2) / 2
+    # + 0.5 * ((2-4.6)^2 + 0) / 2 = 3.49 + 1.69 = 5.18.
+    assert metrics["critic_loss"] == pytest.approx(5.18, abs=1e-4)
+    # V = 0 against min Q - alpha log pi ~ 1 (alpha ~ 0): 0.5 * 1^2.
+    assert metrics["value_loss"] == pytest.approx(0.5, abs=1e-4)
+    # Polyak at tau = 0.5 on V (moved by one Adam step of 1e-6) and target V (4).
+    v_bias = float(learner.value.head.bias.numpy()[0])
+    assert float(learner.target_value.head.bias.numpy()[0]) == pytest.approx(
+        0.5 * (v_bias + 4.0), abs=1e-7
+    )

@@ -203,3 +203,84 @@ def test_alpha_optimised_directly():
     after = float(learner.alpha)
     assert metrics["finite"] and after != before and after >= 1e-8
     assert float(learner.log_alpha.numpy()) == pytest.approx(np.log(0.5))  # unused here
+
+
+@pytest.mark.parametrize("gradient_steps, expected", [(-1, [6, 7, 7, 7]), (3, [3] * 4)])
+def test_episodes_per_rollout_updates_after_whole_episodes(
+    tmp_path, counter_env_id, gradient_steps, expected
+):
+    from conftest import tiny_config
+
+    from tfsac import Trainer
+
+    # CounterEnv episodes last 3, 4, 3, 4, ... steps: pairs end at steps 7, 14, 21, 28, 35.
+    cfg = tiny_config(
+        tmp_path,
+        counter_env_id,
+        learning_starts=8,
+        episodes_per_rollout=2,
+        gradient_steps=gradient_steps,
+    )
+    trainer = Trainer(cfg, export=False)
+    calls = []
+    update = trainer._update
+    trainer._update = lambda due, obs: (calls.append((trainer.step, due)), update(due, obs))[1]
+    trainer.run()
+    # The pair ending at step 7 is all warmup; the next holds 14 - 8 = 6 learning steps;
+    # steps 36-40 finish no pair, so they get no update.
+    assert calls == list(zip([14, 21, 28, 35], expected, strict=True))
+    assert int(trainer.learner.critic_optimizer.iterations.numpy()) == sum(expected)
+
+
+def test_new_option_flags_reach_the_config():
+    config = _config_from_args(
+        "--variant=v1",
+        "--value_learning_rate=1e-3",
+        "--use_sde",
+        "--sde_sample_freq=4",
+        "--use_sde_at_warmup",
+        "--log_std_init=-2",
+        "--episodes_per_rollout=2",
+        "--gradient_steps=-1",
+    )
+    assert (config.variant, config.value_learning_rate) == ("v1", 1e-3)
+    assert (config.use_sde, config.sde_sample_freq, config.use_sde_at_warmup) == (True, 4, True)
+    assert (config.log_std_init, config.episodes_per_rollout, config.gradient_steps) == (
+        -2.0,
+        2,
+        -1,
+    )
+    learner = SACLearner(3, 1, config.validate())
+    assert float(learner.value_optimizer.learning_rate) == pytest.approx(1e-3)
+    np.testing.assert_allclose(learner.actor.log_std.numpy(), -2.0)
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(variant="v3"), "variant"),
+        (dict(gradient_steps=0), "gradient_steps"),
+        (dict(gradient_steps=-2), "gradient_steps"),
+        (dict(episodes_per_rollout=-1), "episodes_per_rollout"),
+        (dict(episodes_per_rollout=2, train_freq=4), "both set"),
+    ],
+)
+def test_bad_collection_and_variant_settings(kw, message):
+    with pytest.raises(TfsacError, match=message):
+        SACConfig(**kw).validate()
+
+
+def test_v1_updates_value_networks_and_not_without_updates():
+    learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), variant="v1", tau=0.5))
+    assert learner.target_critic is None
+    value_before = [v.numpy().copy() for v in learner.value.trainable_variables]
+    target_before = [v.numpy().copy() for v in learner.target_value.trainable_variables]
+    learner.act(np.ones((2, 3), np.float32))  # acting changes nothing
+    for v, before in zip(learner.value.trainable_variables, value_before, strict=True):
+        np.testing.assert_array_equal(v.numpy(), before)
+    metrics = learner.update(_batch(g=2))
+    assert metrics["finite"] and metrics["value_loss"] > 0
+    for v, before in zip(learner.value.trainable_variables, value_before, strict=True):
+        assert not np.array_equal(v.numpy(), before)
+    for v, before in zip(learner.target_value.trainable_variables, target_before, strict=True):
+        assert not np.array_equal(v.numpy(), before)

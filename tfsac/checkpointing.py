@@ -26,9 +26,9 @@ import tensorflow as tf
 
 from tfsac.errors import TfsacError
 from tfsac.learner import SACLearner
-from tfsac.replay import ReplayBuffer
+from tfsac.replay import FIELDS, ReplayBuffer
 
-REPLAY_FIELDS = ("observation", "action", "reward", "next_observation", "terminated")
+REPLAY_FIELDS = FIELDS
 STATE_FILE = "state.json"
 # Config fields that change the shape of the saved state: a checkpoint made with other
 # values cannot be restored into this run.
@@ -53,7 +53,8 @@ def _fsync_dir(path: str) -> None:
 
 
 def _save_array(path: str, array: np.ndarray) -> None:
-    # np.save streams a contiguous view straight to the file: no copy of the buffer.
+    # np.save streams the (strided) column view to the file in small chunks: no copy of
+    # the buffer.
     with open(path, "wb") as f:
         np.save(f, array)
         f.flush()

@@ -13,9 +13,9 @@ from tfsac import losses
 from tfsac.config import SACConfig
 from tfsac.distributions import deterministic_action, tanh_normal
 from tfsac.networks import build_networks, build_value_networks
+from tfsac.replay import pack_batch, transition_layout
 
 METRIC_NAMES = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
-BATCH_KEYS = ("observation", "action", "reward", "next_observation", "terminated")
 
 
 def polyak_update(target_variables, source_variables, tau: float):
@@ -112,16 +112,13 @@ class SACLearner:
         self.alpha_optimizer.build([self._temperature])
 
         obs_spec = tf.TensorSpec([None, obs_dim], tf.float32)
-        # Flat signatures (one tensor per batch field, in BATCH_KEYS order): calling the
-        # concrete functions with flat tensors skips tf.function's per-call matching of
-        # nested structures, about a fifth of a small update's wall time on 2 CPU cores.
-        batch_specs = [
-            tf.TensorSpec([None, None, obs_dim], tf.float32),
-            tf.TensorSpec([None, None, action_dim], tf.float32),
-            tf.TensorSpec([None, None], tf.float32),
-            tf.TensorSpec([None, None, obs_dim], tf.float32),
-            tf.TensorSpec([None, None], tf.float32),
-        ]
+        # One packed tensor per batch ([gradient_steps, batch, row], rows laid out as
+        # replay.transition_layout), split inside the graph: each tensor handed to a
+        # compiled call costs Python time, a sizeable part of a one-update call on 2 cores.
+        # Concrete functions are called directly, skipping tf.function's structure matching.
+        self._layout = transition_layout(obs_dim, action_dim)
+        width = sum(w for _, w in self._layout)
+        batch_specs = [tf.TensorSpec([None, None, width], tf.float32)]
         jit = config.jit_compile
         self._update = tf.function(self._update_fn, input_signature=batch_specs, jit_compile=jit)
         self._update_act = tf.function(
@@ -319,8 +316,13 @@ class SACLearner:
                 variable.assign(value)
         return metrics
 
-    def _update_fn(self, *batch):
-        batches = dict(zip(BATCH_KEYS, batch, strict=True))
+    def _update_fn(self, packed):
+        names, widths = zip(*self._layout, strict=True)
+        columns = tf.split(packed, widths, axis=-1)
+        batches = {
+            name: tf.squeeze(c, -1) if name in ("reward", "terminated") else c
+            for name, c in zip(names, columns, strict=True)
+        }
         metrics = {name: tf.zeros([]) for name in self.metric_names}
         for i in tf.range(tf.shape(batches["reward"])[0]):
             metrics = self._gradient_step({k: v[i] for k, v in batches.items()})
@@ -334,14 +336,14 @@ class SACLearner:
         )
         return tf.stack([metrics[k] for k in self.metric_names]), finite
 
-    def _update_act_fn(self, *batch_and_observation):
-        values, finite = self._update_fn(*batch_and_observation[:-1])
+    def _update_act_fn(self, packed, observation):
+        values, finite = self._update_fn(packed)
         if self.exploration is not None:
             # The loop updates between collection phases, and each phase starts with new
             # gSDE noise (drawn from the updated log-std).
             with tf.control_dependencies([values]):
                 self._reset_noise_fn()
-        return values, finite, self._sample_fn(batch_and_observation[-1])
+        return values, finite, self._sample_fn(observation)
 
     def _metrics(self, values, finite) -> Dict[str, float]:
         return {
@@ -349,18 +351,22 @@ class SACLearner:
             "finite": bool(finite),
         }
 
-    def update(self, batches: Mapping[str, np.ndarray]) -> Dict[str, float]:
-        """Runs one SAC update per leading index of `batches` ([gradient_steps, batch, ...])
-        in one compiled call; returns the last step's metrics as floats, plus `finite`
-        (True when every loss and every parameter is finite)."""
-        return self._metrics(*self._call(self._update, *(batches[k] for k in BATCH_KEYS)))
+    @staticmethod
+    def _packed(batches) -> np.ndarray:
+        return batches if isinstance(batches, np.ndarray) else pack_batch(batches)
 
-    def update_and_act(self, batches: Mapping[str, np.ndarray], observation: np.ndarray):
+    def update(self, batches) -> Dict[str, float]:
+        """Runs one SAC update per leading index of `batches` in one compiled call; returns
+        the last step's metrics as floats, plus `finite` (True when every loss and every
+        parameter is finite). `batches` is a dict of [gradient_steps, batch, ...] arrays
+        (as `ReplayBuffer.sample` returns) or, fastest, packed rows
+        [gradient_steps, batch, width] (`ReplayBuffer.sample_packed`)."""
+        return self._metrics(*self._call(self._update, self._packed(batches)))
+
+    def update_and_act(self, batches, observation: np.ndarray):
         """`update(batches)`, then `act(observation)` with the updated actor, in one
         compiled call: the same result as the two calls, with one dispatch per env step."""
-        values, finite, action = self._call(
-            self._update_act, *(batches[k] for k in BATCH_KEYS), observation
-        )
+        values, finite, action = self._call(self._update_act, self._packed(batches), observation)
         return self._metrics(values, finite), action.numpy()
 
     def nonfinite_quantities(self, metrics: Mapping[str, float]) -> list:

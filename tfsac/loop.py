@@ -376,7 +376,7 @@ class Trainer:
         if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
             self.learner.set_learning_rate_factor(factor)
             self.lr_factor = factor
-        batches = self.buffer.sample(self.config.batch_size, gradient_steps)
+        batches = self.buffer.sample_packed(self.config.batch_size, gradient_steps)
         metrics, action = self.learner.update_and_act(batches, obs)
         if not metrics["finite"]:
             names = ", ".join(self.learner.nonfinite_quantities(metrics)[:6])

@@ -2,8 +2,9 @@
 
     python scripts/benchmark.py --env=HalfCheetah-v5 --steps=3200 --learning_starts=1000 --peers
 
-Prints one JSON line per library (`env_steps_per_s`, `updates_per_s`, `act_latency_ms` for
-tfsac), then one with the ratios when peers ran. The peers are the scripts in
+Prints one JSON line per library and round (`env_steps_per_s`, `updates_per_s`,
+`act_latency_ms` for tfsac), then one with the ratios when peers ran (with `--rounds=N`, the
+median of the per-round ratios, and each round's). The peers are the scripts in
 ../shared/peers (see its README), run one after the other, never at the same time.
 """
 
@@ -30,6 +31,13 @@ define_training_flags()
 flags.DEFINE_integer("steps", 3200, "Total env steps of the measured run (as the peers').")
 flags.DEFINE_integer("update_calls", 50, "Compiled update calls timed for updates_per_s.")
 flags.DEFINE_bool("peers", False, "Also run SB3 and SBX from ../shared/peers.")
+flags.DEFINE_integer(
+    "rounds",
+    1,
+    "Rounds of tfsac (then the peers, with --peers), one after the other; the ratios are "
+    "per round and their median (a shared machine drifts between rounds).",
+    lower_bound=1,
+)
 flags.DEFINE_string(
     "peers_dir",
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers"),
@@ -102,6 +110,26 @@ def measure_peer(lib, config):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def run_round(tfsac, config):
+    """tfsac, then (with --peers) SB3 and SBX; returns {lib: env_steps_per_s} and prints
+    each library's JSON line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config.run_dir = os.path.join(tmp, "run")
+        try:
+            ours = measure_tfsac(tfsac, config)
+        except tfsac.TfsacError as e:
+            fail(str(e))
+    print(json.dumps(ours), flush=True)
+    rates = {"tfsac": ours["env_steps_per_s"]}
+    if FLAGS.peers:
+        for lib in ("sb3", "sbx"):
+            peer = measure_peer(lib, config)
+            print(json.dumps(peer), flush=True)
+            if "env_steps_per_s" in peer:
+                rates[lib] = peer["env_steps_per_s"]
+    return rates
+
+
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -112,22 +140,15 @@ def main(argv):
     config.eval_episodes = 1
     config.checkpoint_every = 0
     config.log_every = FLAGS.steps
-    with tempfile.TemporaryDirectory() as tmp:
-        config.run_dir = os.path.join(tmp, "run")
-        try:
-            ours = measure_tfsac(tfsac, config)
-        except tfsac.TfsacError as e:
-            fail(str(e))
-    print(json.dumps(ours), flush=True)
+    rounds = [run_round(tfsac, config) for _ in range(FLAGS.rounds)]
     if FLAGS.peers:
         ratios = {}
         for lib in ("sb3", "sbx"):
-            peer = measure_peer(lib, config)
-            print(json.dumps(peer), flush=True)
-            if "env_steps_per_s" in peer:
-                ratios[f"tfsac_over_{lib}"] = round(
-                    ours["env_steps_per_s"] / peer["env_steps_per_s"], 2
-                )
+            per_round = [r["tfsac"] / r[lib] for r in rounds if lib in r]
+            if per_round:
+                ratios[f"tfsac_over_{lib}"] = round(statistics.median(per_round), 2)
+                if len(per_round) > 1:
+                    ratios[f"tfsac_over_{lib}_per_round"] = [round(x, 2) for x in per_round]
         print(json.dumps({"ratios": ratios}), flush=True)
 
 

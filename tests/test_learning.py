@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -46,6 +47,15 @@ OPTIONS = {
         use_sde=True, use_sde_at_warmup=True, sde_sample_freq=8
     ),
     "episodes_per_rollout=1": dict(episodes_per_rollout=1, gradient_steps=-1),
+    "alpha=0.05 (fixed)": dict(alpha=0.05),
+    "target_entropy=-2": dict(target_entropy=-2.0),
+    "use_log_alpha=False": dict(use_log_alpha=False),
+    "reward_scale=2": dict(reward_scale=2.0),
+    "per-part learning rates": dict(
+        actor_learning_rate=5e-4, critic_learning_rate=1e-3, alpha_learning_rate=1e-3
+    ),
+    "lr_schedule=piecewise": dict(learning_rate=1e-3, lr_schedule="piecewise:10000:0.3"),
+    "update_every=50 (train_freq=gradient_steps=50)": dict(train_freq=50, gradient_steps=50),
 }
 
 
@@ -65,6 +75,31 @@ def test_pendulum_with_option_reaches_minus_200(tmp_path, name):
         f"{name}: eval return {result.summary['eval_return_mean']:.1f} "
         f"+- {result.summary['eval_return_std']:.1f}"
     )
+    assert result.summary["eval_return_mean"] >= -200
+
+
+@pytest.mark.learning
+def test_pendulum_with_the_docs_custom_networks_reaches_minus_200(tmp_path):
+    """The models of docs/custom_networks.md (its definitions, not its short run)."""
+    doc = open(os.path.join(REPO_ROOT, "docs", "custom_networks.md")).read()
+    (code,) = re.findall(r"<!-- example -->\s*```python\n(.*?)```", doc, re.S)
+    namespace = {}
+    exec(code.split("\nconfig = ")[0], namespace)  # the imports and the two models
+    config = SACConfig(
+        env_id="Pendulum-v1",
+        seed=0,
+        total_steps=20_000,
+        run_dir=str(tmp_path / "run"),
+        export_dir=str(tmp_path / "export"),
+    )
+    result = train(
+        config,
+        export=False,
+        actor_fn=namespace["make_actor"],
+        critic_fn=lambda obs_dim, action_dim: namespace["TwinCritic"](),
+    )
+    assert result.learner.critic.q1.trainable_variables  # the docs' model was used
+    print(f"docs custom networks: eval return {result.summary['eval_return_mean']:.1f}")
     assert result.summary["eval_return_mean"] >= -200
 
 

@@ -68,3 +68,44 @@ def test_export_clips_a_custom_actors_log_std(tmp_path):
     # Unclipped, std = exp(200) = inf would pin every sample to a bound.
     assert np.mean(np.abs(action) < 2.0) > 0.3
     assert np.all(np.isfinite(learner.act(np.ones((64, 3), np.float32))))
+
+
+def test_subclassed_actor_and_critic_overrides_are_what_trains():
+    """lightning_baselines3's forward_actor/forward_critics overrides: subclass tfsac.Actor
+    or tfsac.Critic, override `call`, and the learner uses the override."""
+    from tfsac import Actor, Critic
+
+    class BoundedMeanActor(Actor):
+        def call(self, observations):
+            mean, log_std = super().call(observations)
+            return 0.5 * tf.tanh(mean), log_std
+
+    class ShiftedCritic(Critic):
+        def call(self, observations, actions, training=None):
+            return super().call(observations, actions, training=training) - 1.0
+
+    config = SACConfig(hidden_sizes=(16, 16), batch_size=8, jit_compile=False)
+    learner = SACLearner(
+        3,
+        1,
+        config,
+        actor_fn=lambda o, a: BoundedMeanActor(a, config.hidden_sizes, name="actor"),
+        critic_fn=lambda o, a: ShiftedCritic(2, config.hidden_sizes),
+    )
+    obs = np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32)
+    act = np.zeros((8, 1), np.float32)
+    q = learner.critic(obs, act).numpy()
+    np.testing.assert_allclose(q, Critic.call(learner.critic, obs, act).numpy() - 1.0)
+    # The squashed mean tanh(0.5 tanh(.)) stays inside tanh(0.5).
+    assert np.all(np.abs(learner.act(100 * obs, deterministic=True)) <= np.tanh(0.5) + 1e-6)
+    before = [v.numpy().copy() for v in learner.critic.trainable_variables]
+    batch = {
+        "observation": obs[None],
+        "action": act[None],
+        "reward": np.ones((1, 8), np.float32),
+        "next_observation": obs[None],
+        "terminated": np.zeros((1, 8), np.float32),
+    }
+    assert learner.update(batch)["finite"]
+    after = [v.numpy() for v in learner.critic.trainable_variables]
+    assert any(not np.allclose(b, a) for b, a in zip(before, after, strict=True))

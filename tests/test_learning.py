@@ -12,17 +12,22 @@ from conftest import REPO_ROOT
 from tfsac import SACConfig, train
 
 
-@pytest.mark.learning
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_pendulum_default_flags_reach_minus_200(tmp_path, seed):
-    config = SACConfig(
+def _pendulum(tmp_path, seed=0, **options):
+    """The learning checks' run: Pendulum-v1, 20,000 env steps, defaults but `options`."""
+    return SACConfig(
         env_id="Pendulum-v1",
         seed=seed,
         total_steps=20_000,
         run_dir=str(tmp_path / "run"),
         export_dir=str(tmp_path / "export"),
+        **options,
     )
-    result = train(config)
+
+
+@pytest.mark.learning
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pendulum_default_flags_reach_minus_200(tmp_path, seed):
+    result = train(_pendulum(tmp_path, seed))
     print(
         f"seed {seed}: eval return {result.summary['eval_return_mean']:.1f} "
         f"+- {result.summary['eval_return_std']:.1f}, "
@@ -62,15 +67,7 @@ OPTIONS = {
 @pytest.mark.learning
 @pytest.mark.parametrize("name", sorted(OPTIONS))
 def test_pendulum_with_option_reaches_minus_200(tmp_path, name):
-    config = SACConfig(
-        env_id="Pendulum-v1",
-        seed=0,
-        total_steps=20_000,
-        run_dir=str(tmp_path / "run"),
-        export_dir=str(tmp_path / "export"),
-        **OPTIONS[name],
-    )
-    result = train(config, export=False)
+    result = train(_pendulum(tmp_path, **OPTIONS[name]), export=False)
     print(
         f"{name}: eval return {result.summary['eval_return_mean']:.1f} "
         f"+- {result.summary['eval_return_std']:.1f}"
@@ -85,15 +82,8 @@ def test_pendulum_with_the_docs_custom_networks_reaches_minus_200(tmp_path):
     (code,) = re.findall(r"<!-- example -->\s*```python\n(.*?)```", doc, re.S)
     namespace = {}
     exec(code.split("\nconfig = ")[0], namespace)  # the imports and the two models
-    config = SACConfig(
-        env_id="Pendulum-v1",
-        seed=0,
-        total_steps=20_000,
-        run_dir=str(tmp_path / "run"),
-        export_dir=str(tmp_path / "export"),
-    )
     result = train(
-        config,
+        _pendulum(tmp_path),
         export=False,
         actor_fn=namespace["make_actor"],
         critic_fn=lambda obs_dim, action_dim: namespace["TwinCritic"](),

@@ -7,6 +7,29 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CUSTOM_NETWORKS_DOC = os.path.join(REPO_ROOT, "docs", "custom_networks.md")
+
+
+def docs_example(path=CUSTOM_NETWORKS_DOC):
+    """The Python block after `<!-- example -->` in a docs page (exactly one)."""
+    import re
+
+    with open(path) as f:
+        (code,) = re.findall(r"<!-- example -->\s*```python\n(.*?)```", f.read(), re.S)
+    return code
+
+
+def random_batch(num_batches, batch_size, obs_dim, action_dim, seed=0, terminated_fraction=0.1):
+    """Random transitions by field, shaped [num_batches, batch_size, ...]."""
+    rng = np.random.default_rng(seed)
+    shape = (num_batches, batch_size)
+    return {
+        "observation": rng.normal(size=(*shape, obs_dim)).astype(np.float32),
+        "action": rng.uniform(-1, 1, (*shape, action_dim)).astype(np.float32),
+        "reward": rng.normal(size=shape).astype(np.float32),
+        "next_observation": rng.normal(size=(*shape, obs_dim)).astype(np.float32),
+        "terminated": (rng.uniform(size=shape) < terminated_fraction).astype(np.float32),
+    }
 
 
 class CounterEnv(gym.Env):

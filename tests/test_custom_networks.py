@@ -1,24 +1,21 @@
 """Custom Keras networks: the docs example trains, bad models are refused clearly."""
 
 import os
-import re
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import REPO_ROOT
+from conftest import CUSTOM_NETWORKS_DOC, docs_example, random_batch
 
 from tfsac import SACConfig, SACLearner, TfsacError
 
-DOC = os.path.join(REPO_ROOT, "docs", "custom_networks.md")
-
 
 def test_docs_example_trains_checkpoints_and_exports(tmp_path, monkeypatch):
-    (code,) = re.findall(r"<!-- example -->\s*```python\n(.*?)```", open(DOC).read(), re.S)
+    code = docs_example()
     monkeypatch.chdir(tmp_path)
     namespace = {}
-    exec(compile(code, DOC, "exec"), namespace)
+    exec(compile(code, CUSTOM_NETWORKS_DOC, "exec"), namespace)
     result = namespace["result"]
     assert result.summary["total_steps"] == 3000
     assert np.isfinite(result.summary["eval_return_mean"])
@@ -92,20 +89,13 @@ def test_subclassed_actor_and_critic_overrides_are_what_trains():
         actor_fn=lambda o, a: BoundedMeanActor(a, config.hidden_sizes, name="actor"),
         critic_fn=lambda o, a: ShiftedCritic(2, config.hidden_sizes),
     )
-    obs = np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32)
-    act = np.zeros((8, 1), np.float32)
+    batch = random_batch(1, 8, 3, 1)
+    obs, act = batch["observation"][0], batch["action"][0]
     q = learner.critic(obs, act).numpy()
     np.testing.assert_allclose(q, Critic.call(learner.critic, obs, act).numpy() - 1.0)
     # The squashed mean tanh(0.5 tanh(.)) stays inside tanh(0.5).
     assert np.all(np.abs(learner.act(100 * obs, deterministic=True)) <= np.tanh(0.5) + 1e-6)
     before = [v.numpy().copy() for v in learner.critic.trainable_variables]
-    batch = {
-        "observation": obs[None],
-        "action": act[None],
-        "reward": np.ones((1, 8), np.float32),
-        "next_observation": obs[None],
-        "terminated": np.zeros((1, 8), np.float32),
-    }
     assert learner.update(batch)["finite"]
     after = [v.numpy() for v in learner.critic.trainable_variables]
     assert any(not np.allclose(b, a) for b, a in zip(before, after, strict=True))

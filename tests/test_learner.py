@@ -3,20 +3,14 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import random_batch
 
 from tfsac import ReplayBuffer, SACConfig, SACLearner, polyak_update
 from tfsac.replay import pack_batch
 
 
 def _random_batch(num_batches, batch_size, obs_dim=3, action_dim=2, seed=0):
-    rng = np.random.default_rng(seed)
-    return {
-        "observation": rng.normal(size=(num_batches, batch_size, obs_dim)).astype(np.float32),
-        "action": rng.uniform(-1, 1, (num_batches, batch_size, action_dim)).astype(np.float32),
-        "reward": rng.normal(size=(num_batches, batch_size)).astype(np.float32),
-        "next_observation": rng.normal(size=(num_batches, batch_size, obs_dim)).astype(np.float32),
-        "terminated": (rng.uniform(size=(num_batches, batch_size)) < 0.1).astype(np.float32),
-    }
+    return random_batch(num_batches, batch_size, obs_dim, action_dim, seed)
 
 
 def _values(variables):

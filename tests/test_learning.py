@@ -2,12 +2,11 @@
 
 import json
 import os
-import re
 import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, docs_example
 
 from tfsac import SACConfig, train
 
@@ -78,10 +77,8 @@ def test_pendulum_with_option_reaches_minus_200(tmp_path, name):
 @pytest.mark.learning
 def test_pendulum_with_the_docs_custom_networks_reaches_minus_200(tmp_path):
     """The models of docs/custom_networks.md (its definitions, not its short run)."""
-    doc = open(os.path.join(REPO_ROOT, "docs", "custom_networks.md")).read()
-    (code,) = re.findall(r"<!-- example -->\s*```python\n(.*?)```", doc, re.S)
     namespace = {}
-    exec(code.split("\nconfig = ")[0], namespace)  # the imports and the two models
+    exec(docs_example().split("\nconfig = ")[0], namespace)  # the imports and the two models
     result = train(
         _pendulum(tmp_path),
         export=False,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from absl import flags
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, random_batch
 
 from tfsac import SACConfig, SACLearner, TfsacError
 
@@ -82,14 +82,7 @@ def test_bad_option_values(field, value):
 
 
 def _batch(g=1, seed=0):
-    rng = np.random.default_rng(seed)
-    return {
-        "observation": rng.normal(size=(g, 16, 3)).astype(np.float32),
-        "action": rng.uniform(-1, 1, (g, 16, 1)).astype(np.float32),
-        "reward": rng.normal(size=(g, 16)).astype(np.float32),
-        "next_observation": rng.normal(size=(g, 16, 3)).astype(np.float32),
-        "terminated": np.zeros((g, 16), np.float32),
-    }
+    return random_batch(g, 16, 3, 1, seed, terminated_fraction=0.0)
 
 
 def test_policy_delay_updates_actor_and_alpha_every_k_critic_steps():

@@ -6,6 +6,13 @@ Prints one JSON line per library and round (`env_steps_per_s`, `updates_per_s`,
 `act_latency_ms` for tfsac), then one with the ratios when peers ran (with `--rounds=N`, the
 median of the per-round ratios, and each round's). The peers are the scripts in
 ../shared/peers (see its README), run one after the other, never at the same time.
+
+`--breakdown` adds where a compiled update call's time goes to tfsac's line: the time of a
+call holding K = 1, 2, 4, 16 updates (alternating, median of `--breakdown_rounds`), the
+least-squares split into a fixed cost per call and a cost per update, the update's dense-layer
+FLOPs and their rate, and, measured in the same process, the rate of a chain of matmuls of
+the update's width with the batch's rows and with four times as many (the bound for an
+update whose matmuls were fused into wider ones).
 """
 
 import json
@@ -15,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -38,6 +46,8 @@ flags.DEFINE_integer(
     "per round and their median (a shared machine drifts between rounds).",
     lower_bound=1,
 )
+flags.DEFINE_bool("breakdown", False, "Also split an update call's time (see the docstring).")
+flags.DEFINE_integer("breakdown_rounds", 5, "Alternating rounds of the breakdown.", lower_bound=1)
 flags.DEFINE_string(
     "peers_dir",
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers"),
@@ -45,6 +55,86 @@ flags.DEFINE_string(
 )
 FLAGS = flags.FLAGS
 PEER_PYTHON = {"sb3": "/tmp/peers-sb3/bin/python", "sbx": "/tmp/peers-sbx/bin/python"}
+BREAKDOWN_K = (1, 2, 4, 16)
+
+
+def update_flops(config, obs_dim, action_dim):
+    """FLOPs of one default SAC update's dense layers (2 per multiply-add), or None for the
+    variants whose update has another shape (v1, policy_delay > 1).
+
+    Per sample, with A and C the multiply-adds of one actor and one critic-ensemble forward
+    pass, A1 and C1 those of their first layers and Ca the critics' first layer restricted to
+    the action inputs: the actor runs forward on s' (target) and s (loss) and backward (weights
+    everywhere, inputs above the first layer): 4A - A1; the target critics forward: C; the
+    critics forward on (s, a) and (s, pi(s)): 2C; their backward for the critic loss
+    (weights, inputs above the first layer): 2C - C1; and for the actor loss (inputs only,
+    down to the action): C - C1 + Ca.
+    """
+    if config.variant != "v2" or config.policy_delay != 1:
+        return None
+    sizes = list(config.hidden_sizes)
+    actor_dims = [obs_dim, *sizes]
+    actor = sum(a * b for a, b in pairwise(actor_dims)) + sizes[-1] * 2 * action_dim
+    critic_dims = [obs_dim + action_dim, *sizes, 1]
+    n = config.num_critics
+    critic = n * sum(a * b for a, b in pairwise(critic_dims))
+    actor_first, critic_first = obs_dim * sizes[0], n * critic_dims[0] * sizes[0]
+    critic_action = n * action_dim * sizes[0]
+    macs = 4 * actor - actor_first + 6 * critic - 2 * critic_first + critic_action
+    return 2 * macs * config.batch_size
+
+
+def matmul_rate(rows, width, chain=20, calls=10, repeats=3):
+    """GFLOP/s of a chain of `chain` dependent [rows, width] x [width, width] matmuls with
+    ReLU in one XLA call, the best of `repeats` timings (noise on a shared machine only
+    slows a run down)."""
+    import tensorflow as tf
+
+    x = tf.random.normal([rows, width])
+    weights = [tf.random.normal([width, width], stddev=width**-0.5) for _ in range(chain)]
+
+    @tf.function(jit_compile=True)
+    def chained(x, *weights):
+        for w in weights:
+            x = tf.nn.relu(tf.matmul(x, w))
+        return tf.reduce_sum(x)
+
+    chained(x, *weights).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            chained(x, *weights).numpy()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return 2 * rows * width * width * chain / best / 1e9
+
+
+def breakdown(learner, buffer, config):
+    """Call time against updates per call, split into per-call and per-update cost."""
+    batches = {k: buffer.sample_packed(config.batch_size, k) for k in BREAKDOWN_K}
+    for k in BREAKDOWN_K:  # compile each shape outside the clock
+        learner.update(batches[k])
+    times = {k: [] for k in BREAKDOWN_K}
+    for _ in range(FLAGS.breakdown_rounds):
+        for k in BREAKDOWN_K:
+            calls = max(2, 32 // k)
+            start = time.perf_counter()
+            for _ in range(calls):
+                learner.update(batches[k])
+            times[k].append(1e3 * (time.perf_counter() - start) / calls)
+    call_ms = {k: statistics.median(v) for k, v in times.items()}
+    slope, intercept = statistics.linear_regression(list(call_ms), list(call_ms.values()))
+    flops = update_flops(config, learner.obs_dim, learner.action_dim)
+    width = max(config.hidden_sizes)
+    return {
+        "call_ms_by_updates_per_call": {str(k): round(v, 3) for k, v in call_ms.items()},
+        "fixed_ms_per_call": round(intercept, 3),
+        "ms_per_update": round(slope, 3),
+        "update_flops": flops,
+        "update_gflop_per_s": None if flops is None else round(flops / slope / 1e6, 1),
+        "matmul_chain_gflop_per_s": round(matmul_rate(config.batch_size, width), 1),
+        "matmul_chain_4x_rows_gflop_per_s": round(matmul_rate(4 * config.batch_size, width), 1),
+    }
 
 
 def measure_tfsac(tfsac, config):
@@ -65,7 +155,7 @@ def measure_tfsac(tfsac, config):
         t0 = time.perf_counter()
         learner.act(obs)
         latencies.append(time.perf_counter() - t0)
-    return {
+    line = {
         "lib": "tfsac",
         "env": config.env_id,
         "steps": config.total_steps,
@@ -79,6 +169,9 @@ def measure_tfsac(tfsac, config):
         "updates_per_s": round(updates_per_s, 2),
         "act_latency_ms": round(1e3 * statistics.median(latencies), 3),
     }
+    if FLAGS.breakdown:
+        line["breakdown"] = breakdown(learner, buffer, config)
+    return line
 
 
 def measure_peer(lib, config):

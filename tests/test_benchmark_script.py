@@ -45,3 +45,26 @@ def test_bad_flag_value_is_one_error_line(tmp_path):
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     assert "rounds" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_breakdown_splits_call_time_and_counts_the_update_flops(tmp_path):
+    proc = _run([*TINY, "--breakdown", "--breakdown_rounds=1"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (line,) = [json.loads(x) for x in proc.stdout.strip().splitlines()]
+    split = line["breakdown"]
+    assert set(split["call_ms_by_updates_per_call"]) == {"1", "2", "4", "16"}
+    assert all(ms > 0 for ms in split["call_ms_by_updates_per_call"].values())
+    assert split["ms_per_update"] > 0 and split["matmul_chain_gflop_per_s"] > 0
+    assert split["matmul_chain_4x_rows_gflop_per_s"] > 0
+    # Pendulum (obs 3, action 1), two critics of [16, 16], batch 16. Multiply-adds per
+    # sample: actor forward A = 3*16 + 16*16 + 16*2 = 336 (first layer 48); critics
+    # C = 2 * (4*16 + 16*16 + 16*1) = 672 (first layer 128, its action part 32).
+    # 4A - A1 + 6C - 2C1 + Ca = 1344 - 48 + 4032 - 256 + 32 = 5104; x 2 FLOPs x 16 rows.
+    assert split["update_flops"] == 5104 * 2 * 16
+
+
+def test_breakdown_has_no_flop_count_for_another_update_shape(tmp_path):
+    proc = _run([*TINY, "--breakdown", "--breakdown_rounds=1", "--policy_delay=2"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    split = json.loads(proc.stdout.strip().splitlines()[-1])["breakdown"]
+    assert split["update_flops"] is None and split["update_gflop_per_s"] is None

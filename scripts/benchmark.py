@@ -131,7 +131,10 @@ def breakdown(learner, buffer, config):
         "fixed_ms_per_call": round(intercept, 3),
         "ms_per_update": round(slope, 3),
         "update_flops": flops,
-        "update_gflop_per_s": None if flops is None else round(flops / slope / 1e6, 1),
+        # A drifting machine can tilt the line; no rate from a non-positive slope.
+        "update_gflop_per_s": None
+        if flops is None or slope <= 0
+        else round(flops / slope / 1e6, 1),
         "matmul_chain_gflop_per_s": round(matmul_rate(config.batch_size, width), 1),
         "matmul_chain_4x_rows_gflop_per_s": round(matmul_rate(4 * config.batch_size, width), 1),
     }

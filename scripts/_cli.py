@@ -146,6 +146,12 @@ def define_training_flags() -> None:
     )
     flags.DEFINE_bool("tensorboard", True, "Write TensorBoard summaries to <run_dir>/tensorboard.")
     flags.DEFINE_bool("jit_compile", True, "Compile the update and action selection with XLA.")
+    flags.DEFINE_bool(
+        "graph_loop",
+        True,
+        "Run stretches of env steps inside one TF graph call (less per-step dispatch); "
+        "false steps the envs from the main thread.",
+    )
     flags.DEFINE_bool("deterministic", False, "TF op determinism: same seed, same run (CPU).")
     flags.DEFINE_bool("resume", False, "Continue the run in --run_dir from its last checkpoint.")
     flags.DEFINE_integer("checkpoint_every", 5_000, "Env steps between checkpoints (0: end only).")
@@ -239,6 +245,7 @@ def config_from_flags(tfsac):
         progress_bar={"auto": None, "true": True, "false": False}[FLAGS.progress_bar],
         tensorboard=FLAGS.tensorboard,
         jit_compile=FLAGS.jit_compile,
+        graph_loop=FLAGS.graph_loop,
         deterministic=FLAGS.deterministic,
         checkpoint_every=FLAGS.checkpoint_every,
         keep_checkpoints=FLAGS.keep_checkpoints,

@@ -8,6 +8,7 @@ from conftest import tiny_config
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, Trainer, export_policy, load_policy
 from tfsac.distributions import unit_to_bounds
+from tfsac.learner import ACT, RESET, RESET_AND_ACT, UPDATE_AND_ACT
 
 
 def _learner(num_envs=1, **kw):
@@ -101,8 +102,9 @@ def test_update_trains_the_log_std_matrix():
     assert not np.array_equal(learner.actor.log_std.numpy(), before)
 
 
+@pytest.mark.parametrize("graph_loop", [False, True], ids=["eager-loop", "graph-loop"])
 @pytest.mark.parametrize("at_warmup", [False, True])
-def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_warmup):
+def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_warmup, graph_loop):
     cfg = tiny_config(
         tmp_path,
         "Pendulum-v1",
@@ -111,13 +113,29 @@ def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_war
         sde_sample_freq=2,
         train_freq=4,
         gradient_steps=4,
+        graph_loop=graph_loop,
     )
     trainer = Trainer(cfg, export=False)
     learner, calls = trainer.learner, []
+    acted = []
+    if graph_loop:  # the graph runs what each env step asks for: record the requests
+        env_step = trainer._graph_env_step
+
+        def recorded(action):
+            out = env_step(action)
+            mode = int(out[2])
+            if mode in (RESET, RESET_AND_ACT):
+                calls.append(("reset", trainer.step))
+            if mode == UPDATE_AND_ACT:
+                calls.append(("update", trainer.step))
+            if mode in (ACT, RESET_AND_ACT):
+                acted.append(trainer.step)
+            return out
+
+        trainer._graph_env_step = recorded
     reset, fused = learner.reset_noise, learner.update_and_act
     learner.reset_noise = lambda: (calls.append(("reset", trainer.step)), reset())[1]
     learner.update_and_act = lambda *a: (calls.append(("update", trainer.step)), fused(*a))[1]
-    acted = []
     act = learner.act
     learner.act = lambda obs, deterministic=False: (
         acted.append(trainer.step) if not deterministic else None,
@@ -131,8 +149,9 @@ def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_war
     ]
     mid = [("reset", s) for s in (2, 6, 10, 14, 18, 22, 26, 30, 34, 38)]
     assert sorted(calls, key=lambda c: c[1]) == sorted(phases + mid, key=lambda c: c[1])
-    # Warmup actions come from gSDE only with use_sde_at_warmup.
-    assert (min(acted) <= 20) == at_warmup
+    # Warmup actions (steps 1-20, chosen when 0-19 are done) come from gSDE only with
+    # use_sde_at_warmup.
+    assert (min(acted) < 20) == at_warmup
 
 
 def test_gsde_needs_the_built_in_actor():

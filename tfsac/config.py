@@ -96,6 +96,11 @@ class SACConfig:
     # on TF op determinism: the same seed then gives the same run, bit for bit, on CPU.
     jit_compile: bool = True
     deterministic: bool = False
+    # Drive the env loop from one TF graph call per stretch of env steps (the env steps
+    # through tf.numpy_function, the updates and actions are the same compiled calls)
+    # instead of one eager call per step: the same run, less per-step dispatch. False
+    # steps the envs from the calling thread (for envs that must run there).
+    graph_loop: bool = True
 
     # Evaluation, logging and outputs.
     eval_every: int = 5_000

@@ -16,6 +16,8 @@ from tfsac.networks import build_networks, build_value_networks
 from tfsac.replay import pack_batch, transition_layout
 
 METRIC_NAMES = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
+# What `SACLearner.graph_step` runs after an env step of a graph-driven loop.
+NO_ACTION, RESET, ACT, RESET_AND_ACT, UPDATE_AND_ACT = range(5)
 
 
 def polyak_update(target_variables, source_variables, tau: float):
@@ -137,16 +139,23 @@ class SACLearner:
             concrete = self._concrete[fn] = fn.get_concrete_function()
         return concrete(*[tf.convert_to_tensor(a, tf.float32) for a in arrays])
 
-    def set_learning_rate_factor(self, factor: float) -> None:
-        """Sets every optimizer's rate to its configured rate times `factor`."""
-        for part, optimizer in (
+    def _optimizers(self):
+        parts = (
             ("actor", self.actor_optimizer),
             ("critic", self.critic_optimizer),
             ("alpha", self.alpha_optimizer),
             ("value", self.value_optimizer),
-        ):
-            if optimizer is None:
-                continue
+        )
+        return [(part, optimizer) for part, optimizer in parts if optimizer is not None]
+
+    def learning_rates(self, factor: float) -> np.ndarray:
+        """Every optimizer's configured rate times `factor` (float32, as the optimizers
+        hold them), in the order `graph_step` takes them."""
+        return np.array([self.config.rate(p) * factor for p, _ in self._optimizers()], np.float32)
+
+    def set_learning_rate_factor(self, factor: float) -> None:
+        """Sets every optimizer's rate to its configured rate times `factor`."""
+        for part, optimizer in self._optimizers():
             optimizer.learning_rate = self.config.rate(part) * factor
 
     # ------------------------------------------------------------------ acting
@@ -345,7 +354,8 @@ class SACLearner:
                 self._reset_noise_fn()
         return values, finite, self._sample_fn(observation)
 
-    def _metrics(self, values, finite) -> Dict[str, float]:
+    def metrics_dict(self, values, finite) -> Dict[str, float]:
+        """The compiled update's outputs (a metric vector and the finite flag) as floats."""
         return {
             **dict(zip(self.metric_names, values.numpy().tolist(), strict=True)),
             "finite": bool(finite),
@@ -361,13 +371,44 @@ class SACLearner:
         parameter is finite). `batches` is a dict of [gradient_steps, batch, ...] arrays
         (as `ReplayBuffer.sample` returns) or, fastest, packed rows
         [gradient_steps, batch, width] (`ReplayBuffer.sample_packed`)."""
-        return self._metrics(*self._call(self._update, self._packed(batches)))
+        return self.metrics_dict(*self._call(self._update, self._packed(batches)))
 
     def update_and_act(self, batches, observation: np.ndarray):
         """`update(batches)`, then `act(observation)` with the updated actor, in one
         compiled call: the same result as the two calls, with one dispatch per env step."""
         values, finite, action = self._call(self._update_act, self._packed(batches), observation)
-        return self._metrics(values, finite), action.numpy()
+        return self.metrics_dict(values, finite), action.numpy()
+
+    def graph_step(self, mode, packed, observation, rates, values, action):
+        """Inside a graph that drives the env loop (`Trainer` with `config.graph_loop`): the
+        compiled calls `mode` asks for, as the eager methods run them. NO_ACTION passes
+        `values` and `action` through; RESET draws new gSDE noise (`reset_noise`); ACT
+        samples actions for `observation`; RESET_AND_ACT does both; UPDATE_AND_ACT sets the
+        optimizers' `rates` (`learning_rates`) and runs `update_and_act(packed,
+        observation)`. Returns (metric values, finite, action)."""
+        ok = tf.constant(True)
+        sample = self._act_sample
+
+        def reset(then_act):
+            if self.exploration is None:  # never asked for: gSDE only
+                return values, ok, action
+            self._reset_noise()  # ordered before the sample: both touch `exploration`
+            return values, ok, sample(observation) if then_act else action
+
+        def update_and_act():
+            for (_, optimizer), rate in zip(self._optimizers(), tf.unstack(rates), strict=True):
+                optimizer.learning_rate.assign(rate)
+            return self._update_act(packed, observation)
+
+        branches = [
+            lambda: (values, ok, action),
+            lambda: reset(then_act=False),
+            lambda: (values, ok, sample(observation)),
+            lambda: reset(then_act=True),
+            update_and_act,
+        ]
+        values, finite, new_action = tf.switch_case(mode, branches)
+        return values, finite, tf.ensure_shape(new_action, action.shape)
 
     def nonfinite_quantities(self, metrics: Mapping[str, float]) -> list:
         """Names of the metrics and variables that hold a NaN or Inf."""

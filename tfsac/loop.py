@@ -27,13 +27,16 @@ from tfsac.envs import EnvSpec, env_spec, make_env, make_vector_env
 from tfsac.errors import TfsacError
 from tfsac.evaluation import record_video, run_episodes
 from tfsac.export import check_writable, default_model_name, export_policy
-from tfsac.learner import SACLearner
+from tfsac.learner import ACT, NO_ACTION, RESET, RESET_AND_ACT, UPDATE_AND_ACT, SACLearner
 from tfsac.replay import ReplayBuffer
 from tfsac.schedules import parse_schedule
 
 SUMMARY_FILE = "summary.json"
 PROGRESS_FILE = "progress.csv"
 PROGRESS_FIELDS = ("step", "episodes", "episode_return", "episode_length", "env_steps_per_s")
+# The graph loop hands control back to Python at least this often, so that signal handlers
+# (which Python runs only on the main thread, between its own calls) stay responsive.
+STRETCH_SECONDS = 0.5
 
 
 def _crossed(previous: int, step: int, every: int) -> bool:
@@ -171,6 +174,11 @@ class Trainer:
         self._learning_t0: Optional[float] = None
         self._paused_time = 0.0
         self.resumed_from = None
+        # The graph loop (config.graph_loop), built on its first use.
+        self._stretch = None
+        self._no_batches = np.zeros(
+            (0, config.batch_size, self.buffer.storage.shape[1]), np.float32
+        )
         if resume:
             self._restore_latest()
         write_json(os.path.join(self.run_dir, "config.json"), config.to_dict())
@@ -368,22 +376,31 @@ class Trainer:
                 f"training stopped, last good checkpoint: {self.checkpointer.latest or 'none'}"
             )
 
+    def _rate_factor_moved(self) -> Optional[float]:
+        """The schedule's rate factor at this step, when it moved from the one in use."""
+        factor = self.lr_schedule(self.step, self.config.total_steps)
+        # Rates are variables read by the compiled update; set them only when they move.
+        moved = abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12)
+        return factor if moved else None
+
+    def _nonfinite_error(self, metrics) -> NonFiniteError:
+        names = ", ".join(self.learner.nonfinite_quantities(metrics)[:6])
+        return NonFiniteError(
+            f"non-finite values at step {self.step} in: {names}; training stopped, "
+            f"last good checkpoint: {self.checkpointer.latest or 'none'}"
+        )
+
     def _update(self, gradient_steps: int, obs):
         """Runs `gradient_steps` updates and picks the actions for `obs` (the next step's)
         with the updated policy, in one compiled call."""
-        factor = self.lr_schedule(self.step, self.config.total_steps)
-        # Rates are variables read by the compiled update; set them only when they move.
-        if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
+        factor = self._rate_factor_moved()
+        if factor is not None:
             self.learner.set_learning_rate_factor(factor)
             self.lr_factor = factor
         batches = self.buffer.sample_packed(self.config.batch_size, gradient_steps)
         metrics, action = self.learner.update_and_act(batches, obs)
         if not metrics["finite"]:
-            names = ", ".join(self.learner.nonfinite_quantities(metrics)[:6])
-            raise NonFiniteError(
-                f"non-finite values at step {self.step} in: {names}; training stopped, "
-                f"last good checkpoint: {self.checkpointer.latest or 'none'}"
-            )
+            raise self._nonfinite_error(metrics)
         return metrics, action
 
     def _end_of_step(self, previous_step: int, finished_episodes: int):
@@ -414,6 +431,212 @@ class Trainer:
             self.rollout_steps = self.rollout_episodes = 0
         return ended, due
 
+    def _random_step(self) -> bool:
+        """Whether the next env step takes uniform random actions (the warm-up)."""
+        cfg = self.config
+        return self.step + cfg.num_envs <= cfg.learning_starts and not cfg.use_sde_at_warmup
+
+    def _noise_reset_due(self, rollout_ended: bool) -> bool:
+        """gSDE without an update: new noise at a phase's start and every sde_sample_freq."""
+        cfg = self.config
+        steps = self.rollout_steps
+        return cfg.use_sde and (
+            rollout_ended or _crossed(steps - cfg.num_envs, steps, cfg.sde_sample_freq)
+        )
+
+    def _env_step(self, unit_action):
+        """Steps every env copy with `unit_action` in [-1, 1] (None: uniform random) and
+        books the transitions; returns (previous step, whether a collection phase ended,
+        the gradient steps now due)."""
+        n, spec = self.config.num_envs, self.spec
+        if unit_action is None:
+            unit_action = self.action_rng.uniform(-1.0, 1.0, (n, spec.action_dim))
+            unit_action = unit_action.astype(np.float32)
+        previous, self.step = self.step, self.step + n
+        obs = self._obs
+        action = unit_to_bounds(unit_action, spec.action_low, spec.action_high)
+        new_obs, reward, terminated, truncated, info = self.env.step(action)
+        new_obs = np.asarray(new_obs, np.float32)
+        done = np.logical_or(terminated, truncated)
+        # The buffer needs each copy's true successor: after an episode ends the vector env
+        # already returns the next episode's first observation.
+        next_obs = new_obs
+        if done.any():
+            next_obs = new_obs.copy()
+            for i in np.flatnonzero(done):
+                next_obs[i] = info["final_obs"][i]
+        self._check_finite_transition(next_obs, reward)
+        self.buffer.add_batch(obs, unit_action, reward, next_obs, terminated)
+        self._episode_returns += reward
+        self._episode_lengths += 1
+        finished = np.flatnonzero(done)
+        for i in finished:
+            self.recent_returns.append(float(self._episode_returns[i]))
+            self.recent_lengths.append(int(self._episode_lengths[i]))
+            self.episodes += 1
+            self._episode_returns[i], self._episode_lengths[i] = 0.0, 0
+        self._obs = new_obs
+        self._bar.update(n)
+        if self._learning_t0 is not None:
+            self.learning_steps += n
+        return (previous, *self._end_of_step(previous, len(finished)))
+
+    def _events_due(self, previous: int) -> bool:
+        """Whether the step from `previous` ends the run or is due an evaluation, a log
+        line, a checkpoint or a stop."""
+        cfg = self.config
+        return (
+            self.step >= cfg.total_steps
+            or self._stop.received is not None
+            or any(
+                _crossed(previous, self.step, every)
+                for every in (cfg.eval_every, cfg.log_every, cfg.checkpoint_every)
+            )
+        )
+
+    def _train_step(self, rollout_ended: bool, due: int):
+        """An env step's updates (or new gSDE noise) in eager calls; returns the next
+        step's actions when the update call chose them, else None."""
+        if due:  # with gSDE, this call also draws the next phase's noise
+            self._metrics, next_action = self._update(due, self._obs)
+            # The clock starts after the first update of this session, so the one-off XLA
+            # compilation is not counted as throughput.
+            if self._learning_t0 is None:
+                self._learning_t0 = time.perf_counter()
+            return next_action
+        if self._noise_reset_due(rollout_ended):
+            self.learner.reset_noise()
+        return None
+
+    def _handle_events(self, previous: int) -> None:
+        """After the step from `previous` and its updates: evaluation, logging, checkpoints
+        and stop requests."""
+        if not self._events_due(previous):
+            return
+        cfg = self.config
+        at_end = self.step >= cfg.total_steps
+        if _crossed(previous, self.step, cfg.eval_every) or at_end:
+            self._evaluate_and_record()
+        if _crossed(previous, self.step, cfg.log_every):
+            now = time.perf_counter()
+            last_time, last_step = self._log_clock
+            steps_per_s = (self.step - last_step) / (now - last_time)
+            self._log(self._metrics, steps_per_s)
+            self._log_clock = (now, self.step)
+            if self.recent_returns:
+                self._bar.set_postfix(
+                    ret=f"{np.mean(self.recent_returns):.1f}",
+                    sps=f"{steps_per_s:.0f}",
+                    refresh=False,
+                )
+        stop = self._stop.received
+        periodic = _crossed(previous, self.step, cfg.checkpoint_every)
+        if at_end or periodic or stop is not None:
+            self._save_checkpoint(time.perf_counter() - self._session_start)
+        if stop is not None and not at_end:
+            raise Interrupted(
+                f"{signal.Signals(stop).name} at step {self.step}: checkpoint saved in "
+                f"{self.checkpointer.directory}; continue with --resume "
+                f"--run_dir={self.run_dir}",
+                stop,
+            )
+
+    # ------------------------------------------------------------ graph loop
+    def _graph_env_step(self, action):
+        """One env step of the graph loop, run by tf.numpy_function: the env part in
+        Python, then what the eager loop would call next, as a learner mode for
+        `SACLearner.graph_step`. Returns (observations, batches, mode, learning rates,
+        whether the stretch goes on). An exception is kept for `_run_stretch` to raise."""
+        cfg = self.config
+        try:
+            previous, ended, due = self._env_step(None if self._random_step() else action)
+            self._last_step = (previous, ended, due)
+            batches = self._no_batches
+            if due:
+                factor = self._rate_factor_moved()
+                if factor is not None:
+                    self.lr_factor = factor
+                    self._rates = self.learner.learning_rates(factor)
+                batches = self.buffer.sample_packed(cfg.batch_size, due)
+                mode = UPDATE_AND_ACT
+                self._stretch_updated = True
+            elif self._random_step():
+                mode = RESET if self._noise_reset_due(ended) else NO_ACTION
+            else:
+                mode = RESET_AND_ACT if self._noise_reset_due(ended) else ACT
+            go = not (
+                self._events_due(previous)
+                or (due and self._learning_t0 is None)  # the clock starts after it
+                or time.perf_counter() > self._stretch_deadline
+            )
+        except Exception as e:  # noqa: BLE001 - raised again by _run_stretch, in the caller
+            self._stretch_error = e
+            return self._obs, self._no_batches, np.int32(NO_ACTION), self._rates, np.False_
+        self._last_mode = mode
+        return self._obs, batches, np.int32(mode), self._rates, np.bool_(go)
+
+    def _build_stretch(self):
+        n, obs_dim, action_dim = self.config.num_envs, self.spec.obs_dim, self.spec.action_dim
+        width = self._no_batches.shape[-1]
+        learner = self.learner
+        num_rates = len(learner.learning_rates(1.0))
+
+        def body(action, values, finite, go):
+            obs, batches, mode, rates, go = tf.numpy_function(
+                self._graph_env_step,
+                [action],
+                [tf.float32, tf.float32, tf.int32, tf.float32, tf.bool],
+                stateful=True,
+                name="env_step",
+            )
+            obs = tf.ensure_shape(obs, [n, obs_dim])
+            batches = tf.ensure_shape(batches, [None, None, width])
+            rates = tf.ensure_shape(rates, [num_rates])
+            mode, go = tf.ensure_shape(mode, []), tf.ensure_shape(go, [])
+            values, finite, action = learner.graph_step(mode, batches, obs, rates, values, action)
+            return action, values, finite, go
+
+        @tf.function(input_signature=[tf.TensorSpec([n, action_dim], tf.float32)])
+        def stretch(action):
+            values = tf.zeros([len(learner.metric_names)])
+            action, values, finite, _ = tf.while_loop(
+                lambda action, values, finite, go: tf.logical_and(finite, go),
+                body,
+                [action, values, tf.constant(True), tf.constant(True)],
+            )
+            return values, finite, action
+
+        return stretch.get_concrete_function()
+
+    def _run_stretch(self, action):
+        """Runs env steps inside one graph call, starting with `action` (None: random),
+        through the first step that needs Python afterwards: one with an evaluation, a log
+        line, a checkpoint, a stop request or the run's end, the session's first update
+        (the clock starts after it), or the first after STRETCH_SECONDS. Each step's
+        updates and actions are the learner's compiled calls in the eager loop's order.
+        Returns the last step's (previous step, phase ended, updates due) and the next
+        step's actions when the graph chose them, else None."""
+        if self._stretch is None:
+            self._stretch = self._build_stretch()
+        if action is None:  # the env step draws it (the same generator as the eager loop)
+            action = np.zeros((self.config.num_envs, self.spec.action_dim), np.float32)
+        self._stretch_error = None
+        self._stretch_updated = False
+        self._last_mode = NO_ACTION
+        self._rates = self.learner.learning_rates(self.lr_factor)
+        self._stretch_deadline = time.perf_counter() + STRETCH_SECONDS
+        values, finite, action = self._stretch(tf.convert_to_tensor(action))
+        if self._stretch_error is not None:
+            raise self._stretch_error
+        if self._stretch_updated:
+            self._metrics = self.learner.metrics_dict(values, finite)
+            if not self._metrics["finite"]:
+                raise self._nonfinite_error(self._metrics)
+            if self._learning_t0 is None:
+                self._learning_t0 = time.perf_counter()
+        acted = self._last_mode in (ACT, RESET_AND_ACT, UPDATE_AND_ACT)
+        return self._last_step, action.numpy() if acted else None
+
     def run(self) -> TrainResult:
         cfg, spec = self.config, self.spec
         if self.step >= cfg.total_steps and os.path.exists(self._summary_path()):
@@ -430,91 +653,30 @@ class Trainer:
             )
 
         n = cfg.num_envs
-        start = time.perf_counter()
-        metrics = None
-        last_log_time, last_log_step = start, self.step
+        self._session_start = time.perf_counter()
+        self._metrics = None
+        self._log_clock = (self._session_start, self.step)
         # A resumed run cannot restore the envs' internal state: it starts new episodes.
         obs, _ = self.env.reset(seed=cfg.seed + self.episodes)
-        obs = np.asarray(obs, np.float32)
-        episode_returns = np.zeros(n)
-        episode_lengths = np.zeros(n, np.int64)
+        self._obs = np.asarray(obs, np.float32)
+        self._episode_returns = np.zeros(n)
+        self._episode_lengths = np.zeros(n, np.int64)
         next_action = None
-        bar = self._progress_bar()
-        with _StopSignals() as stop, bar:
+        with _StopSignals() as self._stop, self._progress_bar() as self._bar:
             while self.step < cfg.total_steps:
-                previous, self.step = self.step, self.step + n
-                if self.step <= cfg.learning_starts and not cfg.use_sde_at_warmup:
-                    unit_action = self.action_rng.uniform(-1.0, 1.0, (n, spec.action_dim))
-                    unit_action = unit_action.astype(np.float32)
+                if self._random_step():
+                    action = None
                 elif next_action is not None:  # chosen by the last update's call
-                    unit_action, next_action = next_action, None
+                    action, next_action = next_action, None
                 else:
-                    unit_action = self.learner.act(obs)
-                action = unit_to_bounds(unit_action, spec.action_low, spec.action_high)
-                new_obs, reward, terminated, truncated, info = self.env.step(action)
-                new_obs = np.asarray(new_obs, np.float32)
-                done = np.logical_or(terminated, truncated)
-                # The buffer needs each copy's true successor: after an episode ends the
-                # vector env already returns the next episode's first observation.
-                next_obs = new_obs
-                if done.any():
-                    next_obs = new_obs.copy()
-                    for i in np.flatnonzero(done):
-                        next_obs[i] = info["final_obs"][i]
-                self._check_finite_transition(next_obs, reward)
-                self.buffer.add_batch(obs, unit_action, reward, next_obs, terminated)
-                episode_returns += reward
-                episode_lengths += 1
-                finished = np.flatnonzero(done)
-                for i in finished:
-                    self.recent_returns.append(float(episode_returns[i]))
-                    self.recent_lengths.append(int(episode_lengths[i]))
-                    self.episodes += 1
-                    episode_returns[i], episode_lengths[i] = 0.0, 0
-                obs = new_obs
-                bar.update(n)
-
-                if self._learning_t0 is not None:
-                    self.learning_steps += n
-                rollout_ended, due = self._end_of_step(previous, len(finished))
-                if due:  # with gSDE, this call also draws the next phase's noise
-                    metrics, next_action = self._update(due, obs)
-                    # The clock starts after the first update of this session, so the
-                    # one-off XLA compilation is not counted as throughput.
-                    if self._learning_t0 is None:
-                        self._learning_t0 = time.perf_counter()
-                elif cfg.use_sde and (
-                    rollout_ended
-                    or _crossed(self.rollout_steps - n, self.rollout_steps, cfg.sde_sample_freq)
-                ):
-                    self.learner.reset_noise()
-
-                at_end = self.step >= cfg.total_steps
-                if _crossed(previous, self.step, cfg.eval_every) or at_end:
-                    self._evaluate_and_record()
-                if _crossed(previous, self.step, cfg.log_every):
-                    now = time.perf_counter()
-                    steps_per_s = (self.step - last_log_step) / (now - last_log_time)
-                    self._log(metrics, steps_per_s)
-                    last_log_time, last_log_step = now, self.step
-                    if self.recent_returns:
-                        bar.set_postfix(
-                            ret=f"{np.mean(self.recent_returns):.1f}",
-                            sps=f"{steps_per_s:.0f}",
-                            refresh=False,
-                        )
-                periodic = _crossed(previous, self.step, cfg.checkpoint_every)
-                if at_end or periodic or stop.received is not None:
-                    self._save_checkpoint(time.perf_counter() - start)
-                if stop.received is not None and not at_end:
-                    name = signal.Signals(stop.received).name
-                    raise Interrupted(
-                        f"{name} at step {self.step}: checkpoint saved in "
-                        f"{self.checkpointer.directory}; continue with --resume "
-                        f"--run_dir={self.run_dir}",
-                        stop.received,
-                    )
-        wall_time = self.elapsed_before + (time.perf_counter() - start)
+                    action = self.learner.act(self._obs)
+                if cfg.graph_loop:
+                    (previous, _, _), next_action = self._run_stretch(action)
+                else:
+                    previous, ended, due = self._env_step(action)
+                    next_action = self._train_step(ended, due)
+                self._handle_events(previous)
+        wall_time = self.elapsed_before + (time.perf_counter() - self._session_start)
         return self._finish(wall_time)
 
     def _progress_bar(self):

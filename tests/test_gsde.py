@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import tiny_config
+from conftest import graph_requests, tiny_config
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, Trainer, export_policy, load_policy
 from tfsac.distributions import unit_to_bounds
@@ -118,21 +118,7 @@ def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_war
     trainer = Trainer(cfg, export=False)
     learner, calls = trainer.learner, []
     acted = []
-    if graph_loop:  # the graph runs what each env step asks for: record the requests
-        env_step = trainer._graph_env_step
-
-        def recorded(action):
-            out = env_step(action)
-            mode = int(out[2])
-            if mode in (RESET, RESET_AND_ACT):
-                calls.append(("reset", trainer.step))
-            if mode == UPDATE_AND_ACT:
-                calls.append(("update", trainer.step))
-            if mode in (ACT, RESET_AND_ACT):
-                acted.append(trainer.step)
-            return out
-
-        trainer._graph_env_step = recorded
+    requests = graph_requests(trainer) if graph_loop else []
     reset, fused = learner.reset_noise, learner.update_and_act
     learner.reset_noise = lambda: (calls.append(("reset", trainer.step)), reset())[1]
     learner.update_and_act = lambda *a: (calls.append(("update", trainer.step)), fused(*a))[1]
@@ -142,6 +128,13 @@ def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_war
         act(obs, deterministic),
     )[1]
     trainer.run()
+    for mode, step, _ in requests:  # what the graph loop ran in place of the calls above
+        if mode in (RESET, RESET_AND_ACT):
+            calls.append(("reset", step))
+        if mode == UPDATE_AND_ACT:
+            calls.append(("update", step))
+        if mode in (ACT, RESET_AND_ACT):
+            acted.append(step)
     # 40 steps, learning from step 21: a phase ends every 4 env steps (before learning,
     # explicitly; after, inside the update call) and the noise is redrawn 2 steps into it.
     phases = [("reset", s) for s in (4, 8, 12, 16, 20)] + [

@@ -198,13 +198,15 @@ def test_alpha_optimised_directly():
     assert float(learner.log_alpha.numpy()) == pytest.approx(np.log(0.5))  # unused here
 
 
+@pytest.mark.parametrize("graph_loop", [False, True], ids=["eager-loop", "graph-loop"])
 @pytest.mark.parametrize("gradient_steps, expected", [(-1, [6, 7, 7, 7]), (3, [3] * 4)])
 def test_episodes_per_rollout_updates_after_whole_episodes(
-    tmp_path, counter_env_id, gradient_steps, expected
+    tmp_path, counter_env_id, gradient_steps, expected, graph_loop
 ):
-    from conftest import tiny_config
+    from conftest import graph_requests, tiny_config
 
     from tfsac import Trainer
+    from tfsac.learner import UPDATE_AND_ACT
 
     # CounterEnv episodes last 3, 4, 3, 4, ... steps: pairs end at steps 7, 14, 21, 28, 35.
     cfg = tiny_config(
@@ -213,12 +215,15 @@ def test_episodes_per_rollout_updates_after_whole_episodes(
         learning_starts=8,
         episodes_per_rollout=2,
         gradient_steps=gradient_steps,
+        graph_loop=graph_loop,
     )
     trainer = Trainer(cfg, export=False)
     calls = []
     update = trainer._update
     trainer._update = lambda due, obs: (calls.append((trainer.step, due)), update(due, obs))[1]
+    requests = graph_requests(trainer) if graph_loop else []
     trainer.run()
+    calls += [(step, due) for mode, step, due in requests if mode == UPDATE_AND_ACT]
     # The pair ending at step 7 is all warmup; the next holds 14 - 8 = 6 learning steps;
     # steps 36-40 finish no pair, so they get no update.
     assert calls == list(zip([14, 21, 28, 35], expected, strict=True))

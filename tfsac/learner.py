@@ -154,9 +154,11 @@ class SACLearner:
         return np.array([self.config.rate(p) * factor for p, _ in self._optimizers()], np.float32)
 
     def set_learning_rate_factor(self, factor: float) -> None:
-        """Sets every optimizer's rate to its configured rate times `factor`."""
-        for part, optimizer in self._optimizers():
-            optimizer.learning_rate = self.config.rate(part) * factor
+        """Sets every optimizer's rate to its configured rate times `factor` (the values of
+        `learning_rates`, which the graph loop assigns itself)."""
+        rates = self.learning_rates(factor)
+        for (_, optimizer), rate in zip(self._optimizers(), rates, strict=True):
+            optimizer.learning_rate = float(rate)
 
     # ------------------------------------------------------------------ acting
     def _policy_params(self, observation):

@@ -229,6 +229,12 @@ def run_round(tfsac, config):
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    # The measurement is the learning phase: it needs env steps after learning_starts.
+    if FLAGS.steps <= FLAGS.learning_starts:
+        fail(
+            f"--steps ({FLAGS.steps}) must be larger than --learning_starts "
+            f"({FLAGS.learning_starts}): only the steps after it are measured"
+        )
     tfsac = import_tfsac()
     config = config_from_flags(tfsac)
     config.total_steps = FLAGS.steps

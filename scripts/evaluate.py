@@ -47,6 +47,7 @@ def main(argv):
             if FLAGS.env_kwargs is not None
             else info.get("env_kwargs") or {}
         )
+        evaluation.check_env_fits(env_id, env_kwargs, info)
         if FLAGS.video_dir:
             returns = evaluation.record_video(
                 env_id, policy, FLAGS.video_dir, "eval", FLAGS.episodes, FLAGS.seed, env_kwargs

@@ -47,6 +47,13 @@ def test_bad_flag_value_is_one_error_line(tmp_path):
     assert "rounds" in proc.stderr.strip().splitlines()[-1]
 
 
+def test_steps_without_a_learning_phase_are_one_error_line(tmp_path):
+    proc = _run([*TINY, "--steps=100"], tmp_path)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert "--steps (100) must be larger than --learning_starts (100)" in proc.stderr
+
+
 def test_breakdown_splits_call_time_and_counts_the_update_flops(tmp_path):
     proc = _run([*TINY, "--breakdown", "--breakdown_rounds=1"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

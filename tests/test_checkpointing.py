@@ -137,6 +137,40 @@ def test_corrupt_checkpoint_is_one_clear_error(tmp_path):
         Trainer(_config(tmp_path / "run"), resume=True)
 
 
+def test_new_run_into_a_used_run_dir_is_refused_and_changes_nothing(tmp_path):
+    _run(tmp_path / "run", total_steps=100)
+    before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    with pytest.raises(TfsacError, match="already holds a run; continue it with --resume"):
+        Trainer(_config(tmp_path / "run", total_steps=200), export=False)
+    after = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_resume_without_a_readable_checkpoint_index_is_refused(tmp_path):
+    _run(tmp_path / "run", total_steps=100)
+    index = tmp_path / "run" / "checkpoints" / "checkpoint"
+    for damage in ("garbage {{{", None):  # unreadable, then missing
+        if damage is None:
+            index.unlink()
+        else:
+            index.write_text(damage)
+        # Starting over would overwrite ckpt-100; the run must stop instead.
+        with pytest.raises(TfsacError, match="cannot tell which checkpoint.*latest"):
+            Trainer(_config(tmp_path / "run", total_steps=200), export=False, resume=True)
+    assert (tmp_path / "run" / "checkpoints" / "ckpt-100.index").exists()
+
+
+def test_resuming_a_finished_run_keeps_its_config(tmp_path):
+    _run(tmp_path / "run", total_steps=100)
+    config_file = tmp_path / "run" / "config.json"
+    before = config_file.read_text()
+    trainer = Trainer(
+        _config(tmp_path / "run", total_steps=100, batch_size=16), export=False, resume=True
+    )
+    assert trainer.run().summary["total_steps"] == 100
+    assert config_file.read_text() == before
+
+
 def test_full_disk_keeps_previous_checkpoint(tmp_path, monkeypatch):
     trainer = Trainer(_config(tmp_path / "run", total_steps=300), export=False)
     real_save = checkpointing_module._save_array
@@ -269,7 +303,7 @@ def test_sigkill_at_random_moments_then_resume_to_completion(tmp_path):
         latest_steps.append(_latest_step(run_dir))
         # Every kept checkpoint loads completely.
         for step in _checkpoint_steps(run_dir):
-            checker = Trainer(_config(tmp_path / "check"), export=False)
+            checker = Trainer(_config(tmp_path / f"check-{kills}-{step}"), export=False)
             checker.checkpointer.restore(
                 str(run_dir / "checkpoints" / f"ckpt-{step}"), checker.buffer
             )

@@ -120,6 +120,30 @@ def test_failed_export_leaves_nothing(exported, tmp_path, monkeypatch):
     assert os.listdir(tmp_path / "m") == []
 
 
+def test_tf_write_error_during_export_is_one_clear_error(exported, tmp_path, monkeypatch):
+    learner, _ = exported
+
+    def full_disk(*args, **kwargs):  # what TF's SaveV2 raises on a full disk
+        raise tf.errors.ResourceExhaustedError(None, None, "No space left on device [Op:SaveV2]")
+
+    monkeypatch.setattr(
+        export_module, "build_archive", lambda *a: type("A", (), {"write_out": full_disk})()
+    )
+    with pytest.raises(TfsacError, match="cannot export.*No space left on device"):
+        export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    assert os.listdir(tmp_path / "m") == []
+
+
+def test_truncated_variables_file_is_one_clear_error(exported, tmp_path):
+    learner, _ = exported
+    path = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    data = os.path.join(path, "variables", "variables.data-00000-of-00001")
+    with open(data, "r+b") as f:
+        f.truncate(50)
+    with pytest.raises(TfsacError, match="cannot load the SavedModel"):
+        load_policy(path)
+
+
 def test_unwritable_export_dir(exported, tmp_path):
     learner, _ = exported
     blocker = tmp_path / "a_file"

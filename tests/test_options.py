@@ -74,7 +74,15 @@ def test_clipped_update_moves_like_adam_and_stays_finite():
 
 @pytest.mark.parametrize(
     "field, value",
-    [("reward_scale", 0.0), ("max_grad_norm", -1.0), ("critic_learning_rate", 2.0)],
+    [
+        ("reward_scale", 0.0),
+        ("reward_scale", float("inf")),
+        ("max_grad_norm", -1.0),
+        ("critic_learning_rate", 2.0),
+        ("alpha", float("inf")),
+        ("initial_alpha", float("inf")),
+        ("target_entropy", float("nan")),
+    ],
 )
 def test_bad_option_values(field, value):
     with pytest.raises(TfsacError, match=field):

@@ -241,3 +241,24 @@ def test_evaluate_script_saved_model_checkpoint_and_video(tmp_path):
     )
     lines = [line for line in bad.stderr.splitlines() if line.strip()]
     assert bad.returncode == 2 and len(lines) == 1 and "no SavedModel" in lines[0]
+    other_env = subprocess.run(
+        [sys.executable, EVALUATE, f"--run_dir={result.run_dir}", "--env=MountainCarContinuous-v0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = [line for line in other_env.stderr.splitlines() if line.strip()]
+    assert other_env.returncode == 2 and len(lines) == 1, other_env.stderr[-2000:]
+    assert "2-dimensional observations; the policy takes 3" in lines[0]
+
+
+def test_evaluation_checks_the_env_against_the_policy():
+    from tfsac.evaluation import check_env_fits
+
+    pendulum = {"observation_dim": 3, "action_low": [-2.0], "action_high": [2.0]}
+    check_env_fits("Pendulum-v1", None, pendulum)
+    check_env_fits("Pendulum-v1", None, {})  # no metadata: nothing to compare
+    with pytest.raises(TfsacError, match="not the policy's"):
+        check_env_fits("Pendulum-v1", None, {**pendulum, "action_low": [-1.0]})
+    with pytest.raises(TfsacError, match="17-dimensional observations; the policy takes 3"):
+        check_env_fits("HalfCheetah-v5", None, pendulum)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Dict, Optional, Tuple
 
 from tfsac.errors import TfsacError
@@ -232,16 +233,18 @@ class SACConfig:
         parse_schedule(self.lr_schedule)
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise TfsacError(f"max_grad_norm must be positive, got {self.max_grad_norm}")
-        if not self.reward_scale > 0:
-            raise TfsacError(f"reward_scale must be positive, got {self.reward_scale}")
+        if not 0 < self.reward_scale < math.inf:
+            raise TfsacError(f"reward_scale must be positive and finite, got {self.reward_scale}")
         if not 0.0 <= self.gamma <= 1.0:
             raise TfsacError(f"gamma must be in [0, 1], got {self.gamma}")
         if not 0.0 < self.tau <= 1.0:
             raise TfsacError(f"tau must be in (0, 1], got {self.tau}")
-        if self.alpha is not None and not self.alpha > 0.0:
-            raise TfsacError(f"alpha must be positive when fixed, got {self.alpha}")
-        if not self.initial_alpha > 0.0:
-            raise TfsacError(f"initial_alpha must be positive, got {self.initial_alpha}")
+        if self.alpha is not None and not 0.0 < self.alpha < math.inf:
+            raise TfsacError(f"alpha must be positive and finite when fixed, got {self.alpha}")
+        if not 0.0 < self.initial_alpha < math.inf:
+            raise TfsacError(f"initial_alpha must be positive and finite, got {self.initial_alpha}")
+        if self.target_entropy is not None and not math.isfinite(self.target_entropy):
+            raise TfsacError(f"target_entropy must be finite, got {self.target_entropy}")
         if not self.log_std_min < self.log_std_max:
             raise TfsacError("log_std_min must be smaller than log_std_max")
         return self

@@ -122,4 +122,36 @@ def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, D
         unit = learner.act(obs, deterministic=not stochastic)
         return unit_to_bounds(unit, spec.action_low, spec.action_high)
 
-    return policy, config.to_dict()
+    info = config.to_dict()
+    info.update(
+        observation_dim=spec.obs_dim,
+        action_low=list(spec.action_low),
+        action_high=list(spec.action_high),
+    )
+    return policy, info
+
+
+def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
+    """Raises TfsacError when `env_id`'s observations or action bounds are not those of the
+    policy that `info` (a policy's metadata) describes."""
+    from tfsac.envs import env_spec, make_env
+
+    if "observation_dim" not in info:  # nothing to compare with
+        return
+    env = make_env(env_id, env_kwargs=env_kwargs)
+    spec = env_spec(env_id, env)
+    env.close()
+    if spec.obs_dim != info["observation_dim"]:
+        raise TfsacError(
+            f"{env_id} has {spec.obs_dim}-dimensional observations; the policy takes "
+            f"{info['observation_dim']}"
+        )
+    low, high = info.get("action_low"), info.get("action_high")
+    if low is not None and high is not None:
+        if len(low) != spec.action_dim or not (
+            np.allclose(low, spec.action_low) and np.allclose(high, spec.action_high)
+        ):
+            raise TfsacError(
+                f"{env_id}'s actions (bounds {list(spec.action_low)} to "
+                f"{list(spec.action_high)}) are not the policy's ({low} to {high})"
+            )

@@ -124,8 +124,8 @@ def export_policy(
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=2)
         os.rename(tmp, final)
-    except OSError as e:
-        raise TfsacError(f"cannot export the SavedModel to {final!r}: {e}") from None
+    except (OSError, tf.errors.OpError) as e:  # OpError: TF's own writes (e.g. a full disk)
+        raise TfsacError(f"cannot export the SavedModel to {final!r}: {_first_line(e)}") from None
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
@@ -138,6 +138,11 @@ def load_policy(path: str):
         raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
     try:
         return tf.saved_model.load(path)
-    except (OSError, ValueError, tf.errors.OpError) as e:
-        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise TfsacError(f"cannot load the SavedModel at {path!r}: {first_line}") from None
+    # IndexError: a truncated variables file ("Read less bytes than requested").
+    except (OSError, ValueError, IndexError, tf.errors.OpError) as e:
+        raise TfsacError(f"cannot load the SavedModel at {path!r}: {_first_line(e)}") from None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

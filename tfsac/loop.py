@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
+import glob
 import json
 import os
 import signal
@@ -78,6 +79,12 @@ def default_run_dir(config: SACConfig) -> str:
     return os.path.join("runs", f"{default_model_name(config.env_id)}-seed{config.seed}-{stamp}")
 
 
+def _holds_a_run(run_dir: str) -> bool:
+    """Whether `run_dir` has files of an earlier run (which a new run would overwrite)."""
+    names = ("config.json", SUMMARY_FILE, PROGRESS_FILE, "checkpoints")
+    return any(os.path.exists(os.path.join(run_dir, name)) for name in names)
+
+
 def write_json(path: str, data: Dict) -> None:
     """Writes JSON atomically (temp file + rename) so readers never see half a file."""
     tmp = path + ".tmp"
@@ -126,6 +133,11 @@ class Trainer:
         self.export = export
         self.on_log = on_log
         self.run_dir = config.run_dir or default_run_dir(config)
+        if not resume and _holds_a_run(self.run_dir):
+            raise TfsacError(
+                f"run directory {self.run_dir!r} already holds a run; continue it with "
+                "--resume or choose another run directory"
+            )
         check_writable(self.run_dir)
         self.model_name = config.model_name or default_model_name(config.env_id)
         if export:
@@ -181,7 +193,9 @@ class Trainer:
         )
         if resume:
             self._restore_latest()
-        write_json(os.path.join(self.run_dir, "config.json"), config.to_dict())
+        # A resume of a finished run trains nothing (see run) and keeps its config.json.
+        if self.step < config.total_steps or not os.path.exists(self._summary_path()):
+            write_json(os.path.join(self.run_dir, "config.json"), config.to_dict())
 
     # ------------------------------------------------------------------ state
     def _loop_state(self, elapsed: float) -> Dict:
@@ -202,8 +216,15 @@ class Trainer:
 
     def _restore_latest(self) -> None:
         prefix = self.checkpointer.latest
+        if prefix is None and glob.glob(os.path.join(self.checkpointer.directory, "ckpt-*")):
+            # Starting over would overwrite those checkpoints.
+            raise TfsacError(
+                f"cannot tell which checkpoint in {self.checkpointer.directory!r} is the "
+                "latest: its 'checkpoint' index file is missing or unreadable"
+            )
         if prefix is None:
             logging.info("no checkpoint in %s: starting a new run", self.run_dir)
+            self._truncate_progress(0)  # rows of an earlier session that saved no checkpoint
             return
         state = self.checkpointer.read_state(prefix)
         check_compatible(state["config"], self.config.to_dict(), prefix)

@@ -79,7 +79,7 @@ def test_env_kwargs_reach_gymnasium(tmp_path):
     assert trainer.eval_env.unwrapped.g == 3.5
     assert all(g == 3.5 for g in trainer.env.get_attr("g"))
     with pytest.raises(TfsacError, match="rejects its arguments"):
-        Trainer(_config(tmp_path, "Pendulum-v1", env_kwargs={"no_such_arg": 1}))
+        Trainer(_config(tmp_path, "Pendulum-v1", "bad", env_kwargs={"no_such_arg": 1}))
 
 
 def test_env_from_a_user_module(tmp_path, monkeypatch):
@@ -94,7 +94,7 @@ def test_env_from_a_user_module(tmp_path, monkeypatch):
     result = train(_config(tmp_path, "my_envs:MyPendulum-v0"), export=False)
     assert result.summary["episodes"] == 2
     with pytest.raises(TfsacError, match="missing module"):
-        train(_config(tmp_path, "not_a_module_xyz:Env-v0"))
+        train(_config(tmp_path, "not_a_module_xyz:Env-v0", "bad"))
 
 
 def _scalar_tags(run_dir):

@@ -31,6 +31,8 @@ def main(argv):
         fail("give exactly one of --saved_model and --run_dir")
     if FLAGS.episodes <= 0:
         fail(f"--episodes must be positive, got {FLAGS.episodes}")
+    if FLAGS.video_dir and os.path.exists(FLAGS.video_dir) and not os.path.isdir(FLAGS.video_dir):
+        fail(f"--video_dir {FLAGS.video_dir!r} is a file, not a folder")
     tfsac = import_tfsac()
     from tfsac import evaluation
 

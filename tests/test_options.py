@@ -82,6 +82,9 @@ def test_clipped_update_moves_like_adam_and_stays_finite():
         ("alpha", float("inf")),
         ("initial_alpha", float("inf")),
         ("target_entropy", float("nan")),
+        ("model_name", "../elsewhere"),
+        ("model_name", "a/b"),
+        ("model_name", ""),
     ],
 )
 def test_bad_option_values(field, value):

@@ -95,6 +95,7 @@ def test_env_from_a_user_module(tmp_path, monkeypatch):
     assert result.summary["episodes"] == 2
     with pytest.raises(TfsacError, match="missing module"):
         train(_config(tmp_path, "not_a_module_xyz:Env-v0", "bad"))
+    assert not (tmp_path / "bad").exists()  # a failed start leaves no run directory
 
 
 def _scalar_tags(run_dir):
@@ -176,6 +177,20 @@ def test_plot_from_several_seeds(tmp_path):
     assert os.path.getsize(tmp_path / "cli.png") > 20_000
     with pytest.raises(TfsacError, match="not a tfsac run directory"):
         plot_runs([str(tmp_path)], str(tmp_path / "x.png"))
+    with pytest.raises(TfsacError, match="unsupported image format 'xyz'"):
+        plot_runs(runs, str(tmp_path / "x.xyz"))
+    with pytest.raises(TfsacError, match="no run directories"):
+        plot_runs([], str(tmp_path / "x.png"))
+    # No extension: the PNG matplotlib writes, under the name returned.
+    assert plot_runs(runs, str(tmp_path / "noext")) == str(tmp_path / "noext.png")
+    assert os.path.isfile(tmp_path / "noext.png")
+    # A run without progress rows (shorter than log_every) still plots its evaluations.
+    os.remove(os.path.join(runs[0], "progress.csv"))
+    assert os.path.isfile(plot_runs(runs[:1], str(tmp_path / "evals_only.png")))
+    with open(os.path.join(runs[1], "summary.json"), "w") as f:
+        f.write("{ not json")
+    with pytest.raises(TfsacError, match="cannot read .*summary.json"):
+        plot_runs(runs[1:], str(tmp_path / "y.png"))
 
 
 def test_presets_parse_into_valid_configs():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any, Dict, Optional, Tuple
 
 from tfsac.errors import TfsacError
@@ -187,6 +188,15 @@ class SACConfig:
             )
         if not isinstance(self.env_id, str) or not self.env_id:
             raise TfsacError("env_id must be a non-empty string")
+        # The SavedModel goes to <export_dir>/<model_name>/<version>: one folder name.
+        if self.model_name is not None and (
+            not self.model_name
+            or self.model_name in (".", "..")
+            or any(sep in self.model_name for sep in ("/", "\\", os.sep))
+        ):
+            raise TfsacError(
+                f"model_name must be a folder name without path separators, got {self.model_name!r}"
+            )
         if self.total_steps % self.num_envs:
             raise TfsacError(
                 f"total_steps ({self.total_steps}) must be a multiple of num_envs ({self.num_envs})"

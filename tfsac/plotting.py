@@ -27,10 +27,16 @@ def read_run(run_dir: str) -> Dict:
     try:
         with open(os.path.join(run_dir, "config.json")) as f:
             config = json.load(f)
-        with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
-            rows = list(csv.DictReader(f))
     except (OSError, ValueError) as e:
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
+    progress = os.path.join(run_dir, "progress.csv")
+    rows = []
+    if os.path.exists(progress):  # a run shorter than log_every has none
+        try:
+            with open(progress, newline="") as f:
+                rows = list(csv.DictReader(f))
+        except (OSError, ValueError) as e:
+            raise TfsacError(f"cannot read {progress!r}: {e}") from None
     curves = {}
     for name in ("episode_return", "critic_loss", "actor_loss", "alpha", "entropy"):
         points = [(int(r["step"]), float(r[name])) for r in rows if r.get(name)]
@@ -39,8 +45,11 @@ def read_run(run_dir: str) -> Dict:
     evaluations = []
     summary = os.path.join(run_dir, "summary.json")
     if os.path.exists(summary):
-        with open(summary) as f:
-            evaluations = json.load(f).get("evaluations", [])
+        try:
+            with open(summary) as f:
+                evaluations = json.load(f).get("evaluations", [])
+        except (OSError, ValueError, AttributeError) as e:
+            raise TfsacError(f"cannot read {summary!r}: {e}") from None
     if evaluations:
         curves["eval_return"] = (
             np.array([e["step"] for e in evaluations]),
@@ -66,17 +75,30 @@ def plot_runs(run_dirs: Sequence[str], out_path: str, title: str = "") -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if not run_dirs:
+        raise TfsacError("no run directories to plot")
+    if not os.path.splitext(out_path)[1]:
+        out_path += ".png"  # what matplotlib writes for a name without an extension
     groups = defaultdict(list)
     for run_dir in run_dirs:
         run = read_run(run_dir)
         groups[run["env"]].append(run)
     fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    extension = os.path.splitext(out_path)[1][1:].lower()
+    if extension not in fig.canvas.get_supported_filetypes():
+        plt.close(fig)
+        raise TfsacError(
+            f"cannot write {out_path!r}: unsupported image format {extension!r} "
+            f"(supported: {', '.join(sorted(fig.canvas.get_supported_filetypes()))})"
+        )
     for ax, (name, label) in zip(axes.flat, PANELS, strict=True):
         for env, runs in groups.items():
             series = [r["curves"][name] for r in runs if name in r["curves"]]
             if not series:
                 continue
             steps, mean, std = _mean_std(series)
+            if not len(steps):  # the runs share no step of this curve
+                continue
             ax.plot(steps, mean, label=f"{env} ({len(series)} seeds)")
             ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
         ax.set_title(label)

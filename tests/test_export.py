@@ -12,6 +12,7 @@ import tensorflow as tf
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
 from tfsac import export as export_module
 from tfsac.distributions import unit_to_bounds
+from tfsac.export import check_writable
 
 SPEC = EnvSpec(
     "Test-v0",
@@ -142,6 +143,14 @@ def test_truncated_variables_file_is_one_clear_error(exported, tmp_path):
         f.truncate(50)
     with pytest.raises(TfsacError, match="cannot load the SavedModel"):
         load_policy(path)
+
+
+def test_write_check_leaves_no_folders_behind(tmp_path):
+    check_writable(str(tmp_path / "a" / "b" / "c"))
+    assert os.listdir(tmp_path) == []
+    (tmp_path / "kept").mkdir()
+    check_writable(str(tmp_path / "kept" / "new"))
+    assert os.listdir(tmp_path) == ["kept"] and os.listdir(tmp_path / "kept") == []
 
 
 def test_unwritable_export_dir(exported, tmp_path):

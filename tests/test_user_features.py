@@ -95,7 +95,8 @@ def test_env_from_a_user_module(tmp_path, monkeypatch):
     assert result.summary["episodes"] == 2
     with pytest.raises(TfsacError, match="missing module"):
         train(_config(tmp_path, "not_a_module_xyz:Env-v0", "bad"))
-    assert not (tmp_path / "bad").exists()  # a failed start leaves no run directory
+    # A failed start leaves no run directory and no model folder under export_dir.
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "export").exists()
 
 
 def _scalar_tags(run_dir):

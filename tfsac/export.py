@@ -48,13 +48,26 @@ def next_version(model_dir: str) -> int:
 
 
 def check_writable(directory: str) -> None:
-    """Raises TfsacError unless `directory` can be created and written to."""
+    """Raises TfsacError unless `directory` can be created and written to. Leaves no trace:
+    the folders it creates for the check are removed again (a start that fails later must
+    not leave empty run or model folders behind); writers create them when they write."""
+    missing = []  # deepest first
+    path = os.path.abspath(directory)
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
     try:
         os.makedirs(directory, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=directory, prefix=".tfsac-write-check-"):
             pass
     except OSError as e:
         raise TfsacError(f"cannot write to {directory!r}: {e.strerror or e}") from None
+    finally:
+        for path in missing:
+            try:
+                os.rmdir(path)
+            except OSError:  # not created after all, or no longer empty
+                pass
 
 
 def build_archive(
@@ -111,6 +124,7 @@ def export_policy(
     """
     model_dir = os.path.join(export_dir, model_name)
     check_writable(model_dir)
+    os.makedirs(model_dir, exist_ok=True)  # the check created it and removed it again
     final = os.path.join(model_dir, str(next_version(model_dir)))
     tmp = tempfile.mkdtemp(prefix=".export-", dir=model_dir)
     try:

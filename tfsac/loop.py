@@ -8,7 +8,6 @@ import dataclasses
 import glob
 import json
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -86,12 +85,6 @@ def _holds_a_run(run_dir: str) -> bool:
     return any(os.path.exists(os.path.join(run_dir, name)) for name in names)
 
 
-def _remove_if_empty(directory: str) -> None:
-    """Removes `directory` when it holds no files (empty subfolders allowed)."""
-    if all(not files for _, _, files in os.walk(directory)):
-        shutil.rmtree(directory, ignore_errors=True)
-
-
 def write_json(path: str, data: Dict) -> None:
     """Writes JSON atomically (temp file + rename) so readers never see half a file."""
     tmp = path + ".tmp"
@@ -145,70 +138,64 @@ class Trainer:
                 f"run directory {self.run_dir!r} already holds a run; continue it with "
                 "--resume or choose another run directory"
             )
-        existed = os.path.exists(self.run_dir)
         check_writable(self.run_dir)
-        try:
-            self.model_name = config.model_name or default_model_name(config.env_id)
-            if export:
-                check_writable(os.path.join(config.export_dir, self.model_name))
+        self.model_name = config.model_name or default_model_name(config.env_id)
+        if export:
+            check_writable(os.path.join(config.export_dir, self.model_name))
 
-            if config.deterministic:
-                tf.config.experimental.enable_op_determinism()
-            keras.utils.set_random_seed(config.seed)  # Python, numpy and TF global seeds
-            kw = config.env_kwargs
-            self.eval_env = make_env(config.env_id, env_kwargs=kw)  # checks the id and spaces
-            self.spec = env_spec(config.env_id, self.eval_env)
-            self.env = make_vector_env(config.env_id, config.num_envs, config.vector_mode, kw)
-            self.writer = (
-                tf.summary.create_file_writer(os.path.join(self.run_dir, "tensorboard"))
-                if config.tensorboard
-                else None
-            )
-            self.learner = SACLearner(
-                self.spec.obs_dim, self.spec.action_dim, config, actor_fn, critic_fn
-            )
-            self.buffer = ReplayBuffer(
-                config.buffer_size, self.spec.obs_dim, self.spec.action_dim, config.seed
-            )
-            self.checkpointer = Checkpointer(
-                os.path.join(self.run_dir, "checkpoints"), self.learner, config.keep_checkpoints
-            )
-            self.action_rng = np.random.default_rng(config.seed)
-            self.lr_schedule = parse_schedule(config.lr_schedule)
-            self.lr_factor = 1.0
-            # Loop state; everything here goes into checkpoints.
-            self.step = 0
-            self.episodes = 0
-            self.pending_env_steps = 0  # learning-phase env steps not yet paid for in updates
-            # The current collection phase (train_freq env steps or episodes_per_rollout
-            # episodes): its env steps and finished episodes.
-            self.rollout_steps = 0
-            self.rollout_episodes = 0
-            self.recent_returns: collections.deque = collections.deque(maxlen=10)
-            self.recent_lengths: collections.deque = collections.deque(maxlen=10)
-            self.evaluations: List[Dict] = []
-            self.elapsed_before = 0.0  # wall time of earlier sessions of this run
-            # Learning-phase throughput: env steps after learning_starts and their wall time
-            # (evaluations and checkpoint writes excluded), summed over a resumed run's sessions.
-            self.learning_steps = 0
-            self.learning_time_before = 0.0
-            self._learning_t0: Optional[float] = None
-            self._paused_time = 0.0
-            self.resumed_from = None
-            # The graph loop (config.graph_loop), built on its first use.
-            self._stretch = None
-            self._no_batches = np.zeros(
-                (0, config.batch_size, self.buffer.storage.shape[1]), np.float32
-            )
-            if resume:
-                self._restore_latest()
-            # A resume of a finished run trains nothing (see run) and keeps its config.json.
-            if self.step < config.total_steps or not os.path.exists(self._summary_path()):
-                write_json(os.path.join(self.run_dir, "config.json"), config.to_dict())
-        except BaseException:
-            if not existed:  # leave no empty run directory behind a failed start
-                _remove_if_empty(self.run_dir)
-            raise
+        if config.deterministic:
+            tf.config.experimental.enable_op_determinism()
+        keras.utils.set_random_seed(config.seed)  # Python, numpy and TF global seeds
+        kw = config.env_kwargs
+        self.eval_env = make_env(config.env_id, env_kwargs=kw)  # checks the id and spaces
+        self.spec = env_spec(config.env_id, self.eval_env)
+        self.env = make_vector_env(config.env_id, config.num_envs, config.vector_mode, kw)
+        self.learner = SACLearner(
+            self.spec.obs_dim, self.spec.action_dim, config, actor_fn, critic_fn
+        )
+        self.buffer = ReplayBuffer(
+            config.buffer_size, self.spec.obs_dim, self.spec.action_dim, config.seed
+        )
+        self.checkpointer = Checkpointer(
+            os.path.join(self.run_dir, "checkpoints"), self.learner, config.keep_checkpoints
+        )
+        self.writer = (
+            tf.summary.create_file_writer(os.path.join(self.run_dir, "tensorboard"))
+            if config.tensorboard
+            else None
+        )
+        self.action_rng = np.random.default_rng(config.seed)
+        self.lr_schedule = parse_schedule(config.lr_schedule)
+        self.lr_factor = 1.0
+        # Loop state; everything here goes into checkpoints.
+        self.step = 0
+        self.episodes = 0
+        self.pending_env_steps = 0  # learning-phase env steps not yet paid for in updates
+        # The current collection phase (train_freq env steps or episodes_per_rollout
+        # episodes): its env steps and finished episodes.
+        self.rollout_steps = 0
+        self.rollout_episodes = 0
+        self.recent_returns: collections.deque = collections.deque(maxlen=10)
+        self.recent_lengths: collections.deque = collections.deque(maxlen=10)
+        self.evaluations: List[Dict] = []
+        self.elapsed_before = 0.0  # wall time of earlier sessions of this run
+        # Learning-phase throughput: env steps after learning_starts and their wall time
+        # (evaluations and checkpoint writes excluded), summed over a resumed run's sessions.
+        self.learning_steps = 0
+        self.learning_time_before = 0.0
+        self._learning_t0: Optional[float] = None
+        self._paused_time = 0.0
+        self.resumed_from = None
+        # The graph loop (config.graph_loop), built on its first use.
+        self._stretch = None
+        self._no_batches = np.zeros(
+            (0, config.batch_size, self.buffer.storage.shape[1]), np.float32
+        )
+        if resume:
+            self._restore_latest()
+        # A resume of a finished run trains nothing (see run) and keeps its config.json.
+        if self.step < config.total_steps or not os.path.exists(self._summary_path()):
+            write_json(os.path.join(self.run_dir, "config.json"), config.to_dict())
 
     # ------------------------------------------------------------------ state
     def _loop_state(self, elapsed: float) -> Dict:

@@ -14,6 +14,7 @@ from conftest import REPO_ROOT
 
 from tfsac import SACConfig, TfsacError, Trainer
 from tfsac import checkpointing as checkpointing_module
+from tfsac.evaluation import checkpoint_policy
 from tfsac.loop import NonFiniteError
 
 METRICS = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
@@ -157,6 +158,9 @@ def test_resume_without_a_readable_checkpoint_index_is_refused(tmp_path):
         # Starting over would overwrite ckpt-100; the run must stop instead.
         with pytest.raises(TfsacError, match="cannot tell which checkpoint.*latest"):
             Trainer(_config(tmp_path / "run", total_steps=200), export=False, resume=True)
+        # Evaluating the run's latest checkpoint says the same, not "no checkpoint".
+        with pytest.raises(TfsacError, match="cannot tell which checkpoint.*latest"):
+            checkpoint_policy(str(tmp_path / "run"))
     assert (tmp_path / "run" / "checkpoints" / "ckpt-100.index").exists()
 
 

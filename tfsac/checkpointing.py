@@ -15,6 +15,7 @@ leaves `latest` pointing at a complete checkpoint; orphans are removed by the ne
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -24,7 +25,7 @@ from typing import Dict, Optional
 import numpy as np
 import tensorflow as tf
 
-from tfsac.errors import TfsacError
+from tfsac.errors import TfsacError, first_line
 from tfsac.learner import SACLearner
 from tfsac.replay import FIELDS, ReplayBuffer
 
@@ -99,6 +100,18 @@ class Checkpointer:
     def latest(self) -> Optional[str]:
         return self.manager.latest_checkpoint
 
+    def latest_to_restore(self) -> Optional[str]:
+        """`latest`, or None when the directory holds no checkpoint; raises TfsacError when
+        it holds checkpoints but its index file, which names the latest, is missing or
+        unreadable (starting over would overwrite them)."""
+        prefix = self.latest
+        if prefix is None and glob.glob(os.path.join(self.directory, "ckpt-*")):
+            raise TfsacError(
+                f"cannot tell which checkpoint in {self.directory!r} is the latest: its "
+                "'checkpoint' index file is missing or unreadable"
+            )
+        return prefix
+
     @staticmethod
     def extra_dir(prefix: str) -> str:
         return prefix + ".extra"
@@ -165,8 +178,7 @@ class Checkpointer:
         try:
             self.checkpoint.restore(prefix).expect_partial()
         except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first}") from None
+            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}") from None
 
     def restore(self, prefix: str, buffer: ReplayBuffer) -> Dict:
         """Restores learner and buffer from `prefix`; returns the saved loop state."""
@@ -174,8 +186,7 @@ class Checkpointer:
         try:
             self.checkpoint.restore(prefix).assert_consumed()
         except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first}") from None
+            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}") from None
         replay = state["replay"]
         if replay["capacity"] != buffer.capacity:
             raise TfsacError(

@@ -114,9 +114,10 @@ def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, D
     env.close()
     learner = SACLearner(spec.obs_dim, spec.action_dim, config)
     checkpointer = Checkpointer(os.path.join(run_dir, "checkpoints"), learner)
-    if checkpointer.latest is None:
+    prefix = checkpointer.latest_to_restore()
+    if prefix is None:
         raise TfsacError(f"no checkpoint in {run_dir!r}/checkpoints")
-    checkpointer.restore_learner(checkpointer.latest)
+    checkpointer.restore_learner(prefix)
 
     def policy(obs):
         unit = learner.act(obs, deterministic=not stochastic)

@@ -29,7 +29,7 @@ from absl import logging
 
 from tfsac.distributions import squash_bijector
 from tfsac.envs import EnvSpec
-from tfsac.errors import TfsacError
+from tfsac.errors import TfsacError, first_line
 
 METADATA_FILE = "tfsac_metadata.json"
 
@@ -139,7 +139,7 @@ def export_policy(
             json.dump(metadata, f, indent=2)
         os.rename(tmp, final)
     except (OSError, tf.errors.OpError) as e:  # OpError: TF's own writes (e.g. a full disk)
-        raise TfsacError(f"cannot export the SavedModel to {final!r}: {_first_line(e)}") from None
+        raise TfsacError(f"cannot export the SavedModel to {final!r}: {first_line(e)}") from None
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
@@ -154,9 +154,4 @@ def load_policy(path: str):
         return tf.saved_model.load(path)
     # IndexError: a truncated variables file ("Read less bytes than requested").
     except (OSError, ValueError, IndexError, tf.errors.OpError) as e:
-        raise TfsacError(f"cannot load the SavedModel at {path!r}: {_first_line(e)}") from None
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+        raise TfsacError(f"cannot load the SavedModel at {path!r}: {first_line(e)}") from None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
-import glob
 import json
 import os
 import signal
@@ -215,13 +214,7 @@ class Trainer:
         }
 
     def _restore_latest(self) -> None:
-        prefix = self.checkpointer.latest
-        if prefix is None and glob.glob(os.path.join(self.checkpointer.directory, "ckpt-*")):
-            # Starting over would overwrite those checkpoints.
-            raise TfsacError(
-                f"cannot tell which checkpoint in {self.checkpointer.directory!r} is the "
-                "latest: its 'checkpoint' index file is missing or unreadable"
-            )
+        prefix = self.checkpointer.latest_to_restore()
         if prefix is None:
             logging.info("no checkpoint in %s: starting a new run", self.run_dir)
             self._truncate_progress(0)  # rows of an earlier session that saved no checkpoint

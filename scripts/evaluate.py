@@ -17,9 +17,16 @@ flags.DEFINE_string("saved_model", None, "A SavedModel version folder exported b
 flags.DEFINE_string("run_dir", None, "A run directory: its latest checkpoint is used.")
 flags.DEFINE_string("env", None, "Env id (default: the one the policy was trained on).")
 flags.DEFINE_string("env_kwargs", None, "JSON keyword arguments for gymnasium.make.")
-flags.DEFINE_integer("episodes", 10, "Episodes to run.")
+flags.DEFINE_integer(
+    "episodes", None, "Episodes to run (default: as many as the run's evaluations, else 10)."
+)
 flags.DEFINE_bool("stochastic", False, "Sample actions instead of the deterministic mean.")
-flags.DEFINE_integer("seed", 0, "Seed of the first episode's reset.")
+flags.DEFINE_integer(
+    "seed",
+    None,
+    "Seed of the first episode's reset (default: the seed of the run's final evaluation, so "
+    "that a deterministic evaluation repeats the return in its summary.json; else 0).",
+)
 flags.DEFINE_string("video_dir", None, "Record every episode as an MP4 in this folder.")
 FLAGS = flags.FLAGS
 
@@ -29,7 +36,7 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     if (FLAGS.saved_model is None) == (FLAGS.run_dir is None):
         fail("give exactly one of --saved_model and --run_dir")
-    if FLAGS.episodes <= 0:
+    if FLAGS.episodes is not None and FLAGS.episodes <= 0:
         fail(f"--episodes must be positive, got {FLAGS.episodes}")
     if FLAGS.video_dir and os.path.exists(FLAGS.video_dir) and not os.path.isdir(FLAGS.video_dir):
         fail(f"--video_dir {FLAGS.video_dir!r} is a file, not a folder")
@@ -50,13 +57,15 @@ def main(argv):
             else info.get("env_kwargs") or {}
         )
         evaluation.check_env_fits(env_id, env_kwargs, info)
+        seed = FLAGS.seed if FLAGS.seed is not None else info.get("eval_seed", 0)
+        episodes = FLAGS.episodes or info.get("eval_episodes") or 10
         if FLAGS.video_dir:
             returns = evaluation.record_video(
-                env_id, policy, FLAGS.video_dir, "eval", FLAGS.episodes, FLAGS.seed, env_kwargs
+                env_id, policy, FLAGS.video_dir, "eval", episodes, seed, env_kwargs
             )
         else:
             env = tfsac.make_env(env_id, env_kwargs=env_kwargs)
-            returns = evaluation.run_episodes(env, policy, FLAGS.episodes, seed=FLAGS.seed)
+            returns = evaluation.run_episodes(env, policy, episodes, seed=seed)
             env.close()
     except tfsac.TfsacError as e:
         fail(str(e))
@@ -65,14 +74,28 @@ def main(argv):
     mode = "stochastic" if FLAGS.stochastic else "deterministic"
     print(
         f"{env_id}: return {np.mean(returns):.1f} +- {np.std(returns):.1f} "
-        f"over {len(returns)} {mode} episodes"
+        f"over {len(returns)} {mode} episodes from seed {seed}"
     )
+    repeats_final = (
+        "eval_seed" in info
+        and seed == info["eval_seed"]
+        and episodes == info.get("eval_episodes", episodes)
+        and env_id == info.get("env_id")
+        and FLAGS.env_kwargs is None
+        and not FLAGS.stochastic
+    )
+    if repeats_final:
+        print(
+            f"  the training run's final evaluation (same seed, episodes and env) returned "
+            f"{info['eval_return_mean']:.1f}"
+        )
     result = {
         "env": env_id,
         "episodes": len(returns),
         "stochastic": FLAGS.stochastic,
         "return_mean": float(np.mean(returns)),
         "return_std": float(np.std(returns)),
+        "seed": seed,
         "returns": returns,
         "video_dir": FLAGS.video_dir,
     }

@@ -27,7 +27,7 @@ def main(argv):
     tfsac = import_tfsac()  # TF is imported only once the flags are known to be good.
     config = config_from_flags(tfsac)
     try:
-        result = tfsac.train(config, resume=FLAGS.resume)
+        result = tfsac.train(config, export=FLAGS.export, resume=FLAGS.resume)
     except tfsac.Interrupted as e:
         fail(str(e), code=128 + e.signum)
     except tfsac.NonFiniteError as e:
@@ -35,7 +35,26 @@ def main(argv):
     except tfsac.TfsacError as e:
         fail(str(e))
     print(f"summary: {os.path.join(result.run_dir, 'summary.json')}")
+    if result.saved_model_path is None:
+        print("saved_model: none (--export=false)")
+        return
+    if not os.path.isdir(result.saved_model_path):  # a finished run's, since removed
+        print(f"saved_model: {result.saved_model_path} (no longer there)")
+        return
+    model_dir, version = os.path.split(result.saved_model_path)
+    versions = sorted(int(n) for n in os.listdir(model_dir) if n.isdigit())
+    served = versions[-1]
+    if int(version) != served:
+        note = f"version {served}, not this one"
+    elif len(versions) > 1:
+        note = f"so this one replaces version {versions[-2]}"
+    else:
+        note = "this one"
     print(f"saved_model: {result.saved_model_path}")
+    print(
+        f"  version {version} of {model_dir} (versions there: {', '.join(map(str, versions))}); "
+        f"TF Serving serves the highest: {note}. --export=false trains without exporting."
+    )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -129,22 +130,56 @@ def test_resume_refuses_incompatible_config(tmp_path):
         Trainer(_config(tmp_path / "run", variant="v1"), resume=True)
 
 
-def test_corrupt_checkpoint_is_one_clear_error(tmp_path):
-    _run(tmp_path / "run", total_steps=100)
-    ckpt = tmp_path / "run" / "checkpoints"
-    data = next(p for p in ckpt.iterdir() if ".data-" in p.name)
+def _snapshot(folder):
+    """Every path under `folder` with its bytes (None for folders)."""
+    return {p: (p.read_bytes() if p.is_file() else None) for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("finished") / "run"
+    _run(run_dir, total_steps=100)
+    return run_dir
+
+
+def _damage_index(run_dir):
+    (run_dir / "checkpoints" / "checkpoint").write_text("garbage {{{")
+
+
+def _damage_data(run_dir):
+    data = next(p for p in (run_dir / "checkpoints").iterdir() if ".data-" in p.name)
     data.write_bytes(data.read_bytes()[:100])
-    with pytest.raises(TfsacError, match="cannot be restored"):
-        Trainer(_config(tmp_path / "run"), resume=True)
 
 
-def test_new_run_into_a_used_run_dir_is_refused_and_changes_nothing(tmp_path):
-    _run(tmp_path / "run", total_steps=100)
-    before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
-    with pytest.raises(TfsacError, match="already holds a run; continue it with --resume"):
-        Trainer(_config(tmp_path / "run", total_steps=200), export=False)
-    after = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
-    assert after == before
+@pytest.mark.parametrize(
+    "resume, overrides, damage, message",
+    [
+        (False, {"total_steps": 200}, None, "already holds a run; continue it with --resume"),
+        (True, {"env_id": "MountainCarContinuous-v0"}, None, "env_id"),
+        (True, {"hidden_sizes": (32, 32)}, None, "hidden_sizes"),
+        (True, {"buffer_size": 20_000}, None, "buffer_size"),
+        (True, {"total_steps": 200}, _damage_index, "cannot tell which checkpoint"),
+        (True, {"total_steps": 200}, _damage_data, "cannot be restored"),
+    ],
+)
+def test_a_refused_start_changes_nothing_in_the_run_dir(
+    tmp_path, finished_run, resume, overrides, damage, message
+):
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    if damage is not None:
+        damage(run_dir)
+    before = _snapshot(run_dir)
+    with pytest.raises(TfsacError, match=message):
+        Trainer(_config(run_dir, **overrides), export=False, resume=resume)
+    assert _snapshot(run_dir) == before
+
+
+def test_a_start_refused_for_its_export_dir_leaves_no_run_dir(tmp_path):
+    (tmp_path / "blocker").write_text("a file where a folder should be")
+    with pytest.raises(TfsacError, match="cannot write"):
+        Trainer(_config(tmp_path / "run", export_dir=str(tmp_path / "blocker" / "models")))
+    assert not (tmp_path / "run").exists()
 
 
 def test_resume_without_a_readable_checkpoint_index_is_refused(tmp_path):

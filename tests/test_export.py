@@ -51,6 +51,23 @@ def test_layout_and_metadata(exported):
     assert [n for n in os.listdir(os.path.dirname(path))] == ["1"]  # no temp folders left
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_export_follows_the_umask(exported, tmp_path, umask):
+    learner, _ = exported
+    previous = os.umask(umask)
+    try:
+        path = export_policy(learner.actor, SPEC, str(tmp_path), "perm", {"env_id": "Test-v0"})
+    finally:
+        os.umask(previous)
+    # Every folder and file as readable as the umask allows (a TF Serving container running
+    # as another user reads them), the version folder included.
+    for root, _dirs, files in os.walk(path):
+        assert os.stat(root).st_mode & 0o777 == 0o777 & ~umask, root
+        for name in files:
+            mode = os.stat(os.path.join(root, name)).st_mode & 0o777
+            assert mode == 0o666 & ~umask, name
+
+
 @pytest.mark.parametrize("batch", [1, 64])
 def test_signatures_match_in_process_policy(exported, batch):
     learner, path = exported

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -32,12 +33,23 @@ def test_tiny_run_writes_summary_and_servable_export(tmp_path):
             "--seed=3",
             "--run_dir=run",
             "--export_dir=exports",
+            "--progress_bar=true",
         ],
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     assert "step 300/300" in proc.stderr and "steps/s" in proc.stderr  # progress shown
+    # tfsac's lines only: no TF checkpoint timings, PyOpenGL notices or C++ start-up lines.
+    for noise in ("Sharding callback", "OpenGL_accelerate", "cuInit", "cpu_feature_guard"):
+        assert noise not in proc.stderr, noise
+    # Log lines go above the progress bar: each starts a line, none follows the bar's text.
+    headers = list(re.finditer(r"[IWE]\d{4} \d\d:\d\d:\d\d", proc.stderr))
+    assert len(headers) >= 3 and "step/s]" in proc.stderr
+    for header in headers:
+        assert header.start() == 0 or proc.stderr[header.start() - 1] in "\r\n", header
+    # The last lines say which version was published and which one TF Serving serves.
+    assert "version 1 of" in proc.stdout and "TF Serving serves the highest" in proc.stdout
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     for key in (
         "env",
@@ -91,9 +103,14 @@ def test_tiny_run_writes_summary_and_servable_export(tmp_path):
         (["--buffer_size=-5"], "buffer_size"),
         (["--total_steps=100", "--learning_starts=500"], "learning_starts"),
         (["--total_steps=abc"], "total_steps"),
-        (["--alpha=often"], "--alpha"),
+        (["--alpha=often"], "alpha must be a float or 'auto'"),
         (["--hidden_sizes=64,x"], "hidden_sizes"),
         (["--export_dir=blocker/sub"], "cannot write"),
+        # A preset shortened with --total_steps alone says what else to change.
+        (
+            [f"--flagfile={REPO_ROOT}/scripts/presets/halfcheetah_v5.flags", "--total_steps=3000"],
+            "lower learning_starts too (e.g. --learning_starts=300)",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_line(tmp_path, args, message):
@@ -104,3 +121,35 @@ def test_bad_input_is_one_clear_line(tmp_path, args, message):
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("error: ") and message in lines[0], lines[0]
     assert not list(tmp_path.rglob("saved_model.pb"))
+
+
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py", "plot.py", "benchmark.py"])
+def test_help_lists_the_scripts_own_flags_and_exits_0(script):
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "scripts", script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    own = {
+        "train.py": ["--env=Pendulum-v1", "--total_steps=20000", "--export=true"],
+        "evaluate.py": ["--saved_model=", "--episodes=", "--video_dir="],
+        "plot.py": ["--run_dirs=", "--out=learning_curves.png"],
+        "benchmark.py": ["--steps=3200", "--peers=false", "--total_steps=20000"],
+    }[script]
+    for text in own:
+        assert text in proc.stdout, text
+    if script in ("train.py", "benchmark.py"):  # the training flags, grouped
+        for group in ("Environment:", "Optimisation:", "Entropy temperature:", "Run:"):
+            assert group in proc.stdout, group
+
+
+def test_export_false_trains_without_publishing(tmp_path):
+    args = ["--total_steps=200", "--learning_starts=100", "--hidden_sizes=16,16"]
+    args += ["--eval_every=200", "--eval_episodes=1", "--run_dir=run", "--export=false"]
+    proc = _run(args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "saved_model: none (--export=false)" in proc.stdout
+    assert not (tmp_path / "saved_models").exists()
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["saved_model_path"] is None

@@ -15,6 +15,7 @@ import tensorflow as tf
 from conftest import REPO_ROOT, tiny_config
 
 from tfsac import TfsacError, train
+from tfsac import plotting as plot_module
 from tfsac.plotting import plot_runs
 
 _config = tiny_config
@@ -163,6 +164,8 @@ def test_plot_from_several_seeds(tmp_path):
     with open(out, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(out) > 20_000
+    assert plot_module.legend_label("Pendulum-v1", 1) == "Pendulum-v1 (1 seed)"
+    assert plot_module.legend_label("Pendulum-v1", 2) == "Pendulum-v1 (2 seeds)"
     cli = subprocess.run(
         [
             sys.executable,
@@ -249,6 +252,17 @@ def test_evaluate_script_saved_model_checkpoint_and_video(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "over 1 stochastic episodes" in out.stdout
+    # With no --seed and --episodes, both sources repeat the run's final evaluation.
+    final = result.summary["evaluations"][-1]
+    for source in (f"--saved_model={result.saved_model_path}", f"--run_dir={result.run_dir}"):
+        out = subprocess.run(
+            [sys.executable, EVALUATE, source], capture_output=True, text=True, timeout=300
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+        assert (report["seed"], report["episodes"]) == (final["seed"], 1)
+        assert report["return_mean"] == pytest.approx(final["return_mean"], rel=1e-4)
+        assert "the training run's final evaluation" in out.stdout
     bad = subprocess.run(
         [sys.executable, EVALUATE, f"--saved_model={tmp_path / 'nope'}"],
         capture_output=True,

@@ -1,14 +1,52 @@
-"""The SAC configuration: one dataclass, validated before anything is built."""
+"""The SAC configuration: one dataclass, validated before anything is built.
+
+Every field carries its help text and help group in its metadata (`option`), so
+scripts/train.py's flags are generated from the fields: an option is written once.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 from typing import Any, Dict, Optional, Tuple
 
 from tfsac.errors import TfsacError
 from tfsac.schedules import parse_schedule
+
+# Help groups, in the order `--help` lists them.
+ENV = "Environment"
+COLLECT = "Budget and data collection"
+OPTIM = "Optimisation"
+ALPHA = "Entropy temperature"
+VARIANT = "Variants and exploration"
+NETS = "Networks"
+COMPILE = "Compilation"
+OUTPUT = "Evaluation, logging, outputs and checkpoints"
+GROUPS = (ENV, COLLECT, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT)
+
+
+def option(default, help: str, group: str, *, flag=None, choices=None, text=None):
+    """A config field with what its command-line flag needs: `help`, `group`, the flag's
+    name (default: the field's), `choices` for an enum, and `text`, the flag's default for
+    fields that also take a string form (parsed by SACConfig.__post_init__)."""
+    metadata = {"help": help, "group": group, "flag": flag, "choices": choices, "text": text}
+    if callable(default):
+        return dataclasses.field(default_factory=default, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _auto_or_float(name: str, value):
+    """None for 'auto' (case-insensitive), a float for a number or its string."""
+    if not isinstance(value, str):
+        return value
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise TfsacError(f"{name} must be a float or 'auto', got {value!r}") from None
 
 
 @dataclasses.dataclass
@@ -19,112 +57,177 @@ class SACConfig:
     """
 
     # Environment and seeding.
-    env_id: str = "Pendulum-v1"
-    seed: int = 0
-    # Keyword arguments for gymnasium.make (JSON-serialisable, kept in checkpoints).
-    env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    env_id: str = option(
+        "Pendulum-v1",
+        "gymnasium id; 'module:Id-v0' imports the module that registers it first",
+        ENV,
+        flag="env",
+    )
+    seed: int = option(0, "seeds the env, numpy and TF", ENV)
+    # JSON-serialisable (kept in checkpoints and the SavedModel's metadata).
+    env_kwargs: Dict[str, Any] = option(
+        dict,
+        "keyword arguments for gymnasium.make, a JSON object, e.g. '{\"max_episode_steps\": 500}'",
+        ENV,
+        text="{}",
+    )
+    num_envs: int = option(1, "env copies stepped together (a gymnasium vector env)", ENV)
+    vector_mode: str = option("sync", "how the env copies step", ENV, choices=("sync", "async"))
 
-    # Budget and data collection (Spinning Up's start_steps / update_every map onto
-    # learning_starts and train_freq = gradient_steps = k).
-    total_steps: int = 20_000
-    learning_starts: int = 1_000
-    train_freq: int = 1
-    # Updates per collection phase; -1: as many as env steps were collected in it.
-    gradient_steps: int = 1
-    # Collect whole episodes instead of train_freq env steps: the updates run after every
-    # `episodes_per_rollout` finished episodes (0: off; lightning_baselines3's option).
-    episodes_per_rollout: int = 0
-    buffer_size: int = 1_000_000
-    batch_size: int = 256
-    # Env copies stepped together (gymnasium vector env, "sync" or "async"). train_freq and
-    # gradient_steps count env steps, so the updates per env step stay the same for any n.
-    num_envs: int = 1
-    vector_mode: str = "sync"
+    # Budget and data collection. train_freq and gradient_steps count env steps, so the
+    # updates per env step stay the same for any num_envs.
+    total_steps: int = option(20_000, "env steps to train for", COLLECT)
+    learning_starts: int = option(1_000, "uniform-random env steps before updates start", COLLECT)
+    train_freq: int = option(1, "env steps per collection phase (updates follow each)", COLLECT)
+    gradient_steps: int = option(
+        1, "updates per collection phase (-1: one per env step collected)", COLLECT
+    )
+    episodes_per_rollout: int = option(
+        0, "collection phases of this many whole episodes instead (0: train_freq)", COLLECT
+    )
+    buffer_size: int = option(1_000_000, "replay capacity (transitions)", COLLECT)
+    batch_size: int = option(256, "minibatch size", COLLECT)
 
     # Optimisation.
-    learning_rate: float = 3e-4
-    # Per-part rates (None: learning_rate; `value` is v1's V network), and global-norm
-    # gradient clipping (None: off).
-    actor_learning_rate: Optional[float] = None
-    critic_learning_rate: Optional[float] = None
-    alpha_learning_rate: Optional[float] = None
-    value_learning_rate: Optional[float] = None
-    max_grad_norm: Optional[float] = None
-    # A factor on every learning rate over env steps (tfsac/schedules.py): 'constant',
-    # 'linear' (to 0 at total_steps) or 'piecewise:<step>:<factor>,...'.
-    lr_schedule: str = "constant"
-    gamma: float = 0.99
-    tau: float = 0.005
-    # Actor and alpha update every `policy_delay` critic updates (the notebook's
-    # policy_update_freq, CleanRL's policy_frequency); targets every target_update_interval.
-    policy_delay: int = 1
-    target_update_interval: int = 1
-    # Rewards are multiplied by this in the soft Bellman target (prt_rl's reward_scale).
-    reward_scale: float = 1.0
+    learning_rate: float = option(3e-4, "Adam rate of every part without its own", OPTIM)
+    actor_learning_rate: Optional[float] = option(None, "actor rate (default learning_rate)", OPTIM)
+    critic_learning_rate: Optional[float] = option(
+        None, "critic rate (default learning_rate)", OPTIM
+    )
+    alpha_learning_rate: Optional[float] = option(
+        None, "temperature rate (default learning_rate)", OPTIM
+    )
+    value_learning_rate: Optional[float] = option(
+        None, "v1's V-network rate (default learning_rate)", OPTIM
+    )
+    max_grad_norm: Optional[float] = option(
+        None, "clip actor, critic and V gradients to this global norm (default off)", OPTIM
+    )
+    # A factor on every learning rate over env steps (tfsac/schedules.py).
+    lr_schedule: str = option(
+        "constant", "constant | linear (to 0 at total_steps) | piecewise:<step>:<factor>,...", OPTIM
+    )
+    gamma: float = option(0.99, "discount factor", OPTIM)
+    tau: float = option(0.005, "Polyak coefficient of the target networks", OPTIM)
+    policy_delay: int = option(1, "critic updates per actor and temperature update", OPTIM)
+    target_update_interval: int = option(1, "critic updates per Polyak update", OPTIM)
+    reward_scale: float = option(1.0, "rewards are multiplied by this in the TD target", OPTIM)
 
     # Entropy temperature: a fixed `alpha`, or learned (alpha=None) from `initial_alpha`
-    # towards `target_entropy` (None means -dim(A)).
-    alpha: Optional[float] = None
-    initial_alpha: float = 1.0
-    target_entropy: Optional[float] = None
-    # Optimise log-alpha (True) or alpha itself (False, prt_rl's use_log_entropy=False).
-    use_log_alpha: bool = True
+    # towards `target_entropy` (None means -dim(A)). The strings 'auto' and 'auto_<x>'
+    # (learned, starting at x) are accepted, as SB3's ent_coef accepts them.
+    alpha: Optional[float] = option(
+        None,
+        "a fixed entropy coefficient, 'auto' (learned from initial_alpha) or 'auto_<x>' "
+        "(learned from x)",
+        ALPHA,
+        text="auto",
+    )
+    initial_alpha: float = option(1.0, "starting alpha when it is learned", ALPHA)
+    target_entropy: Optional[float] = option(
+        None,
+        "entropy target of the learned alpha: a float, or 'auto' = -dim(A)",
+        ALPHA,
+        text="auto",
+    )
+    use_log_alpha: bool = option(True, "optimise log-alpha (true) or alpha itself", ALPHA)
 
-    # 'v2': twin Q networks with target Q networks (arXiv:1812.05905, the default);
+    # 'v2': twin Q networks with target Q networks (arXiv:1812.05905);
     # 'v1': the original SAC with a state-value network V and a target V (arXiv:1801.01290).
-    variant: str = "v2"
-
-    # gSDE, generalized state-dependent exploration (Raffin et al. 2021, arXiv:2005.05719):
-    # exploration noise eps(s) = z(s) @ E with z(s) the actor's last hidden features and E
-    # ~ N(0, exp(log_std)^2) resampled at each collection phase's start and every
-    # `sde_sample_freq` env steps (-1: only then); `log_std_init` starts the learned
-    # [features, action_dim] log-std matrix; `use_sde_at_warmup` explores with gSDE instead
-    # of uniform actions before learning_starts.
-    use_sde: bool = False
-    sde_sample_freq: int = -1
-    use_sde_at_warmup: bool = False
-    log_std_init: float = -3.0
+    variant: str = option(
+        "v2", "v2: twin Q + target Q; v1: the original SAC with V", VARIANT, choices=("v1", "v2")
+    )
+    # gSDE (arXiv:2005.05719): exploration noise z(s) @ E, z(s) the actor's last hidden
+    # features, E ~ N(0, exp(log_std)^2) resampled at each collection phase's start and every
+    # `sde_sample_freq` env steps (-1: only then).
+    use_sde: bool = option(False, "gSDE: generalized state-dependent exploration", VARIANT)
+    sde_sample_freq: int = option(
+        -1, "gSDE: new noise every N env steps (-1: once per collection phase)", VARIANT
+    )
+    use_sde_at_warmup: bool = option(
+        False, "gSDE instead of uniform actions before learning_starts", VARIANT
+    )
+    log_std_init: float = option(-3.0, "gSDE: initial log-std of the noise matrix", VARIANT)
 
     # Networks.
-    hidden_sizes: Tuple[int, ...] = (256, 256)
-    num_critics: int = 2
-    # DroQ-style critics (layer normalisation, dropout), for gradient_steps > 1.
-    critic_layer_norm: bool = False
-    critic_dropout: float = 0.0
-    log_std_min: float = -20.0
-    log_std_max: float = 2.0
+    hidden_sizes: Tuple[int, ...] = option((256, 256), "hidden layer sizes, e.g. 256,256", NETS)
+    num_critics: int = option(2, "Q networks (the target takes their minimum)", NETS)
+    # DroQ-style critics, for gradient_steps > 1.
+    critic_layer_norm: bool = option(False, "layer normalisation in the critics (DroQ)", NETS)
+    critic_dropout: float = option(0.0, "dropout rate in the critics (DroQ uses 0.01)", NETS)
+    log_std_min: float = option(-20.0, "lower clip of the policy's log-std", NETS)
+    log_std_max: float = option(2.0, "upper clip of the policy's log-std", NETS)
 
-    # Compilation: XLA on the update step and on action selection. `deterministic` turns
-    # on TF op determinism: the same seed then gives the same run, bit for bit, on CPU.
-    jit_compile: bool = True
-    deterministic: bool = False
-    # Drive the env loop from one TF graph call per stretch of env steps (the env steps
-    # through tf.numpy_function, the updates and actions are the same compiled calls)
-    # instead of one eager call per step: the same run, less per-step dispatch. False
-    # steps the envs from the calling thread (for envs that must run there).
-    graph_loop: bool = True
+    # Compilation. `deterministic` turns on TF op determinism: the same seed then gives the
+    # same run, bit for bit, on a CPU.
+    jit_compile: bool = option(True, "compile the update and action selection with XLA", COMPILE)
+    deterministic: bool = option(
+        False, "TF op determinism: the same seed gives the same run (CPU)", COMPILE
+    )
+    # False steps the envs from the calling thread (for envs that must run there).
+    graph_loop: bool = option(
+        True,
+        "run stretches of env steps inside one TF graph call (less per-step dispatch); "
+        "false steps the envs from the main thread",
+        COMPILE,
+    )
 
     # Evaluation, logging and outputs.
-    eval_every: int = 5_000
-    eval_episodes: int = 10
-    log_every: int = 1_000
-    # A video of one deterministic episode every `video_every` evaluations (0: never),
-    # in <run_dir>/videos.
-    video_every: int = 0
-    # Progress bar on stderr: None means on when stderr is a terminal.
-    progress_bar: Optional[bool] = None
-    tensorboard: bool = True
-    run_dir: Optional[str] = None
-    export_dir: str = "saved_models"
-    model_name: Optional[str] = None
+    eval_every: int = option(5_000, "env steps between deterministic evaluations", OUTPUT)
+    eval_episodes: int = option(10, "episodes per evaluation", OUTPUT)
+    log_every: int = option(1_000, "env steps between progress lines", OUTPUT)
+    video_every: int = option(
+        0, "record one episode every N evaluations to <run_dir>/videos (0: never)", OUTPUT
+    )
+    # None: on when stderr is a terminal.
+    progress_bar: Optional[bool] = option(
+        None, "progress bar on stderr: auto (in a terminal), true or false", OUTPUT, text="auto"
+    )
+    tensorboard: bool = option(True, "TensorBoard summaries in <run_dir>/tensorboard", OUTPUT)
+    run_dir: Optional[str] = option(
+        None, "run directory (default runs/<model_name>-seed<seed>-<time>)", OUTPUT
+    )
+    export_dir: str = option(
+        "saved_models", "SavedModels go to <export_dir>/<model_name>/<n>", OUTPUT
+    )
+    model_name: Optional[str] = option(
+        None, "model name under export_dir (default from env)", OUTPUT
+    )
 
-    # Checkpoints under <run_dir>/checkpoints: every `checkpoint_every` env steps (0: only
-    # at the end and on SIGINT/SIGTERM), keeping the last `keep_checkpoints`.
-    checkpoint_every: int = 5_000
-    keep_checkpoints: int = 3
+    # Checkpoints under <run_dir>/checkpoints (also at the end and on SIGINT/SIGTERM).
+    checkpoint_every: int = option(5_000, "env steps between checkpoints (0: end only)", OUTPUT)
+    keep_checkpoints: int = option(3, "how many recent checkpoints to keep", OUTPUT)
 
     def __post_init__(self):
-        self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+        """Turns the string forms that flags and JSON carry into the fields' types."""
+        try:
+            self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+        except (TypeError, ValueError):
+            raise TfsacError(f"hidden_sizes must be integers, got {self.hidden_sizes!r}") from None
+        if isinstance(self.alpha, str) and self.alpha.strip().lower().startswith("auto_"):
+            text = self.alpha.strip()[5:]
+            try:
+                self.alpha, self.initial_alpha = None, float(text)
+            except ValueError:
+                raise TfsacError(
+                    f"alpha must be a float, 'auto' or 'auto_<float>', got {self.alpha!r}"
+                ) from None
+        self.alpha = _auto_or_float("alpha", self.alpha)
+        self.target_entropy = _auto_or_float("target_entropy", self.target_entropy)
+        if isinstance(self.progress_bar, str):
+            text = self.progress_bar.strip().lower()
+            if text not in ("auto", "true", "false"):
+                raise TfsacError(
+                    f"progress_bar must be auto, true or false, got {self.progress_bar!r}"
+                )
+            self.progress_bar = {"auto": None, "true": True, "false": False}[text]
+        if isinstance(self.env_kwargs, str):
+            try:
+                self.env_kwargs = json.loads(self.env_kwargs)
+            except ValueError as e:
+                raise TfsacError(f"env_kwargs is not valid JSON ({e}): {self.env_kwargs}") from None
+            if not isinstance(self.env_kwargs, dict):
+                raise TfsacError(f"env_kwargs must be a JSON object, got {self.env_kwargs!r}")
 
     @property
     def learned_alpha(self) -> bool:
@@ -216,7 +319,8 @@ class SACConfig:
         if self.learning_starts > self.total_steps:
             raise TfsacError(
                 f"learning_starts ({self.learning_starts}) is larger than total_steps "
-                f"({self.total_steps}): no update would ever run"
+                f"({self.total_steps}): no update would ever run; for a short run lower "
+                f"learning_starts too (e.g. --learning_starts={self.total_steps // 10})"
             )
         if self.batch_size > self.buffer_size:
             raise TfsacError(

@@ -129,7 +129,19 @@ def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, D
         action_low=list(spec.action_low),
         action_high=list(spec.action_high),
     )
+    evaluations = checkpointer.read_state(prefix).get("evaluations") or []
+    if evaluations:  # the checkpoint's last evaluation, for scripts/evaluate.py to repeat
+        info.update(
+            eval_seed=final_eval_seed(config.seed, evaluations),
+            eval_return_mean=evaluations[-1]["return_mean"],
+        )
     return policy, info
+
+
+def final_eval_seed(seed: int, evaluations: List[Dict]) -> int:
+    """The seed of the last of a run's `evaluations` (runs before it was recorded seeded
+    evaluation k with seed + 100 + k)."""
+    return evaluations[-1].get("seed", seed + 100 + len(evaluations) - 1)
 
 
 def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:

@@ -47,6 +47,12 @@ def next_version(model_dir: str) -> int:
     return max(versions, default=0) + 1
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it; set back at once
+    os.umask(mask)
+    return mask
+
+
 def check_writable(directory: str) -> None:
     """Raises TfsacError unless `directory` can be created and written to. Leaves no trace:
     the folders it creates for the check are removed again (a start that fails later must
@@ -137,6 +143,10 @@ def export_policy(
             logging.set_verbosity(verbosity)
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=2)
+        # mkdtemp makes the folder private (0700); the version folder must be as readable
+        # as any other folder the process makes (a TF Serving container running as another
+        # user reads it).
+        os.chmod(tmp, 0o777 & ~_umask())
         os.rename(tmp, final)
     except (OSError, tf.errors.OpError) as e:  # OpError: TF's own writes (e.g. a full disk)
         raise TfsacError(f"cannot export the SavedModel to {final!r}: {first_line(e)}") from None

@@ -28,6 +28,7 @@ from tfsac.errors import TfsacError
 from tfsac.evaluation import record_video, run_episodes
 from tfsac.export import check_writable, default_model_name, export_policy
 from tfsac.learner import ACT, NO_ACTION, RESET, RESET_AND_ACT, UPDATE_AND_ACT, SACLearner
+from tfsac.logs import lines_above
 from tfsac.replay import ReplayBuffer
 from tfsac.schedules import parse_schedule
 
@@ -158,11 +159,6 @@ class Trainer:
         self.checkpointer = Checkpointer(
             os.path.join(self.run_dir, "checkpoints"), self.learner, config.keep_checkpoints
         )
-        self.writer = (
-            tf.summary.create_file_writer(os.path.join(self.run_dir, "tensorboard"))
-            if config.tensorboard
-            else None
-        )
         self.action_rng = np.random.default_rng(config.seed)
         self.lr_schedule = parse_schedule(config.lr_schedule)
         self.lr_factor = 1.0
@@ -192,6 +188,12 @@ class Trainer:
         )
         if resume:
             self._restore_latest()
+        # Created only once the start can no longer be refused: it writes an event file.
+        self.writer = (
+            tf.summary.create_file_writer(os.path.join(self.run_dir, "tensorboard"))
+            if config.tensorboard
+            else None
+        )
         # A resume of a finished run trains nothing (see run) and keeps its config.json.
         if self.step < config.total_steps or not os.path.exists(self._summary_path()):
             write_json(os.path.join(self.run_dir, "config.json"), config.to_dict())
@@ -323,11 +325,15 @@ class Trainer:
         unit = self.learner.act(obs, deterministic=True)
         return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)
 
-    def evaluate(self, episodes: int) -> List[float]:
-        """Deterministic episodes (the squashed mean action) on the evaluation env."""
+    def _eval_seed(self) -> int:
         # Seeded by the eval count, so a resumed run evaluates on the same starts.
-        seed = self.config.seed + 100 + len(self.evaluations)
-        return run_episodes(self.eval_env, self._policy, episodes, seed=seed)
+        return self.config.seed + 100 + len(self.evaluations)
+
+    def evaluate(self, episodes: int) -> List[float]:
+        """Deterministic episodes (the squashed mean action) on the evaluation env; the
+        first reset is seeded with the next evaluation's seed (recorded with it, so that
+        scripts/evaluate.py can repeat it)."""
+        return run_episodes(self.eval_env, self._policy, episodes, seed=self._eval_seed())
 
     def _record_video(self) -> None:
         cfg = self.config
@@ -350,6 +356,7 @@ class Trainer:
 
     def _evaluate_and_record(self) -> None:
         t0 = time.perf_counter()
+        seed = self._eval_seed()
         returns = self.evaluate(self.config.eval_episodes)
         if self._learning_t0 is not None:
             self._paused_time += time.perf_counter() - t0
@@ -358,6 +365,7 @@ class Trainer:
                 "step": self.step,
                 "return_mean": float(np.mean(returns)),
                 "return_std": float(np.std(returns)),
+                "seed": seed,
             }
         )
         self._summaries(
@@ -676,7 +684,11 @@ class Trainer:
         self._episode_returns = np.zeros(n)
         self._episode_lengths = np.zeros(n, np.int64)
         next_action = None
-        with _StopSignals() as self._stop, self._progress_bar() as self._bar:
+        with (
+            _StopSignals() as self._stop,
+            self._progress_bar() as self._bar,
+            lines_above(self._bar),
+        ):
             while self.step < cfg.total_steps:
                 if self._random_step():
                     action = None
@@ -749,6 +761,9 @@ class Trainer:
                 "action_low": list(spec.action_low),
                 "action_high": list(spec.action_high),
                 "eval_return_mean": final["return_mean"],
+                # What scripts/evaluate.py needs to repeat the final evaluation.
+                "eval_seed": final["seed"],
+                "eval_episodes": cfg.eval_episodes,
             }
             saved_model_path = os.path.abspath(
                 export_policy(

@@ -22,6 +22,10 @@ PANELS = (
 )
 
 
+def legend_label(env: str, seeds: int) -> str:
+    return f"{env} ({seeds} seed{'s' if seeds != 1 else ''})"
+
+
 def read_run(run_dir: str) -> Dict:
     """A run's env, seed and curves: {name: (steps, values)}."""
     try:
@@ -99,7 +103,7 @@ def plot_runs(run_dirs: Sequence[str], out_path: str, title: str = "") -> str:
             steps, mean, std = _mean_std(series)
             if not len(steps):  # the runs share no step of this curve
                 continue
-            ax.plot(steps, mean, label=f"{env} ({len(series)} seeds)")
+            ax.plot(steps, mean, label=legend_label(env, len(series)))
             ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
         ax.set_title(label)
         ax.set_xlabel("env steps")

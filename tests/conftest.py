@@ -91,18 +91,3 @@ if COUNTER_ENV_ID not in gym.registry:
 @pytest.fixture
 def counter_env_id():
     return COUNTER_ENV_ID
-
-
-def graph_requests(trainer):
-    """Records what the graph loop runs after each env step: returns a list that fills with
-    (learner mode, env step count, gradient steps) as `trainer` runs."""
-    requests = []
-    env_step = trainer._graph_env_step
-
-    def recorded(action):
-        out = env_step(action)
-        requests.append((int(out[2]), trainer.step, len(out[1])))
-        return out
-
-    trainer._graph_env_step = recorded  # the graph is built on first use, from the instance
-    return requests

@@ -11,10 +11,10 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+import tensorflow as tf
 from conftest import REPO_ROOT
 
 from tfsac import SACConfig, TfsacError, Trainer
-from tfsac import checkpointing as checkpointing_module
 from tfsac.evaluation import checkpoint_policy
 from tfsac.loop import NonFiniteError
 
@@ -50,25 +50,16 @@ def _run(run_dir, resume=False, **kw):
 
 
 def _all_variables(trainer):
-    learner = trainer.learner
-    optional = (
-        learner.target_critic,
-        learner.value,
-        learner.target_value,
-        learner.value_optimizer,
-    )
-    return [
-        *learner.actor.variables,
-        *learner.critic.variables,
-        *(v for part in optional if part is not None for v in part.variables),
-        *learner.actor_optimizer.variables,
-        *learner.critic_optimizer.variables,
-        *learner.alpha_optimizer.variables,
-        learner.log_alpha,
-        learner.update_rng.state,
-        learner.act_rng.state,
-        *([] if learner.exploration is None else [learner.exploration]),
-    ]
+    """Every variable a checkpoint holds (RNGs as their state), in a fixed order."""
+    variables = []
+    for _, obj in sorted(trainer.learner.checkpoint_objects().items()):
+        if isinstance(obj, tf.random.Generator):
+            variables.append(obj.state)
+        elif isinstance(obj, tf.Variable):
+            variables.append(obj)
+        else:
+            variables.extend(obj.variables)
+    return variables
 
 
 def _assert_same_state(a, b):
@@ -100,20 +91,20 @@ def test_resume_restores_everything_exactly(tmp_path, options):
     reference.checkpointer.restore(
         os.path.join(tmp_path / "full", "checkpoints", "ckpt-100"), reference.buffer
     )
-    assert resumed.step == 100 and resumed.resumed_from.endswith("ckpt-100")
+    assert resumed.loop.step == 100 and resumed.resumed_from.endswith("ckpt-100")
     _assert_same_state(resumed, reference)
     for name in ("observation", "action", "reward", "next_observation", "terminated"):
         np.testing.assert_array_equal(
             getattr(resumed.buffer, name)[:100], getattr(reference.buffer, name)[:100]
         )
-    assert int(resumed.learner.critic_optimizer.iterations.numpy()) == 0  # 100 <= starts
+    assert int(resumed.learner.sac.critic_optimizer.iterations.numpy()) == 0  # 100 <= starts
     resumed.run()
-    assert resumed.step == 200
+    assert resumed.loop.step == 200
     # The history continues: the split run evaluated at its end (100), then 150 and 200.
     assert [e["step"] for e in resumed.evaluations] == [100, 150, 200]
     assert (
-        int(resumed.learner.critic_optimizer.iterations.numpy())
-        == int(full.learner.critic_optimizer.iterations.numpy())
+        int(resumed.learner.sac.critic_optimizer.iterations.numpy())
+        == int(full.learner.sac.critic_optimizer.iterations.numpy())
         == 100
     )
     progress = (tmp_path / "split" / "progress.csv").read_text().splitlines()
@@ -212,16 +203,16 @@ def test_resuming_a_finished_run_keeps_its_config(tmp_path):
 
 def test_full_disk_keeps_previous_checkpoint(tmp_path, monkeypatch):
     trainer = Trainer(_config(tmp_path / "run", total_steps=300), export=False)
-    real_save = checkpointing_module._save_array
+    real_save = np.save
     calls = {"n": 0}
 
-    def failing_save(path, array):
+    def failing_save(file, array, *args, **kwargs):  # a disk that fills up
         calls["n"] += 1
-        if calls["n"] > 5:  # the first checkpoint (5 arrays) succeeds
+        if calls["n"] > 5:  # the first checkpoint (5 replay arrays) succeeds
             raise OSError(28, "No space left on device")
-        real_save(path, array)
+        real_save(file, array, *args, **kwargs)
 
-    monkeypatch.setattr(checkpointing_module, "_save_array", failing_save)
+    monkeypatch.setattr(np, "save", failing_save)
     with pytest.raises(
         TfsacError,
         match="No space left on device.*ckpt-100 is kept|"
@@ -230,7 +221,7 @@ def test_full_disk_keeps_previous_checkpoint(tmp_path, monkeypatch):
         trainer.run()
     monkeypatch.undo()
     resumed = Trainer(_config(tmp_path / "run"), export=False, resume=True)
-    assert resumed.step == 100
+    assert resumed.loop.step == 100
     assert not [n for n in os.listdir(tmp_path / "run" / "checkpoints") if n.startswith(".tmp")]
 
 
@@ -266,7 +257,7 @@ def test_nan_reward_stops_with_step_and_keeps_checkpoint(tmp_path):
     assert (
         Trainer(
             _config(tmp_path / "run", env_id="tfsac-test/NaNReward-v0"), export=False, resume=True
-        ).step
+        ).loop.step
         == 100
     )
 

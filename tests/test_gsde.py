@@ -4,11 +4,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import graph_requests, tiny_config
+from conftest import tiny_config
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, Trainer, export_policy, load_policy
 from tfsac.distributions import unit_to_bounds
-from tfsac.learner import ACT, RESET, RESET_AND_ACT, UPDATE_AND_ACT
 
 
 def _learner(num_envs=1, **kw):
@@ -102,9 +101,8 @@ def test_update_trains_the_log_std_matrix():
     assert not np.array_equal(learner.actor.log_std.numpy(), before)
 
 
-@pytest.mark.parametrize("graph_loop", [False, True], ids=["eager-loop", "graph-loop"])
 @pytest.mark.parametrize("at_warmup", [False, True])
-def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_warmup, graph_loop):
+def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_warmup):
     cfg = tiny_config(
         tmp_path,
         "Pendulum-v1",
@@ -113,28 +111,19 @@ def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_war
         sde_sample_freq=2,
         train_freq=4,
         gradient_steps=4,
-        graph_loop=graph_loop,
     )
     trainer = Trainer(cfg, export=False)
     learner, calls = trainer.learner, []
     acted = []
-    requests = graph_requests(trainer) if graph_loop else []
     reset, fused = learner.reset_noise, learner.update_and_act
-    learner.reset_noise = lambda: (calls.append(("reset", trainer.step)), reset())[1]
-    learner.update_and_act = lambda *a: (calls.append(("update", trainer.step)), fused(*a))[1]
+    learner.reset_noise = lambda: (calls.append(("reset", trainer.loop.step)), reset())[1]
+    learner.update_and_act = lambda *a: (calls.append(("update", trainer.loop.step)), fused(*a))[1]
     act = learner.act
     learner.act = lambda obs, deterministic=False: (
-        acted.append(trainer.step) if not deterministic else None,
+        acted.append(trainer.loop.step) if not deterministic else None,
         act(obs, deterministic),
     )[1]
     trainer.run()
-    for mode, step, _ in requests:  # what the graph loop ran in place of the calls above
-        if mode in (RESET, RESET_AND_ACT):
-            calls.append(("reset", step))
-        if mode == UPDATE_AND_ACT:
-            calls.append(("update", step))
-        if mode in (ACT, RESET_AND_ACT):
-            acted.append(step)
     # 40 steps, learning from step 21: a phase ends every 4 env steps (before learning,
     # explicitly; after, inside the update call) and the noise is redrawn 2 steps into it.
     phases = [("reset", s) for s in (4, 8, 12, 16, 20)] + [

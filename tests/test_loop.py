@@ -6,7 +6,7 @@ import os
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import tiny_config
+from conftest import REPO_ROOT, docs_example, tiny_config
 
 from tfsac import TfsacError, train
 
@@ -45,7 +45,7 @@ def test_learning_phase_updates_and_writes_summary(tmp_path, counter_env_id):
     assert [e["step"] for e in summary["evaluations"]] == [30, 60]
     assert summary["eval_return_mean"] == summary["evaluations"][-1]["return_mean"]
     assert os.path.isfile(os.path.join(summary["saved_model_path"], "saved_model.pb"))
-    assert int(result.learner.critic_optimizer.iterations.numpy()) == 40
+    assert int(result.learner.sac.critic_optimizer.iterations.numpy()) == 40
     assert [r["step"] for r in records] == [20, 40, 60]
     assert "critic_loss" in records[-1] and "critic_loss" not in records[0]
 
@@ -87,7 +87,7 @@ def test_vector_envs_keep_true_successors_and_update_ratio(tmp_path, counter_env
     episode, t_next = np.divmod(next_obs, 10)
     np.testing.assert_array_equal(terminated, ((episode % 2 == 0) & (t_next == 3)).astype(float))
     # One gradient step per env step after learning_starts, whatever num_envs is.
-    assert int(result.learner.critic_optimizer.iterations.numpy()) == 40
+    assert int(result.learner.sac.critic_optimizer.iterations.numpy()) == 40
     assert result.summary["episodes"] >= 14
 
 
@@ -96,85 +96,33 @@ def test_num_envs_must_divide_total_steps(tmp_path, counter_env_id):
         train(_config(tmp_path, counter_env_id, num_envs=3, total_steps=40))
 
 
-def _run_state(trainer):
-    """Everything a run leaves behind: variables, optimizer slots, replay rows, evals."""
-    result = trainer.run()
-    learner, buf = trainer.learner, result.buffer
-    arrays = [v.numpy() for v in learner.trainable_state()]
-    arrays += [v.numpy() for v in learner.critic_optimizer.variables]
-    arrays += [v.numpy() for v in learner.actor_optimizer.variables]
-    arrays.append(buf.storage[: len(buf)].copy())
-    return arrays, result.summary["evaluations"], trainer.lr_factor
+class _HalfReward(gym.RewardWrapper):
+    def reward(self, reward):
+        return 0.5 * reward
 
 
-@pytest.mark.parametrize(
-    "kw",
-    [
-        # Several env copies, a learning-rate schedule (new rates in the graph), episodes
-        # ending at the 200-step time limit.
-        dict(num_envs=2, lr_schedule="linear"),
-        # gSDE: new noise without an update (warm-up and mid-phase), updates every 4 steps.
-        dict(use_sde=True, sde_sample_freq=6, train_freq=4, gradient_steps=2),
-    ],
-    ids=["envs2-linear-rates", "gsde"],
-)
-def test_graph_loop_runs_exactly_the_eager_loop(tmp_path, kw):
-    from tfsac import Trainer
-
-    def trainer(graph_loop, name):
-        cfg = tiny_config(
-            tmp_path,
-            "Pendulum-v1",
-            name=name,
-            total_steps=300,
-            learning_starts=60,
-            eval_every=150,
-            log_every=70,
-            checkpoint_every=100,
-            deterministic=True,
-            graph_loop=graph_loop,
-            **kw,
-        )
-        return Trainer(cfg, export=False)
-
-    (graph, graph_evals, graph_rates), (eager, eager_evals, eager_rates) = (
-        _run_state(trainer(True, "graph")),
-        _run_state(trainer(False, "eager")),
-    )
-    assert len(graph) == len(eager)
-    for x, y in zip(graph, eager, strict=True):
-        np.testing.assert_array_equal(x, y)
-    assert graph_evals == eager_evals and graph_rates == eager_rates
-    if "lr_schedule" in kw:  # the rates moved inside the graph, as in the eager loop
-        assert graph_rates < 0.9
+def _wrapped_pendulum():
+    return _HalfReward(gym.make("Pendulum-v1", max_episode_steps=50))
 
 
-@pytest.mark.parametrize("seconds, stretches", [(1e9, 3), (0.0, 400)])
-def test_graph_loop_runs_many_steps_per_call(tmp_path, monkeypatch, seconds, stretches):
-    from tfsac import Trainer, loop
+def test_train_takes_an_env_factory(tmp_path):
+    cfg = tiny_config(tmp_path, "ignored-when-env_fn-is-given", total_steps=100, eval_every=100)
+    result = train(cfg, env_fn=_wrapped_pendulum)
+    # The wrapped env ran: 50-step episodes, halved rewards (Pendulum's are in [-16.3, 0]).
+    assert result.summary["episodes"] == 2
+    assert -0.5 * 16.3 * 50 <= result.summary["eval_return_mean"] <= 0
+    # The run names the env it trained on (config.json, summary, SavedModel metadata).
+    assert result.summary["env"] == "Pendulum-v1"
+    with open(os.path.join(result.saved_model_path, "tfsac_metadata.json")) as f:
+        assert json.load(f)["env_id"] == "Pendulum-v1"
 
-    calls = {"stretches": 0, "steps": 0}
-    run_stretch, env_step = loop.Trainer._run_stretch, loop.Trainer._graph_env_step
 
-    def counted(name, fn):
-        def wrapper(*args):
-            calls[name] += 1
-            return fn(*args)
-
-        return wrapper
-
-    monkeypatch.setattr(loop.Trainer, "_run_stretch", counted("stretches", run_stretch))
-    monkeypatch.setattr(loop.Trainer, "_graph_env_step", counted("steps", env_step))
-    monkeypatch.setattr(loop, "STRETCH_SECONDS", seconds)
-    cfg = tiny_config(
-        tmp_path, "Pendulum-v1", total_steps=400, learning_starts=50, log_every=200, eval_every=400
-    )
-    Trainer(cfg, export=False).run()
-    # Every env step went through the graph. Stretches end after the session's first update
-    # (step 51, the throughput clock starts there), at the log lines (200 and 400) and at
-    # the evaluation and the end (400), and after STRETCH_SECONDS.
-    assert calls["steps"] == 400
-    assert calls["stretches"] == stretches
+def test_an_env_factory_that_makes_no_env_is_one_clear_error(tmp_path):
+    cfg = tiny_config(tmp_path, "Pendulum-v1")
+    with pytest.raises(TfsacError, match="env_fn is a str, not a gymnasium.Env"):
+        train(cfg, env_fn=lambda: "not an env")
+    with pytest.raises(TfsacError, match="cannot make env_fn: ValueError: no simulator"):
+        train(cfg, env_fn=lambda: (_ for _ in ()).throw(ValueError("no simulator")))
 
 
 class _FailingEnv(gym.Env):
@@ -198,7 +146,16 @@ class _FailingEnv(gym.Env):
 gym.register("tfsac-test/Failing-v0", entry_point=_FailingEnv, max_episode_steps=1000)
 
 
-def test_env_error_inside_the_graph_loop_is_raised_as_itself(tmp_path):
+def test_an_env_error_is_raised_as_itself(tmp_path):
     cfg = tiny_config(tmp_path, "tfsac-test/Failing-v0", total_steps=200, learning_starts=20)
     with pytest.raises(RuntimeError, match="^simulator diverged$"):
         train(cfg, export=False)
+
+
+def test_readme_env_factory_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # it writes runs/ under the current directory
+    namespace = {}
+    exec(docs_example(os.path.join(REPO_ROOT, "README.md")), namespace)
+    summary = namespace["result"].summary
+    assert summary["env"] == "Pendulum-v1" and summary["episodes"] == 10  # 100-step episodes
+    assert -0.1 * 16.3 * 100 <= summary["eval_return_mean"] <= 0  # rewards scaled by 0.1

@@ -38,7 +38,7 @@ def test_entropy_coefficient_forms(value, alpha, initial):
     assert (config.alpha, config.initial_alpha) == (alpha, initial)
     learner = SACLearner(3, 1, config)
     assert float(learner.alpha) == pytest.approx(alpha or initial)
-    assert learner.log_alpha.trainable == (alpha is None)
+    assert learner.sac.temperature.log_alpha.trainable == (alpha is None)
 
 
 def test_separate_learning_rates_and_clipping():
@@ -49,11 +49,11 @@ def test_separate_learning_rates_and_clipping():
         "--hidden_sizes=8",
     )
     learner = SACLearner(3, 1, config)
-    assert float(learner.actor_optimizer.learning_rate) == pytest.approx(1e-3)
-    assert float(learner.critic_optimizer.learning_rate) == pytest.approx(5e-4)
-    assert float(learner.alpha_optimizer.learning_rate) == pytest.approx(1e-3)
-    assert learner.critic_optimizer.global_clipnorm == 0.5
-    assert learner.actor_optimizer.global_clipnorm == 0.5
+    assert float(learner.sac.actor_optimizer.learning_rate) == pytest.approx(1e-3)
+    assert float(learner.sac.critic_optimizer.learning_rate) == pytest.approx(5e-4)
+    assert float(learner.sac.temperature.optimizer.learning_rate) == pytest.approx(1e-3)
+    assert learner.sac.critic_optimizer.global_clipnorm == 0.5
+    assert learner.sac.actor_optimizer.global_clipnorm == 0.5
 
 
 def test_clipped_update_moves_like_adam_and_stays_finite():
@@ -101,10 +101,10 @@ def test_policy_delay_updates_actor_and_alpha_every_k_critic_steps():
     log_alphas = []
     for _ in range(4):
         metrics = learner.update(_batch())
-        log_alphas.append(float(learner.log_alpha.numpy()))
-    assert int(learner.critic_optimizer.iterations.numpy()) == 4
-    assert int(learner.actor_optimizer.iterations.numpy()) == 2
-    assert int(learner.alpha_optimizer.iterations.numpy()) == 2
+        log_alphas.append(float(learner.sac.temperature.log_alpha.numpy()))
+    assert int(learner.sac.critic_optimizer.iterations.numpy()) == 4
+    assert int(learner.sac.actor_optimizer.iterations.numpy()) == 2
+    assert int(learner.sac.temperature.optimizer.iterations.numpy()) == 2
     # Alpha moves on critic updates 2 and 4 only.
     assert log_alphas[0] == 0.0 and log_alphas[1] != 0.0
     assert log_alphas[2] == log_alphas[1] and log_alphas[3] != log_alphas[2]
@@ -178,13 +178,13 @@ def test_linear_schedule_decays_rates_during_training(tmp_path):
     trainer.run()
     learner = trainer.learner
     # Last update at step 100 of 100: factor 0.
-    assert float(learner.critic_optimizer.learning_rate) == pytest.approx(0.0, abs=1e-9)
+    assert float(learner.sac.critic_optimizer.learning_rate) == pytest.approx(0.0, abs=1e-9)
     # A resumed run takes its rates from its own config and step, not the checkpoint's.
     cfg2 = tiny_config(tmp_path, "Pendulum-v1", total_steps=200, **schedule)
     resumed = Trainer(cfg2, export=False, resume=True)
-    assert resumed.step == 100
-    assert float(resumed.learner.critic_optimizer.learning_rate) == pytest.approx(5e-4)
-    assert float(resumed.learner.alpha_optimizer.learning_rate) == pytest.approx(5e-3)
+    assert resumed.loop.step == 100
+    assert float(resumed.learner.sac.critic_optimizer.learning_rate) == pytest.approx(5e-4)
+    assert float(resumed.learner.sac.temperature.optimizer.learning_rate) == pytest.approx(5e-3)
 
 
 def test_alpha_optimised_directly():
@@ -201,44 +201,47 @@ def test_alpha_optimised_directly():
             hidden_sizes=(8,), use_log_alpha=False, initial_alpha=0.5, alpha_learning_rate=0.1
         ),
     )
-    assert learner.alpha_value is not None and float(learner.alpha) == 0.5
+    assert learner.sac.temperature.variable.name.startswith("alpha")
+    assert float(learner.alpha) == 0.5
     before = float(learner.alpha)
     metrics = learner.update(_batch(g=5))
     after = float(learner.alpha)
     assert metrics["finite"] and after != before and after >= 1e-8
-    assert float(learner.log_alpha.numpy()) == pytest.approx(np.log(0.5))  # unused here
+    assert float(learner.sac.temperature.log_alpha.numpy()) == pytest.approx(
+        np.log(0.5)
+    )  # unused here
 
 
-@pytest.mark.parametrize("graph_loop", [False, True], ids=["eager-loop", "graph-loop"])
 @pytest.mark.parametrize("gradient_steps, expected", [(-1, [6, 7, 7, 7]), (3, [3] * 4)])
 def test_episodes_per_rollout_updates_after_whole_episodes(
-    tmp_path, counter_env_id, gradient_steps, expected, graph_loop
+    tmp_path, counter_env_id, gradient_steps, expected
 ):
-    from conftest import graph_requests, tiny_config
+    from conftest import tiny_config
 
-    from tfsac import Trainer
-    from tfsac.learner import UPDATE_AND_ACT
+    from tfsac import UpdateSchedule, train
 
     # CounterEnv episodes last 3, 4, 3, 4, ... steps: pairs end at steps 7, 14, 21, 28, 35.
+    episode_ends = set(np.cumsum([3, 4] * 6).tolist())
+    schedule = UpdateSchedule(
+        learning_starts=8, episodes_per_rollout=2, gradient_steps=gradient_steps
+    )
+    calls = []
+    for step in range(1, 41):
+        _, due = schedule.after_env_step(step - 1, step, int(step in episode_ends))
+        calls += [(step, due)] if due else []
+    # The pair ending at step 7 is all warmup; the next holds 14 - 8 = 6 learning steps;
+    # steps 36-40 finish no pair, so they get no update.
+    assert calls == list(zip([14, 21, 28, 35], expected, strict=True))
+    # The training loop runs exactly these updates.
     cfg = tiny_config(
         tmp_path,
         counter_env_id,
         learning_starts=8,
         episodes_per_rollout=2,
         gradient_steps=gradient_steps,
-        graph_loop=graph_loop,
     )
-    trainer = Trainer(cfg, export=False)
-    calls = []
-    update = trainer._update
-    trainer._update = lambda due, obs: (calls.append((trainer.step, due)), update(due, obs))[1]
-    requests = graph_requests(trainer) if graph_loop else []
-    trainer.run()
-    calls += [(step, due) for mode, step, due in requests if mode == UPDATE_AND_ACT]
-    # The pair ending at step 7 is all warmup; the next holds 14 - 8 = 6 learning steps;
-    # steps 36-40 finish no pair, so they get no update.
-    assert calls == list(zip([14, 21, 28, 35], expected, strict=True))
-    assert int(trainer.learner.critic_optimizer.iterations.numpy()) == sum(expected)
+    result = train(cfg, export=False)
+    assert int(result.learner.sac.critic_optimizer.iterations.numpy()) == sum(expected)
 
 
 def test_new_option_flags_reach_the_config():
@@ -260,7 +263,7 @@ def test_new_option_flags_reach_the_config():
         -1,
     )
     learner = SACLearner(3, 1, config.validate())
-    assert float(learner.value_optimizer.learning_rate) == pytest.approx(1e-3)
+    assert float(learner.sac.critic_target.optimizer.learning_rate) == pytest.approx(1e-3)
     np.testing.assert_allclose(learner.actor.log_std.numpy(), -2.0)
 
 
@@ -282,14 +285,58 @@ def test_bad_collection_and_variant_settings(kw, message):
 def test_v1_updates_value_networks_and_not_without_updates():
     learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), variant="v1", tau=0.5))
     assert learner.target_critic is None
-    value_before = [v.numpy().copy() for v in learner.value.trainable_variables]
-    target_before = [v.numpy().copy() for v in learner.target_value.trainable_variables]
+    value_before = [v.numpy().copy() for v in learner.sac.critic_target.value.trainable_variables]
+    target_before = [
+        v.numpy().copy() for v in learner.sac.critic_target.target_value.trainable_variables
+    ]
     learner.act(np.ones((2, 3), np.float32))  # acting changes nothing
-    for v, before in zip(learner.value.trainable_variables, value_before, strict=True):
+    for v, before in zip(
+        learner.sac.critic_target.value.trainable_variables, value_before, strict=True
+    ):
         np.testing.assert_array_equal(v.numpy(), before)
     metrics = learner.update(_batch(g=2))
     assert metrics["finite"] and metrics["value_loss"] > 0
-    for v, before in zip(learner.value.trainable_variables, value_before, strict=True):
+    for v, before in zip(
+        learner.sac.critic_target.value.trainable_variables, value_before, strict=True
+    ):
         assert not np.array_equal(v.numpy(), before)
-    for v, before in zip(learner.target_value.trainable_variables, target_before, strict=True):
+    for v, before in zip(
+        learner.sac.critic_target.target_value.trainable_variables, target_before, strict=True
+    ):
         assert not np.array_equal(v.numpy(), before)
+
+
+def options_table() -> str:
+    """docs/options.md's table of every option, rendered from SACConfig's fields."""
+    import dataclasses
+
+    from tfsac.config import GROUPS
+
+    rows = ["| flag (field) | default | meaning |", "| --- | --- | --- |"]
+    for group in GROUPS:
+        rows.append(f"| **{group}** | | |")
+        for field in dataclasses.fields(SACConfig):
+            meta = field.metadata
+            if meta["group"] != group:
+                continue
+            flag = meta["flag"] or field.name
+            name = f"`--{flag}`" + ("" if flag == field.name else f" (`{field.name}`)")
+            default = field.default_factory() if callable(field.default_factory) else field.default
+            if meta["text"] is not None:
+                default = meta["text"]
+            elif isinstance(default, tuple):
+                default = ",".join(map(str, default))
+            elif isinstance(default, bool) or default is None:
+                default = str(default).lower()
+            rows.append(f"| {name} | `{default}` | {meta['help']} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_options_doc_lists_every_config_field():
+    from conftest import REPO_ROOT
+
+    with open(os.path.join(REPO_ROOT, "docs", "options.md")) as f:
+        doc = f.read()
+    start = doc.index("<!-- options table -->\n") + len("<!-- options table -->\n")
+    table = doc[start : doc.index("<!-- end of options table -->")]
+    assert table == options_table(), "docs/options.md's table should read:\n" + options_table()

@@ -47,12 +47,12 @@ def test_empty_buffer_refuses_to_sample():
         ReplayBuffer(4, 1, 1).sample(2)
 
 
-def test_add_batch_wraps_like_single_adds():
+def test_adding_many_rows_wraps_like_single_adds():
     one, many = ReplayBuffer(5, 2, 1), ReplayBuffer(5, 2, 1)
     _fill(one, range(7))
     values = np.arange(7, dtype=np.float32)
     for chunk in (values[:3], values[3:6], values[6:]):
-        many.add_batch(
+        many.add(
             np.stack([chunk, -chunk], 1),
             chunk[:, None] / 10,
             chunk,

@@ -68,26 +68,7 @@ class Checkpointer:
     def __init__(self, directory: str, learner: SACLearner, max_to_keep: int = 3):
         self.directory = directory
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
-        optional = {
-            "target_critic": learner.target_critic,
-            "alpha": learner.alpha_value,
-            "value": learner.value,
-            "target_value": learner.target_value,
-            "value_optimizer": learner.value_optimizer,
-            "exploration": learner.exploration,
-        }
-        self.checkpoint = tf.train.Checkpoint(
-            actor=learner.actor,
-            critic=learner.critic,
-            actor_optimizer=learner.actor_optimizer,
-            critic_optimizer=learner.critic_optimizer,
-            alpha_optimizer=learner.alpha_optimizer,
-            log_alpha=learner.log_alpha,
-            update_rng=learner.update_rng,
-            act_rng=learner.act_rng,
-            step=self.step,
-            **{name: obj for name, obj in optional.items() if obj is not None},
-        )
+        self.checkpoint = tf.train.Checkpoint(step=self.step, **learner.checkpoint_objects())
         try:
             os.makedirs(directory, exist_ok=True)
         except OSError as e:

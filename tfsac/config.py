@@ -25,6 +25,8 @@ NETS = "Networks"
 COMPILE = "Compilation"
 OUTPUT = "Evaluation, logging, outputs and checkpoints"
 GROUPS = (ENV, COLLECT, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT)
+# Fields of earlier versions, ignored in the config.json of their runs.
+REMOVED_FIELDS = {"graph_loop"}
 
 
 def option(default, help: str, group: str, *, flag=None, choices=None, text=None):
@@ -53,7 +55,8 @@ def _auto_or_float(name: str, value):
 class SACConfig:
     """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905).
 
-    The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps.
+    The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps. (A long class:
+    one declaration per option, each with its help text.)
     """
 
     # Environment and seeding.
@@ -164,14 +167,6 @@ class SACConfig:
     deterministic: bool = option(
         False, "TF op determinism: the same seed gives the same run (CPU)", COMPILE
     )
-    # False steps the envs from the calling thread (for envs that must run there).
-    graph_loop: bool = option(
-        True,
-        "run stretches of env steps inside one TF graph call (less per-step dispatch); "
-        "false steps the envs from the main thread",
-        COMPILE,
-    )
-
     # Evaluation, logging and outputs.
     eval_every: int = option(5_000, "env steps between deterministic evaluations", OUTPUT)
     eval_episodes: int = option(10, "episodes per evaluation", OUTPUT)
@@ -244,6 +239,7 @@ class SACConfig:
 
     def validate(self) -> SACConfig:
         """Raises TfsacError naming the first bad field; returns self."""
+        # Long, but a flat list of one check per field (or pair of fields) reads best.
         positive_ints = (
             "total_steps",
             "train_freq",
@@ -365,3 +361,13 @@ class SACConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Dict[str, Any]) -> SACConfig:
+        """A config from `to_dict()`'s output (a run's config.json), including one written
+        by an earlier tfsac whose fields have since been removed."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(values) - known - REMOVED_FIELDS
+        if unknown:
+            raise TfsacError(f"unknown config fields: {', '.join(sorted(unknown))}")
+        return cls(**{k: v for k, v in values.items() if k in known})

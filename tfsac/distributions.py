@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import tensorflow as tf
 import tensorflow_probability as tfp
 
 tfd = tfp.distributions
@@ -28,6 +29,13 @@ def tanh_normal(loc, scale, low=None, high=None) -> tfd.TransformedDistribution:
     """
     base = tfd.Independent(tfd.Normal(loc, scale), reinterpreted_batch_ndims=1)
     return tfd.TransformedDistribution(base, squash_bijector(low, high))
+
+
+def policy_params(actor, observation, log_std_bounds):
+    """The actor's (mean, log_std) for `observation`, log_std clipped to `log_std_bounds`
+    (also for custom actors, whose log_std may be unbounded)."""
+    loc, log_std = actor(observation)
+    return loc, tf.clip_by_value(log_std, *log_std_bounds)
 
 
 def deterministic_action(loc, low=None, high=None):

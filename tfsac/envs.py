@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -52,39 +53,59 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
         raise TfsacError(f"environment {env_id!r} needs a missing module: {e}") from None
     except TypeError as e:
         raise TfsacError(f"environment {env_id!r} rejects its arguments: {e}") from None
-    check_action_space(env_id, env.action_space)
+    return _checked(env, env_id)
+
+
+def _checked(env: gym.Env, name: str) -> gym.Env:
+    check_action_space(name, env.action_space)
     if needs_flattening(env.observation_space):
         try:
             gym.spaces.flatdim(env.observation_space)
         except (NotImplementedError, TypeError, ValueError):
             env.close()
             raise TfsacError(
-                f"{env_id}: unsupported observation space {env.observation_space}"
+                f"{name}: unsupported observation space {env.observation_space}"
             ) from None
         env = gym.wrappers.FlattenObservation(env)
     return env
 
 
-def make_vector_env(
-    env_id: str, num_envs: int, mode: str = "sync", env_kwargs: Optional[dict] = None
-) -> gym.vector.VectorEnv:
-    """`num_envs` copies of `make_env(env_id)` stepped together ("sync" in this process,
-    "async" in one subprocess each), resetting finished copies in the same step and
-    reporting their true final observation in `info["final_obs"]`."""
-    if mode not in ("sync", "async"):
+EnvFn = Callable[[], gym.Env]
+
+
+def env_factory(env_id: str, env_kwargs: Optional[dict] = None) -> EnvFn:
+    """A picklable factory of `make_env(env_id, env_kwargs=env_kwargs)`."""
+    return functools.partial(make_env, env_id, env_kwargs=dict(env_kwargs or {}))
+
+
+def checked_env(env_fn: EnvFn, name: str = "the env factory's env") -> gym.Env:
+    """`env_fn()`, checked as `make_env` checks an id's env (continuous bounded actions,
+    observations SAC can flatten) and flattened where needed."""
+    try:
+        env = env_fn()
+    except TfsacError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a user's factory may raise anything
+        raise TfsacError(f"cannot make {name}: {type(e).__name__}: {e}") from None
+    if not isinstance(env, gym.Env):
+        raise TfsacError(f"{name} is a {type(env).__name__}, not a gymnasium.Env")
+    return _checked(env, name)
+
+
+def _flat_env_fn(env_fn: EnvFn) -> gym.Env:
+    return checked_env(env_fn)
+
+
+def make_vector_env(env_fn: EnvFn, num_envs: int, mode: str = "sync") -> gym.vector.VectorEnv:
+    """`num_envs` copies of `checked_env(env_fn)` stepped together ("sync" in this process,
+    "async" in one subprocess each: `env_fn` must then pickle), resetting finished copies
+    in the same step and reporting their true final observation in `info["final_obs"]`."""
+    vector_env = {"sync": gym.vector.SyncVectorEnv, "async": gym.vector.AsyncVectorEnv}.get(mode)
+    if vector_env is None:
         raise TfsacError(f"vector mode must be 'sync' or 'async', got {mode!r}")
-    probe = make_env(
-        env_id, env_kwargs=env_kwargs
-    )  # checks the id and the spaces once, with clear errors
-    flatten = isinstance(probe, gym.wrappers.FlattenObservation)
-    probe.close()
-    return gym.make_vec(
-        env_id,
-        num_envs=num_envs,
-        vectorization_mode=mode,
-        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
-        wrappers=[gym.wrappers.FlattenObservation] if flatten else None,
-        **(env_kwargs or {}),
+    return vector_env(
+        [functools.partial(_flat_env_fn, env_fn)] * num_envs,
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
 
 

@@ -106,8 +106,8 @@ def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, D
 
     try:
         with open(os.path.join(run_dir, "config.json")) as f:
-            config = SACConfig(**json.load(f))
-    except (OSError, ValueError, TypeError) as e:
+            config = SACConfig.from_dict(json.load(f))
+    except (OSError, ValueError, TypeError, TfsacError) as e:
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
     env = make_env(config.env_id, env_kwargs=config.env_kwargs)
     spec = env_spec(config.env_id, env)
@@ -168,3 +168,42 @@ def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
                 f"{env_id}'s actions (bounds {list(spec.action_low)} to "
                 f"{list(spec.action_high)}) are not the policy's ({low} to {high})"
             )
+
+
+class Evaluator:
+    """A training run's evaluations: deterministic episodes (the squashed mean action) of
+    the learner on an env of its own, evaluation k's first reset seeded with
+    `seed + 100 + k` (recorded with it, so that scripts/evaluate.py can repeat it, and a
+    resumed run evaluates on the same starts), and videos."""
+
+    def __init__(self, env: gym.Env, learner, spec, config):
+        self.env, self.learner, self.spec, self.config = env, learner, spec, config
+
+    def policy(self, obs: np.ndarray) -> np.ndarray:
+        from tfsac.distributions import unit_to_bounds
+
+        unit = self.learner.act(obs, deterministic=True)
+        return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)
+
+    def seed(self, count: int) -> int:
+        return self.config.seed + 100 + count
+
+    def evaluate(self, step: int, count: int) -> Dict:
+        """Evaluation number `count` (from 0) at env step `step`, as a history entry."""
+        seed = self.seed(count)
+        returns = run_episodes(self.env, self.policy, self.config.eval_episodes, seed=seed)
+        return {
+            "step": step,
+            "return_mean": float(np.mean(returns)),
+            "return_std": float(np.std(returns)),
+            "seed": seed,
+        }
+
+    def record_video(self, folder: str, step: int) -> None:
+        cfg = self.config
+        record_video(
+            cfg.env_id, self.policy, folder, f"step-{step}", 1, cfg.seed + 7, cfg.env_kwargs
+        )
+
+    def close(self) -> None:
+        self.env.close()

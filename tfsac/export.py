@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from tfsac.distributions import squash_bijector
+from tfsac.distributions import policy_params, squash_bijector
 from tfsac.envs import EnvSpec
 from tfsac.errors import TfsacError, first_line
 
@@ -95,9 +95,7 @@ def build_archive(
 
     @tf.function(input_signature=[obs_spec])
     def sample(observation):
-        loc, log_std = actor(observation)
-        # The learner's clip (SACLearner._policy_params), also for custom actors.
-        log_std = tf.clip_by_value(log_std, *log_std_bounds)
+        loc, log_std = policy_params(actor, observation, log_std_bounds)
         return {"action": to_bounds(loc + tf.exp(log_std) * tf.random.normal(tf.shape(loc)))}
 
     metadata_json = json.dumps(metadata, sort_keys=True)
@@ -112,6 +110,29 @@ def build_archive(
     archive.add_endpoint("sample", sample)
     archive.add_endpoint("metadata", metadata_fn)
     return archive
+
+
+def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
+    """What the SavedModel says about itself (tfsac_metadata.json, `metadata` signature):
+    the env, its spaces and bounds, how observations are flattened, the training, and what
+    scripts/evaluate.py needs to repeat the final evaluation."""
+    from tfsac import __version__
+
+    return {
+        "tfsac_version": __version__,
+        "env_id": config.env_id,
+        "env_kwargs": config.env_kwargs,
+        "training_steps": config.total_steps,
+        "observation_dim": spec.obs_dim,
+        "observation_space": spec.observation_space,
+        "observation_flattening": spec.observation_flattening,
+        "action_space": spec.action_space,
+        "action_low": list(spec.action_low),
+        "action_high": list(spec.action_high),
+        "eval_return_mean": final_evaluation["return_mean"],
+        "eval_seed": final_evaluation["seed"],
+        "eval_episodes": config.eval_episodes,
+    }
 
 
 def export_policy(

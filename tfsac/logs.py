@@ -89,3 +89,18 @@ def lines_above(bar):
         sys.stderr = original
         for handler in swapped:
             handler.stream = original
+
+
+def progress_bar(total: int, initial: int, enabled=None):
+    """A tqdm bar of env steps on stderr; `enabled` None means on in a terminal."""
+    import tqdm
+
+    enabled = sys.stderr.isatty() if enabled is None else enabled
+    return tqdm.tqdm(
+        total=total,
+        initial=initial,
+        disable=not enabled,
+        unit="step",
+        dynamic_ncols=True,
+        mininterval=0.5,
+    )

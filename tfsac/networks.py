@@ -271,6 +271,18 @@ def build_networks(
     else:
         critic = critic_fn(obs_dim, action_dim)
         target_critic = critic_fn(obs_dim, action_dim) if with_target else None
+    _check_outputs(actor, (critic, target_critic), obs_dim, action_dim)
+    if target_critic is not None:
+        for target, source in zip(
+            target_critic.trainable_variables, critic.trainable_variables, strict=True
+        ):
+            target.assign(source)
+    return actor, critic, target_critic
+
+
+def _check_outputs(actor, critics, obs_dim: int, action_dim: int) -> None:
+    """Builds the models on a dummy batch and checks the shapes of what they return (the
+    contracts of build_networks, which custom models must keep)."""
     obs = tf.zeros([3, obs_dim])
     act = tf.zeros([3, action_dim])
     outputs = actor(obs)
@@ -283,7 +295,7 @@ def build_networks(
             f"the actor must return (mean, log_std), each [batch, {action_dim}]; got "
             f"{[tuple(o.shape) for o in tf.nest.flatten(outputs)]}"
         )
-    for model in (critic, target_critic):
+    for model in critics:
         if model is None:
             continue
         q = model(obs, act)
@@ -291,9 +303,3 @@ def build_networks(
             raise TfsacError(
                 f"the critic must return Q values [n_critics >= 2, batch]; got {tuple(q.shape)}"
             )
-    if target_critic is not None:
-        for target, source in zip(
-            target_critic.trainable_variables, critic.trainable_variables, strict=True
-        ):
-            target.assign(source)
-    return actor, critic, target_critic

@@ -7,6 +7,8 @@ from typing import Dict, Mapping, Tuple
 import numpy as np
 
 FIELDS = ("observation", "action", "reward", "next_observation", "terminated")
+# One value per transition (the others are vectors).
+SCALAR_FIELDS = ("reward", "terminated")
 
 
 def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], ...]:
@@ -30,7 +32,7 @@ def pack_batch(batches: Mapping[str, np.ndarray]) -> np.ndarray:
     columns = []
     for name in FIELDS:
         value = np.asarray(batches[name], np.float32)
-        columns.append(value[..., None] if name in ("reward", "terminated") else value)
+        columns.append(value[..., None] if name in SCALAR_FIELDS else value)
     return np.concatenate(columns, axis=-1)
 
 
@@ -54,9 +56,7 @@ class ReplayBuffer:
         start = 0
         for name, w in self.layout:
             # Scalar fields are 1-D views, vector fields 2-D views of the same rows.
-            self._columns[name] = (
-                start if name in ("reward", "terminated") else slice(start, start + w)
-            )
+            self._columns[name] = start if name in SCALAR_FIELDS else slice(start, start + w)
             start += w
         for name, column in self._columns.items():
             setattr(self, name, self.storage[:, column])
@@ -68,17 +68,13 @@ class ReplayBuffer:
         return self.size
 
     def add(self, observation, action, reward, next_observation, terminated) -> None:
-        i = self.cursor
-        self.observation[i] = observation
-        self.action[i] = action
-        self.reward[i] = reward
-        self.next_observation[i] = next_observation
-        self.terminated[i] = float(terminated)
-        self.cursor = (i + 1) % self.capacity
-        self.size = min(self.size + 1, self.capacity)
-
-    def add_batch(self, observation, action, reward, next_observation, terminated) -> None:
-        """Adds N transitions (one per vector-env copy), rows in order."""
+        """Adds one transition, or N in order (one per vector-env copy: every argument with a
+        leading axis of N)."""
+        if np.ndim(reward) == 0:
+            observation, action, next_observation = (
+                np.asarray(x)[None] for x in (observation, action, next_observation)
+            )
+            reward, terminated = [reward], [terminated]
         n = len(reward)
         idx = (self.cursor + np.arange(n)) % self.capacity
         self.observation[idx] = observation

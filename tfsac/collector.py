@@ -1,0 +1,106 @@
+"""Env interaction: N env copies stepped with actions from any policy, transitions with
+their true successor observations, and episode statistics. Holds no learner: it is built
+from an env factory and runs wherever that factory can run."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from tfsac.distributions import unit_to_bounds
+from tfsac.envs import EnvFn, EnvSpec, make_vector_env
+
+
+@dataclasses.dataclass
+class Transitions:
+    """One env step of every copy, actions in [-1, 1]^d (the learner's units)."""
+
+    observation: np.ndarray
+    action: np.ndarray
+    reward: np.ndarray
+    next_observation: np.ndarray
+    terminated: np.ndarray
+    # (return, length) of each episode that ended in this step.
+    finished_episodes: List[tuple]
+
+    def first_nonfinite(self) -> Optional[str]:
+        """'reward (<value>)' or 'observation' for a NaN or Inf the env returned, else None."""
+        bad = ~np.isfinite(self.reward)
+        if bad.any():
+            return f"reward ({self.reward[bad][0]})"
+        if not np.all(np.isfinite(self.next_observation)):
+            return "observation"
+        return None
+
+    def as_tuple(self):
+        """The arguments of `ReplayBuffer.add`."""
+        return self.observation, self.action, self.reward, self.next_observation, self.terminated
+
+
+class Collector:
+    """Steps `num_envs` copies of `env_fn`'s env together.
+
+    `step(unit_action)` takes actions in [-1, 1]^d (None: uniform random warm-up actions
+    from the collector's own generator, seeded with `seed`), maps them onto the env's
+    bounds and returns `Transitions`. After an episode ends the vector env already holds
+    the next episode's first observation; the transition keeps the true final one, so a
+    time-limit truncation bootstraps from it.
+    """
+
+    def __init__(self, env_fn: EnvFn, spec: EnvSpec, num_envs: int, mode: str, seed: int):
+        self.env = make_vector_env(env_fn, num_envs, mode)
+        self.spec = spec
+        self.num_envs = num_envs
+        self.warmup_rng = np.random.default_rng(seed)
+        self.observation: Optional[np.ndarray] = None
+        self._returns = np.zeros(num_envs)
+        self._lengths = np.zeros(num_envs, np.int64)
+
+    def reset(self, seed: int) -> np.ndarray:
+        """Starts new episodes in every copy (copy i seeded with seed + i)."""
+        obs, _ = self.env.reset(seed=seed)
+        self.observation = np.asarray(obs, np.float32)
+        self._returns[:] = 0.0
+        self._lengths[:] = 0
+        return self.observation
+
+    def warmup_actions(self) -> np.ndarray:
+        shape = (self.num_envs, self.spec.action_dim)
+        return self.warmup_rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+
+    def step(self, unit_action: Optional[np.ndarray]) -> Transitions:
+        if unit_action is None:
+            unit_action = self.warmup_actions()
+        spec = self.spec
+        action = unit_to_bounds(unit_action, spec.action_low, spec.action_high)
+        new_obs, reward, terminated, truncated, info = self.env.step(action)
+        new_obs = np.asarray(new_obs, np.float32)
+        done = np.logical_or(terminated, truncated)
+        next_obs = new_obs
+        if done.any():
+            next_obs = new_obs.copy()
+            for i in np.flatnonzero(done):
+                next_obs[i] = info["final_obs"][i]
+        self._returns += reward
+        self._lengths += 1
+        finished = []
+        for i in np.flatnonzero(done):
+            finished.append((float(self._returns[i]), int(self._lengths[i])))
+            self._returns[i], self._lengths[i] = 0.0, 0
+        transitions = Transitions(
+            self.observation, unit_action, reward, next_obs, terminated, finished
+        )
+        self.observation = new_obs
+        return transitions
+
+    def state(self) -> Dict[str, Any]:
+        """What a checkpoint needs to continue the warm-up's action stream."""
+        return {"action_rng": self.warmup_rng.bit_generator.state}
+
+    def load_state(self, state: Dict[str, Any]) -> None:
+        self.warmup_rng.bit_generator.state = state["action_rng"]
+
+    def close(self) -> None:
+        self.env.close()

@@ -1,0 +1,327 @@
+"""Soft Actor-Critic: the training state and one gradient step.
+
+`SAC.update(batch)` is the whole algorithm of Haarnoja et al. 2018 ("Soft Actor-Critic
+Algorithms and Applications", arXiv:1812.05905), read top to bottom: the TD target, the
+critic step, the actor and temperature steps (every `policy_delay` critic steps), the Polyak
+step (every `target_update_interval`). The variants are objects chosen once, here:
+
+- the temperature: fixed, learned in log-alpha (the default) or learned in alpha itself;
+- the critic target: soft clipped double-Q from target critics (v2, the default) or the
+  target V network of the original SAC (v1, arXiv:1801.01290), which also trains V.
+
+Compilation (XLA, packed batches, several steps per call) is tfsac.learner's business.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Dict, List, Optional
+
+import keras
+import tensorflow as tf
+
+from tfsac import losses
+from tfsac.config import SACConfig
+from tfsac.distributions import policy_params, tanh_normal
+from tfsac.networks import build_networks, build_value_networks
+
+Batch = Dict[str, tf.Tensor]  # observation, action, reward, next_observation, terminated
+
+
+def polyak_update(target_variables, source_variables, tau: float):
+    """target <- tau * source + (1 - tau) * target, variable by variable."""
+    for target, source in zip(target_variables, source_variables, strict=True):
+        target.assign(tau * source + (1.0 - tau) * target)
+
+
+def apply_gradients(optimizer, tape, loss, variables) -> None:
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+
+
+class Temperature:
+    """The entropy coefficient alpha, learned in log-alpha (Eq. 18) or held fixed.
+
+    `variable` is what the alpha loss optimises. A fixed alpha is still exp(log_alpha):
+    the same float32 value whether it is learned or not.
+    """
+
+    def __init__(self, config: SACConfig, initial_alpha: float):
+        self.learned = config.learned_alpha
+        self.log_alpha = tf.Variable(
+            math.log(initial_alpha), dtype=tf.float32, trainable=self.learned, name="log_alpha"
+        )
+        self.optimizer = keras.optimizers.Adam(config.rate("alpha"), name="alpha_adam")
+
+    @property
+    def variable(self) -> tf.Variable:
+        return self.log_alpha
+
+    def alpha(self) -> tf.Tensor:
+        return tf.exp(self.log_alpha)
+
+    def loss(self, log_prob, target_entropy) -> tf.Tensor:
+        return losses.alpha_loss(self.log_alpha, log_prob, target_entropy)
+
+    def step(self, log_prob, target_entropy) -> tf.Tensor:
+        """One Adam step on the alpha loss when alpha is learned; returns the loss."""
+        with tf.GradientTape() as tape:
+            loss = self.loss(log_prob, target_entropy)
+        if self.learned:
+            variable = self.variable
+            self.optimizer.apply_gradients([(tape.gradient(loss, variable), variable)])
+            self.after_step()
+        return loss
+
+    def after_step(self) -> None:
+        pass
+
+
+class DirectAlphaTemperature(Temperature):
+    """Alpha learned in alpha itself (Eq. 18 as written), kept >= 1e-8 after each step."""
+
+    def __init__(self, config: SACConfig, initial_alpha: float):
+        super().__init__(config, initial_alpha)
+        self.alpha_value = tf.Variable(
+            initial_alpha, dtype=tf.float32, trainable=self.learned, name="alpha"
+        )
+
+    @property
+    def variable(self) -> tf.Variable:
+        return self.alpha_value
+
+    def alpha(self) -> tf.Tensor:
+        return self.alpha_value + 0.0  # a tensor, not the variable the step changes
+
+    def loss(self, log_prob, target_entropy) -> tf.Tensor:
+        return losses.alpha_loss_direct(self.alpha_value, log_prob, target_entropy)
+
+    def after_step(self) -> None:
+        self.alpha_value.assign(tf.maximum(self.alpha_value, 1e-8))
+
+
+class SoftDoubleQTarget:
+    """v2: y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')) with
+    a' ~ pi(.|s') and Polyak-averaged target critics (Eqs. 2-3)."""
+
+    metric_names = ()
+    seeds_needed = 2  # the next action's sample; the actor loss's sample
+
+    def __init__(self, sac: SAC):
+        self.sac = sac
+        self.target_critic = sac.target_critic
+        self.online, self.target = sac.critic, sac.target_critic
+
+    def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
+        next_obs = batch["next_observation"]
+        next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
+        next_q = self.target_critic(next_obs, next_action, training=True)
+        return losses.soft_td_target(
+            reward, batch["terminated"], next_q, next_log_prob, alpha, self.sac.config.gamma
+        )
+
+    def after_critic_step(self, obs, alpha, seeds) -> Dict[str, tf.Tensor]:
+        return {}
+
+
+class ValueNetworkTarget:
+    """v1: y = r + gamma (1 - terminated) V'(s') from a Polyak-averaged target V network
+    (arXiv:1801.01290, Eq. 8); V itself is trained after each critic step (Eq. 5)."""
+
+    metric_names = ("value_loss",)
+    seeds_needed = 3  # as v2, plus the V loss's action sample
+
+    def __init__(self, sac: SAC, obs_dim: int):
+        config = sac.config
+        self.sac = sac
+        self.value, self.target_value = build_value_networks(obs_dim, config)
+        self.optimizer = keras.optimizers.Adam(
+            config.rate("value"), global_clipnorm=config.max_grad_norm, name="value_adam"
+        )
+        self.optimizer.build(self.value.trainable_variables)
+        self.online, self.target = self.value, self.target_value
+
+    def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
+        next_v = self.target_value(batch["next_observation"])
+        return losses.v1_q_target(reward, batch["terminated"], next_v, self.sac.config.gamma)
+
+    def after_critic_step(self, obs, alpha, seeds) -> Dict[str, tf.Tensor]:
+        """V against min_i Q_i(s, a) - alpha log pi(a|s), a ~ pi(.|s), with the critics just
+        updated (Eq. 5 of arXiv:1801.01290)."""
+        action, log_prob = self.sac.sample_with_log_prob(obs, seeds[:, 2])
+        q_pi = self.sac.critic(obs, action, training=True)
+        variables = self.value.trainable_variables
+        with tf.GradientTape() as tape:
+            loss = losses.value_loss(self.value(obs), q_pi, log_prob, alpha)
+        apply_gradients(self.optimizer, tape, loss, variables)
+        return {"value_loss": loss}
+
+
+class SAC:
+    """The networks, their optimizers, the temperature and one gradient step.
+
+    Actions live in [-1, 1]^d here; the map onto an env's bounds happens at the env
+    boundary and in the exported policy, so the entropy target does not depend on the
+    action units.
+    """
+
+    metric_names = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        config: SACConfig,
+        actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
+        critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
+    ):
+        self.config = config
+        # Built first and in this order: their initial weights come from the global seed.
+        self.actor, self.critic, self.target_critic = build_networks(
+            obs_dim, action_dim, config, actor_fn, critic_fn
+        )
+        clip = config.max_grad_norm
+        self.actor_optimizer = keras.optimizers.Adam(
+            config.rate("actor"), global_clipnorm=clip, name="actor_adam"
+        )
+        self.critic_optimizer = keras.optimizers.Adam(
+            config.rate("critic"), global_clipnorm=clip, name="critic_adam"
+        )
+        self.critic_target = (
+            SoftDoubleQTarget(self) if config.variant == "v2" else ValueNetworkTarget(self, obs_dim)
+        )
+        self.metric_names = SAC.metric_names + self.critic_target.metric_names
+        initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
+        temperature = Temperature if config.use_log_alpha else DirectAlphaTemperature
+        self.temperature = temperature(config, initial_alpha)
+        self.target_entropy = float(
+            -action_dim if config.target_entropy is None else config.target_entropy
+        )
+        # The actor step's metrics, reported again on the steps that skip it (policy_delay).
+        self._last_actor_metrics = [tf.Variable(0.0, trainable=False) for _ in range(3)]
+        self.update_rng = tf.random.Generator.from_seed(config.seed)
+        # Optimizer slots exist before the first trace (and before any checkpoint).
+        self.actor_optimizer.build(self.actor.trainable_variables)
+        self.critic_optimizer.build(self.critic.trainable_variables)
+        self.temperature.optimizer.build([self.temperature.variable])
+
+    # --------------------------------------------------------------------- state
+    def checkpoint_objects(self) -> Dict[str, tf.Module]:
+        """Every object a checkpoint holds, by the names checkpoints have always used."""
+        objects = {
+            "actor": self.actor,
+            "critic": self.critic,
+            "target_critic": self.target_critic,
+            "actor_optimizer": self.actor_optimizer,
+            "critic_optimizer": self.critic_optimizer,
+            "alpha_optimizer": self.temperature.optimizer,
+            "log_alpha": self.temperature.log_alpha,
+            "alpha": getattr(self.temperature, "alpha_value", None),
+            "value": getattr(self.critic_target, "value", None),
+            "target_value": getattr(self.critic_target, "target_value", None),
+            "value_optimizer": getattr(self.critic_target, "optimizer", None),
+            "update_rng": self.update_rng,
+        }
+        return {name: obj for name, obj in objects.items() if obj is not None}
+
+    def trainable_state(self) -> List[tf.Variable]:
+        """Every variable an update writes (parameters, targets, the temperature)."""
+        objects = self.checkpoint_objects()
+        models = ("actor", "critic", "target_critic", "value", "target_value")
+        return [
+            *(v for m in models if m in objects for v in objects[m].trainable_variables),
+            self.temperature.variable,
+        ]
+
+    def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
+        """Each part's optimizer: actor, critic, alpha (and value for v1)."""
+        parts = {
+            "actor": self.actor_optimizer,
+            "critic": self.critic_optimizer,
+            "alpha": self.temperature.optimizer,
+            "value": getattr(self.critic_target, "optimizer", None),
+        }
+        return {part: opt for part, opt in parts.items() if opt is not None}
+
+    # ------------------------------------------------------------------- policy
+    def sample_with_log_prob(self, observation, seed):
+        """a ~ pi(.|s) (reparameterised) and log pi(a|s), through the Tanh bijector."""
+        bounds = (self.config.log_std_min, self.config.log_std_max)
+        loc, log_std = policy_params(self.actor, observation, bounds)
+        return tanh_normal(loc, tf.exp(log_std)).experimental_sample_and_log_prob(seed=seed)
+
+    # ------------------------------------------------------------------- update
+    def update(self, batch: Batch) -> Dict[str, tf.Tensor]:
+        """One SAC gradient step on `batch`; returns its metrics (scalar tensors)."""
+        cfg = self.config
+        obs, action = batch["observation"], batch["action"]
+        alpha = self.temperature.alpha()
+        seeds = tf.cast(self.update_rng.make_seeds(self.critic_target.seeds_needed), tf.int32)
+        reward = cfg.reward_scale * batch["reward"]
+
+        # TD target (Eqs. 2-3; v1: Eq. 8 of arXiv:1801.01290).
+        target = self.critic_target.td_target(batch, reward, alpha, seeds[:, 0])
+        # Critic step (Eq. 5), then v1's V step against the updated critics.
+        variables = self.critic.trainable_variables
+        with tf.GradientTape() as tape:
+            q = self.critic(obs, action, training=True)
+            critic_loss = losses.critic_loss(q, target)
+        apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
+        extra = self.critic_target.after_critic_step(obs, alpha, seeds)
+
+        # Actor and temperature every `policy_delay` critic steps, targets every
+        # `target_update_interval` (counted by the critic optimizer's step counter).
+        critic_steps = self.critic_optimizer.iterations
+        actor_loss, alpha_loss, entropy = self._every(
+            cfg.policy_delay,
+            critic_steps,
+            lambda: self._actor_and_temperature_step(obs, alpha, seeds[:, 1]),
+            lambda: tuple(tf.identity(v) for v in self._last_actor_metrics),
+        )
+        self._every(
+            cfg.target_update_interval,
+            critic_steps,
+            self._polyak_step,
+            lambda: tf.constant(False),
+        )
+        return {
+            "critic_loss": critic_loss,
+            "actor_loss": actor_loss,
+            "alpha": alpha,
+            "alpha_loss": alpha_loss,
+            "entropy": entropy,
+            "q_mean": tf.reduce_mean(q),
+            **extra,
+        }
+
+    @staticmethod
+    def _every(interval: int, count, step, skip):
+        """`step()` when `count` is a multiple of `interval`, else `skip()`. An interval of
+        1 adds no conditional to the graph."""
+        if interval == 1:
+            return step()
+        return tf.cond(count % interval == 0, step, skip)
+
+    def _actor_and_temperature_step(self, obs, alpha, seed):
+        """The actor step (Eq. 7, reparameterised as Eq. 11) against the critics just
+        updated, then the temperature step (Eq. 18) on the same sampled actions. Returns the
+        actor loss, the alpha loss and the policy entropy estimate."""
+        variables = self.actor.trainable_variables
+        with tf.GradientTape() as tape:
+            action, log_prob = self.sample_with_log_prob(obs, seed)
+            q_pi = self.critic(obs, action, training=True)
+            actor_loss = losses.actor_loss(log_prob, q_pi, alpha)
+        apply_gradients(self.actor_optimizer, tape, actor_loss, variables)
+        alpha_loss = self.temperature.step(log_prob, self.target_entropy)
+        metrics = (actor_loss, alpha_loss, -tf.reduce_mean(log_prob))
+        if self.config.policy_delay > 1:
+            for variable, value in zip(self._last_actor_metrics, metrics, strict=True):
+                variable.assign(value)
+        return metrics
+
+    def _polyak_step(self):
+        """Polyak-averages the parameters (not dropout's RNG state) into the targets."""
+        target = self.critic_target
+        polyak_update(
+            target.target.trainable_variables, target.online.trainable_variables, self.config.tau
+        )
+        return tf.constant(True)

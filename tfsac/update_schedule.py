@@ -1,0 +1,103 @@
+"""When the updates run: warm-up, collection phases and the gradient steps they owe."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Tuple
+
+from tfsac.config import SACConfig
+
+
+def crossed(previous: int, step: int, every: int) -> bool:
+    """Whether a multiple of `every` lies in (previous, step]; never for every <= 0."""
+    return every > 0 and step // every > previous // every
+
+
+@dataclasses.dataclass
+class UpdateSchedule:
+    """The update-to-data bookkeeping of SB3-style SAC, as a pure object.
+
+    Env steps are collected in phases of `train_freq` env steps (or, with
+    `episodes_per_rollout`, of that many finished episodes); after each phase the updates
+    owed for the env steps taken after `learning_starts` run: `gradient_steps` per phase
+    (-1: one per env step). Steps count every env copy, so the updates per env step do not
+    depend on `num_envs`.
+    """
+
+    learning_starts: int
+    train_freq: int = 1
+    gradient_steps: int = 1
+    episodes_per_rollout: int = 0
+    num_envs: int = 1
+    use_sde: bool = False
+    sde_sample_freq: int = -1
+    use_sde_at_warmup: bool = False
+    # State, saved in checkpoints (under these names).
+    pending_env_steps: int = 0  # learning-phase env steps not yet paid for in updates
+    rollout_steps: int = 0  # env steps of the current collection phase
+    rollout_episodes: int = 0  # episodes finished in it
+
+    @classmethod
+    def from_config(cls, config: SACConfig) -> UpdateSchedule:
+        return cls(
+            learning_starts=config.learning_starts,
+            train_freq=config.train_freq,
+            gradient_steps=config.gradient_steps,
+            episodes_per_rollout=config.episodes_per_rollout,
+            num_envs=config.num_envs,
+            use_sde=config.use_sde,
+            sde_sample_freq=config.sde_sample_freq,
+            use_sde_at_warmup=config.use_sde_at_warmup,
+        )
+
+    def is_warmup(self, step: int) -> bool:
+        """Whether the env step from `step` takes uniform random actions."""
+        return step + self.num_envs <= self.learning_starts and not self.use_sde_at_warmup
+
+    def after_env_step(self, previous: int, step: int, finished_episodes: int) -> Tuple[bool, int]:
+        """Books the env steps in (previous, step] and the episodes they finished; returns
+        whether a collection phase ended and how many gradient steps are now due."""
+        self.rollout_steps += step - previous
+        self.rollout_episodes += finished_episodes
+        learning_steps = step - max(previous, self.learning_starts)
+        if learning_steps > 0:
+            self.pending_env_steps += learning_steps
+        if self.episodes_per_rollout:
+            ended = self.rollout_episodes >= self.episodes_per_rollout
+            collected = self.pending_env_steps if ended else 0
+            if ended:
+                self.pending_env_steps = 0
+            due = self._steps_per_phase(collected) if collected else 0
+        else:
+            phases, self.pending_env_steps = divmod(self.pending_env_steps, self.train_freq)
+            due = phases * self._steps_per_phase(self.train_freq)
+            # Warm-up phases end too (gSDE draws new noise at each phase's start).
+            ended = due > 0 or (
+                step <= self.learning_starts and crossed(previous, step, self.train_freq)
+            )
+        if ended:
+            self.rollout_steps = self.rollout_episodes = 0
+        return ended, due
+
+    def _steps_per_phase(self, collected: int) -> int:
+        return collected if self.gradient_steps == -1 else self.gradient_steps
+
+    def noise_reset_due(self, phase_ended: bool) -> bool:
+        """gSDE without an update this step: new noise at a phase's start and every
+        `sde_sample_freq` env steps."""
+        steps = self.rollout_steps
+        return self.use_sde and (
+            phase_ended or crossed(steps - self.num_envs, steps, self.sde_sample_freq)
+        )
+
+    def state(self) -> Dict[str, int]:
+        return {
+            "pending_env_steps": self.pending_env_steps,
+            "rollout_steps": self.rollout_steps,
+            "rollout_episodes": self.rollout_episodes,
+        }
+
+    def load_state(self, state: Dict[str, int]) -> None:
+        self.pending_env_steps = state["pending_env_steps"]
+        self.rollout_steps = state.get("rollout_steps", 0)
+        self.rollout_episodes = state.get("rollout_episodes", 0)

@@ -1,0 +1,200 @@
+"""Golden fingerprints: SHA-256 digests of what a short deterministic training run computes.
+
+A restructuring of the learner or the loop that must not change any number proves it with
+`tests/test_golden.py`, which trains each configuration of CONFIGS through the public API
+(`tfsac.train`) and compares one digest per named group of state (networks, optimizers,
+temperature, replay rows, evaluation returns) with the digests recorded in
+tests/data/golden_fingerprints.json, so that a mismatch names the part that differs.
+
+XLA:CPU compiles for the host's vector instructions, and float results differ between
+AVX-512 and AVX2 code; the recorded digests are therefore keyed by a CPU class, and a
+machine of an unrecorded class skips the comparison. Record this machine's class with
+
+    python tests/golden.py --record
+
+and compare without writing anything (in a fresh process) with `python tests/golden.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional
+
+import numpy as np
+
+DATA_FILE = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "data", "golden_fingerprints.json"
+)
+
+# The run every configuration starts from, as short as still tells the parts apart: 100
+# warm-up steps, then 300 updates (2 collection phases with episodes_per_rollout=1, the
+# first of which straddles learning_starts), then one evaluation. The default networks and
+# batch size; most of a run's time is the XLA compilation of its update.
+BASE_CONFIG = dict(
+    env_id="Pendulum-v1",
+    deterministic=True,
+    seed=0,
+    total_steps=400,
+    learning_starts=100,
+    eval_every=400,  # one evaluation, at the end
+    eval_episodes=2,
+    tensorboard=False,
+    checkpoint_every=0,
+    progress_bar=False,
+)
+
+CONFIGS = {
+    "defaults": {},
+    "use_sde": {"use_sde": True},
+    "v1": {"variant": "v1"},
+    "num_envs_2": {"num_envs": 2},
+    "delays": {"policy_delay": 2, "target_update_interval": 2},
+    "episodes_per_rollout": {"episodes_per_rollout": 1},
+}
+
+
+def cpu_class() -> str:
+    """'x86_64-avx512' (avx512f), 'x86_64-avx2' (avx2), else platform.machine()."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags.update(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    if "avx512f" in flags:
+        return "x86_64-avx512"
+    if "avx2" in flags:
+        return "x86_64-avx2"
+    return platform.machine()
+
+
+def _groups(result) -> Dict[str, List]:
+    """The fingerprinted state of a finished run (a `tfsac.TrainResult`), by group name:
+    lists of arrays (or variables) in a fixed order, or of strings.
+
+    This is the one place that knows where the state lives; a restructuring that moves
+    it changes only this function (and must keep each group's contents and order)."""
+    learner = result.learner
+    # The numbers of each evaluation (its record also names its seed, which is derived).
+    evaluations = [
+        {k: e[k] for k in ("step", "return_mean", "return_std")}
+        for e in result.summary["evaluations"]
+    ]
+    groups = {
+        "actor": learner.actor.trainable_variables,
+        "critic": learner.critic.trainable_variables,
+        "actor_optimizer": learner.actor_optimizer.variables,
+        "critic_optimizer": learner.critic_optimizer.variables,
+        "alpha_optimizer": learner.alpha_optimizer.variables,
+        "temperature": [
+            learner.log_alpha,
+            *([] if learner.alpha_value is None else [learner.alpha_value]),
+        ],
+        "replay": [result.buffer.storage[: result.buffer.size]],
+        "evaluations": [json.dumps(evaluations, sort_keys=True)],
+    }
+    if learner.target_critic is not None:  # v2
+        groups["target_critic"] = learner.target_critic.trainable_variables
+    if learner.value is not None:  # v1
+        groups["value"] = learner.value.trainable_variables
+        groups["target_value"] = learner.target_value.trainable_variables
+        groups["value_optimizer"] = learner.value_optimizer.variables
+    if learner.exploration is not None:
+        groups["gsde_exploration"] = [learner.exploration]
+    return groups
+
+
+def _digest(values) -> str:
+    """SHA-256 over each value in order: strings as UTF-8 (with their length), arrays as
+    dtype, shape and raw C-order bytes."""
+    h = hashlib.sha256()
+    for value in values:
+        if isinstance(value, str):
+            data = value.encode()
+            h.update(f"str:{len(data)}:".encode())
+            h.update(data)
+            continue
+        array = np.ascontiguousarray(value.numpy() if hasattr(value, "numpy") else value)
+        h.update(f"{array.dtype.str}:{array.shape}:".encode())
+        h.update(array.tobytes())
+    return h.hexdigest()
+
+
+def fingerprint(config_overrides: Optional[Dict] = None) -> Dict[str, str]:
+    """Trains BASE_CONFIG plus `config_overrides` (outputs in a temporary folder, nothing
+    exported) and returns {group: SHA-256 hex digest}, groups sorted by name."""
+    import tfsac
+
+    with tempfile.TemporaryDirectory(prefix="tfsac-golden-") as tmp:
+        config = tfsac.SACConfig(
+            **{**BASE_CONFIG, "run_dir": os.path.join(tmp, "run"), **(config_overrides or {})}
+        )
+        result = tfsac.train(config, export=False)
+        return {name: _digest(values) for name, values in sorted(_groups(result).items())}
+
+
+def differing_groups(expected: Dict[str, str], actual: Dict[str, str]) -> List[str]:
+    """Names of the groups whose digests differ, or that only one side has."""
+    return sorted(name for name in {*expected, *actual} if expected.get(name) != actual.get(name))
+
+
+def load(path: str = DATA_FILE) -> Dict:
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help=f"rewrite this CPU class's entry in {os.path.relpath(DATA_FILE)}",
+    )
+    parser.add_argument(
+        "--configs", nargs="+", choices=sorted(CONFIGS), default=list(CONFIGS), metavar="NAME"
+    )
+    args = parser.parse_args(argv)
+    if args.record and set(args.configs) != set(CONFIGS):
+        parser.error("--record computes every configuration")
+    cls = cpu_class()
+    recorded = load().get(cls)
+    if not args.record and recorded is None:
+        print(f"no golden fingerprints for CPU class {cls!r} in {DATA_FILE}")
+    fingerprints, failed = {}, []
+    for name in args.configs:
+        t0 = time.perf_counter()
+        fingerprints[name] = fingerprint(CONFIGS[name])
+        line = f"{name}: {time.perf_counter() - t0:.1f}s"
+        if not args.record and recorded is not None:
+            diff = differing_groups(recorded.get(name, {}), fingerprints[name])
+            failed += [name] if diff else []
+            line += f" differs in {', '.join(diff)}" if diff else " matches"
+        print(line, flush=True)
+    if args.record:
+        data = load()
+        data[cls] = fingerprints
+        os.makedirs(os.path.dirname(DATA_FILE), exist_ok=True)
+        with open(DATA_FILE, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+            f.write("\n")
+        print(f"recorded {cls!r} in {DATA_FILE}")
+    else:
+        print(json.dumps({cls: fingerprints}, indent=2, sort_keys=True))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.exit(main())

@@ -84,33 +84,30 @@ def _groups(result) -> Dict[str, List]:
 
     This is the one place that knows where the state lives; a restructuring that moves
     it changes only this function (and must keep each group's contents and order)."""
-    learner = result.learner
+    objects = result.learner.checkpoint_objects()
     # The numbers of each evaluation (its record also names its seed, which is derived).
     evaluations = [
         {k: e[k] for k in ("step", "return_mean", "return_std")}
         for e in result.summary["evaluations"]
     ]
     groups = {
-        "actor": learner.actor.trainable_variables,
-        "critic": learner.critic.trainable_variables,
-        "actor_optimizer": learner.actor_optimizer.variables,
-        "critic_optimizer": learner.critic_optimizer.variables,
-        "alpha_optimizer": learner.alpha_optimizer.variables,
-        "temperature": [
-            learner.log_alpha,
-            *([] if learner.alpha_value is None else [learner.alpha_value]),
-        ],
+        "actor": objects["actor"].trainable_variables,
+        "critic": objects["critic"].trainable_variables,
+        "actor_optimizer": objects["actor_optimizer"].variables,
+        "critic_optimizer": objects["critic_optimizer"].variables,
+        "alpha_optimizer": objects["alpha_optimizer"].variables,
+        "temperature": [objects["log_alpha"], *([objects["alpha"]] if "alpha" in objects else [])],
         "replay": [result.buffer.storage[: result.buffer.size]],
         "evaluations": [json.dumps(evaluations, sort_keys=True)],
     }
-    if learner.target_critic is not None:  # v2
-        groups["target_critic"] = learner.target_critic.trainable_variables
-    if learner.value is not None:  # v1
-        groups["value"] = learner.value.trainable_variables
-        groups["target_value"] = learner.target_value.trainable_variables
-        groups["value_optimizer"] = learner.value_optimizer.variables
-    if learner.exploration is not None:
-        groups["gsde_exploration"] = [learner.exploration]
+    if "target_critic" in objects:  # v2
+        groups["target_critic"] = objects["target_critic"].trainable_variables
+    if "value" in objects:  # v1
+        groups["value"] = objects["value"].trainable_variables
+        groups["target_value"] = objects["target_value"].trainable_variables
+        groups["value_optimizer"] = objects["value_optimizer"].variables
+    if "exploration" in objects:  # gSDE
+        groups["gsde_exploration"] = [objects["exploration"]]
     return groups
 
 

@@ -101,7 +101,7 @@ def test_resume_restores_everything_exactly(tmp_path, options):
     resumed.run()
     assert resumed.loop.step == 200
     # The history continues: the split run evaluated at its end (100), then 150 and 200.
-    assert [e["step"] for e in resumed.evaluations] == [100, 150, 200]
+    assert [e["step"] for e in resumed.loop.evaluations] == [100, 150, 200]
     assert (
         int(resumed.learner.sac.critic_optimizer.iterations.numpy())
         == int(full.learner.sac.critic_optimizer.iterations.numpy())

@@ -48,7 +48,8 @@ def _constant_learner(gamma=0.9, tau=0.005, **kw):
         hidden_sizes=(4,), alpha=1e-6, learning_rate=1e-6, gamma=gamma, tau=tau, **kw
     )
     learner = SACLearner(obs_dim=2, action_dim=1, config=config)
-    models = (learner.critic, learner.target_critic, learner.actor, learner.sac.critic_target.value)
+    models = (learner.critic, learner.target_critic, learner.actor)
+    models += (learner.checkpoint_objects().get("value"),)  # v1 only
     for model in (m for m in models if m is not None):
         for v in model.variables:
             v.assign(tf.zeros_like(v))

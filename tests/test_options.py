@@ -112,7 +112,7 @@ def test_policy_delay_updates_actor_and_alpha_every_k_critic_steps():
     # Four updates in one compiled call behave the same.
     fused = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), policy_delay=2))
     fused.update(_batch(g=4))
-    assert int(fused.actor_optimizer.iterations.numpy()) == 2
+    assert int(fused.sac.actor_optimizer.iterations.numpy()) == 2
 
 
 def test_target_update_interval():

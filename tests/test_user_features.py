@@ -77,8 +77,8 @@ def test_env_kwargs_reach_gymnasium(tmp_path):
     from tfsac import Trainer
 
     trainer = Trainer(_config(tmp_path, "Pendulum-v1", env_kwargs={"g": 3.5}), export=False)
-    assert trainer.eval_env.unwrapped.g == 3.5
-    assert all(g == 3.5 for g in trainer.env.get_attr("g"))
+    assert trainer.evaluator.env.unwrapped.g == 3.5
+    assert all(g == 3.5 for g in trainer.collector.env.get_attr("g"))
     with pytest.raises(TfsacError, match="rejects its arguments"):
         Trainer(_config(tmp_path, "Pendulum-v1", "bad", env_kwargs={"no_such_arg": 1}))
 

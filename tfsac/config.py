@@ -118,7 +118,7 @@ class SACConfig:
 
     # Entropy temperature: a fixed `alpha`, or learned (alpha=None) from `initial_alpha`
     # towards `target_entropy` (None means -dim(A)). The strings 'auto' and 'auto_<x>'
-    # (learned, starting at x) are accepted, as SB3's ent_coef accepts them.
+    # (learned, starting at x) are accepted too.
     alpha: Optional[float] = option(
         None,
         "a fixed entropy coefficient, 'auto' (learned from initial_alpha) or 'auto_<x>' "

@@ -76,19 +76,19 @@ class _StopSignals:
 
     def __init__(self):
         self.received: Optional[int] = None
-        self._previous = {}
+        self._old_handlers = {}
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
-                self._previous[sig] = signal.signal(sig, self._handle)
+                self._old_handlers[sig] = signal.signal(sig, self._handle)
         return self
 
     def _handle(self, signum, frame):
         self.received = signum
 
     def __exit__(self, *exc):
-        for sig, handler in self._previous.items():
+        for sig, handler in self._old_handlers.items():
             signal.signal(sig, handler)
 
 
@@ -256,21 +256,21 @@ class Trainer:
                     action, next_action = next_action, None
                 else:
                     action = self.learner.act(self.collector.observation)
-                previous = loop.step
+                step_before = loop.step
                 phase_ended, updates_due = self._collect(action)
-                bar.update(loop.step - previous)
+                bar.update(loop.step - step_before)
                 if updates_due:
                     next_action = self._update(updates_due)
                 elif self.schedule.noise_reset_due(phase_ended):
                     self.learner.reset_noise()
-                self._after_step(previous, stop.received, bar)
+                self._after_step(step_before, stop.received, bar)
         return self._finish()
 
     def _collect(self, action) -> tuple:
         """One env step of every copy, into the buffer; returns (whether a collection
         phase ended, the gradient steps now due)."""
         loop, n = self.loop, self.config.num_envs
-        previous, loop.step = loop.step, loop.step + n
+        step_before, loop.step = loop.step, loop.step + n
         transitions = self.collector.step(action)
         bad = transitions.first_nonfinite()
         if bad is not None:
@@ -281,7 +281,7 @@ class Trainer:
         if self.learning_clock.running:
             loop.learning_steps += n
         finished = len(transitions.finished_episodes)
-        return self.schedule.after_env_step(previous, loop.step, finished)
+        return self.schedule.after_env_step(step_before, loop.step, finished)
 
     def _update(self, gradient_steps: int) -> np.ndarray:
         """Runs `gradient_steps` updates and picks the next step's actions with the updated
@@ -306,14 +306,14 @@ class Trainer:
         latest = self.checkpointer.latest or "none"
         return NonFiniteError(f"{what}; training stopped, last good checkpoint: {latest}")
 
-    def _after_step(self, previous: int, stop: Optional[int], bar) -> None:
+    def _after_step(self, step_before: int, stop: Optional[int], bar) -> None:
         """Evaluation, logging, checkpoints and a stop request, when the env steps from
-        `previous` cross their intervals (or end the run)."""
+        `step_before` cross their intervals (or end the run)."""
         cfg, step = self.config, self.loop.step
         at_end = step >= cfg.total_steps
-        if crossed(previous, step, cfg.eval_every) or at_end:
+        if crossed(step_before, step, cfg.eval_every) or at_end:
             self._evaluate_and_record()
-        if crossed(previous, step, cfg.log_every):
+        if crossed(step_before, step, cfg.log_every):
             now = time.perf_counter()
             last_time, last_step = self._log_clock
             steps_per_s = (step - last_step) / (now - last_time)
@@ -322,7 +322,7 @@ class Trainer:
             if self.loop.recent_returns:
                 ret = self.loop.mean_recent_return()
                 bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
-        if at_end or stop is not None or crossed(previous, step, cfg.checkpoint_every):
+        if at_end or stop is not None or crossed(step_before, step, cfg.checkpoint_every):
             self._save_checkpoint()
         if stop is not None and not at_end:
             raise Interrupted(

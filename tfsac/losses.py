@@ -29,8 +29,8 @@ def critic_loss(q_values, target):
 def actor_loss(log_prob, q_values, alpha):
     """Eq. 7 with the reparameterised action (Eq. 11): E[alpha * log pi(a|s) - min_i Q_i(s, a)].
 
-    `q_values` is [n_critics, B] at a ~ pi(.|s); the minimum follows Sec. 5 (as SB3 and
-    SpinningUp do).
+    `q_values` is [n_critics, B] at a ~ pi(.|s); the minimum over the critics follows
+    Sec. 5.
     """
     return tf.reduce_mean(alpha * log_prob - tf.reduce_min(q_values, axis=0))
 
@@ -47,7 +47,7 @@ def alpha_loss(log_alpha, log_prob, target_entropy):
 
 def alpha_loss_direct(alpha, log_prob, target_entropy):
     """Eq. 18 as written, optimised in alpha itself: E[-alpha * (log pi(a|s) + target_entropy)]
-    (prt_rl's use_log_entropy=False). `log_prob` carries no gradient."""
+    `log_prob` carries no gradient."""
     return -tf.reduce_mean(alpha * tf.stop_gradient(log_prob + target_entropy))
 
 
@@ -60,7 +60,7 @@ def v1_q_target(reward, terminated, next_v, gamma):
 def value_loss(v, q_values, log_prob, alpha):
     """SAC v1 (arXiv:1801.01290), Eq. 5: E_s[0.5 * (V(s) - (min_i Q_i(s, a) - alpha *
     log pi(a|s)))^2] with a ~ pi(.|s) fresh; the minimum over critics follows Sec. 4.2 of
-    that paper. The v1 paper fixes alpha = 1 and scales rewards instead; a learned alpha
-    here is the pg-is-all-you-need notebook's. `v` is [B], `q_values` [n_critics, B]."""
+    that paper. The v1 paper fixes alpha = 1 and scales rewards instead; alpha may be learned
+    here as well. `v` is [B], `q_values` [n_critics, B]."""
     v_target = tf.stop_gradient(tf.reduce_min(q_values, axis=0) - alpha * log_prob)
     return 0.5 * tf.reduce_mean(tf.square(v - v_target))

@@ -162,8 +162,8 @@ class GSDEActor(keras.Model):
     (the learner resamples it); sigma = exp(`log_std`) is a learned matrix. For one
     state, eps(s) ~ N(0, z(s)^2 @ sigma^2), so `call` returns (mean, log_std) of that
     per-state Gaussian: the learner's losses and the exported `sample` signature use it
-    like any actor's. The features enter the std without gradient (SB3's default
-    learn_features=False) and the mean is clipped to [-2, 2] before tanh as in SB3.
+    like any actor's. The features enter the std without gradient and the mean
+    is clipped to [-2, 2] before tanh.
     """
 
     def __init__(
@@ -200,7 +200,7 @@ class GSDEActor(keras.Model):
     def call(self, observations):
         mean, features = self.mean_and_features(observations)
         variance = tf.matmul(tf.square(tf.stop_gradient(features)), tf.exp(2.0 * self.log_std))
-        # SB3's epsilon keeps the std positive where every feature is 0 (dead ReLUs).
+        # The epsilon keeps the std positive where every feature is 0 (dead ReLUs).
         return mean, 0.5 * tf.math.log(variance + 1e-6)
 
 

@@ -12,7 +12,7 @@ Schedule = Callable[[int, int], float]  # (env step, total env steps) -> factor
 def parse_schedule(spec: str) -> Schedule:
     """'constant'; 'linear' (from 1 down to 0 at the last step, RL Zoo's `lin_<rate>`);
     'piecewise:<step>:<factor>,<step>:<factor>,...' (the factor from each step on, 1 before
-    the first; prt_rl's piecewise scheduler)."""
+    the first)."""
     text = spec.strip().lower()
     if text == "constant":
         return lambda step, total: 1.0

@@ -8,14 +8,14 @@ from typing import Dict, Tuple
 from tfsac.config import SACConfig
 
 
-def crossed(previous: int, step: int, every: int) -> bool:
-    """Whether a multiple of `every` lies in (previous, step]; never for every <= 0."""
-    return every > 0 and step // every > previous // every
+def crossed(step_before: int, step: int, every: int) -> bool:
+    """Whether a multiple of `every` lies in (step_before, step]; never for every <= 0."""
+    return every > 0 and step // every > step_before // every
 
 
 @dataclasses.dataclass
 class UpdateSchedule:
-    """The update-to-data bookkeeping of SB3-style SAC, as a pure object.
+    """The update-to-data bookkeeping, as a pure object.
 
     Env steps are collected in phases of `train_freq` env steps (or, with
     `episodes_per_rollout`, of that many finished episodes); after each phase the updates
@@ -54,12 +54,14 @@ class UpdateSchedule:
         """Whether the env step from `step` takes uniform random actions."""
         return step + self.num_envs <= self.learning_starts and not self.use_sde_at_warmup
 
-    def after_env_step(self, previous: int, step: int, finished_episodes: int) -> Tuple[bool, int]:
-        """Books the env steps in (previous, step] and the episodes they finished; returns
+    def after_env_step(
+        self, step_before: int, step: int, finished_episodes: int
+    ) -> Tuple[bool, int]:
+        """Books the env steps in (step_before, step] and the episodes they finished; returns
         whether a collection phase ended and how many gradient steps are now due."""
-        self.rollout_steps += step - previous
+        self.rollout_steps += step - step_before
         self.rollout_episodes += finished_episodes
-        learning_steps = step - max(previous, self.learning_starts)
+        learning_steps = step - max(step_before, self.learning_starts)
         if learning_steps > 0:
             self.pending_env_steps += learning_steps
         if self.episodes_per_rollout:
@@ -73,7 +75,7 @@ class UpdateSchedule:
             due = phases * self._steps_per_phase(self.train_freq)
             # Warm-up phases end too (gSDE draws new noise at each phase's start).
             ended = due > 0 or (
-                step <= self.learning_starts and crossed(previous, step, self.train_freq)
+                step <= self.learning_starts and crossed(step_before, step, self.train_freq)
             )
         if ended:
             self.rollout_steps = self.rollout_episodes = 0

@@ -3,6 +3,7 @@ TensorBoard, the progress bar, videos, plots, presets and scripts/evaluate.py.""
 
 import glob
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -147,6 +148,41 @@ def test_video_of_a_mujoco_evaluation(tmp_path):
     assert len(videos) == 1 and os.path.getsize(videos[0]) > 1000
 
 
+# Unset on a headless machine (where SDL's Wayland probe printed an `error:` line).
+DISPLAY_VARIABLES = ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR")
+
+
+def _without_display():
+    return {k: v for k, v in os.environ.items() if k not in DISPLAY_VARIABLES}
+
+
+def test_video_progress_and_log_lines(tmp_path, capfd, caplog, monkeypatch):
+    from tfsac.evaluation import record_video
+
+    for name in DISPLAY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    caplog.set_level(logging.INFO, logger="absl")
+    returns = record_video(
+        "Pendulum-v1",
+        lambda obs: np.zeros((1, 1), np.float32),
+        str(tmp_path / "videos"),
+        "zero",
+        episodes=2,
+        seed=0,
+        env_kwargs={"max_episode_steps": 12},
+        progress=True,
+    )
+    assert len(returns) == 2
+    for i in range(2):
+        assert os.path.getsize(tmp_path / "videos" / f"zero-episode-{i}.mp4") > 1000
+    err = capfd.readouterr().err  # the render worker's and ffmpeg's stderr too
+    assert "/13" in err and "frame" in err, err  # the bar: the reset's frame + 12 steps
+    assert not [line for line in err.splitlines() if line.startswith("error:")], err
+    logged = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("recording Pendulum-v1 episode 1 to ") for m in logged), logged
+    assert any(m.startswith("wrote ") and ": 13 frames in " in m for m in logged), logged
+
+
 def test_plot_from_several_seeds(tmp_path):
     runs = []
     for seed in (0, 1):
@@ -239,11 +275,16 @@ def test_evaluate_script_saved_model_checkpoint_and_video(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        env=_without_display(),
     )
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["env"] == "Pendulum-v1" and report["episodes"] == 2
-    assert len(glob.glob(str(tmp_path / "videos" / "*.mp4"))) == 2
+    videos = sorted(glob.glob(str(tmp_path / "videos" / "*.mp4")))
+    assert len(videos) == 2 and all(os.path.getsize(v) > 1000 for v in videos)
+    # A run that succeeds prints no `error:` line, from the render worker neither.
+    assert not [line for line in out.stderr.splitlines() if line.startswith("error:")], out.stderr
+    assert out.stderr.count(": 11 frames in ") == 2, out.stderr
     out = subprocess.run(
         [sys.executable, EVALUATE, f"--run_dir={result.run_dir}", "--episodes=1", "--stochastic"],
         capture_output=True,

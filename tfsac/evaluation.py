@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
+import tqdm
+from absl import logging
 
 from tfsac.errors import TfsacError
 from tfsac.rendering import RenderedEnv
@@ -47,31 +51,54 @@ def record_video(
     episodes: int = 1,
     seed: Optional[int] = None,
     env_kwargs: Optional[dict] = None,
+    progress: Optional[bool] = None,
 ) -> List[float]:
     """Runs `episodes` episodes of `env_id` rendered in a worker process
     (tfsac.rendering) and writes `<folder>/<name_prefix>-episode-<i>.mp4`; returns the
-    returns. The policy runs here, the env and its renderer there."""
-    from gymnasium.utils.save_video import save_video
+    returns. The policy runs here, the env, its renderer and the encoder there.
 
+    `progress`: a bar of frames on stderr (default: when stderr is a terminal). Each video
+    also logs a line when it starts and one with its frames and time when written.
+    """
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise TfsacError(f"cannot create the video folder {folder!r}: {e.strerror}") from None
+    show = sys.stderr.isatty() if progress is None else progress
     returns = []
     with RenderedEnv(env_id, env_kwargs) as env:
+        # The TimeLimit's steps plus the reset's frame, when the env has a limit.
+        length = env.max_episode_steps + 1 if env.max_episode_steps else None
         for i in range(episodes):
-            obs, frame = env.reset(seed=seed if i == 0 else None)
-            frames, total, done = [frame], 0.0, False
-            while not done:
-                action = policy(np.asarray(obs, np.float32)[None])[0]
-                obs, reward, terminated, truncated, frame = env.step(action)
-                frames.append(frame)
-                total += float(reward)
-                done = terminated or truncated
-            save_video(
-                frames,
-                folder,
-                fps=env.fps,
-                name_prefix=name_prefix,
-                episode_index=i,
-                episode_trigger=lambda _: True,
-                save_logger=None,
+            path = os.path.join(folder, f"{name_prefix}-episode-{i}.mp4")
+            logging.info("recording %s episode %d to %s", env_id, i, path)
+            start = time.perf_counter()
+            with tqdm.tqdm(
+                total=length,
+                disable=not show,
+                desc="video",
+                unit="frame",
+                leave=False,
+                dynamic_ncols=True,
+                mininterval=0.5,
+            ) as bar:
+                obs = env.reset(path, seed=seed if i == 0 else None)
+                bar.update()
+                total, done = 0.0, False
+                while not done:
+                    action = policy(np.asarray(obs, np.float32)[None])[0]
+                    obs, reward, terminated, truncated = env.step(action)
+                    bar.update()
+                    total += reward
+                    done = terminated or truncated
+                written = env.end_video()
+            seconds = time.perf_counter() - start
+            logging.info(
+                "wrote %s: %d frames in %.1f s (%.0f frames/s)",
+                path,
+                written,
+                seconds,
+                written / seconds,
             )
             returns.append(total)
     return returns
@@ -202,7 +229,14 @@ class Evaluator:
     def record_video(self, folder: str, step: int) -> None:
         cfg = self.config
         record_video(
-            cfg.env_id, self.policy, folder, f"step-{step}", 1, cfg.seed + 7, cfg.env_kwargs
+            cfg.env_id,
+            self.policy,
+            folder,
+            f"step-{step}",
+            1,
+            cfg.seed + 7,
+            cfg.env_kwargs,
+            progress=cfg.progress_bar,
         )
 
     def close(self) -> None:

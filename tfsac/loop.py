@@ -221,7 +221,6 @@ class Trainer:
             self.progress.scalars(loop.step, {"eval/return_mean": mean, "eval/return_std": std})
             if cfg.video_every and len(loop.evaluations) % cfg.video_every == 0:
                 self.evaluator.record_video(self.files.file(VIDEOS_DIR), loop.step)
-                logging.info("video of step %d in %s", loop.step, self.files.file(VIDEOS_DIR))
         logging.info(
             "eval step %d: return %.1f +- %.1f over %d episodes",
             loop.step,

@@ -2,14 +2,20 @@
 
 Mesa's software OpenGL (llvmpipe, which MuJoCo's EGL backend uses on machines without a
 GPU) and TensorFlow each carry their own LLVM; loaded into one process they crash on the
-first frame. So frames come from `python -m tfsac.rendering`, a worker that holds the env
-and answers reset/step requests over its stdin/stdout with pickled messages.
+first frame. So videos come from `python -m tfsac.rendering`, a worker that holds the env,
+answers reset/step requests over its stdin/stdout with pickled messages, and streams each
+frame to an ffmpeg process that encodes the MP4. Frames never cross the pipe: the parent
+sends actions and gets observations back.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import logging
 import os
 import pickle
+import signal
 import subprocess
 import sys
 from typing import Optional
@@ -19,26 +25,50 @@ import numpy as np
 
 from tfsac.errors import TfsacError
 
+# PyOpenGL (which `import mujoco` loads under MUJOCO_GL=egl) reports at INFO that its
+# optional C accelerator is missing; absl's handler would print that on every MuJoCo run.
+logging.getLogger("OpenGL.acceleratesupport").setLevel(logging.WARNING)
+
+# MuJoCo's defaults, a 4096x4096 shadow map and 4x multisampling, cost about 140 ms of CPU
+# per 480x480 HalfCheetah frame in Mesa's software renderer; a 1024x1024 map without
+# multisampling costs about 33 ms and looks nearly the same (docs/performance.md).
+SOFTWARE_GL_SHADOW_SIZE = 1024
+
 
 def needs_flattening(space: gym.Space) -> bool:
     """Whether observations must go through gymnasium.spaces.flatten for the networks."""
     return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
 
 
+def worker_environment() -> dict:
+    """The render worker's environment variables."""
+    env = os.environ.copy()
+    if not env.get("DISPLAY"):
+        env.setdefault("MUJOCO_GL", "egl")
+        if not env.get("WAYLAND_DISPLAY"):
+            # pygame (classic-control and Box2D envs) would probe SDL's Wayland driver,
+            # whose libwayland prints `error: XDG_RUNTIME_DIR is invalid or not set`.
+            env.setdefault("SDL_VIDEODRIVER", "dummy")
+    # Videos have no sound; without a sound card SDL's audio start-up prints ALSA errors.
+    env.setdefault("SDL_AUDIODRIVER", "dummy")
+    return env
+
+
 class RenderedEnv:
-    """An env in a worker process: `reset`/`step` as gymnasium's, plus each `frame`."""
+    """An env in a worker process that records each episode as an MP4 file.
+
+    `reset(video_path)` starts an episode and its video, `step` is gymnasium's without the
+    info dict, `end_video` finishes the file.
+    """
 
     def __init__(self, env_id: str, env_kwargs: Optional[dict] = None):
-        env = os.environ.copy()
-        if not env.get("DISPLAY"):
-            env.setdefault("MUJOCO_GL", "egl")
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "tfsac.rendering"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=env,
+            env=worker_environment(),
         )
-        self.fps = self._request(("make", env_id, dict(env_kwargs or {})))
+        self.fps, self.max_episode_steps = self._request(("make", env_id, dict(env_kwargs or {})))
 
     def _request(self, message):
         try:
@@ -55,13 +85,17 @@ class RenderedEnv:
             raise TfsacError(f"rendering failed: {payload}")
         return payload
 
-    def reset(self, seed=None):
-        """Returns (flat observation, frame)."""
-        return self._request(("reset", seed))
+    def reset(self, video_path: str, seed=None):
+        """Starts an episode recorded to `video_path`; returns the flat observation."""
+        return self._request(("reset", seed, video_path))
 
     def step(self, action):
-        """Returns (flat observation, reward, terminated, truncated, frame)."""
+        """Returns (flat observation, reward, terminated, truncated)."""
         return self._request(("step", np.asarray(action)))
+
+    def end_video(self) -> int:
+        """Finishes the episode's MP4 file; returns the number of frames in it."""
+        return self._request(("end",))
 
     def close(self):
         if self._proc.poll() is None:
@@ -78,36 +112,171 @@ class RenderedEnv:
         self.close()
 
 
+def _software_gl() -> bool:
+    """Whether MuJoCo renders through Mesa's software rasterizer, asked of a 1x1 context
+    of the backend it will use."""
+    backend = os.environ.get("MUJOCO_GL", "glfw").lower()
+    if backend == "osmesa":
+        return True
+    if backend not in ("egl", "glfw"):
+        return False
+    try:
+        context = importlib.import_module(f"mujoco.{backend}").GLContext(1, 1)
+        try:
+            context.make_current()
+            from OpenGL import GL
+
+            renderer = (GL.glGetString(GL.GL_RENDERER) or b"").lower()
+        finally:
+            context.free()
+    except Exception:  # the env's own first render reports a broken OpenGL
+        return False
+    return any(name in renderer for name in (b"llvmpipe", b"softpipe", b"swrast"))
+
+
+def _fit_to_software_gl(env: gym.Env) -> None:
+    """Cheaper MuJoCo rendering settings when the OpenGL is software; before the first
+    frame, because MuJoCo reads them when it creates its render context."""
+    if "mujoco" not in sys.modules:  # not a MuJoCo env
+        return
+    import mujoco
+
+    model = getattr(env.unwrapped, "model", None)
+    if isinstance(model, mujoco.MjModel) and _software_gl():
+        quality = model.vis.quality
+        quality.shadowsize = min(quality.shadowsize, SOFTWARE_GL_SHADOW_SIZE)
+        quality.offsamples = 0
+
+
+class _Video:
+    """An MP4 file fed frame by frame to ffmpeg (H.264), which encodes in its own process
+    while the worker renders the next frames."""
+
+    def __init__(self, path: str, fps: float, first_frame: np.ndarray):
+        import imageio_ffmpeg
+
+        height, width = first_frame.shape[:2]
+        self.path, self.frames = path, 0
+        command = [
+            imageio_ffmpeg.get_ffmpeg_exe(),
+            *"-y -loglevel error -f rawvideo -pix_fmt rgb24".split(),
+            *("-s", f"{width}x{height}", "-r", str(fps), "-i", "-"),
+            # yuv420p, which players expect, needs even sizes: pad odd ones by a pixel.
+            *"-an -vcodec libx264 -vf pad=ceil(iw/2)*2:ceil(ih/2)*2 -pix_fmt yuv420p".split(),
+            path,
+        ]
+        # In a session of its own, out of reach of a terminal's Ctrl-C (see __main__).
+        self._ffmpeg = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True
+        )
+        self.add(first_frame)
+
+    def add(self, frame: np.ndarray) -> None:
+        try:
+            self._ffmpeg.stdin.write(np.ascontiguousarray(frame, np.uint8).tobytes())
+        except BrokenPipeError:
+            self._ffmpeg.wait()
+            raise OSError(f"ffmpeg stopped writing {self.path}") from None
+        self.frames += 1
+
+    def close(self) -> int:
+        """Waits for ffmpeg to finish the file; returns the number of frames."""
+        try:
+            self._ffmpeg.stdin.close()
+        except BrokenPipeError:
+            pass
+        if self._ffmpeg.wait() != 0:
+            raise OSError(f"ffmpeg could not write {self.path}")
+        return self.frames
+
+
+class _Worker:
+    """The worker's env and the video being recorded."""
+
+    def __init__(self):
+        self.env = self.video = None
+        self.fps = 30
+
+    def make(self, env_id: str, kwargs: dict):
+        self.env = gym.make(env_id, render_mode="rgb_array", **kwargs)
+        if needs_flattening(self.env.observation_space):
+            self.env = gym.wrappers.FlattenObservation(self.env)
+        _fit_to_software_gl(self.env)
+        self.fps = self.env.metadata.get("render_fps") or 30
+        spec = self.env.spec
+        return self.fps, spec.max_episode_steps if spec is not None else None
+
+    def frame(self) -> np.ndarray:
+        frame = self.env.render()
+        if not isinstance(frame, np.ndarray):
+            raise TfsacError(f"{self.env.spec.id} renders no rgb_array frames")
+        return frame
+
+    def reset(self, seed, video_path: str):
+        with contextlib.suppress(OSError):  # a video the parent gave up on
+            self.end()
+        obs, _ = self.env.reset(seed=seed)
+        self.video = _Video(video_path, self.fps, self.frame())
+        return obs
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = self.env.step(action)
+        return obs, float(reward), bool(terminated), bool(truncated)
+
+    def end(self) -> int:
+        video, self.video = self.video, None
+        return video.close() if video is not None else 0
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+
+
 def _serve(stdin, stdout) -> None:
-    env = None
+    worker = _Worker()
+    handlers = {"make": worker.make, "reset": worker.reset, "step": worker.step, "end": worker.end}
+    # An error in the work done after the last reply (a step's frame), for the next one.
+    failure = None
+
+    def reply(status, payload):
+        pickle.dump((status, payload), stdout)
+        stdout.flush()
+
     while True:
         try:
-            message = pickle.load(stdin)
+            kind, *args = pickle.load(stdin)
         except EOFError:
             return
+        if kind == "close":
+            # After an error in the parent: keep what the video has, report nothing more.
+            with contextlib.suppress(Exception):
+                worker.end()
+            worker.close()
+            reply("ok", None)
+            return
         try:
-            if message[0] == "make":
-                env = gym.make(message[1], render_mode="rgb_array", **message[2])
-                if needs_flattening(env.observation_space):
-                    env = gym.wrappers.FlattenObservation(env)
-                reply = env.metadata.get("render_fps", 30)
-            elif message[0] == "reset":
-                obs, _ = env.reset(seed=message[1])
-                reply = (obs, env.render())
-            elif message[0] == "step":
-                obs, reward, terminated, truncated, _ = env.step(message[1])
-                reply = (obs, reward, terminated, truncated, env.render())
-            else:
-                if env is not None:
-                    env.close()
-                pickle.dump(("ok", None), stdout)
-                stdout.flush()
-                return
-            pickle.dump(("ok", reply), stdout)
+            if failure is not None:
+                raise failure
+            payload = handlers[kind](*args)
         except Exception as e:  # reported to the parent, which raises TfsacError
-            pickle.dump(("error", f"{type(e).__name__}: {e}"), stdout)
-        stdout.flush()
+            failure = None
+            reply("error", f"{type(e).__name__}: {e}")
+            continue
+        reply("ok", payload)
+        if kind == "step":
+            # Rendered after the reply, so that the parent picks the next action meanwhile.
+            try:
+                worker.video.add(worker.frame())
+            except Exception as e:
+                failure = e
 
 
 if __name__ == "__main__":
-    _serve(sys.stdin.buffer, sys.stdout.buffer)
+    # Ctrl-C in a terminal reaches the whole process group; the parent decides what it
+    # means (the training loop stops cleanly after the video) and then closes the worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Replies go over a private copy of stdout; whatever an env or library prints goes to
+    # stderr instead of into the replies.
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    _serve(sys.stdin.buffer, replies)

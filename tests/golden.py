@@ -6,9 +6,9 @@ A restructuring of the learner or the loop that must not change any number prove
 temperature, replay rows, evaluation returns) with the digests recorded in
 tests/data/golden_fingerprints.json, so that a mismatch names the part that differs.
 
-XLA:CPU compiles for the host's vector instructions, and float results differ between
-AVX-512 and AVX2 code; the recorded digests are therefore keyed by a CPU class, and a
-machine of an unrecorded class skips the comparison. Record this machine's class with
+XLA:CPU compiles for the host CPU (its vector instructions and tuning), and float results
+can differ between CPUs; the recorded digests are therefore keyed by the CPU model and its
+vector extension (`cpu_class`), and a machine of an unrecorded class skips the comparison. Record this machine's class with
 
     python tests/golden.py --record
 
@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -61,21 +62,22 @@ CONFIGS = {
 
 
 def cpu_class() -> str:
-    """'x86_64-avx512' (avx512f), 'x86_64-avx2' (avx2), else platform.machine()."""
-    flags = set()
+    """The CPU model and its widest vector extension, e.g. 'amd-epyc-avx2': XLA:CPU
+    compiles for the host (instruction set and tuning), so other CPUs may round
+    differently."""
+    flags, model = set(), platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
-                    flags.update(line.split(":", 1)[1].split())
-                    break
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == platform.machine():
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags.update(value.split())
     except OSError:
         pass
-    if "avx512f" in flags:
-        return "x86_64-avx512"
-    if "avx2" in flags:
-        return "x86_64-avx2"
-    return platform.machine()
+    vector = next((v for v in ("avx512f", "avx2") if v in flags), "novec")
+    return "-".join(re.findall(r"[a-z0-9]+", f"{model} {vector}".lower()))
 
 
 def _groups(result) -> Dict[str, List]:

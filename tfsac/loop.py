@@ -124,6 +124,7 @@ class Trainer:
         on_log: Optional[Callable[[Dict], None]] = None,
         actor_fn: Optional[Callable] = None,
         critic_fn: Optional[Callable] = None,
+        on_evaluation: Optional[Callable[[Dict], None]] = None,
     ):
         config.validate()
         if resume and not config.run_dir:
@@ -131,6 +132,7 @@ class Trainer:
         self.config = config
         self.export = export
         self.on_log = on_log
+        self.on_evaluation = on_evaluation
         self.run_dir = config.run_dir or default_run_dir(config)
         if not resume and _holds_a_run(self.run_dir):
             raise TfsacError(
@@ -529,7 +531,8 @@ class Trainer:
             return
         cfg = self.config
         at_end = self.step >= cfg.total_steps
-        if _crossed(previous, self.step, cfg.eval_every) or at_end:
+        evaluated = _crossed(previous, self.step, cfg.eval_every) or at_end
+        if evaluated:
             self._evaluate_and_record()
         if _crossed(previous, self.step, cfg.log_every):
             now = time.perf_counter()
@@ -547,6 +550,9 @@ class Trainer:
         periodic = _crossed(previous, self.step, cfg.checkpoint_every)
         if at_end or periodic or stop is not None:
             self._save_checkpoint(time.perf_counter() - self._session_start)
+        # After the checkpoint: a run that the callback stops (by raising) keeps this step.
+        if evaluated and self.on_evaluation is not None:
+            self.on_evaluation(dict(self.evaluations[-1]))
         if stop is not None and not at_end:
             raise Interrupted(
                 f"{signal.Signals(stop).name} at step {self.step}: checkpoint saved in "
@@ -781,6 +787,7 @@ def train(
     on_log: Optional[Callable[[Dict], None]] = None,
     actor_fn: Optional[Callable] = None,
     critic_fn: Optional[Callable] = None,
+    on_evaluation: Optional[Callable[[Dict], None]] = None,
 ) -> TrainResult:
     """Trains SAC on `config.env_id`; with `export`, exports a SavedModel at the end.
 
@@ -788,6 +795,9 @@ def train(
     there when it has none). Raises TfsacError for bad configuration or paths before any
     training, NonFiniteError on NaN/Inf, Interrupted after a SIGINT/SIGTERM checkpoint.
     `actor_fn` and `critic_fn` build custom Keras models (networks.build_networks).
+    `on_evaluation` gets each evaluation ({step, return_mean, return_std}) once its step's
+    checkpoint, if one is due, is saved; an exception it raises ends training and
+    propagates unchanged.
     """
-    trainer = Trainer(config, export, resume, on_log, actor_fn=actor_fn, critic_fn=critic_fn)
+    trainer = Trainer(config, export, resume, on_log, actor_fn, critic_fn, on_evaluation)
     return trainer.run()

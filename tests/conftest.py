@@ -106,3 +106,16 @@ def graph_requests(trainer):
 
     trainer._graph_env_step = recorded  # the graph is built on first use, from the instance
     return requests
+
+
+@pytest.fixture(scope="session")
+def ray_address():
+    """One quiet local Ray for the session, which the sweep scripts join by address. Never
+    `ray start`/`ray stop`: those act on every Ray process of the machine."""
+    import logging
+
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()

@@ -437,16 +437,15 @@ def _finished_run(run_dir: str) -> bool:
 
 
 # ------------------------------------------------------------------------ the trial
-def _tf_pool_threads() -> Dict[str, int]:
-    """TF's thread pools by thread name (Linux): tf_Compute (inter-op), tf_XLAEigen
-    (XLA's intra-op pool)."""
+def _thread_names() -> Dict[str, int]:
+    """This process's threads by name (Linux): TF's inter-op pool is tf_Compute, XLA's
+    intra-op pool tf_XLAEigen; a trial records them to show its thread limits held."""
     counts: Dict[str, int] = {}
     try:
         for tid in os.listdir("/proc/self/task"):
             with open(f"/proc/self/task/{tid}/comm") as f:
                 name = f.read().strip()
-            if name in ("tf_Compute", "tf_XLAEigen"):
-                counts[name] = counts.get(name, 0) + 1
+            counts[name] = counts.get(name, 0) + 1
     except OSError:
         pass
     return counts
@@ -513,7 +512,7 @@ def run_trial(tune_config: Dict) -> None:
         return
     summary = result.summary
     record["evaluations"] = summary["evaluations"]
-    record["attempts"][-1]["tf_pool_threads"] = _tf_pool_threads()
+    record["attempts"][-1]["threads_by_name"] = _thread_names()
     _write_atomic(record_path, json.dumps(record, indent=2))
     tune.report(
         {
@@ -630,15 +629,16 @@ def _check_definition(plan: Plan, resume: bool) -> None:
     old = _read_json(path, None)
     if old is None:
         return
+    new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
     if not resume:
         raise TfsacError(
             f"{plan.sweep_dir} already holds a sweep; continue it with --resume or choose "
             "another --sweep_dir"
         )
-    if old != plan.definition:
-        keys = sorted(k for k in {*old, *plan.definition} if old.get(k) != plan.definition.get(k))
+    if old != new:
+        keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
         if "base" in keys:
-            a, b = old.get("base", {}), plan.definition["base"]
+            a, b = old.get("base", {}), new["base"]
             fields = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
             keys = [f"base config ({', '.join(fields)})" if k == "base" else k for k in keys]
         raise TfsacError(

@@ -135,7 +135,54 @@ def test_killed_trial_completes_after_a_retry(grid_sweep):
 
 
 @pytest.fixture(scope="module")
-def interrupted_sweep(ray_address, tmp_path_factory):
+def search_sweep(ray_address, tmp_path_factory):
+    """A two-sample Optuna search, one trial at a time, started in the background so that it
+    runs beside the interrupted sweep (one CPU each)."""
+    sweep_dir = str(tmp_path_factory.mktemp("search") / "sweep")
+    args = [
+        *TINY,
+        "--search=optuna",
+        "--num_samples=2",
+        "--space=learning_rate=loguniform:1e-4:1e-3",
+        "--max_concurrent=1",
+        f"--sweep_dir={sweep_dir}",
+        f"--ray_address={ray_address}",
+    ]
+    yield from _in_background(sweep_dir, args)
+
+
+def _in_background(sweep_dir, args):
+    proc = subprocess.Popen(
+        _command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    yield {"dir": sweep_dir, "args": args, "proc": proc}
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def asha_sweep(ray_address, tmp_path_factory):
+    """A grid with early stopping, one trial at a time: the second config (episodes of 200
+    steps, not 50) evaluates far below the first at the first rung, so ASHA stops it."""
+    sweep_dir = str(tmp_path_factory.mktemp("asha") / "sweep")
+    args = [
+        *TINY,
+        "--total_steps=200",
+        "--eval_every=100",
+        "--checkpoint_every=100",
+        "--log_every=100",
+        '--grid=env_kwargs={"max_episode_steps":50},{"max_episode_steps":200}',
+        "--early_stopping=asha",
+        "--max_concurrent=1",
+        f"--sweep_dir={sweep_dir}",
+        f"--ray_address={ray_address}",
+    ]
+    yield from _in_background(sweep_dir, args)
+
+
+@pytest.fixture(scope="module")
+def interrupted_sweep(ray_address, tmp_path_factory, search_sweep, asha_sweep):
     """The same grid, one trial at a time; the driver is killed once a trial has finished,
     then the sweep is rerun with --resume."""
     sweep_dir = str(tmp_path_factory.mktemp("interrupted") / "sweep")
@@ -145,7 +192,7 @@ def interrupted_sweep(ray_address, tmp_path_factory):
         name: os.path.join(_trial(sweep_dir, name), "summary.json") for name in (FIRST, SECOND)
     }
     try:
-        _wait_for(lambda: any(map(os.path.exists, summaries.values())), 240, "a finished trial")
+        _wait_for(lambda: any(map(os.path.exists, summaries.values())), 400, "a finished trial")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -197,18 +244,13 @@ def test_same_sweep_twice_gives_identical_returns(grid_sweep, interrupted_sweep)
     assert compared >= 1
 
 
-def test_optuna_search_with_two_samples(ray_address, tmp_path):
-    sweep_dir = str(tmp_path / "search")
-    args = [
-        *TINY,
-        "--search=optuna",
-        "--num_samples=2",
-        "--space=learning_rate=loguniform:1e-4:1e-3",
-        f"--sweep_dir={sweep_dir}",
-        f"--ray_address={ray_address}",
-    ]
-    proc = subprocess.run(_command(args), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_optuna_search_with_two_samples(search_sweep):
+    sweep_dir, args, proc = search_sweep["dir"], search_sweep["args"], search_sweep["proc"]
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 4 and all(QUIET_LINE.fullmatch(line) for line in lines), out
+    assert not err.strip(), err
     trials = _json(os.path.join(sweep_dir, "trials.json"))
     assert sorted(e["spec"]["sample"] for e in trials.values()) == [0, 1]
     rates = []
@@ -235,6 +277,26 @@ def test_optuna_search_with_two_samples(ray_address, tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "2 trials already done" in again.stdout
     assert _json(os.path.join(sweep_dir, "trials.json")).keys() == trials.keys()
+
+
+def test_early_stopped_trial_stops_cleanly_and_keeps_its_checkpoint(asha_sweep):
+    proc = asha_sweep["proc"]
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert not err.strip(), err
+    kept, stopped = "env_kwargs=max_episode_steps-50", "env_kwargs=max_episode_steps-200"
+    assert re.search(rf"\[1/2\] {kept}/seed0: return -?\d+\.\d at 200 env steps", out), out
+    assert re.search(rf"\[2/2\] {stopped}/seed0: stopped early, return .* at 100 env", out), out
+    run_dir = os.path.join(asha_sweep["dir"], stopped, "seed0")
+    assert not os.path.exists(os.path.join(run_dir, "summary.json"))
+    assert os.path.exists(os.path.join(run_dir, "checkpoints", "ckpt-100.index"))
+    assert [e["step"] for e in _json(os.path.join(run_dir, "trial.json"))["evaluations"]] == [100]
+    with open(os.path.join(run_dir, "train.log")) as f:
+        assert "Traceback" not in f.read()
+    with open(os.path.join(asha_sweep["dir"], "results.csv")) as f:
+        rows = {r["config"]: r for r in csv.DictReader(f)}
+    assert rows[stopped]["status"] == "1 stopped" and rows[kept]["status"] == "1 finished"
+    assert float(rows[stopped]["env_steps"]) == 100
 
 
 def test_on_evaluation_can_stop_a_run_that_keeps_its_checkpoint(tmp_path, counter_env_id):

@@ -210,7 +210,7 @@ def config_tag(overrides: Dict[str, str]) -> str:
     if not overrides:
         return "base"
     text = "_".join(f"{k}={v}" for k, v in overrides.items())
-    tag = re.sub(r"[^A-Za-z0-9._=+-]+", "-", text).strip("-")
+    tag = re.sub(r"[^A-Za-z0-9._=+-]+", "-", text).strip("-").replace("=-", "=")
     if len(tag) > TAG_LENGTH:
         digest = hashlib.sha1(text.encode()).hexdigest()[:8]
         tag = f"{tag[: TAG_LENGTH - 9]}-{digest}"

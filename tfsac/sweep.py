@@ -506,9 +506,8 @@ def run_trial(tune_config: Dict) -> None:
         # A bad env, NaN losses, an unwritable disk: a retry would fail the same way.
         record["error"] = first_line(e)
         _write_atomic(record_path, json.dumps(record, indent=2))
-        tune.report(
-            {"eval_return": math.nan, "best_eval_return": math.nan, "error": record["error"]}
-        )
+        failed = {"eval_return": math.nan, "best_eval_return": math.nan, "env_steps": 0}
+        tune.report({**failed, "error": record["error"]})
         return
     summary = result.summary
     record["evaluations"] = summary["evaluations"]
@@ -655,19 +654,20 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
     _write_atomic(os.path.join(plan.sweep_dir, SWEEP_FILE), json.dumps(plan.definition, indent=2))
     state = SweepState(plan.sweep_dir)
     searching = plan.method != "grid"
+    todo, search_alg = [], None
     if searching:
-        tune_trials, search_alg = _search_setup(plan, state)
+        count, search_alg = _search_setup(plan, state)
     else:
         for spec in plan.trials:
             if spec["name"] not in state.trials:
                 state.update(spec["name"], spec=spec, status="pending")
-        tune_trials, search_alg = [t for t in plan.trials if not state.done(t)], None
-    count = tune_trials if isinstance(tune_trials, int) else len(tune_trials)
+        todo = [t for t in plan.trials if not state.done(t)]
+        count = len(todo)
     done = sum(state.done(e["spec"]) for e in state.trials.values())
     if done:
         print(f"{done} trials already done in {plan.sweep_dir}", flush=True)
     if count:
-        _fit(plan, state, tune_trials, search_alg, ray_address, count)
+        _fit(plan, state, count, todo, search_alg, ray_address)
     files = write_results(plan.sweep_dir, state.trials, sort=searching)
     left = [name for name, entry in state.trials.items() if not state.done(entry["spec"])]
     return {"trials": state.trials, "files": files, "unfinished": left}
@@ -723,7 +723,9 @@ def _search_setup(plan: Plan, state: SweepState):
     return len(pending) + max(0, plan.num_samples - len(samples)), search
 
 
-def _fit(plan: Plan, state: SweepState, trials, search_alg, ray_address, count) -> None:
+def _fit(plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg, ray_address):
+    """Runs `count` trials on Tune: the grid's `todo` specs, or `count` samples of the
+    search algorithm."""
     # No Tune result loggers (each run has its own files) and no Tune console output (its
     # new reporter prints a table even at verbose=0): the Progress callback's lines instead.
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
@@ -743,7 +745,7 @@ def _fit(plan: Plan, state: SweepState, trials, search_alg, ray_address, count) 
                 grace_period=min(base["eval_every"], base["total_steps"]),
                 reduction_factor=3,
             )
-        param_space = {} if search_alg else {"trial": tune.grid_search(trials)}
+        param_space = {} if search_alg else {"trial": tune.grid_search(todo)}
         tuner = tune.Tuner(
             tune.with_resources(run_trial, {"cpu": plan.cpus_per_trial}),
             param_space=param_space,

@@ -1,5 +1,6 @@
 """scripts/sweep.py on a local Ray: a grid whose killed trial is retried, an interrupted
-sweep resumed, an Optuna search, and one-line answers to bad input."""
+sweep resumed, the same trial in two sweeps, an early-stopped trial, an Optuna search, and
+one-line answers to bad input."""
 
 import csv
 import json
@@ -31,7 +32,7 @@ GRID = [*TINY, "--grid=learning_rate=1e-3,3e-4"]
 FIRST, SECOND = "learning_rate=1e-3/seed0", "learning_rate=3e-4/seed0"
 # What a sweep prints on stdout when nothing goes wrong.
 QUIET_LINE = re.compile(
-    r"\[\d+/\d+\] \S+: (return|stopped early).*|results: .*|\d+ trials already done in .*"
+    r"\[\d+/\d+\] \S+: (return|stopped early).*|results: .*|\d+ of \d+ trials already done in .*"
 )
 
 
@@ -220,7 +221,7 @@ def test_interrupted_sweep_resumes_without_rerunning_finished_trials(interrupted
     assert len(_json(os.path.join(run_dir, "trial.json"))["attempts"]) == 1  # not started again
     (left,) = {FIRST, SECOND} - {done}
     assert _json(os.path.join(_trial(sweep_dir, left), "summary.json"))["total_steps"] == 400
-    assert f"1 trials already done in {sweep_dir}" in resumed.stdout
+    assert f"1 of 2 trials already done in {sweep_dir}" in resumed.stdout
     with open(os.path.join(sweep_dir, "results.csv")) as f:
         assert len(list(csv.DictReader(f))) == 2
     # Quiet: Ray's and TF's start-up lines stay out of the terminal.
@@ -275,7 +276,7 @@ def test_optuna_search_with_two_samples(search_sweep):
         _command([*args, "--resume"]), capture_output=True, text=True, timeout=120
     )
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "2 trials already done" in again.stdout
+    assert "2 of 2 trials already done" in again.stdout
     assert _json(os.path.join(sweep_dir, "trials.json")).keys() == trials.keys()
 
 

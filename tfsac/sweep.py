@@ -665,7 +665,7 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
         count = len(todo)
     done = sum(state.done(e["spec"]) for e in state.trials.values())
     if done:
-        print(f"{done} trials already done in {plan.sweep_dir}", flush=True)
+        print(f"{done} of {len(state.trials)} trials already done in {plan.sweep_dir}", flush=True)
     if count:
         _fit(plan, state, count, todo, search_alg, ray_address)
     files = write_results(plan.sweep_dir, state.trials, sort=searching)

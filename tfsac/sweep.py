@@ -451,6 +451,17 @@ def _thread_names() -> Dict[str, int]:
     return counts
 
 
+def _cpu_seconds() -> Optional[float]:
+    """CPU time of this process so far (imports included), where the OS tells it."""
+    try:
+        import resource
+
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+    except ImportError:
+        return None
+    return usage.ru_utime + usage.ru_stime
+
+
 def _metrics(evaluations: List[Dict], finished: bool) -> Dict[str, Any]:
     returns = [e["return_mean"] for e in evaluations]
     return {
@@ -511,7 +522,7 @@ def run_trial(tune_config: Dict) -> None:
         return
     summary = result.summary
     record["evaluations"] = summary["evaluations"]
-    record["attempts"][-1]["threads_by_name"] = _thread_names()
+    record["attempts"][-1].update(threads_by_name=_thread_names(), cpu_s=_cpu_seconds())
     _write_atomic(record_path, json.dumps(record, indent=2))
     tune.report(
         {

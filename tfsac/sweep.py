@@ -661,25 +661,35 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
     """Runs the plan's trials that are not done yet on Ray Tune, then writes the results.
     Returns {"trials": {name: entry}, "files": [...], "unfinished": [name, ...]}."""
     _check_definition(plan, resume)
-    os.makedirs(plan.sweep_dir, exist_ok=True)
-    _write_atomic(os.path.join(plan.sweep_dir, SWEEP_FILE), json.dumps(plan.definition, indent=2))
     state = SweepState(plan.sweep_dir)
     searching = plan.method != "grid"
     todo, search_alg = [], None
     if searching:
         count, search_alg = _search_setup(plan, state)
     else:
+        todo = [t for t in plan.trials if not state.done(t)]
+        count = len(todo)
+    # Ray first: a sweep that cannot start or join it leaves nothing behind.
+    started = _start_ray(ray_address) if count else False
+    try:
+        os.makedirs(plan.sweep_dir, exist_ok=True)
+        definition = json.dumps(plan.definition, indent=2)
+        _write_atomic(os.path.join(plan.sweep_dir, SWEEP_FILE), definition)
         for spec in plan.trials:
             if spec["name"] not in state.trials:
                 state.update(spec["name"], spec=spec, status="pending")
-        todo = [t for t in plan.trials if not state.done(t)]
-        count = len(todo)
-    done = sum(state.done(e["spec"]) for e in state.trials.values())
-    if done:
-        print(f"{done} of {len(state.trials)} trials already done in {plan.sweep_dir}", flush=True)
-    if count:
-        _fit(plan, state, count, todo, search_alg, ray_address)
-    files = write_results(plan.sweep_dir, state.trials, sort=searching)
+        done = sum(state.done(e["spec"]) for e in state.trials.values())
+        if done:
+            total = len(state.trials)
+            print(f"{done} of {total} trials already done in {plan.sweep_dir}", flush=True)
+        if count:
+            _fit(plan, state, count, todo, search_alg)
+        files = write_results(plan.sweep_dir, state.trials, sort=searching)
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
     left = [name for name, entry in state.trials.items() if not state.done(entry["spec"])]
     return {"trials": state.trials, "files": files, "unfinished": left}
 
@@ -734,14 +744,13 @@ def _search_setup(plan: Plan, state: SweepState):
     return len(pending) + max(0, plan.num_samples - len(samples)), search
 
 
-def _fit(plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg, ray_address):
+def _fit(plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg) -> None:
     """Runs `count` trials on Tune: the grid's `todo` specs, or `count` samples of the
     search algorithm."""
     # No Tune result loggers (each run has its own files) and no Tune console output (its
     # new reporter prints a table even at verbose=0): the Progress callback's lines instead.
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    started = _start_ray(ray_address)
     try:
         from ray import tune
         from ray.tune.schedulers import ASHAScheduler
@@ -786,11 +795,6 @@ def _fit(plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg
         raise
     except Exception as e:  # noqa: BLE001 - Tune's own errors, as one line
         raise TfsacError(f"the sweep stopped: {first_line(e)}") from None
-    finally:
-        if started:
-            import ray
-
-            ray.shutdown()
 
 
 # ------------------------------------------------------------------------ results

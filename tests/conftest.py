@@ -91,3 +91,16 @@ if COUNTER_ENV_ID not in gym.registry:
 @pytest.fixture
 def counter_env_id():
     return COUNTER_ENV_ID
+
+
+@pytest.fixture(scope="session")
+def ray_address():
+    """One quiet local Ray for the session, which the sweep scripts join by address. Never
+    `ray start`/`ray stop`: those act on every Ray process of the machine."""
+    import logging
+
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()

@@ -8,7 +8,8 @@ tests/data/golden_fingerprints.json, so that a mismatch names the part that diff
 
 XLA:CPU compiles for the host CPU (its vector instructions and tuning), and float results
 can differ between CPUs; the recorded digests are therefore keyed by the CPU model and its
-vector extension (`cpu_class`), and a machine of an unrecorded class skips the comparison. Record this machine's class with
+vector extension (`cpu_class`), and a machine of an unrecorded class skips the comparison.
+Record this machine's class with
 
     python tests/golden.py --record
 

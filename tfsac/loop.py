@@ -228,8 +228,6 @@ class Trainer:
             std,
             cfg.eval_episodes,
         )
-        if self.on_evaluation is not None:
-            self.on_evaluation(evaluation)
 
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
@@ -310,7 +308,8 @@ class Trainer:
         `step_before` cross their intervals (or end the run)."""
         cfg, step = self.config, self.loop.step
         at_end = step >= cfg.total_steps
-        if crossed(step_before, step, cfg.eval_every) or at_end:
+        evaluated = crossed(step_before, step, cfg.eval_every) or at_end
+        if evaluated:
             self._evaluate_and_record()
         if crossed(step_before, step, cfg.log_every):
             now = time.perf_counter()
@@ -323,6 +322,9 @@ class Trainer:
                 bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
         if at_end or stop is not None or crossed(step_before, step, cfg.checkpoint_every):
             self._save_checkpoint()
+        # After the checkpoint: a run that the callback stops (by raising) keeps this step.
+        if evaluated and self.on_evaluation is not None:
+            self.on_evaluation(dict(self.loop.evaluations[-1]))
         if stop is not None and not at_end:
             raise Interrupted(
                 f"{signal.Signals(stop).name} at step {step}: checkpoint saved in "
@@ -387,7 +389,9 @@ def train(
     there when it has none). Raises TfsacError for bad configuration or paths before any
     training, NonFiniteError on NaN/Inf, Interrupted after a SIGINT/SIGTERM checkpoint.
     `actor_fn` and `critic_fn` build custom Keras models (networks.build_networks);
-    `on_log` gets each progress record, `on_evaluation` each evaluation.
+    `on_log` gets each progress record. `on_evaluation` gets each evaluation ({step,
+    return_mean, return_std, seed}) once its step's checkpoint, if one is due, is saved; an
+    exception it raises ends training and propagates unchanged.
     """
     trainer = Trainer(
         config, export, resume, on_log, actor_fn, critic_fn, env_fn, on_evaluation=on_evaluation

@@ -108,7 +108,8 @@ def plot_runs(run_dirs: Sequence[str], out_path: str, title: str = "") -> str:
         ax.set_title(label)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
-    axes.flat[0].legend()
+    if axes.flat[0].get_legend_handles_labels()[0]:  # runs without evaluations have none
+        axes.flat[0].legend()
     fig.suptitle(title or ", ".join(sorted(groups)))
     fig.tight_layout()
     try:

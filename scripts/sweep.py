@@ -1,0 +1,108 @@
+"""Many tfsac runs on Ray Tune: a grid of training-flag values times seeds, or an Optuna
+search; one run directory per trial under --sweep_dir, then results.csv, results.md and
+learning curves there.
+
+python scripts/sweep.py --flagfile=scripts/presets/pendulum_v1.flags --seeds=0,1,2 \
+    --grid=learning_rate=3e-4,1e-3 --sweep_dir=sweeps/pendulum
+python scripts/sweep.py --search=optuna --num_samples=20 \
+    --space=learning_rate=loguniform:1e-4:3e-3 --space=tau=uniform:0.002:0.02 --sweep_dir=...
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from _cli import (  # noqa: E402
+    config_from_flags,
+    define_training_flags,
+    fail,
+    parse_flags_or_fail,
+)
+from absl import app, flags  # noqa: E402
+
+_before = set(flags.FLAGS)
+define_training_flags()
+TRAINING_FLAGS = sorted(set(flags.FLAGS) - _before)
+
+flags.DEFINE_string("sweep_dir", None, "Folder of the sweep: a run directory per trial, results.")
+flags.DEFINE_list("seeds", None, "Seeds of every grid config (default: --seed).")
+flags.DEFINE_multi_string(
+    "grid",
+    [],
+    "<training flag>=<value>,<value>,... (';' between values that hold commas); repeat "
+    "for more flags: the grid is every combination, times --seeds.",
+)
+flags.DEFINE_string("search", "", "Search method instead of a grid: optuna.")
+flags.DEFINE_multi_string(
+    "space",
+    [],
+    "Searched flag: <flag>=uniform|loguniform|int|logint:<low>:<high> (bounds inclusive) "
+    "or <flag>=choice:<value>,<value>,...; repeat for more flags.",
+)
+flags.DEFINE_integer("num_samples", 10, "Configs a search tries.")
+flags.DEFINE_enum(
+    "objective", "final", ["final", "best"], "Search for the best final or best-ever eval return."
+)
+flags.DEFINE_enum(
+    "early_stopping",
+    "auto",
+    ["auto", "asha", "none"],
+    "ASHA stops poor trials at evaluations (auto: for searches, not for grids).",
+)
+flags.DEFINE_integer("cpus_per_trial", 1, "CPUs (and TF threads) of each trial.")
+flags.DEFINE_integer("max_concurrent", 0, "Trials at once (0: as many as the CPUs allow).")
+flags.DEFINE_integer("max_failures", 2, "Retries of a trial whose process died.")
+flags.DEFINE_string(
+    "ray_address", None, "A Ray cluster to join (<host>:<port> or auto); default: a local one."
+)
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    if len(argv) > 1:
+        fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    import tfsac
+    from tfsac import sweep
+    from tfsac.errors import TfsacError
+
+    try:
+        for name in ("run_dir", "export_dir"):
+            if FLAGS[name].present:
+                raise TfsacError(f"--{name}: {sweep.RESERVED_FLAGS[name]}")
+        try:
+            seeds = [int(s) for s in FLAGS.seeds] if FLAGS.seeds else [FLAGS.seed]
+        except ValueError:
+            raise TfsacError(f"--seeds must be integers, got {','.join(FLAGS.seeds)}") from None
+        plan = sweep.plan_sweep(
+            sweep.FlagConfigs(FLAGS, TRAINING_FLAGS, lambda: config_from_flags(tfsac)),
+            FLAGS.sweep_dir,
+            seeds,
+            grid=FLAGS.grid,
+            search=FLAGS.search,
+            space=FLAGS.space,
+            num_samples=FLAGS.num_samples,
+            objective=FLAGS.objective,
+            early_stopping=FLAGS.early_stopping,
+            cpus_per_trial=FLAGS.cpus_per_trial,
+            max_concurrent=FLAGS.max_concurrent,
+            max_failures=FLAGS.max_failures,
+        )
+        sweep.check_address(FLAGS.ray_address)
+        sweep.require_ray(search=bool(FLAGS.search))
+        outcome = sweep.run_sweep(plan, FLAGS.ray_address, resume=FLAGS.resume)
+    except TfsacError as e:
+        fail(str(e))
+    for path in outcome["files"][:2]:
+        print(f"results: {path}")
+    left = outcome["unfinished"]
+    if left:
+        fail(
+            f"{len(left)} of {len(outcome['trials'])} trials did not finish (first: {left[0]}); "
+            "rerun with --resume to continue them",
+            code=1,
+        )
+
+
+if __name__ == "__main__":
+    app.run(main, flags_parser=parse_flags_or_fail)

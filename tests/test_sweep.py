@@ -1,0 +1,371 @@
+"""scripts/sweep.py on a local Ray: a grid whose killed trial is retried, an interrupted
+sweep resumed, the same trial in two sweeps, an early-stopped trial, an Optuna search, and
+one-line answers to bad input."""
+
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import REPO_ROOT, tiny_config
+
+SCRIPT = os.path.join(REPO_ROOT, "scripts", "sweep.py")
+TINY = [
+    "--env=Pendulum-v1",
+    "--total_steps=400",
+    "--learning_starts=100",
+    "--eval_every=200",
+    "--eval_episodes=1",
+    "--hidden_sizes=32,32",
+    "--batch_size=32",
+    "--buffer_size=1000",
+    "--checkpoint_every=200",
+    "--log_every=200",
+    "--jit_compile=false",
+]
+GRID = [*TINY, "--grid=learning_rate=1e-3,3e-4"]
+FIRST, SECOND = "learning_rate=1e-3/seed0", "learning_rate=3e-4/seed0"
+# What a sweep prints on stdout when nothing goes wrong.
+QUIET_LINE = re.compile(
+    r"\[\d+/\d+\] \S+: (return|stopped early).*|results: .*|\d+ of \d+ trials already done in .*"
+)
+
+
+def _command(args):
+    return [sys.executable, SCRIPT, *args]
+
+
+def _wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def _json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _trial(sweep_dir, name):
+    return os.path.join(sweep_dir, *name.split("/"))
+
+
+@pytest.fixture(scope="module")
+def grid_sweep(ray_address, tmp_path_factory):
+    """A two-trial grid; the second trial's worker is killed after its first checkpoint."""
+    sweep_dir = str(tmp_path_factory.mktemp("grid") / "sweep")
+    victim = _trial(sweep_dir, SECOND)
+    proc = subprocess.Popen(
+        _command([*GRID, f"--sweep_dir={sweep_dir}", f"--ray_address={ray_address}"]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        index = os.path.join(victim, "checkpoints", "checkpoint")
+        _wait_for(lambda: os.path.exists(index), 240, "the trial's first checkpoint")
+        assert not os.path.exists(os.path.join(victim, "summary.json")), "finished before the kill"
+        pid = _json(os.path.join(victim, "trial.json"))["attempts"][-1]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return {"dir": sweep_dir, "returncode": proc.returncode, "out": out, "err": err, "pid": pid}
+
+
+def test_grid_writes_run_directories_and_results(grid_sweep):
+    sweep_dir = grid_sweep["dir"]
+    assert grid_sweep["returncode"] == 0, grid_sweep["err"][-3000:]
+    assert "Traceback" not in grid_sweep["err"]
+    assert re.search(rf"\[\d/2\] {re.escape(FIRST)}: return -?\d", grid_sweep["out"])
+    assert re.search(rf"\[\d/2\] {re.escape(SECOND)}: return -?\d", grid_sweep["out"])
+    for name, rate in ((FIRST, 1e-3), (SECOND, 3e-4)):
+        run_dir = _trial(sweep_dir, name)
+        config = _json(os.path.join(run_dir, "config.json"))
+        assert (config["learning_rate"], config["seed"], config["run_dir"]) == (rate, 0, run_dir)
+        summary = _json(os.path.join(run_dir, "summary.json"))
+        assert summary["total_steps"] == 400 and len(summary["evaluations"]) == 2
+        # Each trial exports into its own run directory.
+        assert summary["saved_model_path"] == os.path.join(
+            run_dir, "saved_models", "pendulum_v1", "1"
+        )
+        assert os.path.exists(os.path.join(summary["saved_model_path"], "saved_model.pb"))
+        for part in ("progress.csv", "tensorboard", "checkpoints", "train.log"):
+            assert os.path.exists(os.path.join(run_dir, part)), part
+        with open(os.path.join(os.path.dirname(run_dir), "learning_curves.png"), "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    # One CPU per trial: TF's inter-op pool has one thread, not one per core.
+    attempt = _json(os.path.join(_trial(sweep_dir, FIRST), "trial.json"))["attempts"][-1]
+    assert attempt["threads_by_name"]["tf_Compute"] == 1
+    with open(os.path.join(sweep_dir, "results.csv")) as f:
+        rows = {r["config"]: r for r in csv.DictReader(f)}
+    assert set(rows) == {"learning_rate=1e-3", "learning_rate=3e-4"}
+    for tag, row in rows.items():
+        summary = _json(os.path.join(sweep_dir, tag, "seed0", "summary.json"))
+        assert float(row["return_mean"]) == pytest.approx(summary["eval_return_mean"])
+        assert float(row["return_std"]) == 0.0 and float(row["env_steps"]) == 400
+        assert row["best_run_dir"] == os.path.join(sweep_dir, tag, "seed0")
+        assert row["status"] == "1 finished"
+    with open(os.path.join(sweep_dir, "results.md")) as f:
+        table = f.read()
+    assert "| --learning_rate=1e-3 | 0 | " in table and "| --learning_rate=3e-4 | 0 | " in table
+    assert " ± 0.0 | 400 |" in table
+
+
+def test_killed_trial_completes_after_a_retry(grid_sweep):
+    assert grid_sweep["returncode"] == 0, grid_sweep["err"][-3000:]
+    run_dir = _trial(grid_sweep["dir"], SECOND)
+    attempts = _json(os.path.join(run_dir, "trial.json"))["attempts"]
+    assert [a["pid"] for a in attempts][0] == grid_sweep["pid"] and len(attempts) == 2
+    assert attempts[1]["pid"] != grid_sweep["pid"]
+    summary = _json(os.path.join(run_dir, "summary.json"))
+    assert summary["resumed_from"] and "ckpt-" in summary["resumed_from"]
+    assert summary["total_steps"] == 400
+    assert f"{SECOND}: retrying from its last checkpoint" in grid_sweep["out"]
+    # The other trial ran once.
+    assert len(_json(os.path.join(_trial(grid_sweep["dir"], FIRST), "trial.json"))["attempts"]) == 1
+
+
+@pytest.fixture(scope="module")
+def search_sweep(ray_address, tmp_path_factory):
+    """A two-sample Optuna search, one trial at a time, started in the background so that it
+    runs beside the interrupted sweep (one CPU each)."""
+    sweep_dir = str(tmp_path_factory.mktemp("search") / "sweep")
+    args = [
+        *TINY,
+        "--search=optuna",
+        "--num_samples=2",
+        "--space=learning_rate=loguniform:1e-4:1e-3",
+        "--max_concurrent=1",
+        f"--sweep_dir={sweep_dir}",
+        f"--ray_address={ray_address}",
+    ]
+    yield from _in_background(sweep_dir, args)
+
+
+def _in_background(sweep_dir, args):
+    proc = subprocess.Popen(
+        _command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    yield {"dir": sweep_dir, "args": args, "proc": proc}
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def asha_sweep(ray_address, tmp_path_factory):
+    """A grid with early stopping, one trial at a time: the second config (episodes of 200
+    steps, not 50) evaluates far below the first at the first rung, so ASHA stops it."""
+    sweep_dir = str(tmp_path_factory.mktemp("asha") / "sweep")
+    args = [
+        *TINY,
+        "--total_steps=200",
+        "--eval_every=100",
+        "--checkpoint_every=100",
+        "--log_every=100",
+        '--grid=env_kwargs={"max_episode_steps":50},{"max_episode_steps":200}',
+        "--early_stopping=asha",
+        "--max_concurrent=1",
+        f"--sweep_dir={sweep_dir}",
+        f"--ray_address={ray_address}",
+    ]
+    yield from _in_background(sweep_dir, args)
+
+
+@pytest.fixture(scope="module")
+def interrupted_sweep(ray_address, tmp_path_factory, search_sweep, asha_sweep):
+    """The same grid, one trial at a time; the driver is killed once a trial has finished,
+    then the sweep is rerun with --resume."""
+    sweep_dir = str(tmp_path_factory.mktemp("interrupted") / "sweep")
+    args = [*GRID, f"--sweep_dir={sweep_dir}", f"--ray_address={ray_address}", "--max_concurrent=1"]
+    proc = subprocess.Popen(_command(args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    summaries = {
+        name: os.path.join(_trial(sweep_dir, name), "summary.json") for name in (FIRST, SECOND)
+    }
+    try:
+        _wait_for(lambda: any(map(os.path.exists, summaries.values())), 400, "a finished trial")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    finished = [name for name, path in summaries.items() if os.path.exists(path)]
+    before = {name: os.stat(summaries[name]).st_mtime_ns for name in finished}
+    resumed = subprocess.run(
+        _command([*args, "--resume"]), capture_output=True, text=True, timeout=300
+    )
+    return {"dir": sweep_dir, "finished": finished, "mtimes": before, "resumed": resumed}
+
+
+def test_interrupted_sweep_resumes_without_rerunning_finished_trials(interrupted_sweep):
+    sweep_dir, resumed = interrupted_sweep["dir"], interrupted_sweep["resumed"]
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert len(interrupted_sweep["finished"]) == 1  # killed with one trial left
+    (done,) = interrupted_sweep["finished"]
+    run_dir = _trial(sweep_dir, done)
+    assert (
+        os.stat(os.path.join(run_dir, "summary.json")).st_mtime_ns
+        == interrupted_sweep["mtimes"][done]
+    )
+    assert len(_json(os.path.join(run_dir, "trial.json"))["attempts"]) == 1  # not started again
+    (left,) = {FIRST, SECOND} - {done}
+    assert _json(os.path.join(_trial(sweep_dir, left), "summary.json"))["total_steps"] == 400
+    assert f"1 of 2 trials already done in {sweep_dir}" in resumed.stdout
+    with open(os.path.join(sweep_dir, "results.csv")) as f:
+        assert len(list(csv.DictReader(f))) == 2
+    # Quiet: Ray's and TF's start-up lines stay out of the terminal.
+    lines = [line for line in resumed.stdout.splitlines() if line.strip()]
+    assert lines and all(QUIET_LINE.fullmatch(line) for line in lines), resumed.stdout
+    assert not resumed.stderr.strip(), resumed.stderr
+
+
+def test_same_sweep_twice_gives_identical_returns(grid_sweep, interrupted_sweep):
+    compared = 0
+    for name in (FIRST, SECOND):
+        runs = [_trial(grid_sweep["dir"], name), _trial(interrupted_sweep["dir"], name)]
+        records = [_json(os.path.join(r, "trial.json")) for r in runs]
+        if any(len(r["attempts"]) > 1 for r in records):
+            continue  # a resumed run starts new episodes: not the same run
+        summaries = [_json(os.path.join(r, "summary.json")) for r in runs]
+        if any(s["resumed_from"] for s in summaries):
+            continue
+        assert summaries[0]["evaluations"] == summaries[1]["evaluations"]
+        compared += 1
+    assert compared >= 1
+
+
+def test_optuna_search_with_two_samples(search_sweep):
+    sweep_dir, args, proc = search_sweep["dir"], search_sweep["args"], search_sweep["proc"]
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 4 and all(QUIET_LINE.fullmatch(line) for line in lines), out
+    assert not err.strip(), err
+    trials = _json(os.path.join(sweep_dir, "trials.json"))
+    assert sorted(e["spec"]["sample"] for e in trials.values()) == [0, 1]
+    rates = []
+    for entry in trials.values():
+        run_dir = entry["spec"]["run_dir"]
+        config = _json(os.path.join(run_dir, "config.json"))
+        assert 1e-4 <= config["learning_rate"] <= 1e-3
+        assert entry["spec"]["tag"].endswith(f"learning_rate={config['learning_rate']:.4g}")
+        rates.append(config["learning_rate"])
+        assert entry["status"] in ("finished", "stopped")
+        assert os.path.exists(os.path.join(run_dir, "checkpoints", "checkpoint"))
+        # An early-stopped trial keeps its checkpoint and evaluations, and has no summary.
+        finished = os.path.exists(os.path.join(run_dir, "summary.json"))
+        assert finished == (entry["status"] == "finished")
+        assert _json(os.path.join(run_dir, "trial.json"))["evaluations"]
+    assert rates[0] != rates[1]
+    with open(os.path.join(sweep_dir, "results.csv")) as f:
+        returns = [float(r["return_mean"]) for r in csv.DictReader(f)]
+    assert len(returns) == 2 and returns == sorted(returns, reverse=True)  # best first
+    # A resume of the finished search samples nothing new and starts no trial.
+    again = subprocess.run(
+        _command([*args, "--resume"]), capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "2 of 2 trials already done" in again.stdout
+    assert _json(os.path.join(sweep_dir, "trials.json")).keys() == trials.keys()
+
+
+def test_early_stopped_trial_stops_cleanly_and_keeps_its_checkpoint(asha_sweep):
+    proc = asha_sweep["proc"]
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    assert not err.strip(), err
+    kept, stopped = "env_kwargs=max_episode_steps-50", "env_kwargs=max_episode_steps-200"
+    assert re.search(rf"\[1/2\] {kept}/seed0: return -?\d+\.\d at 200 env steps", out), out
+    assert re.search(rf"\[2/2\] {stopped}/seed0: stopped early, return .* at 100 env", out), out
+    run_dir = os.path.join(asha_sweep["dir"], stopped, "seed0")
+    assert not os.path.exists(os.path.join(run_dir, "summary.json"))
+    assert os.path.exists(os.path.join(run_dir, "checkpoints", "ckpt-100.index"))
+    assert [e["step"] for e in _json(os.path.join(run_dir, "trial.json"))["evaluations"]] == [100]
+    with open(os.path.join(run_dir, "train.log")) as f:
+        assert "Traceback" not in f.read()
+    with open(os.path.join(asha_sweep["dir"], "results.csv")) as f:
+        rows = {r["config"]: r for r in csv.DictReader(f)}
+    assert rows[stopped]["status"] == "1 stopped" and rows[kept]["status"] == "1 finished"
+    assert float(rows[stopped]["env_steps"]) == 100
+
+
+def test_on_evaluation_can_stop_a_run_that_keeps_its_checkpoint(tmp_path, counter_env_id):
+    from tfsac import train
+
+    class Stop(Exception):
+        pass
+
+    seen = []
+
+    def stop_at_first(evaluation):
+        seen.append(evaluation["step"])
+        raise Stop
+
+    config = tiny_config(tmp_path, counter_env_id, eval_every=20, checkpoint_every=20)
+    with pytest.raises(Stop):
+        train(config, export=False, on_evaluation=stop_at_first)
+    assert seen == [20]
+    assert os.path.exists(tmp_path / "run" / "checkpoints" / "ckpt-20.index")
+    assert not os.path.exists(tmp_path / "run" / "summary.json")
+    result = train(config, export=False, resume=True, on_evaluation=seen.append)
+    assert [e["step"] for e in seen[1:]] == [40] and result.summary["resumed_from"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--grid=learning_rat=1e-3"], "unknown training flag --learning_rat"),
+        (["--grid=learning_rate="], "learning_rate: no values"),
+        (["--grid=learning_rate=1e-3,,3e-4"], "empty value"),
+        (["--grid=seed=1,2"], "--seeds"),
+        (["--buffer_size=1000", "--grid=batch_size=64,2000"], "larger than buffer_size"),
+        (["--search=hyperband"], "unknown --search method 'hyperband'"),
+        (["--search=optuna", "--space=learning_rate=loguniform:1e-3:1e-4"], "low < high"),
+        (["--search=optuna", "--space=learning_rate=normal:0:1"], "unknown distribution"),
+        (["--search=optuna", "--space=batch_size=uniform:32:64"], "--batch_size="),
+        (["--search=optuna", "--num_samples=0", "--space=gamma=uniform:0.9:0.99"], "num_samples"),
+        (["--ray_address=127.0.0.1:1"], "cannot reach the Ray cluster at 127.0.0.1:1"),
+    ],
+)
+def test_bad_input_is_one_line_before_anything_starts(tmp_path, args, message):
+    proc = subprocess.run(
+        _command([*args, "--sweep_dir=sweep"]),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+    assert not os.path.exists(tmp_path / "sweep")
+
+
+def test_without_ray_a_sweep_says_which_extra_to_install(tmp_path):
+    fake = tmp_path / "no_ray" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "no_ray"), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        _command(["--grid=learning_rate=1e-3,3e-4", "--sweep_dir=sweep"]),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == 'error: sweeps need Ray: pip install -e ".[ray]"'
+    assert not os.path.exists(tmp_path / "sweep")

@@ -69,6 +69,11 @@ def main(argv):
             env.close()
     except tfsac.TfsacError as e:
         fail(str(e))
+    _report(env_id, returns, seed, episodes, info)
+
+
+def _report(env_id, returns, seed, episodes, info) -> None:
+    """The result line, whether it repeats the training run's final evaluation, and JSON."""
     import numpy as np
 
     mode = "stochastic" if FLAGS.stochastic else "deterministic"

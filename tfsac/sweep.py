@@ -287,15 +287,8 @@ def plan_sweep(
 ) -> Plan:
     """Checks the sweep's settings and builds every trial's config (grid) or the configs at
     the ends of every searched range (search); raises TfsacError on the first problem."""
-    grid, space = list(grid), list(space)
-    if not sweep_dir:
-        raise TfsacError("--sweep_dir is needed: the folder for the trials' run directories")
-    if search and search not in SEARCH_METHODS:
-        raise TfsacError(f"unknown --search method {search!r} (known: {', '.join(SEARCH_METHODS)})")
-    if objective not in OBJECTIVES:
-        raise TfsacError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    if early_stopping not in ("auto", "asha", "none"):
-        raise TfsacError(f"--early_stopping must be auto, asha or none, got {early_stopping!r}")
+    grid, space, seeds = list(grid), list(space), list(seeds)
+    _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping)
     for name, value, least in (
         ("num_samples", num_samples, 1),
         ("cpus_per_trial", cpus_per_trial, 1),
@@ -304,21 +297,11 @@ def plan_sweep(
     ):
         if value < least:
             raise TfsacError(f"--{name} must be >= {least}, got {value}")
-    seeds = list(seeds)
-    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) < len(seeds):
-        raise TfsacError(f"--seeds must be distinct non-negative integers, got {seeds}")
-    if search and grid:
-        raise TfsacError("--grid and --search do not combine: search ranges go in --space")
-    if search and len(seeds) > 1:
-        raise TfsacError("a search trains each sample once, with --seed; --seeds is for grids")
-    if space and not search:
-        raise TfsacError("--space needs --search=optuna")
-    if search and not space:
-        raise TfsacError("--search needs at least one --space=<flag>=<distribution>:...")
     sweep_dir = os.path.abspath(sweep_dir)
-    threads = cpus_per_trial
-    factory = TrialFactory(configs, sweep_dir, threads)
+    factory = TrialFactory(configs, sweep_dir, cpus_per_trial)
     base = factory("base", {}, seeds[0])["config"]
+    for per_trial in ("seed", "run_dir", "export_dir"):
+        base.pop(per_trial)
     plan = Plan(
         sweep_dir,
         search or "grid",
@@ -332,28 +315,58 @@ def plan_sweep(
         max_failures=max_failures,
         factory=factory,
     )
-    for per_trial in ("seed", "run_dir", "export_dir"):
-        base.pop(per_trial)
     if search:
-        plan.space = parse_space(space, configs)
-        for dim in plan.space.values():
-            for value in dim.probes():
-                factory("check", {dim.name: value}, seeds[0])
-        plan.definition = {
-            "method": search,
-            "base": base,
-            "space": {n: dataclasses.asdict(d) for n, d in plan.space.items()},
-            "seed": seeds[0],
-            "objective": objective,
-        }
-        return plan
+        _plan_search(plan, configs, space, base)
+    else:
+        _plan_grid(plan, configs, grid, seeds, base)
+    return plan
+
+
+def _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping) -> None:
+    if not sweep_dir:
+        raise TfsacError("--sweep_dir is needed: the folder for the trials' run directories")
+    if search and search not in SEARCH_METHODS:
+        raise TfsacError(f"unknown --search method {search!r} (known: {', '.join(SEARCH_METHODS)})")
+    if objective not in OBJECTIVES:
+        raise TfsacError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if early_stopping not in ("auto", "asha", "none"):
+        raise TfsacError(f"--early_stopping must be auto, asha or none, got {early_stopping!r}")
+    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) < len(seeds):
+        raise TfsacError(f"--seeds must be distinct non-negative integers, got {seeds}")
+    if search and grid:
+        raise TfsacError("--grid and --search do not combine: search ranges go in --space")
+    if search and len(seeds) > 1:
+        raise TfsacError("a search trains each sample once, with --seed; --seeds is for grids")
+    if space and not search:
+        raise TfsacError("--space needs --search=optuna")
+    if search and not space:
+        raise TfsacError("--search needs at least one --space=<flag>=<distribution>:...")
+
+
+def _plan_search(plan: Plan, configs: FlagConfigs, space: List[str], base: Dict) -> None:
+    """The search space, each range checked at its ends and one point inside."""
+    plan.space = parse_space(space, configs)
+    for dim in plan.space.values():
+        for value in dim.probes():
+            plan.factory("check", {dim.name: value}, plan.seed)
+    plan.definition = {
+        "method": plan.method,
+        "base": base,
+        "space": {n: dataclasses.asdict(d) for n, d in plan.space.items()},
+        "seed": plan.seed,
+        "objective": plan.objective,
+    }
+
+
+def _plan_grid(plan: Plan, configs: FlagConfigs, grid: List[str], seeds, base: Dict) -> None:
+    """Every combination of the grid's values times every seed, as trials."""
     values = parse_grid(grid, configs)
     seen: Dict[str, str] = {}
     for combo in itertools.product(*values.values()):
         overrides = dict(zip(values, combo, strict=True))
         tag = config_tag(overrides)
         for seed in seeds:
-            spec = factory(tag, overrides, seed)
+            spec = plan.factory(tag, overrides, seed)
             key = json.dumps(
                 {**spec["config"], "run_dir": None, "export_dir": None}, sort_keys=True
             )
@@ -364,7 +377,6 @@ def plan_sweep(
             seen[key] = spec["name"]
             plan.trials.append(spec)
     plan.definition = {"method": "grid", "base": base, "grid": values, "seeds": seeds}
-    return plan
 
 
 # ------------------------------------------------------------------------ Ray, checks

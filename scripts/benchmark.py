@@ -145,7 +145,7 @@ def measure_tfsac(tfsac, config):
     result = trainer.run()
     learner, buffer = trainer.learner, trainer.buffer
     # Pure update throughput on pre-sampled batches (compiled already by the run).
-    per_call = config.steps_per_update(config.train_freq)
+    per_call = tfsac.UpdateSchedule.from_config(config).steps_per_phase(config.train_freq)
     batches = [buffer.sample_packed(config.batch_size, per_call) for _ in range(5)]
     learner.update(batches[0])  # `update` alone is compiled here, outside the clock
     start = time.perf_counter()

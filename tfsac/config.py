@@ -228,10 +228,6 @@ class SACConfig:
     def learned_alpha(self) -> bool:
         return self.alpha is None
 
-    def steps_per_update(self, collected: int) -> int:
-        """Gradient steps for a collection phase of `collected` env steps."""
-        return collected if self.gradient_steps == -1 else self.gradient_steps
-
     def rate(self, part: str) -> float:
         """The learning rate of `part` ('actor', 'critic', 'alpha' or 'value')."""
         value = getattr(self, f"{part}_learning_rate")

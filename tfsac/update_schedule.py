@@ -69,10 +69,10 @@ class UpdateSchedule:
             collected = self.pending_env_steps if ended else 0
             if ended:
                 self.pending_env_steps = 0
-            due = self._steps_per_phase(collected) if collected else 0
+            due = self.steps_per_phase(collected) if collected else 0
         else:
             phases, self.pending_env_steps = divmod(self.pending_env_steps, self.train_freq)
-            due = phases * self._steps_per_phase(self.train_freq)
+            due = phases * self.steps_per_phase(self.train_freq)
             # Warm-up phases end too (gSDE draws new noise at each phase's start).
             ended = due > 0 or (
                 step <= self.learning_starts and crossed(step_before, step, self.train_freq)
@@ -81,7 +81,8 @@ class UpdateSchedule:
             self.rollout_steps = self.rollout_episodes = 0
         return ended, due
 
-    def _steps_per_phase(self, collected: int) -> int:
+    def steps_per_phase(self, collected: int) -> int:
+        """Gradient steps owed for a collection phase of `collected` env steps."""
         return collected if self.gradient_steps == -1 else self.gradient_steps
 
     def noise_reset_due(self, phase_ended: bool) -> bool:

@@ -195,10 +195,10 @@ def config_from_flags(tfsac=None):
 
 def env_kwargs_from_flag(value: str) -> dict:
     """Parses --env_kwargs (a JSON object); exits with one line on anything else."""
-    from tfsac.config import SACConfig
+    from tfsac.config import parse_env_kwargs
     from tfsac.errors import TfsacError
 
     try:
-        return SACConfig(env_kwargs=value).env_kwargs
+        return parse_env_kwargs(value)
     except TfsacError as e:
         fail(str(e))

@@ -51,6 +51,17 @@ def _auto_or_float(name: str, value):
         raise TfsacError(f"{name} must be a float or 'auto', got {value!r}") from None
 
 
+def parse_env_kwargs(text: str) -> Dict[str, Any]:
+    """env_kwargs from its JSON text (a JSON object); TfsacError on anything else."""
+    try:
+        kwargs = json.loads(text)
+    except ValueError as e:
+        raise TfsacError(f"env_kwargs is not valid JSON ({e}): {text}") from None
+    if not isinstance(kwargs, dict):
+        raise TfsacError(f"env_kwargs must be a JSON object, got {kwargs!r}")
+    return kwargs
+
+
 @dataclasses.dataclass
 class SACConfig:
     """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905).
@@ -217,12 +228,7 @@ class SACConfig:
                 )
             self.progress_bar = {"auto": None, "true": True, "false": False}[text]
         if isinstance(self.env_kwargs, str):
-            try:
-                self.env_kwargs = json.loads(self.env_kwargs)
-            except ValueError as e:
-                raise TfsacError(f"env_kwargs is not valid JSON ({e}): {self.env_kwargs}") from None
-            if not isinstance(self.env_kwargs, dict):
-                raise TfsacError(f"env_kwargs must be a JSON object, got {self.env_kwargs!r}")
+            self.env_kwargs = parse_env_kwargs(self.env_kwargs)
 
     @property
     def learned_alpha(self) -> bool:

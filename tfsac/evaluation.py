@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
-import tqdm
 from absl import logging
 
 from tfsac.errors import TfsacError
+from tfsac.logs import progress_bar
 from tfsac.rendering import RenderedEnv
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -64,7 +63,6 @@ def record_video(
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
         raise TfsacError(f"cannot create the video folder {folder!r}: {e.strerror}") from None
-    show = sys.stderr.isatty() if progress is None else progress
     returns = []
     with RenderedEnv(env_id, env_kwargs) as env:
         # The TimeLimit's steps plus the reset's frame, when the env has a limit.
@@ -73,15 +71,7 @@ def record_video(
             path = os.path.join(folder, f"{name_prefix}-episode-{i}.mp4")
             logging.info("recording %s episode %d to %s", env_id, i, path)
             start = time.perf_counter()
-            with tqdm.tqdm(
-                total=length,
-                disable=not show,
-                desc="video",
-                unit="frame",
-                leave=False,
-                dynamic_ncols=True,
-                mininterval=0.5,
-            ) as bar:
+            with progress_bar(length, 0, progress, "frame", desc="video", leave=False) as bar:
                 obs = env.reset(path, seed=seed if i == 0 else None)
                 bar.update()
                 total, done = 0.0, False

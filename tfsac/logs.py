@@ -91,8 +91,9 @@ def lines_above(bar):
             handler.stream = original
 
 
-def progress_bar(total: int, initial: int, enabled=None):
-    """A tqdm bar of env steps on stderr; `enabled` None means on in a terminal."""
+def progress_bar(total, initial: int = 0, enabled=None, unit: str = "step", **kwargs):
+    """A tqdm bar on stderr (of env steps unless `unit` says otherwise); `enabled` None
+    means on in a terminal. `kwargs` go to tqdm."""
     import tqdm
 
     enabled = sys.stderr.isatty() if enabled is None else enabled
@@ -100,7 +101,8 @@ def progress_bar(total: int, initial: int, enabled=None):
         total=total,
         initial=initial,
         disable=not enabled,
-        unit="step",
+        unit=unit,
         dynamic_ncols=True,
         mininterval=0.5,
+        **kwargs,
     )

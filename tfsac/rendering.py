@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import logging
 import os
 import pickle
 import signal
@@ -24,10 +23,6 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac.errors import TfsacError
-
-# PyOpenGL (which `import mujoco` loads under MUJOCO_GL=egl) reports at INFO that its
-# optional C accelerator is missing; absl's handler would print that on every MuJoCo run.
-logging.getLogger("OpenGL.acceleratesupport").setLevel(logging.WARNING)
 
 # MuJoCo's defaults, a 4096x4096 shadow map and 4x multisampling, cost about 140 ms of CPU
 # per 480x480 HalfCheetah frame in Mesa's software renderer; a 1024x1024 map without
@@ -279,4 +274,9 @@ if __name__ == "__main__":
     # stderr instead of into the replies.
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    # MuJoCo's notices about deprecated attributes of the envs' own model files, as in the
+    # training process (tfsac.logs).
+    from tfsac.logs import quiet_library_logs
+
+    quiet_library_logs()
     _serve(sys.stdin.buffer, replies)

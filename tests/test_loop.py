@@ -158,4 +158,6 @@ def test_readme_env_factory_example_runs(tmp_path, monkeypatch):
     exec(docs_example(os.path.join(REPO_ROOT, "README.md")), namespace)
     summary = namespace["result"].summary
     assert summary["env"] == "Pendulum-v1" and summary["episodes"] == 10  # 100-step episodes
+    # The default run directory is named for the env the factory made.
+    assert os.path.basename(namespace["result"].run_dir).startswith("pendulum_v1-seed0-")
     assert -0.1 * 16.3 * 100 <= summary["eval_return_mean"] <= 0  # rewards scaled by 0.1

@@ -93,8 +93,7 @@ class _StopSignals:
 
 
 def _checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
-    """Validates `config` and the run directory; returns the directory. Writes nothing."""
-    config.validate()
+    """Checks the run directory (and what a run there needs); returns it. Writes nothing."""
     if resume and not config.run_dir:
         raise TfsacError("resume needs the run directory of the run to continue (run_dir)")
     if env_fn is not None and config.video_every:
@@ -132,17 +131,18 @@ class Trainer:
         env_fn: Optional[EnvFn] = None,
         on_evaluation: Optional[Callable[[Dict], None]] = None,
     ):
-        self.run_dir = _checked_run_dir(config, resume, env_fn)
-        self.files = RunDir(self.run_dir)
-        self.export, self.on_evaluation = export, on_evaluation
+        config.validate()
         if config.deterministic:
             tf.config.experimental.enable_op_determinism()
         keras.utils.set_random_seed(config.seed)  # Python, numpy and TF global seeds
         self.env_fn = env_fn or env_factory(config.env_id, config.env_kwargs)
         eval_env = checked_env(self.env_fn, config.env_id if env_fn is None else "env_fn")
-        if env_fn is not None:  # the config names the env it trains on
+        if env_fn is not None:  # the config (and the default run dir) name the env it trains on
             config = dataclasses.replace(config, env_id=_env_name(eval_env))
         self.config = config
+        self.run_dir = _checked_run_dir(config, resume, env_fn)
+        self.files = RunDir(self.run_dir)
+        self.export, self.on_evaluation = export, on_evaluation
         self.model_name = config.model_name or default_model_name(config.env_id)
         if export:
             check_writable(os.path.join(config.export_dir, self.model_name))

@@ -53,9 +53,6 @@ flags.DEFINE_enum(
 flags.DEFINE_integer("cpus_per_trial", 1, "CPUs (and TF threads) of each trial.")
 flags.DEFINE_integer("max_concurrent", 0, "Trials at once (0: as many as the CPUs allow).")
 flags.DEFINE_integer("max_failures", 2, "Retries of a trial whose process died.")
-flags.DEFINE_string(
-    "ray_address", None, "A Ray cluster to join (<host>:<port> or auto); default: a local one."
-)
 FLAGS = flags.FLAGS
 
 
@@ -63,7 +60,7 @@ def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     import tfsac
-    from tfsac import sweep
+    from tfsac import ray_cluster, sweep
     from tfsac.errors import TfsacError
 
     try:
@@ -88,8 +85,8 @@ def main(argv):
             max_concurrent=FLAGS.max_concurrent,
             max_failures=FLAGS.max_failures,
         )
-        sweep.check_address(FLAGS.ray_address)
-        sweep.require_ray(search=bool(FLAGS.search))
+        ray_cluster.check_address(FLAGS.ray_address)
+        ray_cluster.require_ray("sweeps", tune=True, search=bool(FLAGS.search))
         outcome = sweep.run_sweep(plan, FLAGS.ray_address, resume=FLAGS.resume)
     except TfsacError as e:
         fail(str(e))

@@ -69,10 +69,7 @@ class Checkpointer:
         self.directory = directory
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
         self.checkpoint = tf.train.Checkpoint(step=self.step, **learner.checkpoint_objects())
-        try:
-            os.makedirs(directory, exist_ok=True)
-        except OSError as e:
-            raise TfsacError(f"cannot create checkpoint directory {directory!r}: {e}") from None
+        # The folder is made by the first save: a start refused after this leaves none.
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, directory, max_to_keep=max_to_keep, checkpoint_name="ckpt"
         )

@@ -24,7 +24,8 @@ VARIANT = "Variants and exploration"
 NETS = "Networks"
 COMPILE = "Compilation"
 OUTPUT = "Evaluation, logging, outputs and checkpoints"
-GROUPS = (ENV, COLLECT, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT)
+DIST = "Distributed collection (env runners on Ray)"
+GROUPS = (ENV, COLLECT, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT, DIST)
 # Fields of earlier versions, ignored in the config.json of their runs.
 REMOVED_FIELDS = {"graph_loop"}
 
@@ -204,6 +205,33 @@ class SACConfig:
     checkpoint_every: int = option(5_000, "env steps between checkpoints (0: end only)", OUTPUT)
     keep_checkpoints: int = option(3, "how many recent checkpoints to keep", OUTPUT)
 
+    # Distributed collection (tfsac/distributed.py): `num_actors` env runners on Ray step
+    # their envs with a CPU copy of the actor and send chunks of transitions to this
+    # process, which keeps the replay buffer and the update. The updates per env step
+    # (train_freq, gradient_steps) hold for any number of runners.
+    num_actors: int = option(
+        0, "env runner processes on Ray feeding this learner (0: envs step in this process)", DIST
+    )
+    envs_per_actor: int = option(1, "env copies each runner steps together", DIST)
+    chunk_steps: int = option(
+        64, "env steps per chunk a runner sends (all its env copies' steps count)", DIST
+    )
+    weight_sync_every: int = option(
+        64, "updates between sending the actor's weights to the runners", DIST
+    )
+    # sync: every runner collects one chunk with the same weights, then the learner
+    # updates (reproducible with `deterministic`); async: runners collect while the learner
+    # updates, each with one chunk in flight (not reproducible).
+    runner_mode: str = option(
+        "async",
+        "async: runners collect while the learner updates; sync: in lockstep, reproducible",
+        DIST,
+        choices=("sync", "async"),
+    )
+    ray_address: Optional[str] = option(
+        None, "Ray cluster to join (<host>:<port> or auto; default: a local Ray)", DIST
+    )
+
     def __post_init__(self):
         """Turns the string forms that flags and JSON carry into the fields' types."""
         try:
@@ -359,7 +387,39 @@ class SACConfig:
             raise TfsacError(f"target_entropy must be finite, got {self.target_entropy}")
         if not self.log_std_min < self.log_std_max:
             raise TfsacError("log_std_min must be smaller than log_std_max")
+        self._validate_distributed()
         return self
+
+    def _validate_distributed(self) -> None:
+        for name in ("envs_per_actor", "chunk_steps", "weight_sync_every"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise TfsacError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.num_actors, int) or self.num_actors < 0:
+            raise TfsacError(f"num_actors must be >= 0 (0: no env runners), got {self.num_actors}")
+        if self.runner_mode not in ("sync", "async"):
+            raise TfsacError(f"runner_mode must be 'sync' or 'async', got {self.runner_mode!r}")
+        if not self.num_actors:
+            return
+        if self.use_sde or self.episodes_per_rollout:
+            what = "use_sde (gSDE)" if self.use_sde else "episodes_per_rollout"
+            raise TfsacError(f"{what} does not work with env runners (num_actors > 0)")
+        if self.num_envs != 1:
+            raise TfsacError(
+                "num_envs must be 1 with env runners (num_actors > 0): give each runner env "
+                "copies with envs_per_actor"
+            )
+        for name in ("envs_per_actor", "train_freq"):
+            if self.chunk_steps % getattr(self, name):
+                raise TfsacError(
+                    f"chunk_steps ({self.chunk_steps}) must be a multiple of {name} "
+                    f"({getattr(self, name)})"
+                )
+        if self.total_steps % self.envs_per_actor:
+            raise TfsacError(
+                f"total_steps ({self.total_steps}) must be a multiple of envs_per_actor "
+                f"({self.envs_per_actor})"
+            )
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

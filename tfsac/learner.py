@@ -23,14 +23,15 @@ from tfsac.sac import SAC
 
 
 class GaussianExploration:
-    """Actions sampled from the TanhNormal policy, a fresh draw per env step."""
+    """Actions sampled from the TanhNormal policy of `actor`, a fresh draw per env step
+    (the learner's acting, and env runners' with their own copy of the actor)."""
 
-    def __init__(self, sac: SAC, rng: tf.random.Generator):
-        self.sac, self.rng = sac, rng
+    def __init__(self, actor: keras.Model, config: SACConfig, rng: tf.random.Generator):
+        self.actor, self.rng = actor, rng
+        self.log_std_bounds = (config.log_std_min, config.log_std_max)
 
     def sample(self, observation):
-        bounds = (self.sac.config.log_std_min, self.sac.config.log_std_max)
-        loc, log_std = policy_params(self.sac.actor, observation, bounds)
+        loc, log_std = policy_params(self.actor, observation, self.log_std_bounds)
         seed = tf.cast(self.rng.make_seeds(1)[:, 0], tf.int32)
         return tanh_normal(loc, tf.exp(log_std)).sample(seed=seed)
 
@@ -83,7 +84,7 @@ class SACLearner:
         self.exploration = (
             GSDEExploration(self.sac, self.act_rng, config.num_envs)
             if config.use_sde
-            else GaussianExploration(self.sac, self.act_rng)
+            else GaussianExploration(self.sac.actor, config, self.act_rng)
         )
         self._layout = transition_layout(obs_dim, action_dim)
         width = sum(w for _, w in self._layout)

@@ -19,12 +19,14 @@ from absl import logging
 from tfsac.checkpointing import Checkpointer, check_compatible
 from tfsac.collector import Collector
 from tfsac.config import SACConfig
+from tfsac.distributed import RunnerPool
 from tfsac.envs import EnvFn, EnvSpec, checked_env, env_factory, env_spec
 from tfsac.errors import TfsacError
 from tfsac.evaluation import Evaluator
 from tfsac.export import check_writable, default_model_name, export_policy, policy_metadata
 from tfsac.learner import SACLearner
 from tfsac.logs import lines_above, progress_bar
+from tfsac.ray_cluster import check_address, require_ray, start_ray
 from tfsac.replay import ReplayBuffer
 from tfsac.run_dir import (
     CHECKPOINTS_DIR,
@@ -147,9 +149,14 @@ class Trainer:
         if export:
             check_writable(os.path.join(config.export_dir, self.model_name))
         self.spec = spec = env_spec(config.env_id, eval_env)
-        self.collector = Collector(
-            self.env_fn, spec, config.num_envs, config.vector_mode, config.seed
-        )
+        if config.num_actors:  # env runners on Ray collect instead (started below)
+            require_ray("env runners (num_actors > 0)")
+            check_address(config.ray_address)
+            self.collector = None
+        else:
+            self.collector = Collector(
+                self.env_fn, spec, config.num_envs, config.vector_mode, config.seed
+            )
         self.learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
         self.evaluator = Evaluator(eval_env, self.learner, spec, config)
         self.buffer = ReplayBuffer(config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
@@ -160,12 +167,22 @@ class Trainer:
         self.lr_schedule = parse_schedule(config.lr_schedule)
         self.lr_factor = 1.0
         self.loop = LoopState()
+        self.owed_updates = 0  # env runners: updates due but not yet run (whole calls only)
         self.resumed_from: Optional[str] = None
         if resume:
             self._restore_latest()
+        self.runners: Optional[RunnerPool] = None
+        self._started_ray = False
+        if config.num_actors and not self._finished():
+            self._start_runners(actor_fn)
         # Created once the start can no longer be refused: these write files.
         self.progress = ProgressLog(
-            self.files, self.learner.metric_names, config.total_steps, config.tensorboard, on_log
+            self.files,
+            self.learner.metric_names,
+            config.total_steps,
+            config.tensorboard,
+            on_log,
+            extra_fields=self.runners.stats_fields() if self.runners else (),
         )
         if resume:  # rows a killed session wrote after its last checkpoint
             self.progress.truncate(self.loop.step)
@@ -187,8 +204,11 @@ class Trainer:
         check_compatible(state["config"], self.config.to_dict(), prefix)
         state = self.checkpointer.restore(prefix, self.buffer)
         self.loop = LoopState.from_dict(state)
+        self.loop.resumes += 1
         self.schedule.load_state(state)
-        self.collector.load_state(state)
+        self.owed_updates = state.get("owed_updates", 0)
+        if self.collector is not None:
+            self.collector.load_state(state)
         self.resumed_from = prefix
         # The checkpoint holds the rates of its step; the config of this run decides them.
         self.lr_factor = self.lr_schedule(self.loop.step, self.config.total_steps)
@@ -206,7 +226,8 @@ class Trainer:
                 "learning_time_s": self.learning_clock.seconds(),
                 "config": self.config.to_dict(),
                 **self.schedule.state(),
-                **self.collector.state(),
+                **(self.collector.state() if self.collector is not None else {}),
+                "owed_updates": self.owed_updates,
             }
             path = self.checkpointer.save(self.loop.step, self.buffer, state)
         logging.info("checkpoint at step %d: %s", self.loop.step, path)
@@ -241,34 +262,71 @@ class Trainer:
         self.session_clock = Stopwatch(before=loop.wall_time_s)
         self.session_clock.start()
         self._log_clock = (time.perf_counter(), loop.step)
+        bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
+        try:
+            with _StopSignals() as stop, bar, lines_above(bar):
+                if self.runners is None:
+                    self._run_local(stop, bar)
+                else:
+                    self._run_with_runners(stop, bar)
+        finally:
+            self._stop_runners()
+        return self._finish()
+
+    def _run_local(self, stop: _StopSignals, bar) -> None:
+        """Env steps in this process, each followed by the updates it owes."""
+        cfg, loop = self.config, self.loop
         # A resumed run cannot restore the envs' internal state: it starts new episodes.
         self.collector.reset(seed=cfg.seed + loop.episodes)
         next_action = None  # picked by the last update's call, with the updated policy
-        bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
-        with _StopSignals() as stop, bar, lines_above(bar):
-            while loop.step < cfg.total_steps:
-                if self.schedule.is_warmup(loop.step):
-                    action = None  # uniform random
-                elif next_action is not None:
-                    action, next_action = next_action, None
-                else:
-                    action = self.learner.act(self.collector.observation)
-                step_before = loop.step
-                phase_ended, updates_due = self._collect(action)
-                bar.update(loop.step - step_before)
-                if updates_due:
-                    next_action = self._update(updates_due)
-                elif self.schedule.noise_reset_due(phase_ended):
-                    self.learner.reset_noise()
-                self._after_step(step_before, stop.received, bar)
-        return self._finish()
+        while loop.step < cfg.total_steps:
+            if self.schedule.is_warmup(loop.step):
+                action = None  # uniform random
+            elif next_action is not None:
+                action, next_action = next_action, None
+            else:
+                action = self.learner.act(self.collector.observation)
+            step_before = loop.step
+            transitions = self.collector.step(action)
+            phase_ended, updates_due = self._record(transitions, cfg.num_envs)
+            bar.update(loop.step - step_before)
+            if updates_due:
+                next_action = self._update(updates_due, self.collector.observation)
+            elif self.schedule.noise_reset_due(phase_ended):
+                self.learner.reset_noise()
+            self._after_step(step_before, stop.received, bar)
 
-    def _collect(self, action) -> tuple:
-        """One env step of every copy, into the buffer; returns (whether a collection
-        phase ended, the gradient steps now due)."""
-        loop, n = self.loop, self.config.num_envs
-        step_before, loop.step = loop.step, loop.step + n
-        transitions = self.collector.step(action)
+    def _run_with_runners(self, stop: _StopSignals, bar) -> None:
+        """Chunks of env steps from the runners (tfsac.distributed), each followed by the
+        updates it owes, run in calls of one fixed number of updates (another number
+        would be another XLA compilation); weights go out every weight_sync_every updates."""
+        cfg, loop, pool = self.config, self.loop, self.runners
+        per_call = self.schedule.steps_per_phase(cfg.train_freq) * (
+            cfg.chunk_steps // cfg.train_freq
+        )
+        updates = int(self.learner.sac.critic_optimizer.iterations.numpy())
+        pool.set_weights(self.learner.actor.get_weights(), updates)
+        for chunk in pool.chunks(loop.step):
+            step_before = loop.step
+            _, due = self._record(chunk.transitions, chunk.steps)
+            pool.record_lag(chunk, updates)
+            self.owed_updates += due
+            at_end = loop.step >= cfg.total_steps
+            while self.owed_updates >= per_call or (at_end and self.owed_updates):
+                count = min(per_call, self.owed_updates)
+                self._update(count)
+                self.owed_updates -= count
+                updates += count
+                if crossed(updates - count, updates, cfg.weight_sync_every):
+                    pool.set_weights(self.learner.actor.get_weights(), updates)
+            bar.update(loop.step - step_before)
+            self._after_step(step_before, stop.received, bar)
+
+    def _record(self, transitions, steps: int) -> tuple:
+        """Puts `steps` env steps' transitions into the buffer and books them; returns
+        (whether a collection phase ended, the gradient steps now due)."""
+        loop = self.loop
+        step_before, loop.step = loop.step, loop.step + steps
         bad = transitions.first_nonfinite()
         if bad is not None:
             raise self._nonfinite(f"the env returned a non-finite {bad} at step {loop.step}")
@@ -276,20 +334,24 @@ class Trainer:
         for episode_return, length in transitions.finished_episodes:
             loop.record_episode(episode_return, length)
         if self.learning_clock.running:
-            loop.learning_steps += n
+            loop.learning_steps += steps
         finished = len(transitions.finished_episodes)
         return self.schedule.after_env_step(step_before, loop.step, finished)
 
-    def _update(self, gradient_steps: int) -> np.ndarray:
-        """Runs `gradient_steps` updates and picks the next step's actions with the updated
-        policy, in one compiled call; returns those actions."""
+    def _update(self, gradient_steps: int, observation=None) -> Optional[np.ndarray]:
+        """Runs `gradient_steps` updates; with `observation`, also picks the next step's
+        actions with the updated policy in the same compiled call and returns them."""
         factor = self.lr_schedule(self.loop.step, self.config.total_steps)
         # The rates are variables read by the compiled update: set them only when they move.
         if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
             self.learner.set_learning_rate_factor(factor)
             self.lr_factor = factor
         batches = self.buffer.sample_packed(self.config.batch_size, gradient_steps)
-        self.metrics, action = self.learner.update_and_act(batches, self.collector.observation)
+        action = None
+        if observation is None:
+            self.metrics = self.learner.update(batches)
+        else:
+            self.metrics, action = self.learner.update_and_act(batches, observation)
         if not self.metrics["finite"]:
             names = ", ".join(self.learner.nonfinite_quantities(self.metrics)[:6])
             raise self._nonfinite(f"non-finite values at step {self.loop.step} in: {names}")
@@ -298,6 +360,35 @@ class Trainer:
         if not self.learning_clock.running:
             self.learning_clock.start()
         return action
+
+    # ------------------------------------------------------------------ runners
+    def _start_runners(self, actor_fn) -> None:
+        cfg = self.config
+        # A local Ray offers as many CPUs as runners asked for, even beyond the cores.
+        local = {} if cfg.ray_address else {"num_cpus": max(os.cpu_count() or 1, cfg.num_actors)}
+        self._started_ray = start_ray(cfg.ray_address, **local)
+        try:
+            self.runners = RunnerPool(cfg, self.env_fn, self.spec, actor_fn, self.loop.resumes)
+        except BaseException:
+            self._stop_runners()
+            raise
+        logging.info(
+            "%d env runner%s started (%s, %d env copies and %d-step chunks each)",
+            cfg.num_actors,
+            "s" if cfg.num_actors > 1 else "",
+            cfg.runner_mode,
+            cfg.envs_per_actor,
+            cfg.chunk_steps,
+        )
+
+    def _stop_runners(self) -> None:
+        if self.runners is not None:
+            self.runners.close()
+        if self._started_ray:
+            import ray
+
+            ray.shutdown()
+            self._started_ray = False
 
     def _nonfinite(self, what: str) -> NonFiniteError:
         latest = self.checkpointer.latest or "none"
@@ -315,7 +406,8 @@ class Trainer:
             now = time.perf_counter()
             last_time, last_step = self._log_clock
             steps_per_s = (step - last_step) / (now - last_time)
-            self.progress.log(self.loop, self.metrics, steps_per_s, self.lr_factor)
+            runners = self.runners.stats() if self.runners else None
+            self.progress.log(self.loop, self.metrics, steps_per_s, self.lr_factor, runners)
             self._log_clock = (now, step)
             if self.loop.recent_returns:
                 ret = self.loop.mean_recent_return()
@@ -337,7 +429,8 @@ class Trainer:
     def _finish(self) -> TrainResult:
         wall_time = self.session_clock.seconds()
         for part in (self.collector, self.evaluator, self.progress):
-            part.close()
+            if part is not None:
+                part.close()
         final = self.loop.evaluations[-1]
         summary = run_summary(
             self.config,

@@ -233,6 +233,25 @@ def build_value_networks(obs_dim: int, config) -> tuple[keras.Model, keras.Model
     return value, target_value
 
 
+def build_actor(
+    obs_dim: int,
+    action_dim: int,
+    config,
+    actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
+) -> keras.Model:
+    """The actor alone (as env runners hold it): the built-in one, gSDE's, or
+    `actor_fn(obs_dim, action_dim)`'s (see build_networks for the contract)."""
+    if config.use_sde:
+        if actor_fn is not None:
+            raise TfsacError("use_sde needs the built-in actor (a custom actor_fn was given)")
+        return GSDEActor(action_dim, config.hidden_sizes, config.log_std_init, name="actor")
+    if actor_fn is None:
+        return Actor(
+            action_dim, config.hidden_sizes, config.log_std_min, config.log_std_max, name="actor"
+        )
+    return actor_fn(obs_dim, action_dim)
+
+
 def build_networks(
     obs_dim: int,
     action_dim: int,
@@ -248,16 +267,7 @@ def build_networks(
     [B, action_dim] (tfsac clips log_std to the config's bounds); the critic maps
     ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B], n_critics >= 2.
     """
-    if config.use_sde:
-        if actor_fn is not None:
-            raise TfsacError("use_sde needs the built-in actor (a custom actor_fn was given)")
-        actor = GSDEActor(action_dim, config.hidden_sizes, config.log_std_init, name="actor")
-    elif actor_fn is None:
-        actor = Actor(
-            action_dim, config.hidden_sizes, config.log_std_min, config.log_std_max, name="actor"
-        )
-    else:
-        actor = actor_fn(obs_dim, action_dim)
+    actor = build_actor(obs_dim, action_dim, config, actor_fn)
     with_target = config.variant == "v2"
     if critic_fn is None:
         critic_args = (

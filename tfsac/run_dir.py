@@ -108,6 +108,7 @@ class LoopState:
     # (evaluations and checkpoint writes left out), over all sessions of the run.
     learning_steps: int = 0
     learning_time_s: float = 0.0
+    resumes: int = 0  # sessions after the first (env runners seed from it)
 
     def record_episode(self, episode_return: float, length: int) -> None:
         self.recent_returns.append(episode_return)
@@ -161,6 +162,17 @@ def run_summary(config, loop: LoopState, wall_time: float, learning_time: float,
     }
 
 
+def _runner_text(extra: Dict[str, Optional[float]]) -> str:
+    """' | policy lag 96 | runners 130, 128 steps/s' for env runners' statistics."""
+    if not extra:
+        return ""
+    lag = extra.get("policy_lag")
+    rates = [v for k, v in extra.items() if k.startswith("runner")]
+    rates_text = ", ".join("-" if v is None else f"{v:.0f}" for v in rates)
+    lag_text = "-" if lag is None else f"{lag:.0f}"
+    return f" | policy lag {lag_text} | runners {rates_text} steps/s"
+
+
 class ProgressLog:
     """One record per log interval to progress.csv, TensorBoard, the console and `on_log`;
     TensorBoard scalars of evaluations and the learner."""
@@ -172,11 +184,13 @@ class ProgressLog:
         total_steps: int,
         tensorboard: bool,
         on_log: Optional[Callable[[Dict], None]] = None,
+        extra_fields: Sequence[str] = (),
     ):
         import tensorflow as tf  # the writer; run_dir's other services need no TF
 
         self.run_dir = run_dir
         self.metric_names = tuple(metric_names)
+        self.extra_fields = tuple(extra_fields)  # e.g. env runners' statistics
         self.total_steps = total_steps
         self.on_log = on_log
         self._tf = tf
@@ -199,13 +213,24 @@ class ProgressLog:
         new_file = mode == "w" or not os.path.exists(path)
         with open(path, mode, newline="") as f:
             writer = csv.DictWriter(
-                f, (*PROGRESS_FIELDS, *self.metric_names), extrasaction="ignore"
+                f,
+                (*PROGRESS_FIELDS, *self.metric_names, *self.extra_fields),
+                extrasaction="ignore",
             )
             if new_file:
                 writer.writeheader()
             writer.writerows(rows)
 
-    def log(self, loop: LoopState, metrics: Optional[Dict], steps_per_s: float, lr_factor: float):
+    def log(
+        self,
+        loop: LoopState,
+        metrics: Optional[Dict],
+        steps_per_s: float,
+        lr_factor: float,
+        extra: Optional[Dict[str, Optional[float]]] = None,
+    ):
+        """One progress record; `extra` holds the values of `extra_fields`."""
+        extra = extra or {}
         record = {
             "step": loop.step,
             "episodes": loop.episodes,
@@ -215,6 +240,7 @@ class ProgressLog:
         }
         if metrics is not None:
             record.update({k: float(metrics[k]) for k in self.metric_names})
+        record.update(extra)
         self._write_rows([record])
         self.scalars(
             loop.step,
@@ -224,11 +250,12 @@ class ProgressLog:
                 "train/env_steps_per_s": steps_per_s,
                 "learner/learning_rate_factor": lr_factor,
                 **{f"learner/{k}": record.get(k) for k in self.metric_names},
+                **{f"runners/{k}": v for k, v in extra.items()},
             },
         )
         ret = record["episode_return"]
         logging.info(
-            "step %d/%d | episodes %d | return %s | %.0f steps/s%s",
+            "step %d/%d | episodes %d | return %s | %.0f steps/s%s%s",
             loop.step,
             self.total_steps,
             loop.episodes,
@@ -239,6 +266,7 @@ class ProgressLog:
                 for k in ("critic_loss", "actor_loss", "alpha", "entropy")
                 if k in record
             ),
+            _runner_text(extra),
         )
         if self.on_log is not None:
             self.on_log(record)

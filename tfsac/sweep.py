@@ -26,8 +26,8 @@ from absl import flags
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
+from tfsac.ray_cluster import start_ray
 
-RAY_MISSING = 'sweeps need Ray: pip install -e ".[ray]"'
 SEARCH_METHODS = ("optuna",)
 OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}
 # Flags that the sweep sets for each trial; a grid or search over them is refused.
@@ -37,6 +37,7 @@ RESERVED_FLAGS = {
     "export_dir": "each trial exports into its run directory",
     "resume": "--resume continues the whole sweep",
     "progress_bar": "trials run without a progress bar",
+    "ray_address": "give the cluster of the whole sweep with --ray_address",
 }
 SWEEP_FILE = "sweep.json"  # what the sweep is: a --resume must ask for the same
 TRIALS_FILE = "trials.json"  # each trial's spec and status, as the driver saw them
@@ -380,35 +381,6 @@ def _plan_grid(plan: Plan, configs: FlagConfigs, grid: List[str], seeds, base: D
 
 
 # ------------------------------------------------------------------------ Ray, checks
-def require_ray(search: bool = False) -> None:
-    """Raises TfsacError(RAY_MISSING) when Ray Tune (or Optuna, for a search) is missing."""
-    try:
-        import ray  # noqa: F401
-        from ray import tune  # noqa: F401
-
-        if search:
-            import optuna  # noqa: F401
-    except ImportError:
-        raise TfsacError(RAY_MISSING) from None
-
-
-def check_address(address: Optional[str], timeout: float = 5.0) -> None:
-    """Checks that a host:port (or ray://host:port) Ray address accepts connections."""
-    if not address or address in ("auto", "local"):
-        return
-    hostport = address[len("ray://") :] if address.startswith("ray://") else address
-    host, sep, port = hostport.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise TfsacError(
-            f"--ray_address must be <host>:<port>, ray://<host>:<port> or auto, got {address!r}"
-        )
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
-    except OSError as e:
-        reason = e.strerror or str(e) or type(e).__name__
-        raise TfsacError(f"cannot reach the Ray cluster at {address}: {reason}") from None
-
-
 def _write_atomic(path: str, text: str) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w") as f:
@@ -607,19 +579,6 @@ def _tune_classes():
     return Progress, SampleSearch
 
 
-def ray_options() -> Dict[str, Any]:
-    """ray.init arguments for sweeps: quiet (no worker output or dashboard), and workers that
-    import this process's tfsac (shipped to every node) with TF's start-up lines off."""
-    import tfsac
-
-    return {
-        "logging_level": logging.ERROR,
-        "log_to_driver": False,
-        "include_dashboard": False,
-        "runtime_env": {"py_modules": [tfsac], "env_vars": {"TF_CPP_MIN_LOG_LEVEL": "2"}},
-    }
-
-
 def _error_line(trial) -> str:
     """'<type>: <first line>' of a failed trial's error (a task error's cause)."""
     try:
@@ -630,20 +589,6 @@ def _error_line(trial) -> str:
         return "the trial failed"
     error = getattr(error, "cause", None) or error
     return f"{type(error).__name__}: {first_line(error)}"
-
-
-def _start_ray(address: Optional[str]) -> bool:
-    """Starts a local Ray, or joins `address`; False when Ray was already running."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    try:
-        ray.init(address=address or None, **ray_options())
-    except Exception as e:  # noqa: BLE001 - Ray raises many kinds; one line for all
-        where = f" at {address}" if address else ""
-        raise TfsacError(f"cannot start or join Ray{where}: {first_line(e)}") from None
-    return True
 
 
 def _check_definition(plan: Plan, resume: bool) -> None:
@@ -682,7 +627,7 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
         todo = [t for t in plan.trials if not state.done(t)]
         count = len(todo)
     # Ray first: a sweep that cannot start or join it leaves nothing behind.
-    started = _start_ray(ray_address) if count else False
+    started = start_ray(ray_address) if count else False
     try:
         os.makedirs(plan.sweep_dir, exist_ok=True)
         definition = json.dumps(plan.definition, indent=2)

@@ -1,0 +1,207 @@
+"""Env runners on Ray (tfsac.distributed): sync runs repeat bit for bit, async runs finish,
+the update ratio holds for any number of runners, a killed runner is restarted without
+lost or doubled steps, a distributed run resumes, and runner failures are one line."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from conftest import REPO_ROOT, tiny_config
+
+from tfsac.errors import TfsacError
+
+ray = pytest.importorskip("ray")
+
+
+def _config(tmp_path, name="run", **overrides):
+    settings = dict(
+        env_id="Pendulum-v1",
+        total_steps=320,
+        learning_starts=64,
+        batch_size=16,
+        hidden_sizes=(16,),
+        chunk_steps=32,
+        weight_sync_every=32,
+        num_actors=2,
+        log_every=64,
+        eval_every=320,
+    )
+    settings.update(overrides)
+    return tiny_config(tmp_path, name=name, **settings)
+
+
+def _updates(result) -> int:
+    return int(result.learner.sac.critic_optimizer.iterations.numpy())
+
+
+def _weights(result):
+    return [v.numpy() for v in result.learner.sac.trainable_state()]
+
+
+@pytest.fixture(autouse=True)
+def _session_ray(ray_address):
+    """Every test here runs its runners in the session's Ray."""
+    # Env factories defined in this module travel by value: Ray's workers cannot import it.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield
+
+
+def test_sync_runs_are_identical(tmp_path):
+    from tfsac import train
+
+    first, second = (
+        train(_config(tmp_path, name, runner_mode="sync", deterministic=True), export=False)
+        for name in ("a", "b")
+    )
+    assert first.summary["evaluations"] == second.summary["evaluations"]
+    for a, b in zip(_weights(first), _weights(second), strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(first.buffer.observation, second.buffer.observation)
+
+
+@pytest.mark.parametrize(
+    "num_actors, mode, schedule",
+    [
+        (1, "async", dict(train_freq=1, gradient_steps=1)),
+        (2, "async", dict(train_freq=4, gradient_steps=1)),
+        (2, "sync", dict(train_freq=2, gradient_steps=3)),
+    ],
+)
+def test_update_ratio_holds_for_any_number_of_runners(tmp_path, num_actors, mode, schedule):
+    from tfsac import train
+
+    config = _config(tmp_path, num_actors=num_actors, runner_mode=mode, **schedule)
+    result = train(config, export=False)
+    learning_steps = config.total_steps - config.learning_starts
+    expected = learning_steps // schedule["train_freq"] * schedule["gradient_steps"]
+    assert _updates(result) == expected
+    assert result.buffer.size == config.total_steps
+    assert result.summary["total_steps"] == config.total_steps
+    assert all(np.all(np.isfinite(w)) for w in _weights(result))
+    # Rows come from the env: successors are observations of the same episode's next step.
+    assert np.all(np.abs(result.buffer.observation[: config.total_steps, 2]) <= 8.0)
+    with open(os.path.join(config.run_dir, "progress.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(f"runner{i}_env_steps_per_s" in rows[-1] for i in range(num_actors))
+    assert float(rows[-1]["policy_lag"]) >= 0
+
+
+def test_a_killed_runner_is_restarted_and_no_step_is_lost_or_doubled(tmp_path):
+    from tfsac.loop import Trainer
+
+    config = _config(tmp_path, total_steps=640, runner_mode="async", log_every=128)
+    killed = []
+
+    def kill_a_runner(record):
+        if not killed:
+            pid = trainer.runners.pids[1]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    trainer = Trainer(config, export=False, on_log=kill_a_runner)
+    result = trainer.run()
+    assert killed and trainer.runners.restarts >= 1
+    assert trainer.runners.pids[1] != killed[0]
+    assert result.buffer.size == config.total_steps == trainer.loop.step
+    assert _updates(result) == config.total_steps - config.learning_starts
+
+
+class _StopAtFirstEvaluation(Exception):
+    pass
+
+
+def test_a_distributed_run_resumes_from_its_checkpoint(tmp_path):
+    from tfsac import train
+
+    config = _config(tmp_path, total_steps=640, eval_every=256, checkpoint_every=256)
+
+    def stop(evaluation):
+        raise _StopAtFirstEvaluation
+
+    with pytest.raises(_StopAtFirstEvaluation):
+        train(config, export=False, on_evaluation=stop)
+    result = train(config, export=False, resume=True)
+    assert result.summary["resumed_from"].endswith("ckpt-256")
+    assert [e["step"] for e in result.summary["evaluations"]] == [256, 512, 640]
+    assert result.buffer.size == 640
+    assert _updates(result) == 640 - config.learning_starts
+
+
+class _FailingEnv(gym.Wrapper):
+    def __init__(self):
+        super().__init__(gym.make("Pendulum-v1"))
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 100:
+            raise ValueError("simulator lost its state")
+        return super().step(action)
+
+
+def test_an_env_error_in_a_runner_stops_the_run_with_one_line(tmp_path):
+    from tfsac import train
+
+    with pytest.raises(TfsacError) as error:
+        train(_config(tmp_path, num_actors=1), export=False, env_fn=_FailingEnv)
+    message = str(error.value)
+    assert message.startswith("env runner 0 stopped: its env raised: ValueError: ")
+    assert "simulator lost its state" in message and "\n" not in message
+
+
+def test_more_runners_than_the_cluster_has_cpus_is_refused_before_writing(tmp_path):
+    from tfsac import train
+
+    config = _config(tmp_path, num_actors=3)
+    with pytest.raises(TfsacError, match="3 env runners need 3 free CPUs"):
+        train(config)
+    assert not os.path.exists(config.run_dir)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(num_envs=2, total_steps=320), "num_envs must be 1 with env runners"),
+        (dict(use_sde=True), "use_sde \\(gSDE\\) does not work with env runners"),
+        (dict(chunk_steps=30, envs_per_actor=4), "chunk_steps \\(30\\) must be a multiple"),
+        (dict(chunk_steps=30, train_freq=4), "multiple of train_freq"),
+        (dict(runner_mode="lockstep"), "runner_mode must be 'sync' or 'async'"),
+        (dict(num_actors=-1), "num_actors must be >= 0"),
+        (dict(weight_sync_every=0), "weight_sync_every must be a positive integer"),
+    ],
+)
+def test_bad_runner_settings_are_one_line(tmp_path, overrides, message):
+    with pytest.raises(TfsacError, match=message):
+        _config(tmp_path, **overrides).validate()
+
+
+def test_train_script_with_runners_joins_a_cluster(tmp_path, ray_address):
+    run_dir = tmp_path / "run"
+    command = [
+        sys.executable,
+        os.path.join(REPO_ROOT, "scripts", "train.py"),
+        "--env=Pendulum-v1",
+        "--total_steps=256",
+        "--learning_starts=64",
+        "--hidden_sizes=16",
+        "--batch_size=16",
+        "--log_every=128",
+        "--eval_every=256",
+        "--eval_episodes=1",
+        "--jit_compile=false",
+        "--num_actors=1",
+        "--chunk_steps=32",
+        f"--ray_address={ray_address}",
+        f"--run_dir={run_dir}",
+        f"--export_dir={tmp_path / 'export'}",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "1 env runner started (async" in done.stderr
+    assert "| policy lag " in done.stderr and "| runners " in done.stderr
+    assert (run_dir / "summary.json").exists()

@@ -1,0 +1,305 @@
+"""Distributed collection on Ray: env runners in other processes (or machines) feed the
+learner in this one.
+
+An `EnvRunner` is a Ray actor holding a `Collector` and a CPU copy of the actor network
+(no critics, no optimizers). The learner's process keeps everything else (the replay
+buffer, the compiled update, evaluation, checkpoints, the export) and drives the runners
+through a `RunnerPool`: it hands each runner a chunk of env steps to collect (a range of
+the run's step count, so warm-up and the step budget follow the global count), sends the
+actor's weights, and takes the chunks back:
+
+- sync: every runner collects one chunk with the same weights; the learner takes the
+  chunks in runner order. With `deterministic`, two runs give the same learner, bit for bit.
+- async: a runner starts its next chunk as soon as the learner takes its last one, so
+  runners collect while the learner updates. Each runner has one chunk in flight: when the
+  learner falls behind, finished runners wait, and a chunk's policy trails the learner by
+  at most about num_actors x (updates per chunk) + weight_sync_every updates. Chunks arrive
+  in whatever order the runners finish: not reproducible.
+
+Runners are stateless: a runner whose process dies is restarted by Ray, which reruns the
+chunk it was collecting (a chunk counts once, when the learner takes it); a resumed run
+starts new runners, whose envs start new episodes. An exception from a runner's env stops
+the run with one line naming the runner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Callable, Dict, Iterator, List, Optional
+
+import numpy as np
+
+from tfsac.collector import Collector, Transitions
+from tfsac.config import SACConfig
+from tfsac.envs import EnvFn, EnvSpec
+from tfsac.errors import TfsacError, first_line
+
+# Restarts of one runner's process before the run gives up on it.
+MAX_RESTARTS = 5
+
+
+class RunnerEnvError(TfsacError):
+    """A runner's env raised: the run stops with this line."""
+
+
+@dataclasses.dataclass
+class Chunk:
+    """Consecutive env steps of one runner, rows in the replay buffer's order (step-major,
+    then env copy)."""
+
+    runner: int
+    steps: int
+    transitions: Transitions
+    policy_version: int  # the learner's update count when the weights it acted with were sent
+    collect_s: float  # seconds the runner spent collecting it
+    pid: int  # the runner's process (a new one after a restart)
+
+
+def runner_seeds(seed: int, runner: int, resumes: int) -> List[int]:
+    """Seeds of one runner's warm-up actions, env resets and policy sampling: distinct for
+    every (run seed, runner, session of a resumed run)."""
+    sequence = np.random.SeedSequence([seed, runner, resumes])
+    return [int(s) for s in sequence.generate_state(3) % (2**31 - 1)]
+
+
+class EnvRunner:
+    """Steps `envs_per_actor` env copies with a CPU copy of the actor (a Ray actor class
+    once `ray.remote` wraps it; plain Python otherwise, as in the tests)."""
+
+    def __init__(
+        self,
+        index: int,
+        env_fn: EnvFn,
+        spec: EnvSpec,
+        config: Dict,
+        actor_fn: Optional[Callable] = None,
+        resumes: int = 0,
+    ):
+        import tensorflow as tf
+
+        from tfsac.learner import GaussianExploration
+        from tfsac.networks import build_actor
+
+        try:  # batch-1 acting: more threads only contend with the other runners
+            tf.config.threading.set_intra_op_parallelism_threads(1)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:  # TF already initialised in this worker process
+            pass
+        self.index = index
+        cfg = SACConfig.from_dict(config)
+        action_seed, reset_seed, policy_seed = runner_seeds(cfg.seed, index, resumes)
+        try:
+            self.collector = Collector(env_fn, spec, cfg.envs_per_actor, "sync", action_seed)
+            self.collector.reset(reset_seed)
+        except Exception as e:  # noqa: BLE001 - any env error becomes one line
+            raise self._env_error("could not make or reset its env", e) from None
+        self.actor = build_actor(spec.obs_dim, spec.action_dim, cfg, actor_fn)
+        self.actor(tf.zeros([1, spec.obs_dim]))  # builds the variables set_weights fills
+        exploration = GaussianExploration(
+            self.actor, cfg, tf.random.Generator.from_seed(policy_seed)
+        )
+        obs = tf.TensorSpec([None, spec.obs_dim], tf.float32)
+        self._sample = tf.function(
+            exploration.sample, input_signature=[obs], jit_compile=cfg.jit_compile
+        ).get_concrete_function()
+        self.version = -1
+
+    def _env_error(self, what: str, error: Exception) -> RunnerEnvError:
+        return RunnerEnvError(
+            f"env runner {self.index} {what}: {type(error).__name__}: {first_line(error)}"
+        )
+
+    def ready(self) -> int:
+        return os.getpid()
+
+    def collect(self, weights: List, num_steps: int, warmup_steps: int) -> Chunk:
+        """`num_steps` env steps (all env copies counted), the first `warmup_steps` with
+        uniform random actions, the rest from the policy with `weights` = [ObjectRef of
+        the actor's weights, version] (fetched only when the version is new)."""
+        import ray
+
+        ref, version = weights
+        if version != self.version:
+            self.actor.set_weights(ray.get(ref))
+            self.version = version
+        t0 = time.perf_counter()
+        n = self.collector.num_envs
+        steps = []
+        for k in range(0, num_steps, n):
+            action = None if k < warmup_steps else self._sample(self.collector.observation)
+            if action is not None:
+                action = action.numpy()
+            try:
+                steps.append(self.collector.step(action))
+            except Exception as e:  # noqa: BLE001 - any env error becomes one line
+                raise self._env_error("stopped: its env raised", e) from None
+        return Chunk(
+            runner=self.index,
+            steps=num_steps,
+            transitions=_concatenate(steps),
+            policy_version=self.version,
+            collect_s=time.perf_counter() - t0,
+            pid=os.getpid(),
+        )
+
+
+def _concatenate(steps: List[Transitions]) -> Transitions:
+    fields = ("observation", "action", "reward", "next_observation", "terminated")
+    arrays = {f: np.concatenate([np.asarray(getattr(t, f)) for t in steps]) for f in fields}
+    episodes = [e for t in steps for e in t.finished_episodes]
+    return Transitions(**arrays, finished_episodes=episodes)
+
+
+class RunnerPool:
+    """`num_actors` EnvRunners on Ray and the chunks they owe (see the module docstring).
+
+    `chunks(step)` yields chunks until the runners have been handed `total_steps`;
+    `set_weights` sends new actor weights with the next chunk of every runner; `stats()`
+    returns (and restarts) what the progress log shows about the runners.
+    """
+
+    def __init__(
+        self,
+        config: SACConfig,
+        env_fn: EnvFn,
+        spec: EnvSpec,
+        actor_fn: Optional[Callable] = None,
+        resumes: int = 0,
+    ):
+        import ray
+
+        self.config = config
+        self.num_runners = config.num_actors
+        free = ray.available_resources().get("CPU", 0.0)
+        if free < self.num_runners:
+            raise TfsacError(
+                f"{self.num_runners} env runners need {self.num_runners} free CPUs in the Ray "
+                f"cluster; it has {free:g}"
+            )
+        remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)
+        runner_class = remote(EnvRunner)
+        config_dict = config.to_dict()
+        self.runners = [
+            runner_class.remote(i, env_fn, spec, config_dict, actor_fn, resumes)
+            for i in range(self.num_runners)
+        ]
+        self.pids = self._get([r.ready.remote() for r in self.runners], "start")
+        self.restarts = 0
+        self.weights: Optional[List] = None
+        self._pending: Dict = {}  # ObjectRef -> (runner, steps)
+        self._assigned = 0
+        self._reset_stats()
+
+    # ------------------------------------------------------------------ plumbing
+    def _get(self, refs, what: str):
+        """ray.get, with a runner's failure as one TfsacError line."""
+        import ray
+
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, TfsacError):
+                raise TfsacError(str(cause)) from None
+            raise TfsacError(f"an env runner failed to {what}: {first_line(cause or e)}") from None
+        except ray.exceptions.RayActorError as e:
+            raise TfsacError(
+                f"an env runner's process died more than {MAX_RESTARTS} times or could not "
+                f"{what}: {first_line(e)}"
+            ) from None
+
+    def set_weights(self, weights: List[np.ndarray], version: int) -> None:
+        import ray
+
+        # In a list, so that Ray passes the reference itself and a runner fetches the
+        # weights only when their version is new to it.
+        self.weights = [ray.put(weights), version]
+
+    def _submit(self, runner: int):
+        """Hands `runner` the next chunk of the step budget; its ObjectRef (None when the
+        budget is handed out)."""
+        cfg = self.config
+        steps = min(cfg.chunk_steps, cfg.total_steps - self._assigned)
+        if steps <= 0:
+            return None
+        n = cfg.envs_per_actor
+        warmup = min(steps, max(0, cfg.learning_starts - self._assigned))
+        warmup = -(-warmup // n) * n  # whole vector steps
+        ref = self.runners[runner].collect.remote(self.weights, steps, warmup)
+        self._pending[ref] = runner
+        self._assigned += steps
+        return ref
+
+    def _take(self, ref) -> Chunk:
+        runner = self._pending.pop(ref)
+        chunk = self._get(ref, "collect")
+        if chunk.pid != self.pids[runner]:
+            from absl import logging
+
+            self.restarts += 1
+            logging.warning(
+                "env runner %d was restarted (process %d ended); its chunk was collected again",
+                runner,
+                self.pids[runner],
+            )
+            self.pids[runner] = chunk.pid
+        self._steps[runner] += chunk.steps
+        self._seconds[runner] += chunk.collect_s
+        return chunk
+
+    # -------------------------------------------------------------------- chunks
+    def chunks(self, step: int) -> Iterator[Chunk]:
+        """Chunks of the env steps from `step` to `total_steps` (sync: a round of one chunk
+        per runner, in runner order; async: as the runners finish them)."""
+        import ray
+
+        if self.weights is None:
+            raise RuntimeError("set_weights before collecting")
+        self._assigned = step
+        if self.config.runner_mode == "sync":
+            while self._assigned < self.config.total_steps:
+                refs = [self._submit(runner) for runner in range(self.num_runners)]
+                for ref in refs:
+                    if ref is not None:
+                        yield self._take(ref)
+            return
+        for runner in range(self.num_runners):
+            self._submit(runner)
+        while self._pending:
+            (ref,), _ = ray.wait(list(self._pending), num_returns=1)
+            chunk = self._take(ref)
+            self._submit(chunk.runner)  # before the learner trains on this one
+            yield chunk
+
+    # --------------------------------------------------------------------- stats
+    def _reset_stats(self) -> None:
+        self._steps = [0] * self.num_runners
+        self._seconds = [0.0] * self.num_runners
+        self._lags: List[int] = []
+
+    def record_lag(self, chunk: Chunk, updates: int) -> None:
+        """Notes how many updates the chunk's policy trailed the learner by when it
+        arrived."""
+        self._lags.append(updates - chunk.policy_version)
+
+    def stats_fields(self) -> List[str]:
+        return ["policy_lag"] + [f"runner{i}_env_steps_per_s" for i in range(self.num_runners)]
+
+    def stats(self) -> Dict[str, Optional[float]]:
+        """Since the last call: the mean policy lag (updates) of the chunks taken and each
+        runner's env steps per second of collection."""
+        record = {"policy_lag": float(np.mean(self._lags)) if self._lags else None}
+        for i in range(self.num_runners):
+            seconds = self._seconds[i]
+            record[f"runner{i}_env_steps_per_s"] = self._steps[i] / seconds if seconds else None
+        self._reset_stats()
+        return record
+
+    def close(self) -> None:
+        import ray
+
+        for runner in self.runners:
+            ray.kill(runner, no_restart=True)
+        self.runners, self._pending = [], {}

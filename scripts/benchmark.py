@@ -46,6 +46,12 @@ flags.DEFINE_integer(
     "per round and their median (a shared machine drifts between rounds).",
     lower_bound=1,
 )
+flags.DEFINE_float(
+    "env_delay_ms",
+    0.0,
+    "Sleep this long in every env step: a stand-in for a slow simulator (env runners' case).",
+    lower_bound=0.0,
+)
 flags.DEFINE_bool("breakdown", False, "Also split an update call's time (see the docstring).")
 flags.DEFINE_integer("breakdown_rounds", 5, "Alternating rounds of the breakdown.", lower_bound=1)
 flags.DEFINE_string(
@@ -141,7 +147,13 @@ def breakdown(learner, buffer, config):
 
 
 def measure_tfsac(tfsac, config):
-    trainer = tfsac.Trainer(config, export=False)
+    env_fn = None
+    if FLAGS.env_delay_ms:
+        from tfsac.envs import delayed_env_factory
+
+        env = tfsac.env_factory(config.env_id, config.env_kwargs)
+        env_fn = delayed_env_factory(env, FLAGS.env_delay_ms / 1e3)
+    trainer = tfsac.Trainer(config, export=False, env_fn=env_fn)
     result = trainer.run()
     learner, buffer = trainer.learner, trainer.buffer
     # Pure update throughput on pre-sampled batches (compiled already by the run).
@@ -168,6 +180,13 @@ def measure_tfsac(tfsac, config):
         "gradient_steps": config.gradient_steps,
         "num_envs": config.num_envs,
         "vector_mode": config.vector_mode,
+        "env_delay_ms": FLAGS.env_delay_ms,
+        "num_actors": config.num_actors,
+        **(
+            {"runner_mode": config.runner_mode, "chunk_steps": config.chunk_steps}
+            if config.num_actors
+            else {}
+        ),
         "env_steps_per_s": round(result.summary["learning_env_steps_per_s"], 2),
         "updates_per_s": round(updates_per_s, 2),
         "act_latency_ms": round(1e3 * statistics.median(latencies), 3),
@@ -235,6 +254,8 @@ def main(argv):
             f"--steps ({FLAGS.steps}) must be larger than --learning_starts "
             f"({FLAGS.learning_starts}): only the steps after it are measured"
         )
+    if FLAGS.env_delay_ms and FLAGS.peers:
+        fail("--env_delay_ms slows tfsac's envs only: leave out --peers")
     tfsac = import_tfsac()
     config = config_from_flags(tfsac)
     config.total_steps = FLAGS.steps

@@ -369,3 +369,23 @@ def test_without_ray_a_sweep_says_which_extra_to_install(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == 'error: sweeps need Ray: pip install -e ".[ray]"'
     assert not os.path.exists(tmp_path / "sweep")
+
+
+def test_a_sweep_of_an_earlier_tfsac_resumes_with_the_fields_added_since(tmp_path):
+    """A sweep.json whose base config lacks fields added to SACConfig later (with their
+    defaults) is the same sweep; a lacking field set to another value is not."""
+    from tfsac.config import SACConfig
+    from tfsac.errors import TfsacError
+    from tfsac.sweep import SWEEP_FILE, Plan, _check_definition
+
+    base = json.loads(json.dumps(SACConfig(total_steps=400).to_dict()))
+    for reserved in ("seed", "run_dir", "export_dir"):  # not in a sweep's base config
+        del base[reserved]
+    definition = {"method": "grid", "base": base, "grid": {}, "seeds": [0]}
+    older = dict(definition, base={k: v for k, v in base.items() if k != "num_actors"})
+    with open(tmp_path / SWEEP_FILE, "w") as f:
+        json.dump(older, f)
+    _check_definition(Plan(str(tmp_path), "grid", definition), resume=True)
+    changed = dict(definition, base=dict(base, num_actors=2))
+    with pytest.raises(TfsacError, match=r"different: base config \(num_actors\)"):
+        _check_definition(Plan(str(tmp_path), "grid", changed), resume=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import time
 from typing import Callable, Optional, Tuple
 
 import gymnasium as gym
@@ -76,6 +77,27 @@ EnvFn = Callable[[], gym.Env]
 def env_factory(env_id: str, env_kwargs: Optional[dict] = None) -> EnvFn:
     """A picklable factory of `make_env(env_id, env_kwargs=env_kwargs)`."""
     return functools.partial(make_env, env_id, env_kwargs=dict(env_kwargs or {}))
+
+
+class StepDelay(gym.Wrapper):
+    """Sleeps `seconds` in every step: a stand-in for a slow simulator in benchmarks."""
+
+    def __init__(self, env: gym.Env, seconds: float):
+        super().__init__(env)
+        self.seconds = seconds
+
+    def step(self, action):
+        time.sleep(self.seconds)
+        return self.env.step(action)
+
+
+def _delayed_env(env_fn: EnvFn, seconds: float) -> gym.Env:
+    return StepDelay(env_fn(), seconds)
+
+
+def delayed_env_factory(env_fn: EnvFn, seconds: float) -> EnvFn:
+    """A picklable factory of `env_fn`'s env slowed by `seconds` per step (StepDelay)."""
+    return functools.partial(_delayed_env, env_fn, seconds)
 
 
 def checked_env(env_fn: EnvFn, name: str = "the env factory's env") -> gym.Env:

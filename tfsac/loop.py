@@ -314,7 +314,11 @@ class Trainer:
             at_end = loop.step >= cfg.total_steps
             while self.owed_updates >= per_call or (at_end and self.owed_updates):
                 count = min(per_call, self.owed_updates)
-                self._update(count)
+                if count < per_call:  # the run's last call: a new size, compiled once
+                    with self.learning_clock.paused():
+                        self._update(count)
+                else:
+                    self._update(count)
                 self.owed_updates -= count
                 updates += count
                 if crossed(updates - count, updates, cfg.weight_sync_every):

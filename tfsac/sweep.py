@@ -597,6 +597,12 @@ def _check_definition(plan: Plan, resume: bool) -> None:
     if old is None:
         return
     new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
+    if "base" in old and "base" in new:
+        # A sweep started by an earlier tfsac lacks the config fields added since, which
+        # held their defaults then.
+        defaults = json.loads(json.dumps(SACConfig().to_dict()))
+        added = {k: defaults[k] for k in new["base"] if k not in old["base"] and k in defaults}
+        old["base"] = {**added, **old["base"]}
     if not resume:
         raise TfsacError(
             f"{plan.sweep_dir} already holds a sweep; continue it with --resume or choose "

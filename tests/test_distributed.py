@@ -205,3 +205,46 @@ def test_train_script_with_runners_joins_a_cluster(tmp_path, ray_address):
     assert "1 env runner started (async" in done.stderr
     assert "| policy lag " in done.stderr and "| runners " in done.stderr
     assert (run_dir / "summary.json").exists()
+
+
+_DRIVER_PID = os.getpid()
+
+
+def _env_of_the_driver_only():
+    if os.getpid() != _DRIVER_PID:
+        raise RuntimeError("no simulator licence on this node")
+    return gym.make("Pendulum-v1")
+
+
+def test_a_runner_that_cannot_make_its_env_is_one_line(tmp_path):
+    from tfsac import train
+
+    config = _config(tmp_path, num_actors=1)
+    with pytest.raises(TfsacError) as error:
+        train(config, export=False, env_fn=_env_of_the_driver_only)
+    assert str(error.value) == (
+        "env runner 0: cannot make the env factory's env: RuntimeError: no simulator licence "
+        "on this node"
+    )
+    assert not os.path.exists(config.run_dir)
+
+
+def test_without_ray_runners_say_which_extra_to_install(tmp_path):
+    fake = tmp_path / "no_ray" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "no_ray"), env.get("PYTHONPATH", "")])
+    script = os.path.join(REPO_ROOT, "scripts", "train.py")
+    proc = subprocess.run(
+        [sys.executable, script, "--num_actors=2", f"--run_dir={tmp_path / 'run'}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines == ['error: env runners (num_actors > 0) need Ray: pip install -e ".[ray]"']
+    assert not os.path.exists(tmp_path / "run")

@@ -30,6 +30,7 @@ import time
 from typing import Callable, Dict, Iterator, List, Optional
 
 import numpy as np
+from absl import logging
 
 from tfsac.collector import Collector, Transitions
 from tfsac.config import SACConfig
@@ -90,11 +91,15 @@ class EnvRunner:
         self.index = index
         cfg = SACConfig.from_dict(config)
         action_seed, reset_seed, policy_seed = runner_seeds(cfg.seed, index, resumes)
+        # An env that cannot be made is reported by `ready()`, as a task error: an error in
+        # an actor's constructor reaches the caller only as text inside Ray's own message.
+        self.error: Optional[TfsacError] = None
         try:
             self.collector = Collector(env_fn, spec, cfg.envs_per_actor, "sync", action_seed)
             self.collector.reset(reset_seed)
         except Exception as e:  # noqa: BLE001 - any env error becomes one line
-            raise self._env_error("could not make or reset its env", e) from None
+            self.error = self._env_error("could not make or reset its env", e)
+            return
         self.actor = build_actor(spec.obs_dim, spec.action_dim, cfg, actor_fn)
         self.actor(tf.zeros([1, spec.obs_dim]))  # builds the variables set_weights fills
         exploration = GaussianExploration(
@@ -107,11 +112,16 @@ class EnvRunner:
         self.version = -1
 
     def _env_error(self, what: str, error: Exception) -> RunnerEnvError:
+        if isinstance(error, TfsacError):  # already says what failed
+            return RunnerEnvError(f"env runner {self.index}: {first_line(error)}")
         return RunnerEnvError(
             f"env runner {self.index} {what}: {type(error).__name__}: {first_line(error)}"
         )
 
     def ready(self) -> int:
+        """The runner's process id, once its env and policy are built."""
+        if self.error is not None:
+            raise self.error
         return os.getpid()
 
     def collect(self, weights: List, num_steps: int, warmup_steps: int) -> Chunk:
@@ -185,10 +195,14 @@ class RunnerPool:
             runner_class.remote(i, env_fn, spec, config_dict, actor_fn, resumes)
             for i in range(self.num_runners)
         ]
-        self.pids = self._get([r.ready.remote() for r in self.runners], "start")
+        self._pending: Dict = {}  # ObjectRef -> runner
+        try:
+            self.pids = self._get([r.ready.remote() for r in self.runners], "start")
+        except BaseException:
+            self.close()  # the runners that did start
+            raise
         self.restarts = 0
         self.weights: Optional[List] = None
-        self._pending: Dict = {}  # ObjectRef -> (runner, steps)
         self._assigned = 0
         self._reset_stats()
 
@@ -236,8 +250,6 @@ class RunnerPool:
         runner = self._pending.pop(ref)
         chunk = self._get(ref, "collect")
         if chunk.pid != self.pids[runner]:
-            from absl import logging
-
             self.restarts += 1
             logging.warning(
                 "env runner %d was restarted (process %d ended); its chunk was collected again",

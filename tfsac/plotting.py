@@ -62,7 +62,7 @@ def read_run(run_dir: str) -> Dict:
     return {"env": config.get("env_id", "?"), "seed": config.get("seed"), "curves": curves}
 
 
-def _mean_std(series: List[tuple]):
+def mean_std(series: List[tuple]):
     """Mean and std across runs on the steps all of them share."""
     common = sorted(set.intersection(*(set(s.tolist()) for s, _ in series)))
     stacked = np.array(
@@ -100,7 +100,7 @@ def plot_runs(run_dirs: Sequence[str], out_path: str, title: str = "") -> str:
             series = [r["curves"][name] for r in runs if name in r["curves"]]
             if not series:
                 continue
-            steps, mean, std = _mean_std(series)
+            steps, mean, std = mean_std(series)
             if not len(steps):  # the runs share no step of this curve
                 continue
             ax.plot(steps, mean, label=legend_label(env, len(series)))

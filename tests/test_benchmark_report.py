@@ -1,0 +1,70 @@
+"""scripts/benchmark_report.py on made-up runs: the table's numbers and one figure per env."""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import REPO_ROOT
+
+SCRIPT = os.path.join(REPO_ROOT, "scripts", "benchmark_report.py")
+
+
+def _tfsac_run(path, seed, returns, steps_per_s, finished=True):
+    os.makedirs(path)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump({"env_id": "Hopper-v5", "seed": seed}, f)
+    if finished:
+        evaluations = [{"step": 10 * (i + 1), "return_mean": r} for i, r in enumerate(returns)]
+        summary = {
+            "env": "Hopper-v5",
+            "seed": seed,
+            "eval_return_mean": returns[-1],
+            "env_steps_per_s": steps_per_s,
+            "evaluations": evaluations,
+        }
+        with open(os.path.join(path, "summary.json"), "w") as f:
+            json.dump(summary, f)
+
+
+def _peer_run(path, seed, returns, steps_per_s):
+    line = {
+        "lib": "sbx",
+        "env": "Hopper-v5",
+        "seed": seed,
+        "eval_return_mean": returns[-1],
+        "env_steps_per_s": steps_per_s,
+        "curve": [[10 * (i + 1), r] for i, r in enumerate(returns)],
+    }
+    with open(path, "w") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
+    _tfsac_run(tmp_path / "sweep" / "base" / "seed0", 0, [1.0, 100.0], 50.0)
+    _tfsac_run(tmp_path / "sweep" / "base" / "seed1", 1, [3.0, 300.0], 70.0)
+    _tfsac_run(tmp_path / "sweep" / "base" / "seed2", 2, [0.0], 0.0, finished=False)
+    os.makedirs(tmp_path / "sbx")
+    _peer_run(tmp_path / "sbx" / "a.json", 0, [2.0, 200.0], 40.0)
+    _peer_run(tmp_path / "sbx" / "b.json", 1, [2.0, 400.0], 60.0)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            f"--runs={tmp_path / 'sweep' / '*' / 'seed*'}",
+            f"--peer_results={tmp_path / 'sbx' / '*.json'}",
+            f"--out_dir={out}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| Hopper-v5 | sbx | 0,1 | 300 ± 100 | 50 |" in proc.stdout
+    assert "| Hopper-v5 | tfsac | 0,1 | 200 ± 100 | 60 |" in proc.stdout
+    assert "skipped (not finished)" in proc.stderr
+    assert (out / "hopper_v5.png").stat().st_size > 0
+    assert (out / "results.md").read_text().strip().splitlines()[2:] == (
+        proc.stdout.strip().splitlines()[2:]
+    )

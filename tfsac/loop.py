@@ -176,6 +176,7 @@ class Trainer:
         if config.num_actors and not self._finished():
             self._start_runners(actor_fn)
         # Created once the start can no longer be refused: these write files.
+        os.makedirs(self.run_dir, exist_ok=True)
         self.progress = ProgressLog(
             self.files,
             self.learner.metric_names,

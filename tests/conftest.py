@@ -83,6 +83,17 @@ def tiny_config(tmp_path, env_id, name="run", **overrides):
     return SACConfig(**config)
 
 
+def env_without_ray(tmp_path):
+    """Environment variables for a subprocess in which `import ray` fails (a stand-in
+    package first on PYTHONPATH), as on a machine without the `ray` extra."""
+    fake = tmp_path / "no_ray" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "no_ray"), env.get("PYTHONPATH", "")])
+    return env
+
+
 COUNTER_ENV_ID = "tfsac-test/Counter-v0"
 if COUNTER_ENV_ID not in gym.registry:
     gym.register(COUNTER_ENV_ID, entry_point=CounterEnv, max_episode_steps=4)

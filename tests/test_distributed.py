@@ -11,7 +11,7 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import REPO_ROOT, tiny_config
+from conftest import REPO_ROOT, env_without_ray, tiny_config
 
 from tfsac.errors import TfsacError
 
@@ -230,11 +230,7 @@ def test_a_runner_that_cannot_make_its_env_is_one_line(tmp_path):
 
 
 def test_without_ray_runners_say_which_extra_to_install(tmp_path):
-    fake = tmp_path / "no_ray" / "ray"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "no_ray"), env.get("PYTHONPATH", "")])
+    env = env_without_ray(tmp_path)
     script = os.path.join(REPO_ROOT, "scripts", "train.py")
     proc = subprocess.run(
         [sys.executable, script, "--num_actors=2", f"--run_dir={tmp_path / 'run'}"],

@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO_ROOT, tiny_config
+from conftest import REPO_ROOT, env_without_ray, tiny_config
 
 SCRIPT = os.path.join(REPO_ROOT, "scripts", "sweep.py")
 TINY = [
@@ -353,11 +353,7 @@ def test_bad_input_is_one_line_before_anything_starts(tmp_path, args, message):
 
 
 def test_without_ray_a_sweep_says_which_extra_to_install(tmp_path):
-    fake = tmp_path / "no_ray" / "ray"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "no_ray"), env.get("PYTHONPATH", "")])
+    env = env_without_ray(tmp_path)
     proc = subprocess.run(
         _command(["--grid=learning_rate=1e-3,3e-4", "--sweep_dir=sweep"]),
         cwd=tmp_path,

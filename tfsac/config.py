@@ -281,6 +281,9 @@ class SACConfig:
             "num_envs",
             "policy_delay",
             "target_update_interval",
+            "envs_per_actor",
+            "chunk_steps",
+            "weight_sync_every",
         )
         for name in positive_ints:
             value = getattr(self, name)
@@ -391,10 +394,6 @@ class SACConfig:
         return self
 
     def _validate_distributed(self) -> None:
-        for name in ("envs_per_actor", "chunk_steps", "weight_sync_every"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise TfsacError(f"{name} must be a positive integer, got {value!r}")
         if not isinstance(self.num_actors, int) or self.num_actors < 0:
             raise TfsacError(f"num_actors must be >= 0 (0: no env runners), got {self.num_actors}")
         if self.runner_mode not in ("sync", "async"):

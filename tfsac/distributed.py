@@ -138,9 +138,7 @@ class EnvRunner:
         n = self.collector.num_envs
         steps = []
         for k in range(0, num_steps, n):
-            action = None if k < warmup_steps else self._sample(self.collector.observation)
-            if action is not None:
-                action = action.numpy()
+            action = None if k < warmup_steps else self._sample(self.collector.observation).numpy()
             try:
                 steps.append(self.collector.step(action))
             except Exception as e:  # noqa: BLE001 - any env error becomes one line
@@ -156,10 +154,9 @@ class EnvRunner:
 
 
 def _concatenate(steps: List[Transitions]) -> Transitions:
-    fields = ("observation", "action", "reward", "next_observation", "terminated")
-    arrays = {f: np.concatenate([np.asarray(getattr(t, f)) for t in steps]) for f in fields}
+    arrays = [np.concatenate(field) for field in zip(*(t.as_tuple() for t in steps), strict=True)]
     episodes = [e for t in steps for e in t.finished_episodes]
-    return Transitions(**arrays, finished_episodes=episodes)
+    return Transitions(*arrays, finished_episodes=episodes)
 
 
 class RunnerPool:

@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+from contextlib import nullcontext
 from typing import Callable, Dict, Optional
 
 import keras
@@ -315,10 +316,9 @@ class Trainer:
             at_end = loop.step >= cfg.total_steps
             while self.owed_updates >= per_call or (at_end and self.owed_updates):
                 count = min(per_call, self.owed_updates)
-                if count < per_call:  # the run's last call: a new size, compiled once
-                    with self.learning_clock.paused():
-                        self._update(count)
-                else:
+                # The run's last call can be shorter: a new size, compiled once, off the clock.
+                last = self.learning_clock.paused() if count < per_call else nullcontext()
+                with last:
                     self._update(count)
                 self.owed_updates -= count
                 updates += count

@@ -19,7 +19,7 @@ def require_ray(what: str, tune: bool = False, search: bool = False) -> None:
         import ray  # noqa: F401
 
         if tune:
-            from ray import tune  # noqa: F401
+            import ray.tune  # noqa: F401
         if search:
             import optuna  # noqa: F401
     except ImportError:

@@ -112,13 +112,13 @@ def test_grid_writes_run_directories_and_results(grid_sweep):
     for tag, row in rows.items():
         summary = _json(os.path.join(sweep_dir, tag, "seed0", "summary.json"))
         assert float(row["return_mean"]) == pytest.approx(summary["eval_return_mean"])
-        assert float(row["return_std"]) == 0.0 and float(row["env_steps"]) == 400
+        assert row["return_std"] == "" and float(row["env_steps"]) == 400  # one seed: no spread
         assert row["best_run_dir"] == os.path.join(sweep_dir, tag, "seed0")
         assert row["status"] == "1 finished"
     with open(os.path.join(sweep_dir, "results.md")) as f:
         table = f.read()
     assert "| --learning_rate=1e-3 | 0 | " in table and "| --learning_rate=3e-4 | 0 | " in table
-    assert " ± 0.0 | 400 |" in table
+    assert re.search(r"\| 0 \| -?\d+\.\d \| 400 \|", table), table
 
 
 def test_killed_trial_completes_after_a_retry(grid_sweep):
@@ -385,3 +385,46 @@ def test_a_sweep_of_an_earlier_tfsac_resumes_with_the_fields_added_since(tmp_pat
     changed = dict(definition, base=dict(base, num_actors=2))
     with pytest.raises(TfsacError, match=r"different: base config \(num_actors\)"):
         _check_definition(Plan(str(tmp_path), "grid", changed), resume=True)
+
+
+def test_results_of_a_half_done_sweep_count_only_done_trials(tmp_path):
+    """A config whose seeds are finished, stopped early, under way and not started: the
+    return's mean +- std is over the first two; the others show their progress as status."""
+    from tfsac.sweep import summarize, write_results
+
+    def evaluations(*pairs):
+        return [{"step": s, "return_mean": r} for s, r in pairs]
+
+    trials = {}
+    for seed, status in enumerate(("finished", "stopped", "pending", "pending")):
+        run_dir = tmp_path / "base" / f"seed{seed}"
+        run_dir.mkdir(parents=True)
+        trials[f"base/seed{seed}"] = {
+            "spec": {"tag": "base", "overrides": {}, "seed": seed, "run_dir": str(run_dir)},
+            "status": status,
+            "wall_time_s": 30.0 if status == "stopped" else None,
+        }
+        if status == "finished":
+            (run_dir / "config.json").write_text(json.dumps({"total_steps": 200}))
+            (run_dir / "summary.json").write_text(
+                json.dumps(
+                    {
+                        "total_steps": 200,
+                        "wall_time_s": 50.0,
+                        "evaluations": evaluations((100, -300.0), (200, -100.0)),
+                    }
+                )
+            )
+        elif seed == 1 or seed == 2:  # stopped early at 100; under way at 100 (and ahead)
+            (run_dir / "trial.json").write_text(
+                json.dumps({"evaluations": evaluations((100, -200.0 if seed == 1 else 900.0))})
+            )
+    (row,) = summarize(trials)
+    assert row["return_mean"] == pytest.approx(-150.0)  # -100 and -200; not the 900 under way
+    assert row["return_std"] == pytest.approx(50.0)
+    assert row["env_steps"] == pytest.approx(150.0) and row["wall_time_s"] == pytest.approx(40.0)
+    assert row["status"] == "1 finished, 2 pending (at 100, 0 env steps), 1 stopped"
+    assert row["best_run_dir"] == str(tmp_path / "base" / "seed0")
+    write_results(str(tmp_path), trials)
+    table = (tmp_path / "results.md").read_text()
+    assert "| base | 0 1 2 3 | -150.0 ± 50.0 | 150 | 40 | 1 finished, 2 pending" in table

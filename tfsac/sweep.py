@@ -788,19 +788,20 @@ def _fmt(value: Optional[float], digits: int = 1) -> str:
 
 
 def summarize(trials: Dict[str, Dict]) -> List[Dict]:
-    """One row per config: mean +- std over seeds of the final evaluation return (of the
-    trials that have one), mean env steps and wall time, the best trial's run directory."""
+    """One row per config: mean +- std over seeds of the final evaluation return of its done
+    trials (finished or stopped early), their mean env steps and wall time, the best one's run
+    directory. A trial still to run or under way counts in the status column only, with the
+    env steps it has reached, so a half-done sweep's means are never mixed with partial runs."""
     groups: Dict[str, List[Dict]] = {}
     for entry in trials.values():
         groups.setdefault(entry["spec"]["tag"], []).append(entry)
     rows = []
     for tag, entries in groups.items():
         outcomes = [(_trial_outcome(e), e["spec"]) for e in entries]
-        scored = [(o, s) for o, s in outcomes if o["return"] is not None]
-        returns = [o["return"] for o, _ in scored]
-        walls = [o["wall_time_s"] for o, _ in outcomes if o["wall_time_s"] is not None]
-        best = max(scored, key=lambda x: x[0]["return"])[1]["run_dir"] if scored else ""
-        statuses = [o["status"] for o, _ in outcomes]
+        done = [(o, s) for o, s in outcomes if o["status"] in DONE and o["return"] is not None]
+        returns = [o["return"] for o, _ in done]
+        walls = [o["wall_time_s"] for o, _ in done if o["wall_time_s"] is not None]
+        best = max(done, key=lambda x: x[0]["return"])[1]["run_dir"] if done else ""
         rows.append(
             {
                 "config": tag,
@@ -808,15 +809,31 @@ def summarize(trials: Dict[str, Dict]) -> List[Dict]:
                     f"--{k}={v}" for k, v in entries[0]["spec"]["overrides"].items()
                 ),
                 "seeds": " ".join(str(s["seed"]) for _, s in outcomes),
-                "status": ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses))),
+                "status": _status(o for o, _ in outcomes),
                 "return_mean": sum(returns) / len(returns) if returns else None,
-                "return_std": _std(returns) if returns else None,
-                "env_steps": sum(o["steps"] for o, _ in outcomes) / len(outcomes),
+                # One seed has no spread to report.
+                "return_std": _std(returns) if len(returns) > 1 else None,
+                "env_steps": sum(o["steps"] for o, _ in done) / len(done) if done else None,
                 "wall_time_s": sum(walls) / len(walls) if walls else None,
                 "best_run_dir": best,
             }
         )
     return rows
+
+
+def _status(outcomes: Iterable[Dict]) -> str:
+    """'2 finished, 1 pending (at 60000 env steps)': counts by status; for trials not done,
+    the env steps of their last evaluation."""
+    by_status: Dict[str, List[int]] = {}
+    for o in outcomes:
+        by_status.setdefault(o["status"], []).append(o["steps"])
+    parts = []
+    for status, steps in sorted(by_status.items()):
+        part = f"{len(steps)} {status}"
+        if status not in DONE and any(steps):
+            part += f" (at {', '.join(str(s) for s in steps)} env steps)"
+        parts.append(part)
+    return ", ".join(parts)
 
 
 def _std(values: List[float]) -> float:
@@ -872,11 +889,13 @@ def write_results(sweep_dir: str, trials: Dict[str, Dict], sort: bool = False) -
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
-        ret = "" if r["return_mean"] is None else f"{r['return_mean']:.1f} ± {r['return_std']:.1f}"
+        ret = _fmt(r["return_mean"])
+        if r["return_std"] is not None:
+            ret += f" ± {r['return_std']:.1f}"
         best = os.path.relpath(r["best_run_dir"], sweep_dir) if r["best_run_dir"] else ""
         curves = f"[png]({r['curves']})" if r["curves"] else ""
         lines.append(
-            f"| {r['overrides'] or 'base'} | {r['seeds']} | {ret} | {r['env_steps']:.0f} "
+            f"| {r['overrides'] or 'base'} | {r['seeds']} | {ret} | {_fmt(r['env_steps'], 0)} "
             f"| {_fmt(r['wall_time_s'], 0)} | {r['status']} | {best} | {curves} |"
         )
     md_path = os.path.join(sweep_dir, "results.md")

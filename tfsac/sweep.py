@@ -865,24 +865,33 @@ def write_results(sweep_dir: str, trials: Dict[str, Dict], sort: bool = False) -
             os.replace(plot_runs(run_dirs, tmp, title=row["config"]), path)
             row["curves"] = os.path.relpath(path, sweep_dir)
             files.append(path)
-    fields = [
-        "config",
-        "overrides",
-        "seeds",
-        "status",
-        "return_mean",
-        "return_std",
-        "env_steps",
-        "wall_time_s",
-        "best_run_dir",
-        "curves",
-    ]
     out = io.StringIO()
-    writer = csv.DictWriter(out, fields)
+    writer = csv.DictWriter(out, RESULT_FIELDS)
     writer.writeheader()
     writer.writerows(rows)
     csv_path = os.path.join(sweep_dir, "results.csv")
     _write_atomic(csv_path, out.getvalue())
+    md_path = os.path.join(sweep_dir, "results.md")
+    _write_atomic(md_path, _markdown(rows, sweep_dir))
+    return [csv_path, md_path, *files]
+
+
+RESULT_FIELDS = [
+    "config",
+    "overrides",
+    "seeds",
+    "status",
+    "return_mean",
+    "return_std",
+    "env_steps",
+    "wall_time_s",
+    "best_run_dir",
+    "curves",
+]
+
+
+def _markdown(rows: List[Dict], sweep_dir: str) -> str:
+    """results.md's table; paths relative to the sweep directory."""
     lines = [
         "| config | seeds | final eval return (mean ± std) | env steps | wall time (s) | status "
         "| best run | curves |",
@@ -898,6 +907,4 @@ def write_results(sweep_dir: str, trials: Dict[str, Dict], sort: bool = False) -
             f"| {r['overrides'] or 'base'} | {r['seeds']} | {ret} | {_fmt(r['env_steps'], 0)} "
             f"| {_fmt(r['wall_time_s'], 0)} | {r['status']} | {best} | {curves} |"
         )
-    md_path = os.path.join(sweep_dir, "results.md")
-    _write_atomic(md_path, "\n".join(lines) + "\n")
-    return [csv_path, md_path, *files]
+    return "\n".join(lines) + "\n"

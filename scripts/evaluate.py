@@ -48,6 +48,7 @@ def main(argv):
             policy, info = evaluation.saved_model_policy(FLAGS.saved_model, FLAGS.stochastic)
         else:
             policy, info = evaluation.checkpoint_policy(FLAGS.run_dir, FLAGS.stochastic)
+            print(f"checkpoint: {info['checkpoint']} (step {info['checkpoint_step']})")
         env_id = FLAGS.env or info.get("env_id")
         if not env_id:
             fail("the policy does not say which env it was trained on: pass --env")

@@ -133,15 +133,6 @@ def finished_run(tmp_path_factory):
     return run_dir
 
 
-def _damage_index(run_dir):
-    (run_dir / "checkpoints" / "checkpoint").write_text("garbage {{{")
-
-
-def _damage_data(run_dir):
-    data = next(p for p in (run_dir / "checkpoints").iterdir() if ".data-" in p.name)
-    data.write_bytes(data.read_bytes()[:100])
-
-
 @pytest.mark.parametrize(
     "resume, overrides, damage, message",
     [
@@ -149,8 +140,6 @@ def _damage_data(run_dir):
         (True, {"env_id": "MountainCarContinuous-v0"}, None, "env_id"),
         (True, {"hidden_sizes": (32, 32)}, None, "hidden_sizes"),
         (True, {"buffer_size": 20_000}, None, "buffer_size"),
-        (True, {"total_steps": 200}, _damage_index, "cannot tell which checkpoint"),
-        (True, {"total_steps": 200}, _damage_data, "cannot be restored"),
     ],
 )
 def test_a_refused_start_changes_nothing_in_the_run_dir(
@@ -173,21 +162,83 @@ def test_a_start_refused_for_its_export_dir_leaves_no_run_dir(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_resume_without_a_readable_checkpoint_index_is_refused(tmp_path):
-    _run(tmp_path / "run", total_steps=100)
-    index = tmp_path / "run" / "checkpoints" / "checkpoint"
-    for damage in ("garbage {{{", None):  # unreadable, then missing
+def test_a_lost_or_unreadable_index_resumes_from_the_newest_complete_checkpoint(tmp_path):
+    _run(tmp_path / "run", total_steps=200)
+    checkpoints = tmp_path / "run" / "checkpoints"
+    index = checkpoints / "checkpoint"
+    for damage in ("garbage {{{", None):  # unreadable, then missing (a kill before it)
         if damage is None:
             index.unlink()
         else:
             index.write_text(damage)
-        # Starting over would overwrite ckpt-100; the run must stop instead.
-        with pytest.raises(TfsacError, match="cannot tell which checkpoint.*latest"):
-            Trainer(_config(tmp_path / "run", total_steps=200), export=False, resume=True)
-        # Evaluating the run's latest checkpoint says the same, not "no checkpoint".
-        with pytest.raises(TfsacError, match="cannot tell which checkpoint.*latest"):
-            checkpoint_policy(str(tmp_path / "run"))
-    assert (tmp_path / "run" / "checkpoints" / "ckpt-100.index").exists()
+        # Evaluation reads the newest complete checkpoint and changes nothing.
+        _, info = checkpoint_policy(str(tmp_path / "run"))
+        assert info["checkpoint_step"] == 200 and info["checkpoint"].endswith("ckpt-200")
+        trainer = Trainer(_config(tmp_path / "run", total_steps=300), export=False, resume=True)
+        assert trainer.loop.step == 200 and trainer.resumed_from.endswith("ckpt-200")
+        # The index is rewritten to name it and every complete checkpoint before it.
+        state = tf.train.get_checkpoint_state(str(checkpoints))
+        assert list(state.all_model_checkpoint_paths) == [
+            str(checkpoints / f"ckpt-{s}") for s in (100, 200)
+        ]
+    assert sorted(p.name for p in checkpoints.glob("*.index")) == [
+        "ckpt-100.index",
+        "ckpt-200.index",
+    ]
+
+
+def test_a_checkpoint_newer_than_the_index_is_used(tmp_path):
+    # A kill between the TF files of ckpt-200 and the index leaves the index at ckpt-100.
+    _run(tmp_path / "run", total_steps=200)
+    checkpoints = str(tmp_path / "run" / "checkpoints")
+    index = os.path.join(checkpoints, "checkpoint")
+    with open(index, "w") as f:
+        f.write('model_checkpoint_path: "ckpt-100"\nall_model_checkpoint_paths: "ckpt-100"\n')
+    assert tf.train.latest_checkpoint(checkpoints).endswith("ckpt-100")
+    trainer = Trainer(_config(tmp_path / "run", total_steps=300), export=False, resume=True)
+    assert trainer.loop.step == 200
+    assert tf.train.latest_checkpoint(checkpoints).endswith("ckpt-200")
+    trainer.run()  # ckpt-100 stays listed: it is kept (3 checkpoints), with its sidecar
+    assert sorted(os.listdir(checkpoints)) == [
+        "checkpoint",
+        *(
+            f"ckpt-{s}.{e}"
+            for s in (100, 200, 300)
+            for e in ("data-00000-of-00001", "extra", "index")
+        ),
+    ]
+
+
+@pytest.mark.parametrize("damage", ["truncated data", "missing sidecar state"])
+def test_a_damaged_latest_checkpoint_is_set_aside_and_the_one_before_restores(
+    tmp_path, damage, caplog
+):
+    _run(tmp_path / "run", total_steps=200)
+    checkpoints = tmp_path / "run" / "checkpoints"
+    if damage == "truncated data":
+        data = checkpoints / "ckpt-200.data-00000-of-00001"
+        data.write_bytes(data.read_bytes()[:100])
+    else:
+        (checkpoints / "ckpt-200.extra" / "state.json").unlink()
+    # evaluate.py's path skips it, says so, and moves nothing.
+    _, info = checkpoint_policy(str(tmp_path / "run"))
+    assert info["checkpoint_step"] == 100
+    assert (checkpoints / "ckpt-200.index").exists()
+    assert "skipping a damaged checkpoint" in caplog.text and "ckpt-200" in caplog.text
+    trainer = Trainer(_config(tmp_path / "run", total_steps=300), export=False, resume=True)
+    assert trainer.loop.step == 100 and trainer.resumed_from.endswith("ckpt-100")
+    broken = sorted(p.name for p in (checkpoints / "broken").iterdir())
+    assert broken == [f"ckpt-200.{e}" for e in ("data-00000-of-00001", "extra", "index")]
+    assert tf.train.latest_checkpoint(str(checkpoints)).endswith("ckpt-100")
+    trainer.run()
+    assert trainer.loop.step == 300 and (checkpoints / "broken" / "ckpt-200.index").exists()
+
+
+def test_incompatible_settings_are_refused_not_skipped(tmp_path):
+    _run(tmp_path / "run", total_steps=100)
+    with pytest.raises(TfsacError, match="hidden_sizes"):
+        Trainer(_config(tmp_path / "run", hidden_sizes=(32, 32)), resume=True)
+    assert not (tmp_path / "run" / "checkpoints" / "broken").exists()
 
 
 def test_resuming_a_finished_run_keeps_its_config(tmp_path):

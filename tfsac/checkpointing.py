@@ -7,10 +7,15 @@ Layout of <run_dir>/checkpoints/:
                                 with slots, log-alpha, gSDE noise, TF RNG states, step counter
   ckpt-<step>.extra/            replay arrays (.npy, the filled rows only), state.json
 
+  broken/                       checkpoints that could not be restored, set aside (kept)
+
 Write order makes every save atomic: the sidecar is written to a hidden temp folder,
-fsynced and renamed into place first; then the manager writes the TF files and only then
-rewrites its state file (itself by temp file + rename). A process killed at any moment
-leaves `latest` pointing at a complete checkpoint; orphans are removed by the next save.
+fsynced and renamed into place first; then the manager writes the TF files (the index
+file last) and only then rewrites its state file (itself by temp file + rename). A process
+killed at any moment leaves complete checkpoints complete; a resume takes the newest one
+that restores, whatever the state file says (a kill can land between the TF files and the
+state file, or before the first state file exists), and rewrites the state file to match.
+Orphans of a killed save are removed by the next save.
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ import json
 import os
 import re
 import shutil
-from typing import Dict, Optional
+import time
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfsac.errors import TfsacError, first_line
 from tfsac.learner import SACLearner
@@ -31,8 +38,11 @@ from tfsac.replay import FIELDS, ReplayBuffer
 
 REPLAY_FIELDS = FIELDS
 STATE_FILE = "state.json"
+INDEX_FILE = "checkpoint"  # CheckpointManager's state file
+BROKEN_DIR = "broken"
 # Config fields that change the shape of the saved state: a checkpoint made with other
 # values cannot be restored into this run.
+_INDEX_NAME = re.compile(r"ckpt-(\d+)\.index")
 STRUCTURAL_FIELDS = (
     "env_id",
     "hidden_sizes",
@@ -69,26 +79,100 @@ class Checkpointer:
         self.directory = directory
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
         self.checkpoint = tf.train.Checkpoint(step=self.step, **learner.checkpoint_objects())
+        self.max_to_keep = max_to_keep
+        self._new_manager()
+
+    def _new_manager(self) -> None:
         # The folder is made by the first save: a start refused after this leaves none.
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, directory, max_to_keep=max_to_keep, checkpoint_name="ckpt"
+            self.checkpoint, self.directory, max_to_keep=self.max_to_keep, checkpoint_name="ckpt"
         )
 
     @property
     def latest(self) -> Optional[str]:
         return self.manager.latest_checkpoint
 
-    def latest_to_restore(self) -> Optional[str]:
-        """`latest`, or None when the directory holds no checkpoint; raises TfsacError when
-        it holds checkpoints but its index file, which names the latest, is missing or
-        unreadable (starting over would overwrite them)."""
-        prefix = self.latest
-        if prefix is None and glob.glob(os.path.join(self.directory, "ckpt-*")):
-            raise TfsacError(
-                f"cannot tell which checkpoint in {self.directory!r} is the latest: its "
-                "'checkpoint' index file is missing or unreadable"
+    def candidates(self) -> List[str]:
+        """Prefixes of the checkpoints whose TF files are complete (TF writes a checkpoint's
+        index file last), newest first; whether they restore is for `restore` to say."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        steps = [int(m.group(1)) for m in map(_INDEX_NAME.fullmatch, names) if m]
+        return [os.path.join(self.directory, f"ckpt-{s}") for s in sorted(steps, reverse=True)]
+
+    def restore_newest(
+        self,
+        restore: Callable[[str], Dict],
+        check: Callable[[Dict, str], None] = lambda state, prefix: None,
+        set_aside: bool = True,
+    ) -> Optional[Tuple[str, Dict]]:
+        """Restores the newest checkpoint that `restore(prefix)` (which raises TfsacError on
+        a damaged one) accepts; returns (prefix, its saved state), or None when there is
+        none. `check(state, prefix)` may refuse a checkpoint made with other settings: its
+        error is raised, not skipped. Each damaged checkpoint tried before is said in one
+        line and, with `set_aside`, moved to broken/ (kept, never deleted); then the state
+        file is rewritten to name the restored checkpoint and the complete ones before it."""
+        for prefix in self.candidates():
+            try:
+                state = self.read_state(prefix)
+            except TfsacError as e:
+                self._skip(prefix, e, set_aside)
+                continue
+            check(state, prefix)
+            try:
+                state = restore(prefix)
+            except TfsacError as e:
+                self._skip(prefix, e, set_aside)
+                continue
+            if set_aside:
+                self._write_index(prefix)
+            return prefix, state
+        if set_aside and os.path.exists(os.path.join(self.directory, INDEX_FILE)):
+            self._write_index(None)  # it named checkpoints that are gone or broken
+        return None
+
+    def _skip(self, prefix: str, error: TfsacError, set_aside: bool) -> None:
+        where = ""
+        if set_aside:
+            broken = os.path.join(self.directory, BROKEN_DIR)
+            os.makedirs(broken, exist_ok=True)
+            stamp = (
+                f".{int(time.time())}"
+                if os.path.exists(os.path.join(broken, os.path.basename(prefix) + ".index"))
+                else ""
             )
-        return prefix
+            for path in glob.glob(glob.escape(prefix) + ".*"):
+                os.replace(path, os.path.join(broken, os.path.basename(path) + stamp))
+            where = f"; moved to {broken}"
+        logging.warning("skipping a damaged checkpoint: %s%s", error, where)
+
+    def _write_index(self, latest: Optional[str]) -> None:
+        """Makes the state file name `latest` and the complete checkpoints before it (all
+        kept: a later save prunes them to max_to_keep), or removes it for None."""
+        path = os.path.join(self.directory, INDEX_FILE)
+        if latest is None:
+            os.remove(path)
+        else:
+            step = int(latest.rsplit("-", 1)[1])
+            older = [p for p in reversed(self.candidates()) if int(p.rsplit("-", 1)[1]) < step]
+            if self.manager.checkpoints != [*older, latest]:
+                # The CheckpointState text proto, with relative paths (the run dir can move)
+                # and timestamps (the manager prunes only checkpoints newer than
+                # last_preserved_timestamp).
+                older.append(latest)
+                times = [os.path.getmtime(p + ".index") for p in older]
+                lines = [f'model_checkpoint_path: "{os.path.basename(latest)}"']
+                lines += [f'all_model_checkpoint_paths: "{os.path.basename(p)}"' for p in older]
+                lines += [f"all_model_checkpoint_timestamps: {t!r}" for t in times]
+                lines.append(f"last_preserved_timestamp: {min(times) - 1.0!r}")
+                with open(path + ".tmp", "w") as f:
+                    f.write("\n".join(lines) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(path + ".tmp", path)
+        self._new_manager()
 
     @staticmethod
     def extra_dir(prefix: str) -> str:
@@ -137,11 +221,12 @@ class Checkpointer:
         return path
 
     def _remove_orphans(self) -> None:
-        """Deletes sidecars (and temp folders) of checkpoints the manager no longer keeps."""
-        kept = {os.path.basename(p) for p in self.manager.checkpoints}
-        for name in os.listdir(self.directory):
+        """Deletes sidecars whose TF files are gone (pruned by the manager, or never
+        written by a killed save) and temp folders of killed saves."""
+        names = os.listdir(self.directory)
+        for name in names:
             match = re.fullmatch(r"(ckpt-\d+)\.extra", name)
-            if (match and match.group(1) not in kept) or name.startswith(".tmp-ckpt-"):
+            if (match and f"{match.group(1)}.index" not in names) or name.startswith(".tmp-ckpt-"):
                 shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
 
     def read_state(self, prefix: str) -> Dict:
@@ -151,12 +236,15 @@ class Checkpointer:
         except (OSError, ValueError) as e:
             raise TfsacError(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
 
-    def restore_learner(self, prefix: str) -> None:
-        """Restores only the learner's state (for evaluation: no replay buffer)."""
+    def restore_learner(self, prefix: str) -> Dict:
+        """Restores only the learner's state (for evaluation: no replay buffer); returns
+        the saved loop state."""
+        state = self.read_state(prefix)
         try:
             self.checkpoint.restore(prefix).expect_partial()
         except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
             raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}") from None
+        return state
 
     def restore(self, prefix: str, buffer: ReplayBuffer) -> Dict:
         """Restores learner and buffer from `prefix`; returns the saved loop state."""

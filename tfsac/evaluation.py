@@ -131,10 +131,11 @@ def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, D
     env.close()
     learner = SACLearner(spec.obs_dim, spec.action_dim, config)
     checkpointer = Checkpointer(os.path.join(run_dir, "checkpoints"), learner)
-    prefix = checkpointer.latest_to_restore()
-    if prefix is None:
-        raise TfsacError(f"no checkpoint in {run_dir!r}/checkpoints")
-    checkpointer.restore_learner(prefix)
+    # A reader: a damaged checkpoint is skipped (and said), not moved.
+    restored = checkpointer.restore_newest(checkpointer.restore_learner, set_aside=False)
+    if restored is None:
+        raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
+    prefix, state = restored
 
     def policy(obs):
         unit = learner.act(obs, deterministic=not stochastic)
@@ -146,7 +147,8 @@ def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, D
         action_low=list(spec.action_low),
         action_high=list(spec.action_high),
     )
-    evaluations = checkpointer.read_state(prefix).get("evaluations") or []
+    info.update(checkpoint=prefix, checkpoint_step=state["step"])
+    evaluations = state.get("evaluations") or []
     if evaluations:  # the checkpoint's last evaluation, for scripts/evaluate.py to repeat
         info.update(
             eval_seed=final_eval_seed(config.seed, evaluations),

@@ -198,13 +198,16 @@ class Trainer:
 
     # --------------------------------------------------------------- checkpoints
     def _restore_latest(self) -> None:
-        prefix = self.checkpointer.latest_to_restore()
-        if prefix is None:
+        def compatible(state: Dict, prefix: str) -> None:
+            check_compatible(state["config"], self.config.to_dict(), prefix)
+
+        restored = self.checkpointer.restore_newest(
+            lambda prefix: self.checkpointer.restore(prefix, self.buffer), compatible
+        )
+        if restored is None:
             logging.info("no checkpoint in %s: starting a new run", self.run_dir)
             return
-        state = self.checkpointer.read_state(prefix)
-        check_compatible(state["config"], self.config.to_dict(), prefix)
-        state = self.checkpointer.restore(prefix, self.buffer)
+        prefix, state = restored
         self.loop = LoopState.from_dict(state)
         self.loop.resumes += 1
         self.schedule.load_state(state)

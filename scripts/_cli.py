@@ -8,12 +8,13 @@ import ctypes
 import dataclasses
 import os
 import sys
-import tempfile
 import textwrap
 import typing
 from typing import Dict, List, NoReturn, Optional, Tuple
 
 from absl import flags
+
+from tfsac.logs import native_stderr_captured  # TF-free
 
 # TF's C++ log filter; the lines printed before absl::InitializeLog ignore it (see
 # import_tfsac, which also lowers it again for --verbosity=1).
@@ -76,25 +77,6 @@ def script_help() -> str:
     return "\n".join(parts)
 
 
-@contextlib.contextmanager
-def _native_stderr_captured():
-    """Sends the process's fd 2 to a temp file; replays it if the block raises."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            yield
-        except BaseException:
-            os.dup2(saved, 2)
-            captured.seek(0)
-            sys.stderr.write(captured.read().decode(errors="replace"))
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
 def keep_freed_memory() -> None:
     """Lets glibc reuse freed multi-MB blocks instead of returning them to the kernel.
 
@@ -120,7 +102,7 @@ def import_tfsac():
     verbose = flags.FLAGS.is_parsed() and flags.FLAGS.verbosity >= 1
     if verbose:
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
-    with contextlib.nullcontext() if verbose else _native_stderr_captured():
+    with contextlib.nullcontext() if verbose else native_stderr_captured():
         import tensorflow as tf
 
         tf.constant(0.0)  # creates the eager context, which logs the CUDA probe
@@ -168,29 +150,51 @@ def define_training_flags() -> None:
         else:
             raise TypeError(f"no flag type for SACConfig.{field.name}: {hint}")
         _HELP_GROUPS.setdefault(meta["group"], []).append(name)
-    flags.DEFINE_bool("resume", False, "continue the run in --run_dir from its last checkpoint")
     flags.DEFINE_bool(
-        "export",
-        True,
-        "export the policy as a SavedModel at the end (a new version of <export_dir>/"
-        "<model_name>, which TF Serving then serves); false for trial runs",
+        "resume",
+        False,
+        "continue the run in --run_dir from its newest checkpoint, with its saved settings "
+        "(flags given that change how long it runs or what it writes are applied and said)",
     )
-    _HELP_GROUPS.setdefault(RUN_GROUP, []).extend(["resume", "export"])
+    _HELP_GROUPS.setdefault(RUN_GROUP, []).append("resume")
 
 
-def config_from_flags(tfsac=None):
-    """Builds a validated-later SACConfig from the parsed flags (exits on a bad value)."""
+def config_from_flags(tfsac=None, resume: bool = False):
+    """Builds a validated-later SACConfig from the parsed flags (exits on a bad value).
+    With `resume`, the run's saved config.json (where there is one) stands in for every
+    flag that was not given."""
     from tfsac.config import SACConfig
     from tfsac.errors import TfsacError
+    from tfsac.run_dir import RunDir
 
-    values = {}
-    for field, _ in _config_fields():
-        value = flags.FLAGS[field.metadata["flag"] or field.name].value
-        values[field.name] = value
     try:
+        saved = (
+            RunDir(flags.FLAGS.run_dir).read_config() if resume and flags.FLAGS.run_dir else None
+        )
+        values = SACConfig.from_dict(saved).to_dict() if saved is not None else {}
+        for field, _ in _config_fields():
+            flag = flags.FLAGS[field.metadata["flag"] or field.name]
+            if saved is None or flag.present:
+                values[field.name] = flag.value
         return SACConfig(**values)
     except TfsacError as e:
         fail(str(e))
+
+
+def check_runner_flags() -> None:
+    """Exits with one line when an env runner flag is given without --num_actors (it would
+    be ignored: without runners the envs step in this process)."""
+    from tfsac.config import DIST
+
+    if flags.FLAGS.num_actors:
+        return
+    for field, _ in _config_fields():
+        name = field.metadata["flag"] or field.name
+        if field.metadata["group"] == DIST and name != "num_actors" and flags.FLAGS[name].present:
+            fail(
+                f"--{name} is a setting of env runners, which run only with --num_actors > 0; "
+                "without them the envs step in this process"
+            )
 
 
 def env_kwargs_from_flag(value: str) -> dict:

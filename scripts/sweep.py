@@ -92,7 +92,16 @@ def main(argv):
         fail(str(e))
     for path in outcome["files"][:2]:
         print(f"results: {path}")
-    left = outcome["unfinished"]
+    left, signum = outcome["unfinished"], outcome["signal"]
+    if signum is not None:
+        import signal
+
+        done = len(outcome["trials"]) - len(left)
+        fail(
+            f"{signal.Signals(signum).name}: the sweep stopped with {done} of "
+            f"{len(outcome['trials'])} trials done; continue it with --resume",
+            code=128 + signum,
+        )
     if left:
         fail(
             f"{len(left)} of {len(outcome['trials'])} trials did not finish (first: {left[0]}); "

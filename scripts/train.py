@@ -9,6 +9,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from _cli import (  # noqa: E402
+    check_runner_flags,
     config_from_flags,
     define_training_flags,
     fail,
@@ -24,10 +25,11 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    check_runner_flags()
     tfsac = import_tfsac()  # TF is imported only once the flags are known to be good.
-    config = config_from_flags(tfsac)
+    config = config_from_flags(tfsac, resume=FLAGS.resume)
     try:
-        result = tfsac.train(config, export=FLAGS.export, resume=FLAGS.resume)
+        result = tfsac.train(config, resume=FLAGS.resume)
     except tfsac.Interrupted as e:
         fail(str(e), code=128 + e.signum)
     except tfsac.NonFiniteError as e:

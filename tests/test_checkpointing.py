@@ -113,10 +113,14 @@ def test_resume_restores_everything_exactly(tmp_path, options):
 
 def test_resume_refuses_incompatible_config(tmp_path):
     _run(tmp_path / "run", total_steps=100)
-    with pytest.raises(TfsacError, match=r"hidden_sizes=\(16, 16\).*hidden_sizes=\(32, 32\)"):
+    with pytest.raises(TfsacError, match=r"hidden_sizes=\[32, 32\] differs .* \[16, 16\]"):
         Trainer(_config(tmp_path / "run", hidden_sizes=(32, 32)), resume=True)
     with pytest.raises(TfsacError, match="env_id"):
         Trainer(_config(tmp_path / "run", env_id="MountainCarContinuous-v0"), resume=True)
+    with pytest.raises(TfsacError, match="variant='v1' differs from the resumed run's 'v2'"):
+        Trainer(_config(tmp_path / "run", variant="v1"), resume=True)
+    # Without config.json (removed), the checkpoint's own config is checked.
+    (tmp_path / "run" / "config.json").unlink()
     with pytest.raises(TfsacError, match="variant='v2'.*variant='v1'"):
         Trainer(_config(tmp_path / "run", variant="v1"), resume=True)
 
@@ -241,15 +245,27 @@ def test_incompatible_settings_are_refused_not_skipped(tmp_path):
     assert not (tmp_path / "run" / "checkpoints" / "broken").exists()
 
 
-def test_resuming_a_finished_run_keeps_its_config(tmp_path):
+def test_resuming_a_finished_run_keeps_it_as_it_was(tmp_path):
     _run(tmp_path / "run", total_steps=100)
-    config_file = tmp_path / "run" / "config.json"
-    before = config_file.read_text()
-    trainer = Trainer(
-        _config(tmp_path / "run", total_steps=100, batch_size=16), export=False, resume=True
-    )
+    before = _snapshot(tmp_path / "run")
+    trainer = Trainer(_config(tmp_path / "run", total_steps=100), export=False, resume=True)
     assert trainer.run().summary["total_steps"] == 100
-    assert config_file.read_text() == before
+    assert _snapshot(tmp_path / "run") == before  # no new TensorBoard events file either
+
+
+def test_a_resume_refuses_other_settings_and_says_the_changes_it_may_make(tmp_path, caplog):
+    _run(tmp_path / "run", total_steps=100, export=False)
+    before = _snapshot(tmp_path / "run")
+    with pytest.raises(TfsacError, match="batch_size=16 differs from the resumed run's 32"):
+        Trainer(_config(tmp_path / "run", total_steps=100, batch_size=16), resume=True)
+    with pytest.raises(TfsacError, match="total_steps can only grow"):
+        Trainer(_config(tmp_path / "run", total_steps=50, learning_starts=10), resume=True)
+    assert _snapshot(tmp_path / "run") == before
+    caplog.set_level("INFO")
+    Trainer(_config(tmp_path / "run", total_steps=200, log_every=100), resume=True)
+    assert "resume with total_steps: 100 -> 200" in caplog.text
+    assert "resume with log_every: 50 -> 100" in caplog.text
+    assert "resume with export: False -> True" in caplog.text
 
 
 def test_full_disk_keeps_previous_checkpoint(tmp_path, monkeypatch):

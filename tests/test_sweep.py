@@ -322,36 +322,6 @@ def test_on_evaluation_can_stop_a_run_that_keeps_its_checkpoint(tmp_path, counte
     assert [e["step"] for e in seen[1:]] == [40] and result.summary["resumed_from"]
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["--grid=learning_rat=1e-3"], "unknown training flag --learning_rat"),
-        (["--grid=learning_rate="], "learning_rate: no values"),
-        (["--grid=learning_rate=1e-3,,3e-4"], "empty value"),
-        (["--grid=seed=1,2"], "--seeds"),
-        (["--buffer_size=1000", "--grid=batch_size=64,2000"], "larger than buffer_size"),
-        (["--search=hyperband"], "unknown --search method 'hyperband'"),
-        (["--search=optuna", "--space=learning_rate=loguniform:1e-3:1e-4"], "low < high"),
-        (["--search=optuna", "--space=learning_rate=normal:0:1"], "unknown distribution"),
-        (["--search=optuna", "--space=batch_size=uniform:32:64"], "--batch_size="),
-        (["--search=optuna", "--num_samples=0", "--space=gamma=uniform:0.9:0.99"], "num_samples"),
-        (["--ray_address=127.0.0.1:1"], "cannot reach the Ray cluster at 127.0.0.1:1"),
-    ],
-)
-def test_bad_input_is_one_line_before_anything_starts(tmp_path, args, message):
-    proc = subprocess.run(
-        _command([*args, "--sweep_dir=sweep"]),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
-    assert not os.path.exists(tmp_path / "sweep")
-
-
 def test_without_ray_a_sweep_says_which_extra_to_install(tmp_path):
     env = env_without_ray(tmp_path)
     proc = subprocess.run(

@@ -99,35 +99,6 @@ def test_tiny_run_writes_summary_and_servable_export(tmp_path):
     assert action.shape == (2, 1) and np.all(np.abs(action) <= 2.0)
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["--env=NoSuchEnv-v0"], "NoSuchEnv-v0"),
-        (["--env=CartPole-v1"], "continuous actions"),
-        (["--batch_size=0"], "batch_size"),
-        (["--buffer_size=-5"], "buffer_size"),
-        (["--total_steps=100", "--learning_starts=500"], "learning_starts"),
-        (["--total_steps=abc"], "total_steps"),
-        (["--alpha=often"], "alpha must be a float or 'auto'"),
-        (["--hidden_sizes=64,x"], "hidden_sizes"),
-        (["--export_dir=blocker/sub"], "cannot write"),
-        # A preset shortened with --total_steps alone says what else to change.
-        (
-            [f"--flagfile={REPO_ROOT}/scripts/presets/halfcheetah_v5.flags", "--total_steps=3000"],
-            "lower learning_starts too (e.g. --learning_starts=300)",
-        ),
-    ],
-)
-def test_bad_input_is_one_clear_line(tmp_path, args, message):
-    (tmp_path / "blocker").write_text("a file where a directory should be")
-    proc = _run([*args, "--run_dir=run"], cwd=tmp_path, timeout=120)
-    assert proc.returncode != 0
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("error: ") and message in lines[0], lines[0]
-    assert not list(tmp_path.rglob("saved_model.pb"))
-
-
 @pytest.mark.parametrize("script", ["train.py", "evaluate.py", "plot.py", "benchmark.py"])
 def test_help_lists_the_scripts_own_flags_and_exits_0(script):
     proc = subprocess.run(

@@ -10,7 +10,7 @@ import dataclasses
 import json
 import math
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from tfsac.errors import TfsacError
 from tfsac.schedules import parse_schedule
@@ -28,6 +28,22 @@ DIST = "Distributed collection (env runners on Ray)"
 GROUPS = (ENV, COLLECT, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT, DIST)
 # Fields of earlier versions, ignored in the config.json of their runs.
 REMOVED_FIELDS = {"graph_loop"}
+# What a resumed run may change (each change is said in one line): how long it runs, what
+# it reports and writes. Any other option would make it another run than the one saved.
+RESUME_ADJUSTABLE = (
+    "total_steps",
+    "eval_every",
+    "eval_episodes",
+    "log_every",
+    "video_every",
+    "progress_bar",
+    "tensorboard",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "export",
+    "export_dir",
+    "model_name",
+)
 
 
 def option(default, help: str, group: str, *, flag=None, choices=None, text=None):
@@ -199,6 +215,12 @@ class SACConfig:
     )
     model_name: Optional[str] = option(
         None, "model name under export_dir (default from env)", OUTPUT
+    )
+    export: bool = option(
+        True,
+        "export the policy as a SavedModel at the end (a new version of <export_dir>/"
+        "<model_name>, which TF Serving then serves); false for trial runs",
+        OUTPUT,
     )
 
     # Checkpoints under <run_dir>/checkpoints (also at the end and on SIGINT/SIGTERM).
@@ -422,6 +444,26 @@ class SACConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    def resume_changes(self, saved: Dict[str, Any]) -> List[str]:
+        """What this config changes in `saved`, the config.json of the run it resumes, as
+        'name: old -> new' texts; raises TfsacError for a change that a resume cannot make
+        (only RESUME_ADJUSTABLE options, and total_steps only upward)."""
+        old = json.loads(json.dumps(SACConfig.from_dict(saved).to_dict()))
+        new = json.loads(json.dumps(self.to_dict()))
+        changes = []
+        for name in (f.name for f in dataclasses.fields(self)):
+            if name == "run_dir" or old[name] == new[name]:
+                continue  # run_dir: the same folder, however it was written
+            if name not in RESUME_ADJUSTABLE or (name == "total_steps" and new[name] < old[name]):
+                why = "only grow" if name == "total_steps" else "not change"
+                raise TfsacError(
+                    f"{name}={new[name]!r} differs from the resumed run's {old[name]!r}: a "
+                    f"resume continues the saved run, whose {name} can {why}; start a new "
+                    "run directory for other settings"
+                )
+            changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
+        return changes
 
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> SACConfig:

@@ -30,6 +30,7 @@ from absl import logging
 from tfsac.distributions import policy_params, squash_bijector
 from tfsac.envs import EnvSpec
 from tfsac.errors import TfsacError, first_line
+from tfsac.run_dir import check_writable  # noqa: F401 - a public name here too
 
 METADATA_FILE = "tfsac_metadata.json"
 
@@ -51,29 +52,6 @@ def _umask() -> int:
     mask = os.umask(0o022)  # reading the umask means setting it; set back at once
     os.umask(mask)
     return mask
-
-
-def check_writable(directory: str) -> None:
-    """Raises TfsacError unless `directory` can be created and written to. Leaves no trace:
-    the folders it creates for the check are removed again (a start that fails later must
-    not leave empty run or model folders behind); writers create them when they write."""
-    missing = []  # deepest first
-    path = os.path.abspath(directory)
-    while not os.path.lexists(path) and os.path.dirname(path) != path:
-        missing.append(path)
-        path = os.path.dirname(path)
-    try:
-        os.makedirs(directory, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".tfsac-write-check-"):
-            pass
-    except OSError as e:
-        raise TfsacError(f"cannot write to {directory!r}: {e.strerror or e}") from None
-    finally:
-        for path in missing:
-            try:
-                os.rmdir(path)
-            except OSError:  # not created after all, or no longer empty
-                pass
 
 
 def build_archive(

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import sys
+import tempfile
 
 from absl import logging as absl_logging
 
@@ -25,6 +26,27 @@ class OwnInfoOnly(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno >= logging.WARNING or record.pathname.startswith(self.own_dirs)
+
+
+@contextlib.contextmanager
+def native_stderr_captured(replay_on_error: bool = True):
+    """Sends the process's fd 2 (where C++ libraries print) to a temp file for the block;
+    replays it if the block raises and `replay_on_error`, else drops it."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            if replay_on_error:
+                captured.seek(0)
+                sys.stderr.write(captured.read().decode(errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _mujoco_warning(message: str) -> None:

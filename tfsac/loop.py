@@ -24,7 +24,7 @@ from tfsac.distributed import RunnerPool
 from tfsac.envs import EnvFn, EnvSpec, checked_env, env_factory, env_spec
 from tfsac.errors import TfsacError
 from tfsac.evaluation import Evaluator
-from tfsac.export import check_writable, default_model_name, export_policy, policy_metadata
+from tfsac.export import default_model_name, export_policy, policy_metadata
 from tfsac.learner import SACLearner
 from tfsac.logs import lines_above, progress_bar
 from tfsac.ray_cluster import check_address, require_ray, start_ray
@@ -38,6 +38,7 @@ from tfsac.run_dir import (
     ProgressLog,
     RunDir,
     Stopwatch,
+    check_writable,
     run_summary,
     write_json,
 )
@@ -126,7 +127,7 @@ class Trainer:
     def __init__(
         self,
         config: SACConfig,
-        export: bool = True,
+        export: Optional[bool] = None,
         resume: bool = False,
         on_log: Optional[Callable[[Dict], None]] = None,
         actor_fn: Optional[Callable] = None,
@@ -134,6 +135,8 @@ class Trainer:
         env_fn: Optional[EnvFn] = None,
         on_evaluation: Optional[Callable[[Dict], None]] = None,
     ):
+        if export is not None:
+            config = dataclasses.replace(config, export=export)
         config.validate()
         if config.deterministic:
             tf.config.experimental.enable_op_determinism()
@@ -142,12 +145,16 @@ class Trainer:
         eval_env = checked_env(self.env_fn, config.env_id if env_fn is None else "env_fn")
         if env_fn is not None:  # the config (and the default run dir) name the env it trains on
             config = dataclasses.replace(config, env_id=_env_name(eval_env))
-        self.config = config
         self.run_dir = _checked_run_dir(config, resume, env_fn)
         self.files = RunDir(self.run_dir)
-        self.export, self.on_evaluation = export, on_evaluation
+        saved = self.files.read_config() if resume else None
+        if saved is not None:
+            for change in config.resume_changes(saved):
+                logging.info("resume with %s", change)
+        self.config = config
+        self.export, self.on_evaluation = config.export, on_evaluation
         self.model_name = config.model_name or default_model_name(config.env_id)
-        if export:
+        if config.export:
             check_writable(os.path.join(config.export_dir, self.model_name))
         self.spec = spec = env_spec(config.env_id, eval_env)
         if config.num_actors:  # env runners on Ray collect instead (started below)
@@ -182,7 +189,7 @@ class Trainer:
             self.files,
             self.learner.metric_names,
             config.total_steps,
-            config.tensorboard,
+            config.tensorboard and not self._finished(),  # a finished run stays as it was
             on_log,
             extra_fields=self.runners.stats_fields() if self.runners else (),
         )
@@ -474,7 +481,7 @@ class Trainer:
 
 def train(
     config: SACConfig,
-    export: bool = True,
+    export: Optional[bool] = None,
     resume: bool = False,
     on_log: Optional[Callable[[Dict], None]] = None,
     actor_fn: Optional[Callable] = None,
@@ -483,16 +490,18 @@ def train(
     on_evaluation: Optional[Callable[[Dict], None]] = None,
 ) -> TrainResult:
     """Trains SAC on `config.env_id`, or on the env `env_fn()` returns (any callable that
-    makes a gymnasium env; it must pickle for `vector_mode='async'`); with `export`,
-    exports a SavedModel at the end.
+    makes a gymnasium env; it must pickle for `vector_mode='async'`); with `export` (when
+    not None, it replaces config.export), exports a SavedModel at the end.
 
-    With `resume`, continues from the latest checkpoint in `config.run_dir` (or starts
-    there when it has none). Raises TfsacError for bad configuration or paths before any
-    training, NonFiniteError on NaN/Inf, Interrupted after a SIGINT/SIGTERM checkpoint.
-    `actor_fn` and `critic_fn` build custom Keras models (networks.build_networks);
-    `on_log` gets each progress record. `on_evaluation` gets each evaluation ({step,
-    return_mean, return_std, seed}) once its step's checkpoint, if one is due, is saved; an
-    exception it raises ends training and propagates unchanged.
+    With `resume`, continues from the newest checkpoint in `config.run_dir` that restores
+    (or starts there when it has none); the config must be the run's saved one except for
+    the options of config.RESUME_ADJUSTABLE, whose changes are logged. Raises TfsacError
+    for bad configuration or paths before any training, NonFiniteError on NaN/Inf,
+    Interrupted after a SIGINT/SIGTERM checkpoint. `actor_fn` and `critic_fn` build custom
+    Keras models (networks.build_networks); `on_log` gets each progress record.
+    `on_evaluation` gets each evaluation ({step, return_mean, return_std, seed}) once its
+    step's checkpoint, if one is due, is saved; an exception it raises ends training and
+    propagates unchanged.
     """
     trainer = Trainer(
         config, export, resume, on_log, actor_fn, critic_fn, env_fn, on_evaluation=on_evaluation

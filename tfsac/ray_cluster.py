@@ -7,10 +7,12 @@ level, and a missing install or an unreachable cluster is one TfsacError line.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from typing import Any, Dict, Optional
 
 from tfsac.errors import TfsacError, first_line
+from tfsac.logs import native_stderr_captured
 
 
 def require_ray(what: str, tune: bool = False, search: bool = False) -> None:
@@ -43,6 +45,11 @@ def check_address(address: Optional[str], timeout: float = 5.0) -> None:
         raise TfsacError(f"cannot reach the Ray cluster at {address}: {reason}") from None
 
 
+# Tries, about a second each, that a join makes to reach the cluster's GCS (Ray's default
+# is 20, each with a C++ warning); a cluster that is up answers the first.
+JOIN_TRIES = "5"
+
+
 def ray_options() -> Dict[str, Any]:
     """ray.init arguments: quiet (no worker output or dashboard), and workers that import
     this process's tfsac (shipped to every node) with TF's start-up lines off."""
@@ -56,16 +63,53 @@ def ray_options() -> Dict[str, Any]:
     }
 
 
-def start_ray(address: Optional[str], **init_kwargs) -> bool:
-    """Starts a local Ray, or joins `address`; False when this process already runs in a
-    Ray (a test's, a sweep trial's), which is then used as it is."""
+def start_ray(address: Optional[str], **local_kwargs) -> bool:
+    """Joins the cluster at `address`, or without one starts a Ray of this process's own
+    (never one that happens to run on the machine), listening on loopback only and with
+    no dashboard; `local_kwargs` (e.g. num_cpus) go to that local start. False when this
+    process already runs in a Ray (a test's, a sweep trial's), which is then used as it is.
+    """
     import ray
 
     if ray.is_initialized():
         return False
+    if address:
+        kwargs = {"address": address}
+        os.environ.setdefault("RAY_gcs_server_port_wait_time_s", JOIN_TRIES)
+    else:
+        kwargs = {"address": "local", "_node_ip_address": "127.0.0.1", **local_kwargs}
     try:
-        ray.init(address=address or None, **ray_options(), **init_kwargs)
+        # Ray's C++ start-up and retry lines go to its log folder, not to the console.
+        with native_stderr_captured(replay_on_error=False):
+            ray.init(**ray_options(), **kwargs)
+    except ConnectionError:
+        raise TfsacError(
+            f"cannot join the Ray cluster at {address}: no Ray answered there in "
+            f"{JOIN_TRIES} tries; check the address (the head's `ray start` prints it), or "
+            "leave ray_address out to run on a local Ray"
+        ) from None
     except Exception as e:  # noqa: BLE001 - Ray raises many kinds; one line for all
         where = f" at {address}" if address else ""
         raise TfsacError(f"cannot start or join Ray{where}: {first_line(e)}") from None
+    _quiet_cluster_messages()
     return True
+
+
+def _quiet_cluster_messages() -> None:
+    """Ray's driver prints every cluster error message (a dead node's or worker's, with
+    its raylet's memory dump) to the console, log_to_driver or not; tfsac reports the
+    failure itself (the sweep's trial lines, the runner pool's) in one line, so these go
+    to the driver's file in Ray's log folder instead."""
+    import ray._private.worker as ray_worker
+
+    try:
+        folder = ray_worker.global_worker.node.get_logs_dir_path()
+    except Exception:  # noqa: BLE001 - no log folder known: keep Ray's printing
+        return
+    path = os.path.join(folder, f"tfsac-driver-{os.getpid()}.log")
+
+    def to_file(data, *args, **kwargs):
+        with open(path, "a") as f:
+            f.writelines(f"{line}\n" for line in data.get("lines", []))
+
+    ray_worker.print_to_stdstream = to_file

@@ -10,11 +10,14 @@ import csv
 import dataclasses
 import json
 import os
+import tempfile
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from absl import logging
+
+from tfsac.errors import TfsacError
 
 CONFIG_FILE = "config.json"
 PROGRESS_FILE = "progress.csv"
@@ -23,6 +26,29 @@ TENSORBOARD_DIR = "tensorboard"
 CHECKPOINTS_DIR = "checkpoints"
 VIDEOS_DIR = "videos"
 PROGRESS_FIELDS = ("step", "episodes", "episode_return", "episode_length", "env_steps_per_s")
+
+
+def check_writable(directory: str) -> None:
+    """Raises TfsacError unless `directory` can be created and written to. Leaves no trace:
+    the folders it creates for the check are removed again (a start that fails later must
+    not leave empty run or model folders behind); writers create them when they write."""
+    missing = []  # deepest first
+    path = os.path.abspath(directory)
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".tfsac-write-check-"):
+            pass
+    except OSError as e:
+        raise TfsacError(f"cannot write to {directory!r}: {e.strerror or e}") from None
+    finally:
+        for path in missing:
+            try:
+                os.rmdir(path)
+            except OSError:  # not created after all, or no longer empty
+                pass
 
 
 def write_json(path: str, data: Dict) -> None:
@@ -49,6 +75,16 @@ class RunDir:
         """Whether it has files of an earlier run (which a new run would overwrite)."""
         names = (CONFIG_FILE, SUMMARY_FILE, PROGRESS_FILE, CHECKPOINTS_DIR)
         return any(os.path.exists(self.file(name)) for name in names)
+
+    def read_config(self) -> Optional[Dict]:
+        """The run's config.json (a SACConfig dict), or None before a run started here."""
+        try:
+            with open(self.file(CONFIG_FILE)) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            raise TfsacError(f"cannot read {self.file(CONFIG_FILE)}: {e}") from None
 
     def read_summary(self) -> Optional[Dict]:
         """The finished run's summary, or None while the run is not finished."""

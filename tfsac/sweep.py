@@ -18,7 +18,9 @@ import logging
 import math
 import os
 import re
+import signal
 import socket
+import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
@@ -27,6 +29,7 @@ from absl import flags
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
 from tfsac.ray_cluster import start_ray
+from tfsac.run_dir import check_writable
 
 SEARCH_METHODS = ("optuna",)
 OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}
@@ -320,7 +323,26 @@ def plan_sweep(
         _plan_search(plan, configs, space, base)
     else:
         _plan_grid(plan, configs, grid, seeds, base)
+    _check_runs(plan, base)
     return plan
+
+
+def _check_runs(plan: Plan, base: Dict) -> None:
+    """What would fail every trial, checked here before anything is written: env runners
+    (a trial is one process with its CPUs), envs that cannot be made or trained on, a
+    sweep folder that cannot be written."""
+    configs = [t["config"] for t in plan.trials] or [base]
+    if any(c["num_actors"] for c in configs):
+        raise TfsacError(
+            "env runners (--num_actors) do not run inside sweep trials: a trial is one "
+            "process with --cpus_per_trial CPUs; sweep without --num_actors"
+        )
+    from tfsac.envs import checked_env, env_factory
+
+    envs = {json.dumps([c["env_id"], c["env_kwargs"]], sort_keys=True) for c in configs}
+    for env_id, env_kwargs in sorted(json.loads(e) for e in envs):
+        checked_env(env_factory(env_id, env_kwargs), env_id).close()
+    check_writable(plan.sweep_dir)
 
 
 def _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping) -> None:
@@ -534,11 +556,16 @@ def _tune_classes():
     class Progress(tune.Callback):
         """A line per finished trial on stdout, and its status in trials.json."""
 
-        def __init__(self, state: SweepState, total: int):
-            self.state, self.total, self.ended = state, total, 0
+        def __init__(self, state: SweepState, total: int, stop: _StopSignals):
+            self.state, self.total, self.ended, self.stop = state, total, 0, stop
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             spec, result = trial.config["trial"], trial.last_result or {}
+            if self.stop.received is not None and not result.get("finished"):
+                # Stopped by the interrupt, not by ASHA: a --resume continues it.
+                self.state.update(spec["name"], status="pending")
+                print(f"{spec['name']}: interrupted; --resume continues it", flush=True)
+                return
             self.ended += 1
             head = f"[{self.ended}/{self.total}] {spec['name']}:"
             if result.get("error"):
@@ -576,7 +603,43 @@ def _tune_classes():
                 return params
             return {"trial": self._make_sample(params)}
 
-    return Progress, SampleSearch
+    class StopAll(tune.Stopper):
+        """Ends every trial once SIGINT or SIGTERM reached the driver."""
+
+        def __init__(self, stop: _StopSignals):
+            self.stop = stop
+
+        def __call__(self, trial_id, result):
+            return False
+
+        def stop_all(self):
+            return self.stop.received is not None
+
+    return Progress, SampleSearch, StopAll
+
+
+class _StopSignals:
+    """SIGINT/SIGTERM as a flag (in place of Tune's handler, which leaves a sweep no way
+    to tell an interrupted session from a finished one)."""
+
+    def __init__(self):
+        self.received: Optional[int] = None
+        self._old = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.received is None:
+            print(f"{signal.Signals(signum).name}: stopping the trials ...", flush=True)
+        self.received = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
 
 
 def _error_line(trial) -> str:
@@ -622,7 +685,8 @@ def _check_definition(plan: Plan, resume: bool) -> None:
 
 def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = False) -> Dict:
     """Runs the plan's trials that are not done yet on Ray Tune, then writes the results.
-    Returns {"trials": {name: entry}, "files": [...], "unfinished": [name, ...]}."""
+    Returns {"trials": {name: entry}, "files": [...], "unfinished": [name, ...], "signal":
+    the SIGINT/SIGTERM that stopped it, or None}."""
     _check_definition(plan, resume)
     state = SweepState(plan.sweep_dir)
     searching = plan.method != "grid"
@@ -645,8 +709,9 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
         if done:
             total = len(state.trials)
             print(f"{done} of {total} trials already done in {plan.sweep_dir}", flush=True)
-        if count:
-            _fit(plan, state, count, todo, search_alg)
+        with _StopSignals() as stop:
+            if count:
+                _fit(plan, state, count, todo, search_alg, stop)
         files = write_results(plan.sweep_dir, state.trials, sort=searching)
     finally:
         if started:
@@ -654,7 +719,7 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
 
             ray.shutdown()
     left = [name for name, entry in state.trials.items() if not state.done(entry["spec"])]
-    return {"trials": state.trials, "files": files, "unfinished": left}
+    return {"trials": state.trials, "files": files, "unfinished": left, "signal": stop.received}
 
 
 class _Samples:
@@ -684,7 +749,7 @@ class _Samples:
 def _search_setup(plan: Plan, state: SweepState):
     """The search algorithm, told the samples that are done; pending samples of an earlier
     session are tried again first (same values, same run directory)."""
-    _, SampleSearch = _tune_classes()
+    _, SampleSearch, _ = _tune_classes()
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -707,18 +772,21 @@ def _search_setup(plan: Plan, state: SweepState):
     return len(pending) + max(0, plan.num_samples - len(samples)), search
 
 
-def _fit(plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg) -> None:
+def _fit(
+    plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg, stop: _StopSignals
+) -> None:
     """Runs `count` trials on Tune: the grid's `todo` specs, or `count` samples of the
-    search algorithm."""
+    search algorithm; all trials end early once `stop` has received a signal."""
     # No Tune result loggers (each run has its own files) and no Tune console output (its
     # new reporter prints a table even at verbose=0): the Progress callback's lines instead.
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # `stop` has them
     try:
         from ray import tune
         from ray.tune.schedulers import ASHAScheduler
 
-        Progress, _ = _tune_classes()
+        Progress, _, StopAll = _tune_classes()
         scheduler = None
         if plan.early_stopping:
             base = plan.definition["base"]
@@ -748,7 +816,8 @@ def _fit(plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg
                 storage_path=os.path.join(plan.sweep_dir, "tune"),
                 verbose=0,
                 failure_config=tune.FailureConfig(max_failures=plan.max_failures),
-                callbacks=[Progress(state, count)],
+                callbacks=[Progress(state, count, stop)],
+                stop=StopAll(stop),
             ),
         )
         # Tune logs each trial error with its traceback; the Progress lines say it in one.
@@ -774,13 +843,24 @@ def _trial_outcome(entry: Dict) -> Dict:
         status, evaluations = entry.get("status", "pending"), record.get("evaluations") or []
         wall_time = entry.get("wall_time_s")
     returns = [e["return_mean"] for e in evaluations]
+    steps = evaluations[-1]["step"] if evaluations else 0
+    if status not in DONE:  # where a --resume continues it: its newest checkpoint
+        steps = max([steps, *_checkpoint_steps(run_dir)])
     return {
         "status": status,
         "return": returns[-1] if returns else None,
         "best": max(returns) if returns else None,
-        "steps": evaluations[-1]["step"] if evaluations else 0,
+        "steps": steps,
         "wall_time_s": wall_time,
     }
+
+
+def _checkpoint_steps(run_dir: str) -> List[int]:
+    try:
+        names = os.listdir(os.path.join(run_dir, "checkpoints"))
+    except OSError:
+        return []
+    return [int(m.group(1)) for m in map(re.compile(r"ckpt-(\d+)\.index").fullmatch, names) if m]
 
 
 def _fmt(value: Optional[float], digits: int = 1) -> str:
@@ -823,7 +903,7 @@ def summarize(trials: Dict[str, Dict]) -> List[Dict]:
 
 def _status(outcomes: Iterable[Dict]) -> str:
     """'2 finished, 1 pending (at 60000 env steps)': counts by status; for trials not done,
-    the env steps of their last evaluation."""
+    the env steps of their newest checkpoint or evaluation."""
     by_status: Dict[str, List[int]] = {}
     for o in outcomes:
         by_status.setdefault(o["status"], []).append(o["steps"])

@@ -1,0 +1,137 @@
+"""Mistakes a user makes with the scripts, in one table: each gets one `error:` line on
+stderr, a non-zero exit, no traceback, and writes nothing.
+
+The cases run as subprocesses, four at a time (most stop before TensorFlow loads; the
+others need it), once per session; each case is its own test."""
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT
+
+SCRIPTS = os.path.join(REPO_ROOT, "scripts")
+PRESET = os.path.join(SCRIPTS, "presets", "halfcheetah_v5.flags")
+
+# (script, arguments, a piece of the one error line). Each runs in a folder of its own that
+# holds `blocker` (a file where a folder is expected) and `oldrun/config.json` (a run's).
+CASES = [
+    # train.py
+    ("train", ["--env=NoSuchEnv-v0"], "NoSuchEnv-v0"),
+    ("train", ["--env=CartPole-v1"], "continuous actions"),
+    ("train", ["--batch_size=0"], "batch_size"),
+    ("train", ["--buffer_size=-5"], "buffer_size"),
+    ("train", ["--total_steps=100", "--learning_starts=500"], "learning_starts"),
+    ("train", ["--total_steps=abc"], "total_steps"),
+    ("train", ["--alpha=often"], "alpha must be a float"),
+    ("train", ["--hidden_sizes=64,x"], "hidden_sizes"),
+    ("train", ["--gamma=1.5"], "gamma must be in [0, 1]"),
+    ("train", ["--tau=0"], "tau must be in (0, 1]"),
+    ("train", ["--env_kwargs={bad"], "env_kwargs is not valid JSON"),
+    ("train", ["--model_name=a/b"], "model_name must be a folder name"),
+    ("train", ["--vector_mode=threads"], "vector_mode"),
+    ("train", ["extra"], "unexpected arguments: extra"),
+    ("train", ["--export_dir=blocker/sub"], "cannot write"),
+    ("train", ["--run_dir=blocker"], "cannot write"),
+    # A preset shortened with --total_steps alone says what else to change.
+    ("train", [f"--flagfile={PRESET}", "--total_steps=3000"], "lower learning_starts too"),
+    ("train", ["--runner_mode=sync"], "--runner_mode is a setting of env runners"),
+    ("train", ["--ray_address=127.0.0.1:1"], "--ray_address is a setting of env runners"),
+    ("train", ["--num_actors=2", "--use_sde"], "does not work with env runners"),
+    ("train", ["--num_actors=1", "--ray_address=127.0.0.1:1"], "cannot reach the Ray cluster"),
+    ("train", ["--resume"], "resume needs the run directory"),
+    ("train", ["--resume", "--run_dir=oldrun", "--batch_size=16"], "batch_size=16 differs"),
+    ("train", ["--resume", "--run_dir=oldrun", "--total_steps=2000"], "total_steps can only grow"),
+    # evaluate.py
+    ("evaluate", [], "give exactly one of --saved_model and --run_dir"),
+    ("evaluate", ["--saved_model=missing", "--run_dir=oldrun"], "exactly one of"),
+    ("evaluate", ["--saved_model=missing"], "missing"),
+    ("evaluate", ["--saved_model=blocker"], "blocker"),
+    ("evaluate", ["--run_dir=missing"], "not a tfsac run directory"),
+    ("evaluate", ["--run_dir=oldrun"], "no checkpoint that restores"),
+    ("evaluate", ["--run_dir=oldrun", "--episodes=0"], "--episodes must be positive"),
+    # sweep.py (with --sweep_dir=sweep unless the case gives one)
+    ("sweep", ["--grid=learning_rat=1e-3"], "unknown training flag --learning_rat"),
+    ("sweep", ["--grid=learning_rate="], "learning_rate: no values"),
+    ("sweep", ["--grid=learning_rate=1e-3,,3e-4"], "empty value"),
+    ("sweep", ["--grid=seed=1,2"], "--seeds"),
+    ("sweep", ["--buffer_size=1000", "--grid=batch_size=64,2000"], "larger than buffer_size"),
+    ("sweep", ["--seeds=a,b"], "--seeds must be integers"),
+    ("sweep", ["--run_dir=x"], "--run_dir:"),
+    ("sweep", ["--search=hyperband"], "unknown --search method 'hyperband'"),
+    ("sweep", ["--search=optuna", "--space=learning_rate=loguniform:1e-3:1e-4"], "low < high"),
+    ("sweep", ["--search=optuna", "--space=learning_rate=normal:0:1"], "unknown distribution"),
+    ("sweep", ["--search=optuna", "--space=batch_size=uniform:32:64"], "--batch_size="),
+    ("sweep", ["--search=optuna", "--num_samples=0", "--space=gamma=uniform:0.9:0.99"], "num_"),
+    ("sweep", ["--ray_address=127.0.0.1:1"], "cannot reach the Ray cluster at 127.0.0.1:1"),
+    ("sweep", ["--env=NoSuchEnv-v0", "--grid=learning_rate=1e-3,3e-4"], "NoSuchEnv-v0"),
+    ("sweep", ["--grid=env=Pendulum-v1,CartPole-v1"], "continuous actions"),
+    ("sweep", ["--sweep_dir=/proc/tfsac-sweep"], "cannot write to '/proc/tfsac-sweep'"),
+    ("sweep", ["--sweep_dir=blocker/sweep"], "cannot write"),
+    ("sweep", ["--num_actors=2"], "env runners (--num_actors) do not run inside sweep trials"),
+    # plot.py
+    ("plot", ["--run_dirs=missing"], "missing"),
+    ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "oldrun"),
+]
+
+
+def _ids():
+    return [f"{script}:{' '.join(args)}"[:90] for script, args, _ in CASES]
+
+
+def _folder(root, index):
+    """The case's working folder, as every case starts from."""
+    from tfsac import SACConfig
+
+    folder = root / f"case{index}"
+    (folder / "oldrun").mkdir(parents=True)
+    (folder / "blocker").write_text("a file where a folder should be")
+    config = SACConfig(total_steps=5000, run_dir="oldrun").to_dict()
+    (folder / "oldrun" / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def _snapshot(folder):
+    return {str(p): (p.read_bytes() if p.is_file() else None) for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad_inputs")
+
+    def run(index):
+        script, args, _ = CASES[index]
+        folder = _folder(root, index)
+        if script == "sweep" and not any(a.startswith("--sweep_dir") for a in args):
+            args = [*args, "--sweep_dir=sweep"]
+        before = _snapshot(folder)
+        proc = subprocess.run(
+            [sys.executable, os.path.join(SCRIPTS, f"{script}.py"), *args],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        return proc, before == _snapshot(folder)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        return list(pool.map(run, range(len(CASES))))
+
+
+def test_the_table_covers_every_script_with_30_or_more_mistakes():
+    assert len(CASES) >= 30
+    assert {script for script, _, _ in CASES} == {"train", "evaluate", "sweep", "plot"}
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=_ids())
+def test_a_mistake_is_one_error_line_and_writes_nothing(outcomes, index):
+    _, _, message = CASES[index]
+    proc, unchanged = outcomes[index]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-3000:]
+    assert message in lines[0], lines[0]
+    assert unchanged, "the case wrote files"

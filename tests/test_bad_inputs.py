@@ -74,7 +74,7 @@ CASES = [
     ("sweep", ["--num_actors=2"], "env runners (--num_actors) do not run inside sweep trials"),
     # plot.py
     ("plot", ["--run_dirs=missing"], "missing"),
-    ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "oldrun"),
+    ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "cannot write"),
 ]
 
 

@@ -109,6 +109,10 @@ def test_resume_restores_everything_exactly(tmp_path, options):
     )
     progress = (tmp_path / "split" / "progress.csv").read_text().splitlines()
     assert [int(r.split(",")[0]) for r in progress[1:]] == [50, 100, 150, 200]
+    # The envs' episodes continued from the checkpoint (Pendulum's episodes are 200 steps:
+    # the stop at 100 fell mid-episode), so the resumed run is the uninterrupted one.
+    _assert_same_state(resumed, full)
+    np.testing.assert_array_equal(resumed.buffer.observation[:200], full.buffer.observation[:200])
 
 
 def test_resume_refuses_incompatible_config(tmp_path):

@@ -180,7 +180,11 @@ def test_bad_runner_settings_are_one_line(tmp_path, overrides, message):
         _config(tmp_path, **overrides).validate()
 
 
-def test_train_script_with_runners_joins_a_cluster(tmp_path, ray_address):
+def test_train_script_with_runners_starts_its_own_ray_beside_a_foreign_one(tmp_path, ray_address):
+    # The session's Ray stands for one that runs on the machine, announced by RAY_ADDRESS
+    # as `ray start` does: without --ray_address the script leaves it alone. (Sweeps join
+    # a cluster by address: tests/test_sweep.py.)
+    nodes_before = [n["NodeID"] for n in ray.nodes()]
     run_dir = tmp_path / "run"
     command = [
         sys.executable,
@@ -196,15 +200,17 @@ def test_train_script_with_runners_joins_a_cluster(tmp_path, ray_address):
         "--jit_compile=false",
         "--num_actors=1",
         "--chunk_steps=32",
-        f"--ray_address={ray_address}",
         f"--run_dir={run_dir}",
         f"--export_dir={tmp_path / 'export'}",
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "RAY_ADDRESS": ray_address}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "1 env runner started (async" in done.stderr
     assert "| policy lag " in done.stderr and "| runners " in done.stderr
     assert (run_dir / "summary.json").exists()
+    assert [n["NodeID"] for n in ray.nodes()] == nodes_before
+    assert ray.available_resources().get("CPU") == 2  # nothing of the script's left here
 
 
 _DRIVER_PID = os.getpid()

@@ -178,9 +178,12 @@ class Checkpointer:
     def extra_dir(prefix: str) -> str:
         return prefix + ".extra"
 
-    def save(self, step: int, buffer: ReplayBuffer, state: Dict) -> str:
-        """Writes the checkpoint for `step`; returns its prefix. Raises TfsacError on I/O
-        failure, leaving the previous checkpoint as the latest."""
+    def save(
+        self, step: int, buffer: ReplayBuffer, state: Dict, blobs: Optional[Dict] = None
+    ) -> str:
+        """Writes the checkpoint for `step` (with `blobs`, {file name: bytes}, in its
+        sidecar); returns its prefix. Raises TfsacError on I/O failure, leaving the previous
+        checkpoint as the latest."""
         prefix = os.path.join(self.directory, f"ckpt-{step}")
         extra = self.extra_dir(prefix)
         tmp = os.path.join(self.directory, f".tmp-ckpt-{step}.extra")
@@ -200,6 +203,11 @@ class Checkpointer:
                     "rng": buffer.rng.bit_generator.state,
                 },
             )
+            for name, data in (blobs or {}).items():
+                with open(os.path.join(tmp, name), "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
             with open(os.path.join(tmp, STATE_FILE), "w") as f:
                 json.dump(state, f)
                 f.flush()
@@ -228,6 +236,14 @@ class Checkpointer:
             match = re.fullmatch(r"(ckpt-\d+)\.extra", name)
             if (match and f"{match.group(1)}.index" not in names) or name.startswith(".tmp-ckpt-"):
                 shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+
+    def read_blob(self, prefix: str, name: str) -> Optional[bytes]:
+        """A file `save` wrote from `blobs`, or None when the checkpoint has none."""
+        try:
+            with open(os.path.join(self.extra_dir(prefix), name), "rb") as f:
+                return f.read()
+        except OSError:
+            return None
 
     def read_state(self, prefix: str) -> Dict:
         try:

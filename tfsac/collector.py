@@ -5,8 +5,11 @@ from an env factory and runs wherever that factory can run."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from typing import Any, Dict, List, Optional
 
+import cloudpickle  # gymnasium's own dependency (it pickles env factories with it)
+import gymnasium as gym
 import numpy as np
 
 from tfsac.distributions import unit_to_bounds
@@ -57,6 +60,7 @@ class Collector:
         self.observation: Optional[np.ndarray] = None
         self._returns = np.zeros(num_envs)
         self._lengths = np.zeros(num_envs, np.int64)
+        self._saved: tuple = ({}, None)  # a checkpoint's state and snapshot, for start()
 
     def reset(self, seed: int) -> np.ndarray:
         """Starts new episodes in every copy (copy i seeded with seed + i)."""
@@ -96,11 +100,51 @@ class Collector:
         return transitions
 
     def state(self) -> Dict[str, Any]:
-        """What a checkpoint needs to continue the warm-up's action stream."""
-        return {"action_rng": self.warmup_rng.bit_generator.state}
+        """What a checkpoint needs to continue the warm-up's action stream and the
+        episodes under way (returns, lengths, the current observation)."""
+        return {
+            "action_rng": self.warmup_rng.bit_generator.state,
+            "episode_returns": self._returns.tolist(),
+            "episode_lengths": self._lengths.tolist(),
+        }
 
-    def load_state(self, state: Dict[str, Any]) -> None:
+    def load_state(self, state: Dict[str, Any], snapshot: Optional[bytes] = None) -> None:
+        """Takes a checkpoint's `state()` and `snapshot()`; `start` continues from them."""
         self.warmup_rng.bit_generator.state = state["action_rng"]
+        self._saved = (state, snapshot)
+
+    def snapshot(self) -> Optional[bytes]:
+        """The env copies mid-episode (simulator state and RNGs) and the current
+        observation, pickled, so that a resumed run continues their episodes exactly; None
+        where they cannot be pickled (envs in subprocesses, an env holding an OS handle)."""
+        if not isinstance(self.env, gym.vector.SyncVectorEnv) or self.observation is None:
+            return None
+        try:
+            return cloudpickle.dumps((self.env.envs, self.observation))
+        except Exception:  # noqa: BLE001 - an env may hold anything: then new episodes
+            return None
+
+    def start(self, seed: int) -> bool:
+        """Continues the episodes of the checkpoint given to `load_state` where its snapshot
+        restores; otherwise starts new episodes seeded with `seed`. Returns whether the
+        episodes were continued."""
+        state, snapshot = self._saved
+        self._saved = ({}, None)
+        if snapshot is not None and "episode_returns" in state:
+            try:
+                envs, observation = pickle.loads(snapshot)
+            except Exception:  # noqa: BLE001 - made by another gymnasium or simulator
+                envs = None
+            if envs is not None and len(envs) == self.num_envs:
+                for env in self.env.envs:
+                    env.close()
+                self.env.envs = envs
+                self.observation = observation
+                self._returns[:] = state["episode_returns"]
+                self._lengths[:] = state["episode_lengths"]
+                return True
+        self.reset(seed=seed)
+        return False
 
     def close(self) -> None:
         self.env.close()

@@ -45,6 +45,8 @@ from tfsac.run_dir import (
 from tfsac.schedules import parse_schedule
 from tfsac.update_schedule import UpdateSchedule, crossed
 
+ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
+
 
 class NonFiniteError(TfsacError):
     """A NaN or Inf appeared in a loss, a parameter, an observation or a reward."""
@@ -220,7 +222,7 @@ class Trainer:
         self.schedule.load_state(state)
         self.owed_updates = state.get("owed_updates", 0)
         if self.collector is not None:
-            self.collector.load_state(state)
+            self.collector.load_state(state, self.checkpointer.read_blob(prefix, ENVS_FILE))
         self.resumed_from = prefix
         # The checkpoint holds the rates of its step; the config of this run decides them.
         self.lr_factor = self.lr_schedule(self.loop.step, self.config.total_steps)
@@ -241,7 +243,9 @@ class Trainer:
                 **(self.collector.state() if self.collector is not None else {}),
                 "owed_updates": self.owed_updates,
             }
-            path = self.checkpointer.save(self.loop.step, self.buffer, state)
+            snapshot = self.collector.snapshot() if self.collector is not None else None
+            blobs = {ENVS_FILE: snapshot} if snapshot is not None else None
+            path = self.checkpointer.save(self.loop.step, self.buffer, state, blobs)
         logging.info("checkpoint at step %d: %s", self.loop.step, path)
 
     # ---------------------------------------------------------------- evaluation
@@ -288,8 +292,11 @@ class Trainer:
     def _run_local(self, stop: _StopSignals, bar) -> None:
         """Env steps in this process, each followed by the updates it owes."""
         cfg, loop = self.config, self.loop
-        # A resumed run cannot restore the envs' internal state: it starts new episodes.
-        self.collector.reset(seed=cfg.seed + loop.episodes)
+        # A resumed run continues the checkpoint's episodes where its envs pickle, and
+        # starts new ones where they do not.
+        continued = self.collector.start(seed=cfg.seed + loop.episodes)
+        if self.resumed_from is not None and not continued:
+            logging.info("resumed with new episodes (the checkpoint holds no env state)")
         next_action = None  # picked by the last update's call, with the updated policy
         while loop.step < cfg.total_steps:
             if self.schedule.is_warmup(loop.step):

@@ -272,28 +272,75 @@ def test_a_resume_refuses_other_settings_and_says_the_changes_it_may_make(tmp_pa
     assert "resume with export: False -> True" in caplog.text
 
 
-def test_full_disk_keeps_previous_checkpoint(tmp_path, monkeypatch):
-    trainer = Trainer(_config(tmp_path / "run", total_steps=300), export=False)
-    real_save = np.save
-    calls = {"n": 0}
+def _fail_np_save(monkeypatch):  # a disk that fills up inside the replay arrays
+    real_save, calls = np.save, {"n": 0}
 
-    def failing_save(file, array, *args, **kwargs):  # a disk that fills up
+    def failing_save(file, array, *args, **kwargs):
         calls["n"] += 1
         if calls["n"] > 5:  # the first checkpoint (5 replay arrays) succeeds
             raise OSError(28, "No space left on device")
         real_save(file, array, *args, **kwargs)
 
     monkeypatch.setattr(np, "save", failing_save)
-    with pytest.raises(
-        TfsacError,
-        match="No space left on device.*ckpt-100 is kept|"
-        "No space left on device.*ckpt-100\\) is kept",
-    ):
+    return "No space left on device"
+
+
+def _fail_rename(monkeypatch):  # a folder whose permissions changed under the run
+    real_rename = os.rename
+
+    def failing_rename(src, dst, *args, **kwargs):
+        if os.path.basename(str(dst)) == "ckpt-200.extra":
+            raise PermissionError(13, "Permission denied")
+        real_rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", failing_rename)
+    return "Permission denied"
+
+
+def _fail_tf_write(monkeypatch):  # TF's own file layer runs out of space
+    real_save = tf.train.CheckpointManager.save
+
+    def failing_save(self, checkpoint_number=None, **kwargs):
+        if checkpoint_number == 200:
+            raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+        return real_save(self, checkpoint_number=checkpoint_number, **kwargs)
+
+    monkeypatch.setattr(tf.train.CheckpointManager, "save", failing_save)
+    return "No space left on device"
+
+
+@pytest.mark.parametrize("fault", [_fail_np_save, _fail_rename, _fail_tf_write])
+def test_a_failed_save_keeps_the_previous_checkpoint_and_stops_with_one_line(
+    tmp_path, monkeypatch, fault
+):
+    trainer = Trainer(_config(tmp_path / "run", total_steps=300), export=False)
+    reason = fault(monkeypatch)
+    with pytest.raises(TfsacError) as error:
         trainer.run()
+    message = str(error.value)
+    assert "\n" not in message and reason in message and "ckpt-100" in message, message
+    assert message.startswith("cannot write checkpoint for step 200"), message
     monkeypatch.undo()
+    names = os.listdir(tmp_path / "run" / "checkpoints")
+    assert not [n for n in names if n.startswith(".tmp")]
     resumed = Trainer(_config(tmp_path / "run"), export=False, resume=True)
-    assert resumed.loop.step == 100
-    assert not [n for n in os.listdir(tmp_path / "run" / "checkpoints") if n.startswith(".tmp")]
+    assert resumed.loop.step == 100 and resumed.resumed_from.endswith("ckpt-100")
+
+
+def test_a_failed_export_keeps_the_version_folders_and_stops_with_one_line(tmp_path, monkeypatch):
+    config = _config(tmp_path / "a", total_steps=100, export_dir=str(tmp_path / "models"))
+    first = Trainer(config).run().saved_model_path
+    before = _snapshot(tmp_path / "models")
+
+    def failing_save(*args, **kwargs):  # the SavedModel writer meets a full disk
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tf.saved_model, "save", failing_save)
+    config = _config(tmp_path / "b", total_steps=100, export_dir=str(tmp_path / "models"))
+    with pytest.raises(TfsacError, match=r"cannot export the SavedModel to .*/2'.*No space left"):
+        Trainer(config).run()
+    assert _snapshot(tmp_path / "models") == before  # version 1 as it was, no partial 2
+    assert first.endswith("1") and (tmp_path / "b" / "checkpoints" / "ckpt-100.index").exists()
 
 
 class _BadRewardEnv(gym.Env):

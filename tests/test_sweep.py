@@ -184,34 +184,57 @@ def asha_sweep(ray_address, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def interrupted_sweep(ray_address, tmp_path_factory, search_sweep, asha_sweep):
-    """The same grid, one trial at a time; the driver is killed once a trial has finished,
-    then the sweep is rerun with --resume."""
+    """The same grid, one trial at a time; the driver gets SIGINT (Ctrl-C) once a trial has
+    finished (the next one is then starting), then the sweep is rerun with --resume."""
     sweep_dir = str(tmp_path_factory.mktemp("interrupted") / "sweep")
     args = [*GRID, f"--sweep_dir={sweep_dir}", f"--ray_address={ray_address}", "--max_concurrent=1"]
-    proc = subprocess.Popen(_command(args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     summaries = {
         name: os.path.join(_trial(sweep_dir, name), "summary.json") for name in (FIRST, SECOND)
     }
     try:
         _wait_for(lambda: any(map(os.path.exists, summaries.values())), 400, "a finished trial")
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     finished = [name for name, path in summaries.items() if os.path.exists(path)]
     before = {name: os.stat(summaries[name]).st_mtime_ns for name in finished}
+    with open(os.path.join(sweep_dir, "results.csv")) as f:
+        results = list(csv.DictReader(f))
     resumed = subprocess.run(
         _command([*args, "--resume"]), capture_output=True, text=True, timeout=300
     )
-    return {"dir": sweep_dir, "finished": finished, "mtimes": before, "resumed": resumed}
+    return {
+        "dir": sweep_dir,
+        "finished": finished,
+        "mtimes": before,
+        "resumed": resumed,
+        "interrupted": (proc.returncode, out, err, results),
+    }
+
+
+def test_ctrl_c_stops_a_sweep_like_a_run_and_its_results_match_the_run_dirs(interrupted_sweep):
+    returncode, out, err, results = interrupted_sweep["interrupted"]
+    assert returncode == 128 + signal.SIGINT, err[-3000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines == [
+        "error: SIGINT: the sweep stopped with 1 of 2 trials done; continue it with --resume"
+    ], err
+    (left,) = {FIRST, SECOND} - set(interrupted_sweep["finished"])
+    row = next(r for r in results if left.startswith(r["config"]))
+    assert row["status"] == "1 pending", row  # stopped while it started: no checkpoint yet
+    assert "SIGINT: stopping the trials ..." in out
 
 
 def test_interrupted_sweep_resumes_without_rerunning_finished_trials(interrupted_sweep):
     sweep_dir, resumed = interrupted_sweep["dir"], interrupted_sweep["resumed"]
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert len(interrupted_sweep["finished"]) == 1  # killed with one trial left
+    assert len(interrupted_sweep["finished"]) == 1  # stopped with one trial left
     (done,) = interrupted_sweep["finished"]
     run_dir = _trial(sweep_dir, done)
     assert (
@@ -359,7 +382,8 @@ def test_a_sweep_of_an_earlier_tfsac_resumes_with_the_fields_added_since(tmp_pat
 
 def test_results_of_a_half_done_sweep_count_only_done_trials(tmp_path):
     """A config whose seeds are finished, stopped early, under way and not started: the
-    return's mean +- std is over the first two; the others show their progress as status."""
+    return's mean +- std is over the first two; the others show their progress as status
+    (the newest checkpoint's env steps, where a --resume continues them)."""
     from tfsac.sweep import summarize, write_results
 
     def evaluations(*pairs):
@@ -389,11 +413,14 @@ def test_results_of_a_half_done_sweep_count_only_done_trials(tmp_path):
             (run_dir / "trial.json").write_text(
                 json.dumps({"evaluations": evaluations((100, -200.0 if seed == 1 else 900.0))})
             )
+        if seed == 2:  # ... with a checkpoint at 150, where a --resume continues it
+            (run_dir / "checkpoints").mkdir()
+            (run_dir / "checkpoints" / "ckpt-150.index").write_text("")
     (row,) = summarize(trials)
     assert row["return_mean"] == pytest.approx(-150.0)  # -100 and -200; not the 900 under way
     assert row["return_std"] == pytest.approx(50.0)
     assert row["env_steps"] == pytest.approx(150.0) and row["wall_time_s"] == pytest.approx(40.0)
-    assert row["status"] == "1 finished, 2 pending (at 100, 0 env steps), 1 stopped"
+    assert row["status"] == "1 finished, 2 pending (at 150, 0 env steps), 1 stopped"
     assert row["best_run_dir"] == str(tmp_path / "base" / "seed0")
     write_results(str(tmp_path), trials)
     table = (tmp_path / "results.md").read_text()

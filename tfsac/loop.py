@@ -178,6 +178,9 @@ class Trainer:
         self.lr_factor = 1.0
         self.loop = LoopState()
         self.owed_updates = 0  # env runners: updates due but not yet run (whole calls only)
+        # The next step's actions, picked by the last update's call with the updated policy
+        # (checkpointed: acting again after a resume would draw the action RNG twice).
+        self.next_action: Optional[np.ndarray] = None
         self.resumed_from: Optional[str] = None
         if resume:
             self._restore_latest()
@@ -221,6 +224,8 @@ class Trainer:
         self.loop.resumes += 1
         self.schedule.load_state(state)
         self.owed_updates = state.get("owed_updates", 0)
+        if state.get("next_action") is not None:
+            self.next_action = np.asarray(state["next_action"], np.float32)
         if self.collector is not None:
             self.collector.load_state(state, self.checkpointer.read_blob(prefix, ENVS_FILE))
         self.resumed_from = prefix
@@ -242,6 +247,7 @@ class Trainer:
                 **self.schedule.state(),
                 **(self.collector.state() if self.collector is not None else {}),
                 "owed_updates": self.owed_updates,
+                "next_action": None if self.next_action is None else self.next_action.tolist(),
             }
             snapshot = self.collector.snapshot() if self.collector is not None else None
             blobs = {ENVS_FILE: snapshot} if snapshot is not None else None
@@ -297,12 +303,11 @@ class Trainer:
         continued = self.collector.start(seed=cfg.seed + loop.episodes)
         if self.resumed_from is not None and not continued:
             logging.info("resumed with new episodes (the checkpoint holds no env state)")
-        next_action = None  # picked by the last update's call, with the updated policy
         while loop.step < cfg.total_steps:
             if self.schedule.is_warmup(loop.step):
                 action = None  # uniform random
-            elif next_action is not None:
-                action, next_action = next_action, None
+            elif self.next_action is not None:
+                action, self.next_action = self.next_action, None
             else:
                 action = self.learner.act(self.collector.observation)
             step_before = loop.step
@@ -310,7 +315,7 @@ class Trainer:
             phase_ended, updates_due = self._record(transitions, cfg.num_envs)
             bar.update(loop.step - step_before)
             if updates_due:
-                next_action = self._update(updates_due, self.collector.observation)
+                self.next_action = self._update(updates_due, self.collector.observation)
             elif self.schedule.noise_reset_due(phase_ended):
                 self.learner.reset_noise()
             self._after_step(step_before, stop.received, bar)

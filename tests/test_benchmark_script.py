@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO_ROOT
 
 SCRIPT = os.path.join(REPO_ROOT, "scripts", "benchmark.py")
@@ -55,6 +56,7 @@ def test_steps_without_a_learning_phase_are_one_error_line(tmp_path):
     assert "--steps (100) must be larger than --learning_starts (100)" in proc.stderr
 
 
+@pytest.mark.slow
 def test_breakdown_splits_call_time_and_counts_the_update_flops(tmp_path):
     proc = _run([*TINY, "--breakdown", "--breakdown_rounds=1"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -51,6 +51,7 @@ def _session_ray(ray_address):
     yield
 
 
+@pytest.mark.slow
 def test_sync_runs_are_identical(tmp_path):
     from tfsac import train
 
@@ -68,7 +69,7 @@ def test_sync_runs_are_identical(tmp_path):
     "num_actors, mode, schedule",
     [
         (1, "async", dict(train_freq=1, gradient_steps=1)),
-        (2, "async", dict(train_freq=4, gradient_steps=1)),
+        pytest.param(2, "async", dict(train_freq=4, gradient_steps=1), marks=pytest.mark.slow),
         (2, "sync", dict(train_freq=2, gradient_steps=3)),
     ],
 )

@@ -161,3 +161,30 @@ def test_readme_env_factory_example_runs(tmp_path, monkeypatch):
     # The default run directory is named for the env the factory made.
     assert os.path.basename(namespace["result"].run_dir).startswith("pendulum_v1-seed0-")
     assert -0.1 * 16.3 * 100 <= summary["eval_return_mean"] <= 0  # rewards scaled by 0.1
+
+
+def test_a_snapshot_continues_the_episodes_where_the_envs_pickle_with_their_state():
+    from tfsac.collector import Collector
+    from tfsac.envs import env_factory, env_spec, make_env
+
+    def collector(env_id):
+        spec = env_spec(env_id, make_env(env_id))
+        return Collector(env_factory(env_id), spec, 2, "sync", seed=0)
+
+    actions = np.random.default_rng(0).uniform(-1, 1, (30, 2, 1)).astype(np.float32)
+    running = collector("Pendulum-v1")
+    running.reset(seed=3)
+    for action in actions[:10]:
+        running.step(action)
+    snapshot, state = running.snapshot(), running.state()
+    resumed = collector("Pendulum-v1")
+    resumed.load_state(state, snapshot)
+    assert resumed.start(seed=99)  # continued, not reset with seed 99
+    for action in actions[10:]:
+        a, b = running.step(action), resumed.step(action)
+        np.testing.assert_array_equal(a.next_observation, b.next_observation)
+        assert a.finished_episodes == b.finished_episodes
+    # MuJoCo envs pickle their constructor arguments only: no snapshot, new episodes.
+    mujoco = collector("InvertedPendulum-v5")
+    mujoco.reset(seed=0)
+    assert mujoco.snapshot() is None

@@ -218,6 +218,7 @@ def interrupted_sweep(ray_address, tmp_path_factory, search_sweep, asha_sweep):
     }
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_sweep_like_a_run_and_its_results_match_the_run_dirs(interrupted_sweep):
     returncode, out, err, results = interrupted_sweep["interrupted"]
     assert returncode == 128 + signal.SIGINT, err[-3000:]
@@ -231,6 +232,7 @@ def test_ctrl_c_stops_a_sweep_like_a_run_and_its_results_match_the_run_dirs(inte
     assert "SIGINT: stopping the trials ..." in out
 
 
+@pytest.mark.slow
 def test_interrupted_sweep_resumes_without_rerunning_finished_trials(interrupted_sweep):
     sweep_dir, resumed = interrupted_sweep["dir"], interrupted_sweep["resumed"]
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -253,6 +255,7 @@ def test_interrupted_sweep_resumes_without_rerunning_finished_trials(interrupted
     assert not resumed.stderr.strip(), resumed.stderr
 
 
+@pytest.mark.slow
 def test_same_sweep_twice_gives_identical_returns(grid_sweep, interrupted_sweep):
     compared = 0
     for name in (FIRST, SECOND):
@@ -268,6 +271,7 @@ def test_same_sweep_twice_gives_identical_returns(grid_sweep, interrupted_sweep)
     assert compared >= 1
 
 
+@pytest.mark.slow
 def test_optuna_search_with_two_samples(search_sweep):
     sweep_dir, args, proc = search_sweep["dir"], search_sweep["args"], search_sweep["proc"]
     out, err = proc.communicate(timeout=300)
@@ -303,6 +307,7 @@ def test_optuna_search_with_two_samples(search_sweep):
     assert _json(os.path.join(sweep_dir, "trials.json")).keys() == trials.keys()
 
 
+@pytest.mark.slow
 def test_early_stopped_trial_stops_cleanly_and_keeps_its_checkpoint(asha_sweep):
     proc = asha_sweep["proc"]
     out, err = proc.communicate(timeout=300)

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional
 import cloudpickle  # gymnasium's own dependency (it pickles env factories with it)
 import gymnasium as gym
 import numpy as np
+from gymnasium.utils import EzPickle
 
 from tfsac.distributions import unit_to_bounds
 from tfsac.envs import EnvFn, EnvSpec, make_vector_env
@@ -116,8 +117,13 @@ class Collector:
     def snapshot(self) -> Optional[bytes]:
         """The env copies mid-episode (simulator state and RNGs) and the current
         observation, pickled, so that a resumed run continues their episodes exactly; None
-        where they cannot be pickled (envs in subprocesses, an env holding an OS handle)."""
+        where that cannot be done (envs in subprocesses, envs that pickle only their
+        constructor arguments, an env holding an OS handle)."""
         if not isinstance(self.env, gym.vector.SyncVectorEnv) or self.observation is None:
+            return None
+        # EzPickle envs (MuJoCo, Box2D) pickle their constructor arguments only: unpickled,
+        # they would be new envs, not the ones mid-episode.
+        if any(isinstance(env.unwrapped, EzPickle) for env in self.env.envs):
             return None
         try:
             return cloudpickle.dumps((self.env.envs, self.observation))

@@ -18,6 +18,8 @@ from _cli import (  # noqa: E402
 )
 from absl import app, flags  # noqa: E402
 
+from tfsac.errors import TfsacError  # noqa: E402 - TF-free
+
 define_training_flags()
 FLAGS = flags.FLAGS
 
@@ -26,8 +28,12 @@ def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     check_runner_flags()
-    tfsac = import_tfsac()  # TF is imported only once the flags are known to be good.
-    config = config_from_flags(tfsac, resume=FLAGS.resume)
+    config = config_from_flags(resume=FLAGS.resume)
+    try:  # TF is imported only once the flags are known to be good (TF-free checks).
+        config.validate()
+    except TfsacError as e:
+        fail(str(e))
+    tfsac = import_tfsac()
     try:
         result = tfsac.train(config, resume=FLAGS.resume)
     except tfsac.Interrupted as e:

@@ -218,7 +218,9 @@ def test_a_checkpoint_newer_than_the_index_is_used(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("damage", ["truncated data", "missing sidecar state"])
+@pytest.mark.parametrize(
+    "damage", ["truncated data", pytest.param("missing sidecar state", marks=pytest.mark.slow)]
+)
 def test_a_damaged_latest_checkpoint_is_set_aside_and_the_one_before_restores(
     tmp_path, damage, caplog
 ):

@@ -116,6 +116,7 @@ class _StopAtFirstEvaluation(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_a_distributed_run_resumes_from_its_checkpoint(tmp_path):
     from tfsac import train
 

@@ -130,7 +130,10 @@ def test_killed_trial_completes_after_a_retry(grid_sweep):
     summary = _json(os.path.join(run_dir, "summary.json"))
     assert summary["resumed_from"] and "ckpt-" in summary["resumed_from"]
     assert summary["total_steps"] == 400
-    assert f"{SECOND}: retrying from its last checkpoint" in grid_sweep["out"]
+    # One line saying what happened to which trial and what the sweep does about it.
+    (line,) = [line for line in grid_sweep["out"].splitlines() if "retrying" in line]
+    assert line.startswith(f"{SECOND}: the trial failed: ") and "died" in line, line
+    assert line.endswith("; retrying from its newest checkpoint"), line
     # The other trial ran once.
     assert len(_json(os.path.join(_trial(grid_sweep["dir"], FIRST), "trial.json"))["attempts"]) == 1
 

@@ -121,6 +121,7 @@ def test_help_lists_the_scripts_own_flags_and_exits_0(script):
             assert group in proc.stdout, group
 
 
+@pytest.mark.slow
 def test_export_false_trains_without_publishing(tmp_path):
     args = ["--total_steps=200", "--learning_starts=100", "--hidden_sizes=16,16"]
     args += ["--eval_every=200", "--eval_episodes=1", "--run_dir=run", "--export=false"]

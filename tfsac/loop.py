@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import threading
 import time
 from contextlib import nullcontext
 from typing import Callable, Dict, Optional
@@ -37,6 +36,7 @@ from tfsac.run_dir import (
     LoopState,
     ProgressLog,
     RunDir,
+    StopSignals,
     Stopwatch,
     check_writable,
     run_summary,
@@ -75,27 +75,6 @@ class TrainResult:
 def default_run_dir(config: SACConfig) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return os.path.join("runs", f"{default_model_name(config.env_id)}-seed{config.seed}-{stamp}")
-
-
-class _StopSignals:
-    """Turns SIGINT/SIGTERM into a flag the loop polls, so it can save and stop cleanly."""
-
-    def __init__(self):
-        self.received: Optional[int] = None
-        self._old_handlers = {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old_handlers[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        self.received = signum
-
-    def __exit__(self, *exc):
-        for sig, handler in self._old_handlers.items():
-            signal.signal(sig, handler)
 
 
 def _checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
@@ -286,7 +265,7 @@ class Trainer:
         self._log_clock = (time.perf_counter(), loop.step)
         bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
         try:
-            with _StopSignals() as stop, bar, lines_above(bar):
+            with StopSignals() as stop, bar, lines_above(bar):
                 if self.runners is None:
                     self._run_local(stop, bar)
                 else:
@@ -295,7 +274,7 @@ class Trainer:
             self._stop_runners()
         return self._finish()
 
-    def _run_local(self, stop: _StopSignals, bar) -> None:
+    def _run_local(self, stop: StopSignals, bar) -> None:
         """Env steps in this process, each followed by the updates it owes."""
         cfg, loop = self.config, self.loop
         # A resumed run continues the checkpoint's episodes where its envs pickle, and
@@ -320,7 +299,7 @@ class Trainer:
                 self.learner.reset_noise()
             self._after_step(step_before, stop.received, bar)
 
-    def _run_with_runners(self, stop: _StopSignals, bar) -> None:
+    def _run_with_runners(self, stop: StopSignals, bar) -> None:
         """Chunks of env steps from the runners (tfsac.distributed), each followed by the
         updates it owes, run in calls of one fixed number of updates (another number
         would be another XLA compilation); weights go out every weight_sync_every updates."""

@@ -10,7 +10,9 @@ import csv
 import dataclasses
 import json
 import os
+import signal
 import tempfile
+import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -78,21 +80,46 @@ class RunDir:
 
     def read_config(self) -> Optional[Dict]:
         """The run's config.json (a SACConfig dict), or None before a run started here."""
+        return self._read(CONFIG_FILE)
+
+    def read_summary(self) -> Optional[Dict]:
+        """The finished run's summary, or None while the run is not finished."""
+        return self._read(SUMMARY_FILE)
+
+    def _read(self, name: str) -> Optional[Dict]:
         try:
-            with open(self.file(CONFIG_FILE)) as f:
+            with open(self.file(name)) as f:
                 return json.load(f)
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as e:
-            raise TfsacError(f"cannot read {self.file(CONFIG_FILE)}: {e}") from None
+            raise TfsacError(f"cannot read {self.file(name)}: {e}") from None
 
-    def read_summary(self) -> Optional[Dict]:
-        """The finished run's summary, or None while the run is not finished."""
-        try:
-            with open(self.file(SUMMARY_FILE)) as f:
-                return json.load(f)
-        except FileNotFoundError:
-            return None
+
+class StopSignals:
+    """SIGINT and SIGTERM as a flag that a loop polls (so that it can save and stop
+    cleanly) instead of an exception anywhere; `on_signal(signum)` runs at the first one.
+    Outside the main thread (where signals cannot be caught) it never fires."""
+
+    def __init__(self, on_signal: Optional[Callable[[int], None]] = None):
+        self.received: Optional[int] = None
+        self.on_signal = on_signal
+        self._old_handlers = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old_handlers[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.received is None and self.on_signal is not None:
+            self.on_signal(signum)
+        self.received = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self._old_handlers.items():
+            signal.signal(sig, handler)
 
 
 class Stopwatch:

@@ -20,7 +20,6 @@ import os
 import re
 import signal
 import socket
-import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
@@ -29,7 +28,7 @@ from absl import flags
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
 from tfsac.ray_cluster import start_ray
-from tfsac.run_dir import check_writable
+from tfsac.run_dir import StopSignals, check_writable
 
 SEARCH_METHODS = ("optuna",)
 OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}
@@ -556,7 +555,7 @@ def _tune_classes():
     class Progress(tune.Callback):
         """A line per finished trial on stdout, and its status in trials.json."""
 
-        def __init__(self, state: SweepState, total: int, stop: _StopSignals):
+        def __init__(self, state: SweepState, total: int, stop: StopSignals):
             self.state, self.total, self.ended, self.stop = state, total, 0, stop
 
         def on_trial_complete(self, iteration, trials, trial, **info):
@@ -587,7 +586,8 @@ def _tune_classes():
             print(f"[{self.ended}/{self.total}] {spec['name']}: failed: {error}", flush=True)
 
         def on_trial_recover(self, iteration, trials, trial, **info):
-            print(f"{trial.config['trial']['name']}: retrying from its last checkpoint", flush=True)
+            name, error = trial.config["trial"]["name"], _error_line(trial)
+            print(f"{name}: {error}; retrying from its newest checkpoint", flush=True)
 
     class SampleSearch(OptunaSearch):
         """Optuna's samples as trial specs: the sampled flag values go through the flags
@@ -606,7 +606,7 @@ def _tune_classes():
     class StopAll(tune.Stopper):
         """Ends every trial once SIGINT or SIGTERM reached the driver."""
 
-        def __init__(self, stop: _StopSignals):
+        def __init__(self, stop: StopSignals):
             self.stop = stop
 
         def __call__(self, trial_id, result):
@@ -618,28 +618,8 @@ def _tune_classes():
     return Progress, SampleSearch, StopAll
 
 
-class _StopSignals:
-    """SIGINT/SIGTERM as a flag (in place of Tune's handler, which leaves a sweep no way
-    to tell an interrupted session from a finished one)."""
-
-    def __init__(self):
-        self.received: Optional[int] = None
-        self._old = {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.received is None:
-            print(f"{signal.Signals(signum).name}: stopping the trials ...", flush=True)
-        self.received = signum
-
-    def __exit__(self, *exc):
-        for sig, handler in self._old.items():
-            signal.signal(sig, handler)
+def _say_stopping(signum: int) -> None:
+    print(f"{signal.Signals(signum).name}: stopping the trials ...", flush=True)
 
 
 def _error_line(trial) -> str:
@@ -649,9 +629,22 @@ def _error_line(trial) -> str:
     except Exception:  # noqa: BLE001 - an unreadable error file says no more than this
         error = None
     if error is None:
-        return "the trial failed"
+        return _error_file_line(trial)
     error = getattr(error, "cause", None) or error
     return f"{type(error).__name__}: {first_line(error)}"
+
+
+def _error_file_line(trial) -> str:
+    """The first line of the latest failure in the trial's error.txt (Tune writes it for
+    every failure, the pickled error only for some), e.g. a process killed with its node."""
+    try:
+        with open(trial.error_file) as f:
+            text = f.read()
+    except (OSError, TypeError):
+        return "the trial failed"
+    latest = text.rsplit("Failure # ", 1)[-1].splitlines()[1:]
+    line = next((x.strip() for x in latest if x.strip()), "")
+    return f"the trial failed: {line}" if line else "the trial failed"
 
 
 def _check_definition(plan: Plan, resume: bool) -> None:
@@ -709,7 +702,7 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
         if done:
             total = len(state.trials)
             print(f"{done} of {total} trials already done in {plan.sweep_dir}", flush=True)
-        with _StopSignals() as stop:
+        with StopSignals(on_signal=_say_stopping) as stop:
             if count:
                 _fit(plan, state, count, todo, search_alg, stop)
         files = write_results(plan.sweep_dir, state.trials, sort=searching)
@@ -773,7 +766,7 @@ def _search_setup(plan: Plan, state: SweepState):
 
 
 def _fit(
-    plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg, stop: _StopSignals
+    plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg, stop: StopSignals
 ) -> None:
     """Runs `count` trials on Tune: the grid's `todo` specs, or `count` samples of the
     search algorithm; all trials end early once `stop` has received a signal."""

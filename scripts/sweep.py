@@ -86,7 +86,7 @@ def main(argv):
             max_failures=FLAGS.max_failures,
         )
         ray_cluster.check_address(FLAGS.ray_address)
-        ray_cluster.require_ray("sweeps", tune=True, search=bool(FLAGS.search))
+        ray_cluster.require_ray("sweeps", FLAGS.ray_address, tune=True, search=bool(FLAGS.search))
         outcome = sweep.run_sweep(plan, FLAGS.ray_address, resume=FLAGS.resume)
     except TfsacError as e:
         fail(str(e))

@@ -112,6 +112,13 @@ def ray_address():
 
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    # address="local": a Ray of the session's own, not one that runs on the machine.
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level=logging.ERROR,
+        log_to_driver=False,
+    )
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()

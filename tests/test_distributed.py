@@ -252,3 +252,36 @@ def test_without_ray_runners_say_which_extra_to_install(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert lines == ['error: env runners (num_actors > 0) need Ray: pip install -e ".[ray]"']
     assert not os.path.exists(tmp_path / "run")
+
+
+_OUTSIDER = """
+import os, subprocess, sys
+from tfsac.ray_cluster import require_ray, start_ray
+require_ray("a test")
+start_ray(None, num_cpus=1)
+import ray
+env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+join = "import ray; ray.init(address=sys.argv[1]); print('joined')"
+outsider = subprocess.run(
+    [sys.executable, "-c", "import sys; " + join, ray.get_runtime_context().gcs_address],
+    env={**env, "RAY_gcs_server_port_wait_time_s": "1"}, capture_output=True, text=True,
+)
+print("outsider joined" if "joined" in outsider.stdout else "outsider refused")
+print("token" if "InvalidAuthToken" in outsider.stderr else "no token error")
+"""
+
+
+def test_the_local_ray_tfsac_starts_refuses_connections_without_its_token(tmp_path):
+    # Ray's servers listen on every interface: a random token, known to this process and
+    # its children only, keeps anyone else on the network out.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    done = subprocess.run(
+        [sys.executable, "-c", _OUTSIDER],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "outsider refused" in done.stdout and "token" in done.stdout, done.stdout

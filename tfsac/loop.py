@@ -139,7 +139,7 @@ class Trainer:
             check_writable(os.path.join(config.export_dir, self.model_name))
         self.spec = spec = env_spec(config.env_id, eval_env)
         if config.num_actors:  # env runners on Ray collect instead (started below)
-            require_ray("env runners (num_actors > 0)")
+            require_ray("env runners (num_actors > 0)", config.ray_address)
             check_address(config.ray_address)
             self.collector = None
         else:

@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
+import sys
 from typing import Any, Dict, Optional
 
 from tfsac.errors import TfsacError, first_line
 from tfsac.logs import native_stderr_captured
 
 
-def require_ray(what: str, tune: bool = False, search: bool = False) -> None:
-    """Raises TfsacError when Ray (with Tune, or Optuna for a search) is not installed."""
+def require_ray(
+    what: str, address: Optional[str] = None, tune: bool = False, search: bool = False
+) -> None:
+    """Raises TfsacError when Ray (with Tune, or Optuna for a search) is not installed.
+    Without an `address` (a local Ray will be started), first arms token authentication
+    for it, which Ray reads when it is imported."""
+    if not address:
+        _local_token()
     try:
         import ray  # noqa: F401
 
@@ -26,6 +34,17 @@ def require_ray(what: str, tune: bool = False, search: bool = False) -> None:
             import optuna  # noqa: F401
     except ImportError:
         raise TfsacError(f'{what} need Ray: pip install -e ".[ray]"') from None
+
+
+def _local_token() -> None:
+    """Makes the local Ray that this process will start refuse every connection without a
+    random token that only this process and its children know: Ray's servers listen on all
+    interfaces whatever node address they are given. A user's own RAY_AUTH_MODE is kept,
+    and so is a Ray that this process imported before (its mode is fixed then)."""
+    if "ray" in sys.modules or "RAY_AUTH_MODE" in os.environ:
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
 
 
 def check_address(address: Optional[str], timeout: float = 5.0) -> None:
@@ -65,10 +84,10 @@ def ray_options() -> Dict[str, Any]:
 
 def start_ray(address: Optional[str], **local_kwargs) -> bool:
     """Joins the cluster at `address`, or without one starts a Ray of this process's own
-    (never one that happens to run on the machine), listening on loopback only and with
-    no dashboard; `local_kwargs` (e.g. num_cpus) go to that local start. False when this
-    process already runs in a Ray (a test's, a sweep trial's), which is then used as it is.
-    """
+    (never one that happens to run on the machine), with no dashboard and, where
+    require_ray armed it, a token; `local_kwargs` (e.g. num_cpus) go to that local start.
+    False when this process already runs in a Ray (a test's, a sweep trial's), which is then
+    used as it is."""
     import ray
 
     if ray.is_initialized():
@@ -77,7 +96,7 @@ def start_ray(address: Optional[str], **local_kwargs) -> bool:
         kwargs = {"address": address}
         os.environ.setdefault("RAY_gcs_server_port_wait_time_s", JOIN_TRIES)
     else:
-        kwargs = {"address": "local", "_node_ip_address": "127.0.0.1", **local_kwargs}
+        kwargs = {"address": "local", **local_kwargs}
     try:
         # Ray's C++ start-up and retry lines go to its log folder, not to the console.
         with native_stderr_captured(replay_on_error=False):

@@ -643,7 +643,7 @@ def _error_file_line(trial) -> str:
     except (OSError, TypeError):
         return "the trial failed"
     latest = text.rsplit("Failure # ", 1)[-1].splitlines()[1:]
-    line = next((x.strip() for x in latest if x.strip()), "")
+    line = next((x.strip() for x in latest if x.strip()), "").split(". ")[0].rstrip(".")
     return f"the trial failed: {line}" if line else "the trial failed"
 
 

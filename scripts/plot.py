@@ -9,7 +9,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from _cli import fail, import_tfsac, parse_flags_or_fail  # noqa: E402
+from _cli import fail, parse_flags_or_fail  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 flags.DEFINE_list("run_dirs", None, "Run directories (comma-separated).", required=True)
@@ -21,7 +21,7 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
-    import_tfsac()  # quiet start-up of the package (plotting itself reads CSV and JSON)
+    # Plotting reads CSV and JSON: no TensorFlow to load.
     from tfsac.errors import TfsacError
     from tfsac.plotting import plot_runs
 

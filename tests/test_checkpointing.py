@@ -68,6 +68,7 @@ def _assert_same_state(a, b):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
 
 
+@pytest.mark.slow  # the golden fingerprint checks the same in the default suite
 def test_same_seed_gives_identical_runs(tmp_path):
     _, first = _run(tmp_path / "a")
     _, second = _run(tmp_path / "b")
@@ -171,8 +172,18 @@ def test_a_start_refused_for_its_export_dir_leaves_no_run_dir(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_a_lost_or_unreadable_index_resumes_from_the_newest_complete_checkpoint(tmp_path):
-    _run(tmp_path / "run", total_steps=200)
+@pytest.fixture(scope="module")
+def two_checkpoints(tmp_path_factory):
+    """A finished 200-step run with checkpoints at 100 and 200, for tests to copy."""
+    run_dir = tmp_path_factory.mktemp("two") / "run"
+    _run(run_dir, total_steps=200)
+    return run_dir
+
+
+def test_a_lost_or_unreadable_index_resumes_from_the_newest_complete_checkpoint(
+    tmp_path, two_checkpoints
+):
+    shutil.copytree(two_checkpoints, tmp_path / "run")
     checkpoints = tmp_path / "run" / "checkpoints"
     index = checkpoints / "checkpoint"
     for damage in ("garbage {{{", None):  # unreadable, then missing (a kill before it)
@@ -196,9 +207,9 @@ def test_a_lost_or_unreadable_index_resumes_from_the_newest_complete_checkpoint(
     ]
 
 
-def test_a_checkpoint_newer_than_the_index_is_used(tmp_path):
+def test_a_checkpoint_newer_than_the_index_is_used(tmp_path, two_checkpoints):
     # A kill between the TF files of ckpt-200 and the index leaves the index at ckpt-100.
-    _run(tmp_path / "run", total_steps=200)
+    shutil.copytree(two_checkpoints, tmp_path / "run")
     checkpoints = str(tmp_path / "run" / "checkpoints")
     index = os.path.join(checkpoints, "checkpoint")
     with open(index, "w") as f:
@@ -222,9 +233,9 @@ def test_a_checkpoint_newer_than_the_index_is_used(tmp_path):
     "damage", ["truncated data", pytest.param("missing sidecar state", marks=pytest.mark.slow)]
 )
 def test_a_damaged_latest_checkpoint_is_set_aside_and_the_one_before_restores(
-    tmp_path, damage, caplog
+    tmp_path, two_checkpoints, damage, caplog
 ):
-    _run(tmp_path / "run", total_steps=200)
+    shutil.copytree(two_checkpoints, tmp_path / "run")
     checkpoints = tmp_path / "run" / "checkpoints"
     if damage == "truncated data":
         data = checkpoints / "ckpt-200.data-00000-of-00001"

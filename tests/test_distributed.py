@@ -68,7 +68,7 @@ def test_sync_runs_are_identical(tmp_path):
 @pytest.mark.parametrize(
     "num_actors, mode, schedule",
     [
-        (1, "async", dict(train_freq=1, gradient_steps=1)),
+        pytest.param(1, "async", dict(train_freq=1, gradient_steps=1), marks=pytest.mark.slow),
         pytest.param(2, "async", dict(train_freq=4, gradient_steps=1), marks=pytest.mark.slow),
         (2, "sync", dict(train_freq=2, gradient_steps=3)),
     ],

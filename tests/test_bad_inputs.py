@@ -69,6 +69,7 @@ CASES = [
     ("sweep", ["--ray_address=127.0.0.1:1"], "cannot reach the Ray cluster at 127.0.0.1:1"),
     ("sweep", ["--env=NoSuchEnv-v0", "--grid=learning_rate=1e-3,3e-4"], "NoSuchEnv-v0"),
     ("sweep", ["--grid=env=Pendulum-v1,CartPole-v1"], "continuous actions"),
+    ("sweep", ['--grid=env_kwargs={"g":9.8};{"no_such":1}'], "no_such"),
     ("sweep", ["--sweep_dir=/proc/tfsac-sweep"], "cannot write to '/proc/tfsac-sweep'"),
     ("sweep", ["--sweep_dir=blocker/sweep"], "cannot write"),
     ("sweep", ["--num_actors=2"], "env runners (--num_actors) do not run inside sweep trials"),

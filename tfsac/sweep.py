@@ -339,7 +339,7 @@ def _check_runs(plan: Plan, base: Dict) -> None:
     from tfsac.envs import checked_env, env_factory
 
     envs = {json.dumps([c["env_id"], c["env_kwargs"]], sort_keys=True) for c in configs}
-    for env_id, env_kwargs in sorted(json.loads(e) for e in envs):
+    for env_id, env_kwargs in (json.loads(e) for e in sorted(envs)):
         checked_env(env_factory(env_id, env_kwargs), env_id).close()
     check_writable(plan.sweep_dir)
 

@@ -45,8 +45,48 @@ def parse_flags_or_fail(argv: List[str]) -> List[str]:
         sys.exit(0)
     try:
         return flags.FLAGS(argv)
+    except flags.CantOpenFlagFileError as e:
+        reason = str(e).split("Unable to open flagfile: ", 1)[-1]
+        fail(f"cannot read the --flagfile: {reason}")
+    except flags.UnrecognizedFlagError as e:
+        fail(_unknown_flag_line(e))
     except flags.Error as e:
         fail(str(e))
+
+
+def _unknown_flag_line(error: flags.UnrecognizedFlagError) -> str:
+    """absl's line, or for a config field's name whose flag is named otherwise (env_id:
+    --env) that flag: absl's guess goes by spelling."""
+    from tfsac.config import SACConfig  # TF-free
+
+    for field in dataclasses.fields(SACConfig):
+        flag = field.metadata["flag"]
+        if flag and flag != field.name and error.flagname == field.name:
+            return f"unknown flag --{field.name}: the {field.name} option is --{flag}"
+    return str(error)
+
+
+class IntegralParser(flags.IntegerParser):
+    """Integers, also written as integral floats (1e5, 2.5e4), as other RL libraries'
+    users type them."""
+
+    def convert(self, argument):
+        try:
+            return super().convert(argument)
+        except ValueError:
+            value = float(argument)  # a non-number raises ValueError as before
+            if not value.is_integer():
+                raise ValueError(f"{argument!r} is not a whole number") from None
+            return int(value)
+
+
+def hide_from_help(names, helps: Optional[Dict[str, str]] = None) -> None:
+    """Leaves `names` out of the script's --help and rewrites the help of `helps` (for a
+    script that sets some training flags itself, as sweep.py does)."""
+    for group in _HELP_GROUPS.values():
+        group[:] = [n for n in group if n not in set(names)]
+    for name, text in (helps or {}).items():
+        flags.FLAGS[name].help = text
 
 
 def _flag_line(name: str) -> str:
@@ -59,7 +99,9 @@ def _flag_line(name: str) -> str:
         default = "none"
     else:
         default = str(flag.default)
-    text = f"--{name}={default}: {flag.help}"
+    # absl appends its own sentences to some helps ("; repeat this option ..."), with
+    # newlines and indentation in them.
+    text = f"--{name}={default}: {' '.join(flag.help.split())}"
     return textwrap.fill(text, 100, initial_indent="  ", subsequent_indent="      ")
 
 
@@ -140,7 +182,7 @@ def define_training_flags() -> None:
         elif hint is bool:
             flags.DEFINE_bool(*args)
         elif hint is int:
-            flags.DEFINE_integer(*args)
+            flags.DEFINE(IntegralParser(), *args, serializer=flags.ArgumentSerializer())
         elif hint in (float, Optional[float]):
             flags.DEFINE_float(*args)
         elif hint in (str, Optional[str]):

@@ -1,6 +1,6 @@
 """Learning curves (mean +- std across seeds) from one or more run directories.
 
-    python scripts/plot.py --run_dirs=runs/pendulum_v1-seed0-...,runs/pendulum_v1-seed1-... \
+    python scripts/plot.py --run_dirs=runs/pendulum_v1-seed0-...,runs/pendulum_v1-seed1-... \\
         --out=pendulum.png
 """
 

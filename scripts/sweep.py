@@ -2,9 +2,9 @@
 search; one run directory per trial under --sweep_dir, then results.csv, results.md and
 learning curves there.
 
-python scripts/sweep.py --flagfile=scripts/presets/pendulum_v1.flags --seeds=0,1,2 \
+python scripts/sweep.py --flagfile=scripts/presets/pendulum_v1.flags --seeds=0,1,2 \\
     --grid=learning_rate=3e-4,1e-3 --sweep_dir=sweeps/pendulum
-python scripts/sweep.py --search=optuna --num_samples=20 \
+python scripts/sweep.py --search=optuna --num_samples=20 \\
     --space=learning_rate=loguniform:1e-4:3e-3 --space=tau=uniform:0.002:0.02 --sweep_dir=...
 """
 
@@ -17,6 +17,7 @@ from _cli import (  # noqa: E402
     config_from_flags,
     define_training_flags,
     fail,
+    hide_from_help,
     parse_flags_or_fail,
 )
 from absl import app, flags  # noqa: E402
@@ -24,6 +25,26 @@ from absl import app, flags  # noqa: E402
 _before = set(flags.FLAGS)
 define_training_flags()
 TRAINING_FLAGS = sorted(set(flags.FLAGS) - _before)
+# What the sweep sets for each trial, and env runners (not inside trials), are not its
+# flags to give; --resume and --ray_address mean the whole sweep's.
+hide_from_help(
+    [
+        "run_dir",
+        "export_dir",
+        "progress_bar",
+        "num_actors",
+        "envs_per_actor",
+        "chunk_steps",
+        "weight_sync_every",
+        "runner_mode",
+    ],
+    helps={
+        "resume": "continue the sweep in --sweep_dir: trials done are kept, the others go on "
+        "from their checkpoints (the same settings are needed)",
+        "ray_address": "Ray cluster to run the trials on (<host>:<port>; default: a local Ray "
+        "of the sweep's own)",
+    },
+)
 
 flags.DEFINE_string("sweep_dir", None, "Folder of the sweep: a run directory per trial, results.")
 flags.DEFINE_list("seeds", None, "Seeds of every grid config (default: --seed).")

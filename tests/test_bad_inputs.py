@@ -26,7 +26,10 @@ CASES = [
     ("train", ["--buffer_size=-5"], "buffer_size"),
     ("train", ["--total_steps=100", "--learning_starts=500"], "learning_starts"),
     ("train", ["--total_steps=abc"], "total_steps"),
-    ("train", ["--alpha=often"], "alpha must be a float"),
+    ("train", ["--alpha=often"], "alpha must be a float, 'auto' or 'auto_<float>'"),
+    ("train", ["--total_steps=1.5"], "'1.5' is not a whole number"),
+    ("train", ["--flagfile=missing.flags"], "cannot read the --flagfile"),
+    ("train", ["--env_id=Pendulum-v1"], "unknown flag --env_id: the env_id option is --env"),
     ("train", ["--hidden_sizes=64,x"], "hidden_sizes"),
     ("train", ["--gamma=1.5"], "gamma must be in [0, 1]"),
     ("train", ["--tau=0"], "tau must be in (0, 1]"),
@@ -120,6 +123,15 @@ def outcomes(tmp_path_factory):
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         return list(pool.map(run, range(len(CASES))))
+
+
+def test_integral_floats_are_integer_flag_values():
+    sys.path.insert(0, SCRIPTS)
+    from _cli import IntegralParser
+
+    parser = IntegralParser()
+    assert [parser.parse(t) for t in ("100000", "1e5", "2.5e4")] == [100000, 100000, 25000]
+    assert isinstance(parser.parse("1e5"), int)
 
 
 def test_the_table_covers_every_script_with_30_or_more_mistakes():

@@ -99,7 +99,9 @@ def test_tiny_run_writes_summary_and_servable_export(tmp_path):
     assert action.shape == (2, 1) and np.all(np.abs(action) <= 2.0)
 
 
-@pytest.mark.parametrize("script", ["train.py", "evaluate.py", "plot.py", "benchmark.py"])
+@pytest.mark.parametrize(
+    "script", ["train.py", "evaluate.py", "plot.py", "benchmark.py", "sweep.py"]
+)
 def test_help_lists_the_scripts_own_flags_and_exits_0(script):
     proc = subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, "scripts", script), "--help"],
@@ -113,9 +115,15 @@ def test_help_lists_the_scripts_own_flags_and_exits_0(script):
         "evaluate.py": ["--saved_model=", "--episodes=", "--video_dir="],
         "plot.py": ["--run_dirs=", "--out=learning_curves.png"],
         "benchmark.py": ["--steps=3200", "--peers=false", "--total_steps=20000"],
+        "sweep.py": ["--sweep_dir=none", "--resume=false: continue the sweep in --sweep_dir"],
     }[script]
     for text in own:
         assert text in proc.stdout, text
+    spaced = [line for line in proc.stdout.splitlines() if re.search(r"\S {3,}\S", line)]
+    assert not spaced, spaced  # a docstring's line continuation joined into one line
+    if script == "sweep.py":  # flags that the sweep sets per trial are not shown
+        for hidden in ("--run_dir=", "--export_dir=", "--num_actors="):
+            assert hidden not in proc.stdout, hidden
     if script in ("train.py", "benchmark.py"):  # the training flags, grouped
         for group in ("Environment:", "Optimisation:", "Entropy temperature:", "Run:"):
             assert group in proc.stdout, group

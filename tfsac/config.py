@@ -56,7 +56,10 @@ def option(default, help: str, group: str, *, flag=None, choices=None, text=None
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def _auto_or_float(name: str, value):
+ALPHA_FORMS = "a float, 'auto' or 'auto_<float>' (learned, starting at <float>)"
+
+
+def _auto_or_float(name: str, value, forms: str = "a float or 'auto'"):
     """None for 'auto' (case-insensitive), a float for a number or its string."""
     if not isinstance(value, str):
         return value
@@ -65,7 +68,7 @@ def _auto_or_float(name: str, value):
     try:
         return float(value)
     except ValueError:
-        raise TfsacError(f"{name} must be a float or 'auto', got {value!r}") from None
+        raise TfsacError(f"{name} must be {forms}, got {value!r}") from None
 
 
 def parse_env_kwargs(text: str) -> Dict[str, Any]:
@@ -265,10 +268,8 @@ class SACConfig:
             try:
                 self.alpha, self.initial_alpha = None, float(text)
             except ValueError:
-                raise TfsacError(
-                    f"alpha must be a float, 'auto' or 'auto_<float>', got {self.alpha!r}"
-                ) from None
-        self.alpha = _auto_or_float("alpha", self.alpha)
+                raise TfsacError(f"alpha must be {ALPHA_FORMS}, got {self.alpha!r}") from None
+        self.alpha = _auto_or_float("alpha", self.alpha, ALPHA_FORMS)
         self.target_entropy = _auto_or_float("target_entropy", self.target_entropy)
         if isinstance(self.progress_bar, str):
             text = self.progress_bar.strip().lower()

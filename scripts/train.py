@@ -18,7 +18,8 @@ from _cli import (  # noqa: E402
 )
 from absl import app, flags  # noqa: E402
 
-from tfsac.errors import TfsacError  # noqa: E402 - TF-free
+from tfsac.envs import check_env_id  # noqa: E402 - TF-free
+from tfsac.errors import TfsacError  # noqa: E402
 
 define_training_flags()
 FLAGS = flags.FLAGS
@@ -31,6 +32,7 @@ def main(argv):
     config = config_from_flags(resume=FLAGS.resume)
     try:  # TF is imported only once the flags are known to be good (TF-free checks).
         config.validate()
+        check_env_id(config.env_id)
     except TfsacError as e:
         fail(str(e))
     tfsac = import_tfsac()

@@ -36,6 +36,18 @@ class EnvSpec:
     observation_flattening: str
 
 
+def check_env_id(env_id: str) -> None:
+    """Raises TfsacError, as make_env would, for an id gymnasium has not registered; ids
+    that name a module to import first ('module:Id-v0') are left to make_env. Cheap: it
+    makes no env (for a script to check before loading TensorFlow)."""
+    if ":" in env_id:
+        return
+    try:
+        gym.spec(env_id)
+    except gym.error.Error as e:
+        raise TfsacError(f"cannot make environment {env_id!r}: {e}") from None
+
+
 def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -> gym.Env:
     """`gymnasium.make(env_id, **env_kwargs)`, observations flattened to a float vector.
 

@@ -326,3 +326,13 @@ def test_evaluation_checks_the_env_against_the_policy():
         check_env_fits("Pendulum-v1", None, {**pendulum, "action_low": [-1.0]})
     with pytest.raises(TfsacError, match="17-dimensional observations; the policy takes 3"):
         check_env_fits("HalfCheetah-v5", None, pendulum)
+
+
+def test_an_env_fn_env_says_how_to_evaluate_it():
+    from tfsac.envs import make_env
+
+    with pytest.raises(TfsacError) as error:
+        make_env("custom:GoToTarget")
+    message = str(error.value)
+    assert "made by an env_fn (GoToTarget)" in message and "\n" not in message
+    assert "--env=<module>:<id>" in message and "run_episodes(env_fn(), policy" in message

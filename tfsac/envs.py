@@ -36,6 +36,10 @@ class EnvSpec:
     observation_flattening: str
 
 
+# How a run names an env that an env_fn made without a gymnasium id: no script can make it.
+CUSTOM_ENV = "custom:"
+
+
 def check_env_id(env_id: str) -> None:
     """Raises TfsacError, as make_env would, for an id gymnasium has not registered; ids
     that name a module to import first ('module:Id-v0') are left to make_env. Cheap: it
@@ -55,6 +59,14 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     imports the module first). Raises TfsacError for an unknown id, a missing module, bad
     keyword arguments or a space SAC cannot handle.
     """
+    if env_id.startswith(CUSTOM_ENV):
+        name = env_id[len(CUSTOM_ENV) :]
+        raise TfsacError(
+            f"the policy was trained on an env made by an env_fn ({name}), which has no "
+            f"gymnasium id to make it by: pass --env=<module>:<id> of an env registered as "
+            f"gymnasium.register(<id>, entry_point={name}), or evaluate from Python with "
+            "tfsac.evaluation.run_episodes(env_fn(), policy, episodes) (README: Library)"
+        )
     kwargs = dict(env_kwargs or {})
     if render_mode is not None:
         kwargs["render_mode"] = render_mode

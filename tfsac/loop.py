@@ -20,7 +20,7 @@ from tfsac.checkpointing import Checkpointer, check_compatible
 from tfsac.collector import Collector
 from tfsac.config import SACConfig
 from tfsac.distributed import RunnerPool
-from tfsac.envs import EnvFn, EnvSpec, checked_env, env_factory, env_spec
+from tfsac.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
 from tfsac.errors import TfsacError
 from tfsac.evaluation import Evaluator
 from tfsac.export import default_model_name, export_policy, policy_metadata
@@ -95,7 +95,9 @@ def _checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
 
 def _env_name(env) -> str:
     spec = getattr(env, "spec", None)
-    return spec.id if spec is not None and spec.id else f"custom:{type(env.unwrapped).__name__}"
+    return (
+        spec.id if spec is not None and spec.id else f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
+    )
 
 
 class Trainer:

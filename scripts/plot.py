@@ -25,10 +25,14 @@ def main(argv):
     from tfsac.errors import TfsacError
     from tfsac.plotting import plot_runs
 
+    notes = []  # what the figure cannot compare, said on stderr
     try:
-        print(plot_runs(FLAGS.run_dirs, FLAGS.out, FLAGS.title))
+        path = plot_runs(FLAGS.run_dirs, FLAGS.out, FLAGS.title, notes)
     except TfsacError as e:
         fail(str(e))
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    print(path)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import glob
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -215,6 +216,36 @@ def test_plot_from_several_seeds(tmp_path):
     )
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert os.path.getsize(tmp_path / "cli.png") > 20_000
+    assert not cli.stderr.strip(), cli.stderr  # the seeds cover the same steps: no warning
+    # A shorter run beside them (its copy cut at step 200): each run over its own steps,
+    # and a warning, instead of curves cut to the common steps and an empty eval panel.
+    short = str(tmp_path / "short")
+    shutil.copytree(runs[1], short)
+    with open(os.path.join(short, "progress.csv")) as f:
+        lines = f.read().splitlines()
+    with open(os.path.join(short, "progress.csv"), "w") as f:
+        f.write("\n".join(lines[:3]) + "\n")  # header, steps 100 and 200
+    with open(os.path.join(short, "summary.json")) as f:
+        summary = json.load(f)
+    summary["evaluations"] = summary["evaluations"][:1]
+    with open(os.path.join(short, "summary.json"), "w") as f:
+        json.dump(summary, f)
+    notes = []
+    plot_runs([runs[0], short], str(tmp_path / "mixed.png"), notes=notes)
+    assert len(notes) == 1 and notes[0].startswith("Pendulum-v1: the runs cover different")
+    assert "ending at 200, 400" in notes[0] and "evaluation return" in notes[0], notes
+    cli = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO_ROOT, "scripts", "plot.py"),
+            f"--run_dirs={runs[0]},{short}",
+            f"--out={tmp_path / 'mixed_cli.png'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0 and cli.stderr.strip() == f"warning: {notes[0]}", cli.stderr
     with pytest.raises(TfsacError, match="not a tfsac run directory"):
         plot_runs([str(tmp_path)], str(tmp_path / "x.png"))
     with pytest.raises(TfsacError, match="unsupported image format 'xyz'"):

@@ -6,7 +6,7 @@ import csv
 import json
 import os
 from collections import defaultdict
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -71,9 +71,13 @@ def mean_std(series: List[tuple]):
     return np.array(common), stacked.mean(0), stacked.std(0)
 
 
-def plot_runs(run_dirs: Sequence[str], out_path: str, title: str = "") -> str:
+def plot_runs(
+    run_dirs: Sequence[str], out_path: str, title: str = "", notes: Optional[List[str]] = None
+) -> str:
     """Writes a PNG with one panel per curve; runs of the same env are averaged (mean +-
-    std across seeds), different envs get their own line."""
+    std across seeds) where they cover the same env steps, and drawn one line per run,
+    each over its own steps, where they do not (each such env is then said in `notes`);
+    different envs get their own lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -95,21 +99,40 @@ def plot_runs(run_dirs: Sequence[str], out_path: str, title: str = "") -> str:
             f"cannot write {out_path!r}: unsupported image format {extension!r} "
             f"(supported: {', '.join(sorted(fig.canvas.get_supported_filetypes()))})"
         )
+    unlike = defaultdict(list)  # env -> panels whose runs cover different steps
     for ax, (name, label) in zip(axes.flat, PANELS, strict=True):
         for env, runs in groups.items():
-            series = [r["curves"][name] for r in runs if name in r["curves"]]
+            present = [r for r in runs if name in r["curves"]]
+            series = [r["curves"][name] for r in present]
             if not series:
                 continue
-            steps, mean, std = mean_std(series)
-            if not len(steps):  # the runs share no step of this curve
+            if all(np.array_equal(series[0][0], steps) for steps, _ in series):
+                steps, mean, std = mean_std(series)
+                ax.plot(steps, mean, label=legend_label(env, len(series)))
+                ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
                 continue
-            ax.plot(steps, mean, label=legend_label(env, len(series)))
-            ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
+            unlike[env].append(label)
+            for run, (steps, values) in zip(present, series, strict=True):
+                ax.plot(
+                    steps,
+                    values,
+                    "o-",
+                    linewidth=1,
+                    markersize=3,
+                    label=f"{env} seed {run['seed']}",
+                )
         ax.set_title(label)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
     if axes.flat[0].get_legend_handles_labels()[0]:  # runs without evaluations have none
         axes.flat[0].legend()
+    for env, labels in unlike.items():
+        ends = sorted({int(r["curves"][n][0][-1]) for r in groups[env] for n in r["curves"]})
+        (notes if notes is not None else []).append(
+            f"{env}: the runs cover different env steps (ending at "
+            f"{', '.join(map(str, ends))}), so {', '.join(labels)} show one line per run, "
+            "not a mean +- std"
+        )
     fig.suptitle(title or ", ".join(sorted(groups)))
     fig.tight_layout()
     try:

@@ -33,6 +33,7 @@ FIRST, SECOND = "learning_rate=1e-3/seed0", "learning_rate=3e-4/seed0"
 # What a sweep prints on stdout when nothing goes wrong.
 QUIET_LINE = re.compile(
     r"\[\d+/\d+\] \S+: (return|stopped early).*|results: .*|\d+ of \d+ trials already done in .*"
+    r"|\S+: started|\S+: eval return -?\d+\.\d at \d+ env steps|sweep: \d+ of \d+ done, .*"
 )
 
 
@@ -119,6 +120,37 @@ def test_grid_writes_run_directories_and_results(grid_sweep):
         table = f.read()
     assert "| --learning_rate=1e-3 | 0 | " in table and "| --learning_rate=3e-4 | 0 | " in table
     assert re.search(r"\| 0 \| -?\d+\.\d \| 400 \|", table), table
+
+
+def test_a_sweep_says_each_trial_event_as_it_happens(grid_sweep):
+    lines = grid_sweep["out"].splitlines()
+    for name in (FIRST, SECOND):
+        assert f"{name}: started" in lines
+        assert any(
+            re.fullmatch(rf"{name}: eval return -?\d+\.\d at 200 env steps", x) for x in lines
+        )
+        assert any(
+            re.fullmatch(rf"\[\d/2\] {name}: return .* at 400 env steps, .*", x) for x in lines
+        )
+
+
+def test_the_summary_line_counts_trials_and_names_the_best(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from tfsac import sweep
+    from tfsac.run_dir import StopSignals
+
+    Progress, _, _ = sweep._tune_classes()
+    progress = Progress(sweep.SweepState(str(tmp_path)), total=4, stop=StopSignals())
+    trial = SimpleNamespace(config={"trial": {"name": "lr=1e-3/seed0"}}, status="RUNNING")
+    progress.on_trial_result(0, [trial], trial, {"eval_return": -150.25, "env_steps": 200})
+    progress.on_step(0, [trial])  # within SUMMARY_EVERY_S of the start: nothing
+    monkeypatch.setattr(sweep, "SUMMARY_EVERY_S", 0.0)
+    progress.on_step(1, [trial, SimpleNamespace(status="PENDING")])
+    assert capsys.readouterr().out.splitlines() == [
+        "lr=1e-3/seed0: eval return -150.2 at 200 env steps",
+        "sweep: 0 of 4 done, 1 running, 3 to start; best return -150.2 (lr=1e-3/seed0)",
+    ]
 
 
 def test_killed_trial_completes_after_a_retry(grid_sweep):

@@ -46,6 +46,7 @@ TRIALS_FILE = "trials.json"  # each trial's spec and status, as the driver saw t
 TRIAL_FILE = "trial.json"  # in a run directory: the trial's attempts and evaluations
 DONE = ("finished", "stopped")  # not run again by --resume
 TAG_LENGTH = 100
+SUMMARY_EVERY_S = 60.0  # between the sweep's one-line summaries
 
 
 # ------------------------------------------------------------------------ input parsing
@@ -553,10 +554,38 @@ def _tune_classes():
     from ray.tune.search.optuna import OptunaSearch
 
     class Progress(tune.Callback):
-        """A line per finished trial on stdout, and its status in trials.json."""
+        """A line per trial event on stdout (started, evaluated, finished, failed, retried)
+        and a summary line every SUMMARY_EVERY_S; each trial's status in trials.json."""
 
         def __init__(self, state: SweepState, total: int, stop: StopSignals):
             self.state, self.total, self.ended, self.stop = state, total, 0, stop
+            self.best: Optional[tuple] = None  # (return, trial name)
+            self.last_summary = time.monotonic()
+
+        def on_trial_start(self, iteration, trials, trial, **info):
+            print(f"{trial.config['trial']['name']}: started", flush=True)
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            name, ret = trial.config["trial"]["name"], result.get("eval_return")
+            if ret is None or not math.isfinite(ret):
+                return
+            if self.best is None or ret > self.best[0]:
+                self.best = (ret, name)
+            if not result.get("finished"):  # the final one is the trial's finished line
+                steps = result["env_steps"]
+                print(f"{name}: eval return {ret:.1f} at {steps} env steps", flush=True)
+
+        def on_step(self, iteration, trials, **info):
+            if time.monotonic() - self.last_summary < SUMMARY_EVERY_S:
+                return
+            self.last_summary = time.monotonic()
+            running = sum(t.status == "RUNNING" for t in trials)
+            best = "" if self.best is None else f"; best return {self.best[0]:.1f} ({self.best[1]})"
+            print(
+                f"sweep: {self.ended} of {self.total} done, {running} running, "
+                f"{self.total - self.ended - running} to start{best}",
+                flush=True,
+            )
 
         def on_trial_complete(self, iteration, trials, trial, **info):
             spec, result = trial.config["trial"], trial.last_result or {}

@@ -19,6 +19,7 @@ _EXPORTS = {
     "GSDEActor": "networks",
     "Interrupted": "loop",
     "NonFiniteError": "loop",
+    "Policy": "policy",
     "ReplayBuffer": "replay",
     "RunnerPool": "distributed",
     "SAC": "sac",

@@ -34,6 +34,68 @@ class EnvSpec:
     # How the env's observation becomes the flat float32 vector the networks (and the
     # SavedModel's `observation` input) take.
     observation_flattening: str
+    # The observation space as JSON (space_to_json), from which a Policy flattens raw
+    # observations as training did.
+    observation_space_json: Optional[dict] = None
+
+
+def _bounds_text(bounds: np.ndarray):
+    """Box bounds as strict JSON: numbers as text ('inf' included), one for all if equal."""
+    flat = [repr(float(x)) for x in bounds.flat]
+    return flat[0] if len(set(flat)) == 1 else flat
+
+
+def _bounds_array(text, shape: tuple, dtype) -> np.ndarray:
+    values = np.array([float(x) for x in np.atleast_1d(text)])
+    values = np.broadcast_to(values, shape) if values.size == 1 else values.reshape(shape)
+    return values.astype(dtype)
+
+
+def space_to_json(space: gym.Space) -> Optional[dict]:
+    """The observation spaces SAC trains on as JSON (None for another kind of space)."""
+    if isinstance(space, gym.spaces.Box):
+        return {
+            "type": "Box",
+            "shape": list(space.shape),
+            "dtype": str(space.dtype),
+            "low": _bounds_text(space.low),
+            "high": _bounds_text(space.high),
+        }
+    if isinstance(space, gym.spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "start": space.start.tolist()}
+    if isinstance(space, gym.spaces.MultiBinary):
+        return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
+        parts = {str(k): space_to_json(v) for k, v in items}
+        if any(v is None for v in parts.values()):
+            return None
+        if isinstance(space, gym.spaces.Dict):
+            return {"type": "Dict", "spaces": parts}
+        return {"type": "Tuple", "spaces": list(parts.values())}
+    return None
+
+
+def space_from_json(data: dict) -> gym.Space:
+    """The space that space_to_json described."""
+    kind = data["type"]
+    if kind == "Box":
+        shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
+        low, high = (_bounds_array(data[k], shape, dtype) for k in ("low", "high"))
+        return gym.spaces.Box(low, high, shape, dtype=dtype)
+    if kind == "Discrete":
+        return gym.spaces.Discrete(data["n"], start=data["start"])
+    if kind == "MultiDiscrete":
+        return gym.spaces.MultiDiscrete(data["nvec"], start=data["start"])
+    if kind == "MultiBinary":
+        return gym.spaces.MultiBinary(data["n"])
+    if kind == "Dict":
+        return gym.spaces.Dict({k: space_from_json(v) for k, v in data["spaces"].items()})
+    if kind == "Tuple":
+        return gym.spaces.Tuple([space_from_json(v) for v in data["spaces"]])
+    raise TfsacError(f"unknown observation space type {kind!r}")
 
 
 # How a run names an env that an env_fn made without a gymnasium id: no script can make it.
@@ -176,6 +238,7 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
         action_high=tuple(float(x) for x in space.high),
         observation_space=str(env.unwrapped.observation_space),
         action_space=str(space),
+        observation_space_json=space_to_json(env.unwrapped.observation_space),
         observation_flattening=(
             "gymnasium.spaces.flatten: Box flattened in C order, Discrete and MultiDiscrete "
             "one-hot, MultiBinary as is, Dict in sorted key order, Tuple in order"

@@ -113,11 +113,12 @@ def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dic
     return policy, metadata
 
 
-def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
-    """A policy from a run directory's latest checkpoint, and the run's config (a dict)."""
+def checkpoint_learner(run_dir: str):
+    """(learner, env spec, info) from a run directory's newest checkpoint that restores;
+    info: the run's config (a dict), the checkpoint and its step, the final evaluation's
+    seed and return."""
     from tfsac.checkpointing import Checkpointer
     from tfsac.config import SACConfig
-    from tfsac.distributions import unit_to_bounds
     from tfsac.envs import env_spec, make_env
     from tfsac.learner import SACLearner
 
@@ -136,24 +137,34 @@ def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, D
     if restored is None:
         raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
     prefix, state = restored
-
-    def policy(obs):
-        unit = learner.act(obs, deterministic=not stochastic)
-        return unit_to_bounds(unit, spec.action_low, spec.action_high)
-
     info = config.to_dict()
     info.update(
         observation_dim=spec.obs_dim,
         action_low=list(spec.action_low),
         action_high=list(spec.action_high),
+        checkpoint=prefix,
+        checkpoint_step=state["step"],
     )
-    info.update(checkpoint=prefix, checkpoint_step=state["step"])
     evaluations = state.get("evaluations") or []
     if evaluations:  # the checkpoint's last evaluation, for scripts/evaluate.py to repeat
         info.update(
             eval_seed=final_eval_seed(config.seed, evaluations),
             eval_return_mean=evaluations[-1]["return_mean"],
         )
+    return learner, spec, info
+
+
+def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
+    """A policy from a run directory's newest checkpoint that restores, and the run's
+    config (a dict, with what checkpoint_learner adds)."""
+    from tfsac.distributions import unit_to_bounds
+
+    learner, spec, info = checkpoint_learner(run_dir)
+
+    def policy(obs):
+        unit = learner.act(obs, deterministic=not stochastic)
+        return unit_to_bounds(unit, spec.action_low, spec.action_high)
+
     return policy, info
 
 

@@ -104,6 +104,7 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
         "observation_dim": spec.obs_dim,
         "observation_space": spec.observation_space,
         "observation_flattening": spec.observation_flattening,
+        "observation_space_json": spec.observation_space_json,
         "action_space": spec.action_space,
         "action_low": list(spec.action_low),
         "action_high": list(spec.action_high),

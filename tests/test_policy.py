@@ -1,0 +1,98 @@
+"""tfsac.Policy: one raw observation or a batch, from a SavedModel or a run directory,
+deterministic or sampled, for every observation space tfsac trains on."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import tiny_config
+
+from tfsac import Policy, TfsacError, train
+from tfsac.export import load_policy
+
+DICT_SPACE = gym.spaces.Dict(
+    {"pos": gym.spaces.Box(-1, 1, (2,), np.float32), "mode": gym.spaces.Discrete(3)}
+)
+BOX2D_SPACE = gym.spaces.Box(-1, 1, (2, 3), np.float32)
+
+
+class _SpaceEnv(gym.Env):
+    action_space = gym.spaces.Box(-2, 2, (2,), np.float32)
+
+    def __init__(self, observation_space):
+        self.observation_space = observation_space
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        self.t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.observation_space.sample(), float(np.sum(action)), False, self.t >= 10, {}
+
+
+for _name, _space in (("dict", DICT_SPACE), ("box2d", BOX2D_SPACE)):
+    gym.register(
+        f"tfsac-test/Policy-{_name}-v0", entry_point=_SpaceEnv, kwargs={"observation_space": _space}
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("policies")
+    results = {}
+    for name, env_id in (
+        ("pendulum", "Pendulum-v1"),
+        ("dict", "tfsac-test/Policy-dict-v0"),
+        ("box2d", "tfsac-test/Policy-box2d-v0"),
+    ):
+        config = tiny_config(tmp, env_id, name=name, checkpoint_every=40)
+        results[name] = train(config)
+    return results
+
+
+def test_one_observation_or_a_batch_from_a_saved_model_and_its_run_dir(runs):
+    result = runs["pendulum"]
+    served = load_policy(result.saved_model_path).signatures["serving_default"]
+    batch = np.random.default_rng(0).uniform(-1, 1, (5, 3)).astype(np.float32)
+    expected = served(observation=tf.constant(batch))["action"].numpy()
+    for policy in (Policy.load(result.saved_model_path), Policy.load(result.run_dir)):
+        one = policy.predict(batch[0])  # a 1-D observation: one action
+        assert one.shape == (1,) and np.all(np.abs(one) <= 2.0)
+        np.testing.assert_allclose(policy.predict(batch), expected, atol=1e-5)
+        np.testing.assert_allclose(policy(batch[0]), expected[0], atol=1e-5)  # callable
+        sampled = [policy.predict(batch[0], deterministic=False) for _ in range(5)]
+        assert len({float(a[0]) for a in sampled}) > 1
+        assert np.all(np.abs(sampled) <= 2.0)
+    assert Policy.load(result.saved_model_path).metadata["env_id"] == "Pendulum-v1"
+
+
+def test_raw_observations_of_structured_spaces(runs):
+    for name, space in (("dict", DICT_SPACE), ("box2d", BOX2D_SPACE)):
+        result = runs[name]
+        served = load_policy(result.saved_model_path).signatures["serving_default"]
+        space.seed(1)
+        observations = [space.sample() for _ in range(4)]
+        flat = np.stack([gym.spaces.flatten(space, o) for o in observations]).astype(np.float32)
+        expected = served(observation=tf.constant(flat))["action"].numpy()
+        for policy in (Policy.load(result.saved_model_path), Policy.load(result.run_dir)):
+            assert policy.observation_space == space
+            np.testing.assert_allclose(policy.predict(observations[0]), expected[0], atol=1e-5)
+            np.testing.assert_allclose(policy.predict(observations), expected, atol=1e-5)
+            if name == "box2d":  # a batch as one array with a leading axis
+                np.testing.assert_allclose(
+                    policy.predict(np.stack(observations)), expected, atol=1e-5
+                )
+
+
+def test_what_a_policy_refuses_is_one_line(runs, tmp_path):
+    policy = Policy.load(runs["pendulum"].saved_model_path)
+    with pytest.raises(TfsacError, match=r"shape \(3,\) or a batch of shape \(N, 3\)"):
+        policy.predict(np.zeros(4))
+    with pytest.raises(TfsacError, match="neither a SavedModel version folder"):
+        Policy.load(str(tmp_path))
+    with pytest.raises(TfsacError, match="expected an observation of Dict"):
+        Policy.load(runs["dict"].saved_model_path).predict({"pos": [0.0, 0.0]})

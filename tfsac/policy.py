@@ -1,0 +1,151 @@
+"""A trained policy for Python programs: `Policy.load(path)` from an exported SavedModel
+version folder or a run directory (its newest checkpoint that restores), then
+`policy.predict(observation)` for one raw observation or a batch of them."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from tfsac.envs import space_from_json
+from tfsac.errors import TfsacError
+
+# (flat float32 observations [N, obs_dim], deterministic) -> actions [N, action_dim]
+ActFn = Callable[[np.ndarray, bool], np.ndarray]
+
+
+class Policy:
+    """Actions in the env's bounds for raw observations of the space it was trained on.
+
+    `predict(observation)` takes one observation (a Box array, an int for Discrete, a dict
+    for Dict, ...) and returns one action, or a batch (a leading axis, or a list of
+    observations) and returns [N, action_dim]. `deterministic=False` samples from the
+    TanhNormal instead of taking its mode. `metadata` is what the export says about the
+    policy (env id, spaces, bounds, final evaluation).
+    """
+
+    def __init__(self, act: ActFn, obs_dim: int, space: Optional[gym.Space], metadata: Dict):
+        self._act, self.obs_dim, self.observation_space = act, obs_dim, space
+        self.metadata = metadata
+
+    @classmethod
+    def load(cls, path: str) -> Policy:
+        """From a SavedModel version folder (saved_model.pb) or a run directory."""
+        if os.path.isfile(os.path.join(path, "saved_model.pb")):
+            return cls._from_saved_model(path)
+        if os.path.isfile(os.path.join(path, "config.json")):
+            return cls._from_run_dir(path)
+        raise TfsacError(
+            f"{path!r} is neither a SavedModel version folder (saved_model.pb) nor a tfsac "
+            "run directory (config.json)"
+        )
+
+    @classmethod
+    def _from_saved_model(cls, path: str) -> Policy:
+        import tensorflow as tf
+
+        from tfsac.export import METADATA_FILE, load_policy
+
+        model = load_policy(path)
+        signatures = {True: model.signatures["serving_default"], False: None}
+        signatures[False] = model.signatures["sample"]
+        try:
+            with open(os.path.join(path, METADATA_FILE)) as f:
+                metadata = json.load(f)
+        except (OSError, ValueError):
+            metadata = {}
+
+        def act(batch, deterministic):
+            return signatures[deterministic](observation=tf.constant(batch))["action"].numpy()
+
+        dim = int(
+            model.signatures["serving_default"]
+            .structured_input_signature[1]["observation"]
+            .shape[-1]
+        )
+        return cls(act, dim, _space(metadata), metadata)
+
+    @classmethod
+    def _from_run_dir(cls, run_dir: str) -> Policy:
+        from tfsac.distributions import unit_to_bounds
+        from tfsac.evaluation import checkpoint_learner
+
+        learner, spec, info = checkpoint_learner(run_dir)
+
+        def act(batch, deterministic):
+            unit = learner.act(batch, deterministic=deterministic)
+            return unit_to_bounds(unit, spec.action_low, spec.action_high)
+
+        metadata = {**info, "observation_space_json": spec.observation_space_json}
+        return cls(act, spec.obs_dim, _space(metadata), metadata)
+
+    def predict(self, observation: Any, deterministic: bool = True) -> np.ndarray:
+        batch, single = self._flat_batch(observation)
+        actions = np.asarray(self._act(batch, deterministic))
+        return actions[0] if single else actions
+
+    __call__ = predict
+
+    def _flat_batch(self, observation: Any):
+        """([N, obs_dim] float32, whether it was one observation)."""
+        space = self.observation_space
+        if space is None or (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+            array = np.asarray(observation, np.float32)
+            if array.ndim in (1, 2) and array.shape[-1] == self.obs_dim:
+                return array.reshape(-1, self.obs_dim), array.ndim == 1
+            raise TfsacError(
+                f"expected an observation of shape ({self.obs_dim},) or a batch of shape "
+                f"(N, {self.obs_dim}), got shape {array.shape}"
+            )
+        if _contains(space, observation):
+            return gym.spaces.flatten(space, observation)[None].astype(np.float32), True
+        if isinstance(space, gym.spaces.Box):
+            array = np.asarray(observation)
+            if array.shape[1:] == space.shape:
+                return array.reshape(len(array), -1).astype(np.float32), False
+        try:
+            items = list(observation)
+        except TypeError:
+            items = None
+        if items and all(_contains(space, item) for item in items):
+            rows = [gym.spaces.flatten(space, item) for item in items]
+            return np.stack(rows).astype(np.float32), False
+        raise TfsacError(
+            f"expected an observation of {space} or a list of them, got {observation!r}"[:300]
+        )
+
+
+def _contains(space: gym.Space, observation) -> bool:
+    """Whether `observation` is one observation of `space` (dtypes taken loosely: a list
+    for a Box, a Python int for Discrete)."""
+    try:
+        if isinstance(space, gym.spaces.Box):
+            return np.asarray(observation).shape == space.shape
+        if isinstance(space, gym.spaces.Discrete):
+            return np.ndim(observation) == 0 and space.contains(np.int64(observation))
+        if isinstance(space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+            return np.asarray(observation).shape == space.shape
+        if isinstance(space, gym.spaces.Dict):
+            return (
+                isinstance(observation, dict)
+                and set(observation) == set(space.spaces)
+                and all(_contains(space[k], v) for k, v in observation.items())
+            )
+        if isinstance(space, gym.spaces.Tuple):
+            return (
+                isinstance(observation, (tuple, list))
+                and len(observation) == len(space)
+                and all(_contains(s, o) for s, o in zip(space, observation, strict=True))
+            )
+    except (TypeError, ValueError):
+        return False
+    return False
+
+
+def _space(metadata: Dict) -> Optional[gym.Space]:
+    data = metadata.get("observation_space_json")
+    return space_from_json(data) if data else None

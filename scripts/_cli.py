@@ -149,10 +149,11 @@ def import_tfsac():
 
         tf.constant(0.0)  # creates the eager context, which logs the CUDA probe
         import tfsac
-        from tfsac.logs import quiet_library_logs
+        from tfsac.logs import quiet_library_logs, short_lines
 
-    if not verbose:
+    if not verbose:  # --verbosity=1: everything, in absl's full form
         quiet_library_logs(own_dirs=[os.path.dirname(os.path.abspath(__file__))])
+        short_lines()
     return tfsac
 
 

@@ -188,3 +188,13 @@ def test_a_snapshot_continues_the_episodes_where_the_envs_pickle_with_their_stat
     mujoco = collector("InvertedPendulum-v5")
     mujoco.reset(seed=0)
     assert mujoco.snapshot() is None
+
+
+def test_train_prints_the_scripts_progress_lines_unless_quiet(tmp_path, counter_env_id, capfd):
+    train(tiny_config(tmp_path, counter_env_id, name="a"), export=False)
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if " step 40/40 | " in line]
+    assert len(lines) == 1 and lines[0][:9].count(":") == 2, err  # '20:31:07 step 40/40 | ...'
+    assert "Sharding callback" not in err  # other libraries' INFO lines stay hidden
+    train(tiny_config(tmp_path, counter_env_id, name="b"), export=False, quiet=True)
+    assert " step 40/40 | " not in capfd.readouterr().err

@@ -123,6 +123,8 @@ def test_grid_writes_run_directories_and_results(grid_sweep):
 
 
 def test_a_sweep_says_each_trial_event_as_it_happens(grid_sweep):
+    log = open(os.path.join(_trial(grid_sweep["dir"], FIRST), "train.log")).read()
+    assert "step 400/400 |" in log and "Sharding callback" not in log  # tfsac's lines only
     lines = grid_sweep["out"].splitlines()
     for name in (FIRST, SECOND):
         assert f"{name}: started" in lines

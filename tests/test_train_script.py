@@ -43,9 +43,15 @@ def test_tiny_run_writes_summary_and_servable_export(tmp_path):
     # tfsac's lines only: no TF checkpoint timings, PyOpenGL notices or C++ start-up lines.
     for noise in ("Sharding callback", "OpenGL_accelerate", "cuInit", "cpu_feature_guard"):
         assert noise not in proc.stderr, noise
-    # Log lines go above the progress bar: each starts a line, none follows the bar's text.
-    headers = list(re.finditer(r"[IWE]\d{4} \d\d:\d\d:\d\d", proc.stderr))
+    # Short lines (time, then the message; absl's prefix only under --verbosity=1) go above
+    # the progress bar: each starts a line, none follows the bar's text.
+    assert not re.search(r"[IWE]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \w+\.py:\d+\]", proc.stderr)
+    headers = list(re.finditer(r"\d\d:\d\d:\d\d (step|eval|checkpoint|done)", proc.stderr))
     assert len(headers) >= 3 and "step/s]" in proc.stderr
+    # The warm-up's steps/s would be the random policy's: its line says warm-up instead.
+    assert re.search(
+        r"\d\d:\d\d:\d\d step 100/300 \| episodes 0 \| return - \| warm-up\n", proc.stderr
+    )
     for header in headers:
         assert header.start() == 0 or proc.stderr[header.start() - 1] in "\r\n", header
     # The last lines say which version was published and which one TF Serving serves.

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 
 from absl import logging as absl_logging
 
@@ -55,6 +56,49 @@ def _mujoco_warning(message: str) -> None:
     if "is deprecated" in message:
         return
     absl_logging.warning("MuJoCo: %s", message)
+
+
+class ShortLines(logging.Formatter):
+    """'20:31:07 step 1000/20000 | ...' lines, 'warning: ' before warnings and errors:
+    absl's prefix (level, date, time to the microsecond, thread id, file:line) is for
+    --verbosity=1."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        if record.levelno >= logging.WARNING:
+            text = f"{record.levelname.lower()}: {text}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {text}"
+
+
+def short_lines() -> None:
+    """absl's console lines in the ShortLines form."""
+    absl_logging.get_absl_handler().setFormatter(ShortLines())
+
+
+@contextlib.contextmanager
+def progress_lines(enabled: bool = True):
+    """For library calls (a notebook's `tfsac.train`): tfsac's INFO lines (progress,
+    evaluations, checkpoints) on stderr in the short form, other libraries' INFO hidden,
+    for the block; a no-op where INFO lines already show (the scripts set that up)."""
+    verbosity = absl_logging.get_verbosity()
+    if not enabled or verbosity >= absl_logging.INFO:
+        yield
+        return
+    logger = absl_logging.get_absl_logger()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(ShortLines())
+    handler.addFilter(OwnInfoOnly())
+    propagate, logger.propagate = logger.propagate, False  # not twice via the root's
+    logger.addHandler(handler)
+    absl_logging.set_verbosity(absl_logging.INFO)
+    try:
+        yield
+    finally:
+        absl_logging.set_verbosity(verbosity)
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def quiet_library_logs(own_dirs=()) -> None:

@@ -25,7 +25,7 @@ from tfsac.errors import TfsacError
 from tfsac.evaluation import Evaluator
 from tfsac.export import default_model_name, export_policy, policy_metadata
 from tfsac.learner import SACLearner
-from tfsac.logs import lines_above, progress_bar
+from tfsac.logs import lines_above, progress_bar, progress_lines
 from tfsac.ray_cluster import check_address, require_ray, start_ray
 from tfsac.replay import ReplayBuffer
 from tfsac.run_dir import (
@@ -264,7 +264,8 @@ class Trainer:
         cfg, loop = self.config, self.loop
         self.session_clock = Stopwatch(before=loop.wall_time_s)
         self.session_clock.start()
-        self._log_clock = (time.perf_counter(), loop.step)
+        # Steps/s of the learning phase only (the warm-up's random actions need no network).
+        self._log_clock = (self.learning_clock.seconds(), loop.learning_steps)
         bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
         try:
             with StopSignals() as stop, bar, lines_above(bar):
@@ -411,13 +412,14 @@ class Trainer:
         if evaluated:
             self._evaluate_and_record()
         if crossed(step_before, step, cfg.log_every):
-            now = time.perf_counter()
-            last_time, last_step = self._log_clock
-            steps_per_s = (step - last_step) / (now - last_time)
+            now, steps = self.learning_clock.seconds(), self.loop.learning_steps
+            last_time, last_steps = self._log_clock
+            # None in the warm-up (and for a log interval without learning-phase steps).
+            steps_per_s = (steps - last_steps) / (now - last_time) if steps > last_steps else None
             runners = self.runners.stats() if self.runners else None
             self.progress.log(self.loop, self.metrics, steps_per_s, self.lr_factor, runners)
-            self._log_clock = (now, step)
-            if self.loop.recent_returns:
+            self._log_clock = (now, steps)
+            if self.loop.recent_returns and steps_per_s is not None:
                 ret = self.loop.mean_recent_return()
                 bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
         if at_end or stop is not None or crossed(step_before, step, cfg.checkpoint_every):
@@ -481,6 +483,7 @@ def train(
     critic_fn: Optional[Callable] = None,
     env_fn: Optional[EnvFn] = None,
     on_evaluation: Optional[Callable[[Dict], None]] = None,
+    quiet: bool = False,
 ) -> TrainResult:
     """Trains SAC on `config.env_id`, or on the env `env_fn()` returns (any callable that
     makes a gymnasium env; it must pickle for `vector_mode='async'`); with `export` (when
@@ -494,9 +497,11 @@ def train(
     Keras models (networks.build_networks); `on_log` gets each progress record.
     `on_evaluation` gets each evaluation ({step, return_mean, return_std, seed}) once its
     step's checkpoint, if one is due, is saved; an exception it raises ends training and
-    propagates unchanged.
+    propagates unchanged. Unless `quiet`, the progress lines of scripts/train.py go to
+    stderr (in a notebook too), in their short form, without other libraries' INFO lines.
     """
-    trainer = Trainer(
-        config, export, resume, on_log, actor_fn, critic_fn, env_fn, on_evaluation=on_evaluation
-    )
-    return trainer.run()
+    with progress_lines(enabled=not quiet):
+        trainer = Trainer(
+            config, export, resume, on_log, actor_fn, critic_fn, env_fn, on_evaluation=on_evaluation
+        )
+        return trainer.run()

@@ -288,7 +288,7 @@ class ProgressLog:
         self,
         loop: LoopState,
         metrics: Optional[Dict],
-        steps_per_s: float,
+        steps_per_s: Optional[float],
         lr_factor: float,
         extra: Optional[Dict[str, Optional[float]]] = None,
     ):
@@ -318,12 +318,12 @@ class ProgressLog:
         )
         ret = record["episode_return"]
         logging.info(
-            "step %d/%d | episodes %d | return %s | %.0f steps/s%s%s",
+            "step %d/%d | episodes %d | return %s | %s%s%s",
             loop.step,
             self.total_steps,
             loop.episodes,
             "-" if ret is None else f"{ret:.1f}",
-            steps_per_s,
+            "warm-up" if steps_per_s is None else f"{steps_per_s:.0f} steps/s",
             "".join(
                 f" | {k} {record[k]:.4g}"
                 for k in ("critic_loss", "actor_loss", "alpha", "entropy")

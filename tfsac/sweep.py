@@ -27,6 +27,7 @@ from absl import flags
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
+from tfsac.logs import OwnInfoOnly
 from tfsac.ray_cluster import start_ray
 from tfsac.run_dir import StopSignals, check_writable
 
@@ -498,6 +499,7 @@ def run_trial(tune_config: Dict) -> None:
     os.makedirs(run_dir, exist_ok=True)
     handler = logging.FileHandler(os.path.join(run_dir, "train.log"))
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.addFilter(OwnInfoOnly())  # TF's and other libraries' INFO chatter stays out
     absl_logging.get_absl_logger().addHandler(handler)
     absl_logging.set_verbosity(absl_logging.INFO)
 

@@ -76,6 +76,8 @@ def test_tiny_run_writes_summary_and_servable_export(tmp_path):
     rows = (tmp_path / "run" / "progress.csv").read_text().splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == ["100", "200", "300"]
     assert summary["saved_model_path"] == str(tmp_path / "exports" / "pendulum_v1" / "1")
+    # Both paths absolute, whichever way --run_dir and --export_dir were given.
+    assert summary["checkpoint"] == str(tmp_path / "run" / "checkpoints" / "ckpt-300")
 
     # The export answers through saved_model_cli (TF Serving's C++ loader), within bounds.
     out = tmp_path / "cli_out"

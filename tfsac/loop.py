@@ -442,13 +442,15 @@ class Trainer:
             if part is not None:
                 part.close()
         final = self.loop.evaluations[-1]
+        latest = self.checkpointer.latest
         summary = run_summary(
             self.config,
             self.loop,
             wall_time,
             self.learning_clock.seconds(),
             resumed_from=self.resumed_from,
-            checkpoint=self.checkpointer.latest,
+            # Absolute, as saved_model_path: usable from any directory.
+            checkpoint=latest and os.path.abspath(latest),
             saved_model_path=self._export(final) if self.export else None,
         )
         write_json(self.files.file(SUMMARY_FILE), summary)

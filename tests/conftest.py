@@ -61,6 +61,28 @@ class CounterEnv(gym.Env):
         return self._obs(), 1.0, terminated, False, {}
 
 
+class SpaceEnv(gym.Env):
+    """Random observations from a given space; episodes of 10 steps; 2-D actions."""
+
+    action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+    def __init__(self, observation_space, action_space=None):
+        self.observation_space = observation_space
+        if action_space is not None:
+            self.action_space = action_space
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        self.t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.observation_space.sample(), float(np.sum(action)), False, self.t >= 10, {}
+
+
 def tiny_config(tmp_path, env_id, name="run", **overrides):
     """A SACConfig for runs of a few dozen steps with tiny networks, outputs in tmp_path."""
     from tfsac import SACConfig

@@ -5,7 +5,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import tiny_config
+from conftest import SpaceEnv, tiny_config
 
 from tfsac import Policy, TfsacError, train
 from tfsac.export import load_policy
@@ -14,29 +14,14 @@ DICT_SPACE = gym.spaces.Dict(
     {"pos": gym.spaces.Box(-1, 1, (2,), np.float32), "mode": gym.spaces.Discrete(3)}
 )
 BOX2D_SPACE = gym.spaces.Box(-1, 1, (2, 3), np.float32)
-
-
-class _SpaceEnv(gym.Env):
-    action_space = gym.spaces.Box(-2, 2, (2,), np.float32)
-
-    def __init__(self, observation_space):
-        self.observation_space = observation_space
-        self.t = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.observation_space.seed(seed)
-        self.t = 0
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        self.t += 1
-        return self.observation_space.sample(), float(np.sum(action)), False, self.t >= 10, {}
+ACTION_SPACE = gym.spaces.Box(-2, 2, (2,), np.float32)
 
 
 for _name, _space in (("dict", DICT_SPACE), ("box2d", BOX2D_SPACE)):
     gym.register(
-        f"tfsac-test/Policy-{_name}-v0", entry_point=_SpaceEnv, kwargs={"observation_space": _space}
+        f"tfsac-test/Policy-{_name}-v0",
+        entry_point=SpaceEnv,
+        kwargs={"observation_space": _space, "action_space": ACTION_SPACE},
     )
 
 

@@ -5,6 +5,7 @@ import glob
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,33 +15,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import REPO_ROOT, tiny_config
+from conftest import REPO_ROOT, SpaceEnv, tiny_config
 
 from tfsac import TfsacError, train
 from tfsac import plotting as plot_module
 from tfsac.plotting import plot_runs
 
 _config = tiny_config
-
-
-class _SpaceEnv(gym.Env):
-    """Random observations from a given space; episodes of 10 steps."""
-
-    action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
-
-    def __init__(self, observation_space):
-        self.observation_space = observation_space
-        self.t = 0
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.observation_space.seed(seed)
-        self.t = 0
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        self.t += 1
-        return self.observation_space.sample(), float(np.sum(action)), False, self.t >= 10, {}
 
 
 SPACES = {
@@ -53,7 +34,7 @@ SPACES = {
 }
 for _name, _space in SPACES.items():
     gym.register(
-        f"tfsac-test/Space-{_name}-v0", entry_point=_SpaceEnv, kwargs={"observation_space": _space}
+        f"tfsac-test/Space-{_name}-v0", entry_point=SpaceEnv, kwargs={"observation_space": _space}
     )
 
 
@@ -134,11 +115,13 @@ def test_tensorboard_and_progress_csv(tmp_path):
 
 
 def test_progress_bar_on_request(tmp_path, capsys):
+    # tqdm's bar: '100%|██████████| 40/40 [00:02<00:00, 19.1step/s]'
+    bar = re.compile(r"\| 40/40 \[[^\]]*step/s")
     train(_config(tmp_path, "Pendulum-v1", progress_bar=True), export=False)
+    assert bar.search(capsys.readouterr().err)
+    train(_config(tmp_path, "Pendulum-v1", name="off", progress_bar=False), export=False)
     err = capsys.readouterr().err
-    assert "40/40" in err and "step" in err
-    train(_config(tmp_path, "Pendulum-v1", name="quiet", progress_bar=False), export=False)
-    assert "40/40" not in capsys.readouterr().err
+    assert " step 40/40 | " in err and not bar.search(err), err  # the lines, not the bar
 
 
 def test_video_of_a_mujoco_evaluation(tmp_path):
@@ -184,6 +167,20 @@ def test_video_progress_and_log_lines(tmp_path, capfd, caplog, monkeypatch):
     assert any(m.startswith("wrote ") and ": 13 frames in " in m for m in logged), logged
 
 
+def _plot_cli(run_dirs, out):
+    return subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO_ROOT, "scripts", "plot.py"),
+            f"--run_dirs={','.join(run_dirs)}",
+            f"--out={out}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_plot_from_several_seeds(tmp_path):
     runs = []
     for seed in (0, 1):
@@ -203,17 +200,7 @@ def test_plot_from_several_seeds(tmp_path):
     assert os.path.getsize(out) > 20_000
     assert plot_module.legend_label("Pendulum-v1", 1) == "Pendulum-v1 (1 seed)"
     assert plot_module.legend_label("Pendulum-v1", 2) == "Pendulum-v1 (2 seeds)"
-    cli = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO_ROOT, "scripts", "plot.py"),
-            f"--run_dirs={','.join(runs)}",
-            f"--out={tmp_path / 'cli.png'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    cli = _plot_cli(runs, tmp_path / "cli.png")
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert os.path.getsize(tmp_path / "cli.png") > 20_000
     assert not cli.stderr.strip(), cli.stderr  # the seeds cover the same steps: no warning
@@ -234,17 +221,7 @@ def test_plot_from_several_seeds(tmp_path):
     plot_runs([runs[0], short], str(tmp_path / "mixed.png"), notes=notes)
     assert len(notes) == 1 and notes[0].startswith("Pendulum-v1: the runs cover different")
     assert "ending at 200, 400" in notes[0] and "evaluation return" in notes[0], notes
-    cli = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO_ROOT, "scripts", "plot.py"),
-            f"--run_dirs={runs[0]},{short}",
-            f"--out={tmp_path / 'mixed_cli.png'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    cli = _plot_cli([runs[0], short], tmp_path / "mixed_cli.png")
     assert cli.returncode == 0 and cli.stderr.strip() == f"warning: {notes[0]}", cli.stderr
     with pytest.raises(TfsacError, match="not a tfsac run directory"):
         plot_runs([str(tmp_path)], str(tmp_path / "x.png"))

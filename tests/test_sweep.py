@@ -314,7 +314,8 @@ def test_optuna_search_with_two_samples(search_sweep):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-3000:]
     lines = [line for line in out.splitlines() if line.strip()]
-    assert len(lines) == 4 and all(QUIET_LINE.fullmatch(line) for line in lines), out
+    # Per trial: started, its evaluation at 200, finished; then the two results files.
+    assert len(lines) == 8 and all(QUIET_LINE.fullmatch(line) for line in lines), out
     assert not err.strip(), err
     trials = _json(os.path.join(sweep_dir, "trials.json"))
     assert sorted(e["spec"]["sample"] for e in trials.values()) == [0, 1]

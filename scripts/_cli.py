@@ -83,8 +83,9 @@ class IntegralParser(flags.IntegerParser):
 def hide_from_help(names, helps: Optional[Dict[str, str]] = None) -> None:
     """Leaves `names` out of the script's --help and rewrites the help of `helps` (for a
     script that sets some training flags itself, as sweep.py does)."""
+    hidden = set(names)
     for group in _HELP_GROUPS.values():
-        group[:] = [n for n in group if n not in set(names)]
+        group[:] = [n for n in group if n not in hidden]
     for name, text in (helps or {}).items():
         flags.FLAGS[name].help = text
 

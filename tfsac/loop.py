@@ -135,7 +135,7 @@ class Trainer:
             for change in config.resume_changes(saved):
                 logging.info("resume with %s", change)
         self.config = config
-        self.export, self.on_evaluation = config.export, on_evaluation
+        self.on_evaluation = on_evaluation
         self.model_name = config.model_name or default_model_name(config.env_id)
         if config.export:
             check_writable(os.path.join(config.export_dir, self.model_name))
@@ -451,7 +451,7 @@ class Trainer:
             resumed_from=self.resumed_from,
             # Absolute, as saved_model_path: usable from any directory.
             checkpoint=latest and os.path.abspath(latest),
-            saved_model_path=self._export(final) if self.export else None,
+            saved_model_path=self._export(final) if self.config.export else None,
         )
         write_json(self.files.file(SUMMARY_FILE), summary)
         logging.info(

@@ -126,11 +126,11 @@ def test_a_sweep_says_each_trial_event_as_it_happens(grid_sweep):
     log = open(os.path.join(_trial(grid_sweep["dir"], FIRST), "train.log")).read()
     assert "step 400/400 |" in log and "Sharding callback" not in log  # tfsac's lines only
     lines = grid_sweep["out"].splitlines()
+    # Only the first trial surely says its step-200 evaluation: the second may die after that
+    # step's checkpoint but before the report reaches the driver, and its retry resumes past it.
+    assert any(re.fullmatch(rf"{FIRST}: eval return -?\d+\.\d at 200 env steps", x) for x in lines)
     for name in (FIRST, SECOND):
         assert f"{name}: started" in lines
-        assert any(
-            re.fullmatch(rf"{name}: eval return -?\d+\.\d at 200 env steps", x) for x in lines
-        )
         assert any(
             re.fullmatch(rf"\[\d/2\] {name}: return .* at 400 env steps, .*", x) for x in lines
         )

@@ -149,7 +149,7 @@ def breakdown(learner, buffer, config):
 def measure_tfsac(tfsac, config):
     env_fn = None
     if FLAGS.env_delay_ms:
-        from tfsac.envs import delayed_env_factory
+        from tfsac.data.envs import delayed_env_factory
 
         env = tfsac.env_factory(config.env_id, config.env_kwargs)
         env_fn = delayed_env_factory(env, FLAGS.env_delay_ms / 1e3)

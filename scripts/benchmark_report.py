@@ -29,7 +29,7 @@ FLAGS = flags.FLAGS
 def tfsac_runs(pattern):
     """(env, run) pairs of the finished runs that `pattern` matches; run = {seed, steps,
     returns, final, steps_per_s}."""
-    from tfsac.plotting import read_run
+    from tfsac.run.plotting import read_run
 
     found = []
     for run_dir in sorted(glob.glob(pattern)):
@@ -84,7 +84,7 @@ def write_report(groups, out_dir):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from tfsac.plotting import mean_std
+    from tfsac.run.plotting import mean_std
 
     os.makedirs(out_dir, exist_ok=True)
     lines = [

@@ -41,7 +41,7 @@ def main(argv):
     if FLAGS.video_dir and os.path.exists(FLAGS.video_dir) and not os.path.isdir(FLAGS.video_dir):
         fail(f"--video_dir {FLAGS.video_dir!r} is a file, not a folder")
     tfsac = import_tfsac()
-    from tfsac import evaluation
+    from tfsac.run import evaluation
 
     try:
         if FLAGS.saved_model:

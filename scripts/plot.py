@@ -23,7 +23,7 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     # Plotting reads CSV and JSON: no TensorFlow to load.
     from tfsac.errors import TfsacError
-    from tfsac.plotting import plot_runs
+    from tfsac.run.plotting import plot_runs
 
     notes = []  # what the figure cannot compare, said on stderr
     try:

@@ -81,8 +81,8 @@ def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     import tfsac
-    from tfsac import ray_cluster, sweep
     from tfsac.errors import TfsacError
+    from tfsac.scale import ray_cluster, sweep
 
     try:
         for name in ("run_dir", "export_dir"):

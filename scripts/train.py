@@ -18,7 +18,7 @@ from _cli import (  # noqa: E402
 )
 from absl import app, flags  # noqa: E402
 
-from tfsac.envs import check_env_id  # noqa: E402 - TF-free
+from tfsac.data.envs import check_env_id  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
 
 define_training_flags()

@@ -14,8 +14,8 @@ import tensorflow as tf
 from conftest import REPO_ROOT
 
 from tfsac import SACConfig, TfsacError, Trainer
-from tfsac.evaluation import checkpoint_policy
-from tfsac.loop import NonFiniteError
+from tfsac.run.evaluation import checkpoint_policy
+from tfsac.run.trainer import NonFiniteError
 
 METRICS = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
 

@@ -1,4 +1,4 @@
-"""Env runners on Ray (tfsac.distributed): sync runs repeat bit for bit, async runs finish,
+"""Env runners on Ray (tfsac.scale.runners): sync runs repeat bit for bit, async runs finish,
 the update ratio holds for any number of runners, a killed runner is restarted without
 lost or doubled steps, a distributed run resumes, and runner failures are one line."""
 
@@ -93,7 +93,7 @@ def test_update_ratio_holds_for_any_number_of_runners(tmp_path, num_actors, mode
 
 
 def test_a_killed_runner_is_restarted_and_no_step_is_lost_or_doubled(tmp_path):
-    from tfsac.loop import Trainer
+    from tfsac.run.trainer import Trainer
 
     config = _config(tmp_path, total_steps=640, runner_mode="async", log_every=128)
     killed = []
@@ -256,7 +256,7 @@ def test_without_ray_runners_say_which_extra_to_install(tmp_path):
 
 _OUTSIDER = """
 import os, subprocess, sys
-from tfsac.ray_cluster import require_ray, start_ray
+from tfsac.scale.ray_cluster import require_ray, start_ray
 require_ray("a test")
 start_ray(None, num_cpus=1)
 import ray

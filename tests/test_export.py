@@ -10,9 +10,9 @@ import pytest
 import tensorflow as tf
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
-from tfsac import export as export_module
-from tfsac.distributions import unit_to_bounds
-from tfsac.export import check_writable
+from tfsac.algorithm.distributions import unit_to_bounds
+from tfsac.deploy import export as export_module
+from tfsac.deploy.export import check_writable
 
 SPEC = EnvSpec(
     "Test-v0",

@@ -7,7 +7,7 @@ import tensorflow as tf
 from conftest import tiny_config
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, Trainer, export_policy, load_policy
-from tfsac.distributions import unit_to_bounds
+from tfsac.algorithm.distributions import unit_to_bounds
 
 
 def _learner(num_envs=1, **kw):
@@ -137,7 +137,7 @@ def test_loop_resamples_at_each_phase_and_every_sde_sample_freq(tmp_path, at_war
 
 
 def test_gsde_needs_the_built_in_actor():
-    from tfsac.networks import Actor
+    from tfsac.algorithm.networks import Actor
 
     with pytest.raises(TfsacError, match="use_sde"):
         SACLearner(3, 2, SACConfig(use_sde=True), actor_fn=lambda o, a: Actor(a, (8,)))

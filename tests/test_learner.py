@@ -6,7 +6,7 @@ import tensorflow as tf
 from conftest import random_batch
 
 from tfsac import ReplayBuffer, SACConfig, SACLearner, polyak_update
-from tfsac.replay import pack_batch
+from tfsac.data.replay import pack_batch
 
 
 def _random_batch(num_batches, batch_size, obs_dim=3, action_dim=2, seed=0):

@@ -60,7 +60,7 @@ OPTIONS = {
     ),
     "lr_schedule=piecewise": dict(learning_rate=1e-3, lr_schedule="piecewise:10000:0.3"),
     "update_every=50 (train_freq=gradient_steps=50)": dict(train_freq=50, gradient_steps=50),
-    # Env runners on a local Ray (tfsac.distributed), both modes.
+    # Env runners on a local Ray (tfsac.scale.runners), both modes.
     "num_actors=2,runner_mode=sync": dict(num_actors=2, runner_mode="sync"),
     "num_actors=2,runner_mode=async": dict(num_actors=2, runner_mode="async"),
 }

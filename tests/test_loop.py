@@ -164,8 +164,8 @@ def test_readme_env_factory_example_runs(tmp_path, monkeypatch):
 
 
 def test_a_snapshot_continues_the_episodes_where_the_envs_pickle_with_their_state():
-    from tfsac.collector import Collector
-    from tfsac.envs import env_factory, env_spec, make_env
+    from tfsac.data.collector import Collector
+    from tfsac.data.envs import env_factory, env_spec, make_env
 
     def collector(env_id):
         spec = env_spec(env_id, make_env(env_id))

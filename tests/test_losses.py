@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfsac import SACConfig, SACLearner, losses
+from tfsac import SACConfig, SACLearner
+from tfsac.algorithm import losses
 
 
 def test_soft_td_target_masks_termination_only():

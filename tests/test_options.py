@@ -150,7 +150,7 @@ def test_droq_critics_layer_norm_and_dropout():
 
 
 def test_schedules_parse_and_shape_the_rate():
-    from tfsac.schedules import parse_schedule
+    from tfsac.algorithm.schedules import parse_schedule
 
     linear = parse_schedule("linear")
     assert [linear(s, 100) for s in (0, 25, 100)] == [1.0, 0.75, 0.0]
@@ -188,7 +188,7 @@ def test_linear_schedule_decays_rates_during_training(tmp_path):
 
 
 def test_alpha_optimised_directly():
-    from tfsac import losses
+    from tfsac.algorithm import losses
 
     alpha = tf.Variable(0.5)
     log_prob = tf.constant([-1.0, -3.0])

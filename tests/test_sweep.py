@@ -139,8 +139,8 @@ def test_a_sweep_says_each_trial_event_as_it_happens(grid_sweep):
 def test_the_summary_line_counts_trials_and_names_the_best(tmp_path, monkeypatch, capsys):
     from types import SimpleNamespace
 
-    from tfsac import sweep
-    from tfsac.run_dir import StopSignals
+    from tfsac.run.run_dir import StopSignals
+    from tfsac.scale import sweep
 
     Progress, _, _ = sweep._tune_classes()
     progress = Progress(sweep.SweepState(str(tmp_path)), total=4, stop=StopSignals())
@@ -408,7 +408,7 @@ def test_a_sweep_of_an_earlier_tfsac_resumes_with_the_fields_added_since(tmp_pat
     defaults) is the same sweep; a lacking field set to another value is not."""
     from tfsac.config import SACConfig
     from tfsac.errors import TfsacError
-    from tfsac.sweep import SWEEP_FILE, Plan, _check_definition
+    from tfsac.scale.sweep import SWEEP_FILE, Plan, _check_definition
 
     base = json.loads(json.dumps(SACConfig(total_steps=400).to_dict()))
     for reserved in ("seed", "run_dir", "export_dir"):  # not in a sweep's base config
@@ -427,7 +427,7 @@ def test_results_of_a_half_done_sweep_count_only_done_trials(tmp_path):
     """A config whose seeds are finished, stopped early, under way and not started: the
     return's mean +- std is over the first two; the others show their progress as status
     (the newest checkpoint's env steps, where a --resume continues them)."""
-    from tfsac.sweep import summarize, write_results
+    from tfsac.scale.sweep import summarize, write_results
 
     def evaluations(*pairs):
         return [{"step": s, "return_mean": r} for s, r in pairs]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tfsac import Collector, UpdateSchedule
-from tfsac.envs import env_factory, env_spec, make_env
-from tfsac.run_dir import LoopState, Stopwatch
+from tfsac.data.envs import env_factory, env_spec, make_env
+from tfsac.run.run_dir import LoopState, Stopwatch
 
 
 def _due_steps(schedule, total, num_envs=1, episode_ends=()):

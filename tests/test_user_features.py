@@ -18,8 +18,8 @@ import tensorflow as tf
 from conftest import REPO_ROOT, SpaceEnv, tiny_config
 
 from tfsac import TfsacError, train
-from tfsac import plotting as plot_module
-from tfsac.plotting import plot_runs
+from tfsac.run import plotting as plot_module
+from tfsac.run.plotting import plot_runs
 
 _config = tiny_config
 
@@ -141,7 +141,7 @@ def _without_display():
 
 
 def test_video_progress_and_log_lines(tmp_path, capfd, caplog, monkeypatch):
-    from tfsac.evaluation import record_video
+    from tfsac.run.evaluation import record_video
 
     for name in DISPLAY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -325,7 +325,7 @@ def test_evaluate_script_saved_model_checkpoint_and_video(tmp_path):
 
 
 def test_evaluation_checks_the_env_against_the_policy():
-    from tfsac.evaluation import check_env_fits
+    from tfsac.run.evaluation import check_env_fits
 
     pendulum = {"observation_dim": 3, "action_low": [-2.0], "action_high": [2.0]}
     check_env_fits("Pendulum-v1", None, pendulum)
@@ -337,7 +337,7 @@ def test_evaluation_checks_the_env_against_the_policy():
 
 
 def test_an_env_fn_env_says_how_to_evaluate_it():
-    from tfsac.envs import make_env
+    from tfsac.data.envs import make_env
 
     with pytest.raises(TfsacError) as error:
         make_env("custom:GoToTarget")

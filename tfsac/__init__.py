@@ -1,5 +1,8 @@
 """tfsac: Soft Actor-Critic for TensorFlow 2 / Keras 3.
 
+The package is split by layer: `algorithm` (the update, losses, networks), `data` (envs,
+collection, replay), `run` (the trainer, checkpoints, evaluation, logs), `scale` (Ray env
+runners, sweeps) and `deploy` (exports, the policy object); docs/architecture.md draws it.
 The names below load their module (and TensorFlow) on first use, so that tools which need
 no TensorFlow (the render worker, plotting) start fast and stay out of TF's process.
 """
@@ -9,38 +12,38 @@ import importlib
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Actor": "networks",
-    "Checkpointer": "checkpointing",
-    "Collector": "collector",
-    "Critic": "networks",
-    "EnsembleDense": "networks",
-    "EnvRunner": "distributed",
-    "EnvSpec": "envs",
-    "GSDEActor": "networks",
-    "Interrupted": "loop",
-    "NonFiniteError": "loop",
-    "Policy": "policy",
-    "ReplayBuffer": "replay",
-    "RunnerPool": "distributed",
-    "SAC": "sac",
+    "Actor": "algorithm.networks",
+    "Checkpointer": "run.checkpointing",
+    "Collector": "data.collector",
+    "Critic": "algorithm.networks",
+    "EnsembleDense": "algorithm.networks",
+    "EnvRunner": "scale.runners",
+    "EnvSpec": "data.envs",
+    "GSDEActor": "algorithm.networks",
+    "Interrupted": "run.trainer",
+    "NonFiniteError": "run.trainer",
+    "Policy": "deploy.policy",
+    "ReplayBuffer": "data.replay",
+    "RunnerPool": "scale.runners",
+    "SAC": "algorithm.sac",
     "SACConfig": "config",
-    "SACLearner": "learner",
+    "SACLearner": "algorithm.learner",
     "TfsacError": "errors",
-    "Trainer": "loop",
-    "TrainResult": "loop",
-    "UpdateSchedule": "update_schedule",
-    "ValueNetwork": "networks",
-    "build_networks": "networks",
-    "deterministic_action": "distributions",
-    "env_factory": "envs",
-    "env_spec": "envs",
-    "export_policy": "export",
-    "load_policy": "export",
-    "make_env": "envs",
-    "polyak_update": "sac",
-    "squash_bijector": "distributions",
-    "tanh_normal": "distributions",
-    "train": "loop",
+    "Trainer": "run.trainer",
+    "TrainResult": "run.trainer",
+    "UpdateSchedule": "data.update_schedule",
+    "ValueNetwork": "algorithm.networks",
+    "build_networks": "algorithm.networks",
+    "deterministic_action": "algorithm.distributions",
+    "env_factory": "data.envs",
+    "env_spec": "data.envs",
+    "export_policy": "deploy.export",
+    "load_policy": "deploy.export",
+    "make_env": "data.envs",
+    "polyak_update": "algorithm.sac",
+    "squash_bijector": "algorithm.distributions",
+    "tanh_normal": "algorithm.distributions",
+    "train": "run.trainer",
 }
 __all__ = sorted(_EXPORTS)
 

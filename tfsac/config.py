@@ -12,8 +12,8 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from tfsac.algorithm.schedules import parse_schedule
 from tfsac.errors import TfsacError
-from tfsac.schedules import parse_schedule
 
 # Help groups, in the order `--help` lists them.
 ENV = "Environment"
@@ -137,7 +137,7 @@ class SACConfig:
     max_grad_norm: Optional[float] = option(
         None, "clip actor, critic and V gradients to this global norm (default off)", OPTIM
     )
-    # A factor on every learning rate over env steps (tfsac/schedules.py).
+    # A factor on every learning rate over env steps (tfsac/algorithm/schedules.py).
     lr_schedule: str = option(
         "constant", "constant | linear (to 0 at total_steps) | piecewise:<step>:<factor>,...", OPTIM
     )
@@ -230,7 +230,7 @@ class SACConfig:
     checkpoint_every: int = option(5_000, "env steps between checkpoints (0: end only)", OUTPUT)
     keep_checkpoints: int = option(3, "how many recent checkpoints to keep", OUTPUT)
 
-    # Distributed collection (tfsac/distributed.py): `num_actors` env runners on Ray step
+    # Distributed collection (tfsac/scale/runners.py): `num_actors` env runners on Ray step
     # their envs with a CPU copy of the actor and send chunks of transitions to this
     # process, which keeps the replay buffer and the update. The updates per env step
     # (train_freq, gradient_steps) hold for any number of runners.

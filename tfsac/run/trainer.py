@@ -16,19 +16,19 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from tfsac.checkpointing import Checkpointer, check_compatible
-from tfsac.collector import Collector
+from tfsac.algorithm.learner import SACLearner
+from tfsac.algorithm.schedules import parse_schedule
 from tfsac.config import SACConfig
-from tfsac.distributed import RunnerPool
-from tfsac.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
+from tfsac.data.collector import Collector
+from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
+from tfsac.data.replay import ReplayBuffer
+from tfsac.data.update_schedule import UpdateSchedule, crossed
+from tfsac.deploy.export import default_model_name, export_policy, policy_metadata
 from tfsac.errors import TfsacError
-from tfsac.evaluation import Evaluator
-from tfsac.export import default_model_name, export_policy, policy_metadata
-from tfsac.learner import SACLearner
-from tfsac.logs import lines_above, progress_bar, progress_lines
-from tfsac.ray_cluster import check_address, require_ray, start_ray
-from tfsac.replay import ReplayBuffer
-from tfsac.run_dir import (
+from tfsac.run.checkpointing import Checkpointer, check_compatible
+from tfsac.run.evaluation import Evaluator
+from tfsac.run.logs import lines_above, progress_bar, progress_lines
+from tfsac.run.run_dir import (
     CHECKPOINTS_DIR,
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -42,8 +42,8 @@ from tfsac.run_dir import (
     run_summary,
     write_json,
 )
-from tfsac.schedules import parse_schedule
-from tfsac.update_schedule import UpdateSchedule, crossed
+from tfsac.scale.ray_cluster import check_address, require_ray, start_ray
+from tfsac.scale.runners import RunnerPool
 
 ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
 
@@ -303,7 +303,7 @@ class Trainer:
             self._after_step(step_before, stop.received, bar)
 
     def _run_with_runners(self, stop: StopSignals, bar) -> None:
-        """Chunks of env steps from the runners (tfsac.distributed), each followed by the
+        """Chunks of env steps from the runners (tfsac.scale.runners), each followed by the
         updates it owes, run in calls of one fixed number of updates (another number
         would be another XLA compilation); weights go out every weight_sync_every updates."""
         cfg, loop, pool = self.config, self.loop, self.runners

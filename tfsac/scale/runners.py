@@ -32,9 +32,9 @@ from typing import Callable, Dict, Iterator, List, Optional
 import numpy as np
 from absl import logging
 
-from tfsac.collector import Collector, Transitions
 from tfsac.config import SACConfig
-from tfsac.envs import EnvFn, EnvSpec
+from tfsac.data.collector import Collector, Transitions
+from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.errors import TfsacError, first_line
 
 # Restarts of one runner's process before the run gives up on it.
@@ -80,8 +80,8 @@ class EnvRunner:
     ):
         import tensorflow as tf
 
-        from tfsac.learner import GaussianExploration
-        from tfsac.networks import build_actor
+        from tfsac.algorithm.learner import GaussianExploration
+        from tfsac.algorithm.networks import build_actor
 
         try:  # batch-1 acting: more threads only contend with the other runners
             tf.config.threading.set_intra_op_parallelism_threads(1)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Optional
 import gymnasium as gym
 import numpy as np
 
-from tfsac.envs import space_from_json
+from tfsac.data.envs import space_from_json
 from tfsac.errors import TfsacError
 
 # (flat float32 observations [N, obs_dim], deterministic) -> actions [N, action_dim]
@@ -48,7 +48,7 @@ class Policy:
     def _from_saved_model(cls, path: str) -> Policy:
         import tensorflow as tf
 
-        from tfsac.export import METADATA_FILE, load_policy
+        from tfsac.deploy.export import METADATA_FILE, load_policy
 
         model = load_policy(path)
         signatures = {True: model.signatures["serving_default"], False: None}
@@ -71,8 +71,8 @@ class Policy:
 
     @classmethod
     def _from_run_dir(cls, run_dir: str) -> Policy:
-        from tfsac.distributions import unit_to_bounds
-        from tfsac.evaluation import checkpoint_learner
+        from tfsac.algorithm.distributions import unit_to_bounds
+        from tfsac.run.evaluation import checkpoint_learner
 
         learner, spec, info = checkpoint_learner(run_dir)
 

@@ -13,8 +13,8 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.errors import TfsacError
-from tfsac.logs import progress_bar
-from tfsac.rendering import RenderedEnv
+from tfsac.run.logs import progress_bar
+from tfsac.run.rendering import RenderedEnv
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -53,7 +53,7 @@ def record_video(
     progress: Optional[bool] = None,
 ) -> List[float]:
     """Runs `episodes` episodes of `env_id` rendered in a worker process
-    (tfsac.rendering) and writes `<folder>/<name_prefix>-episode-<i>.mp4`; returns the
+    (tfsac.run.rendering) and writes `<folder>/<name_prefix>-episode-<i>.mp4`; returns the
     returns. The policy runs here, the env, its renderer and the encoder there.
 
     `progress`: a bar of frames on stderr (default: when stderr is a terminal). Each video
@@ -97,7 +97,7 @@ def record_video(
 def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
     """A policy from an exported SavedModel (its `serving_default` or `sample` signature)
     and the metadata exported with it."""
-    from tfsac.export import METADATA_FILE, load_policy
+    from tfsac.deploy.export import METADATA_FILE, load_policy
 
     model = load_policy(path)
     fn = model.signatures["sample" if stochastic else "serving_default"]
@@ -117,10 +117,10 @@ def checkpoint_learner(run_dir: str):
     """(learner, env spec, info) from a run directory's newest checkpoint that restores;
     info: the run's config (a dict), the checkpoint and its step, the final evaluation's
     seed and return."""
-    from tfsac.checkpointing import Checkpointer
+    from tfsac.algorithm.learner import SACLearner
     from tfsac.config import SACConfig
-    from tfsac.envs import env_spec, make_env
-    from tfsac.learner import SACLearner
+    from tfsac.data.envs import env_spec, make_env
+    from tfsac.run.checkpointing import Checkpointer
 
     try:
         with open(os.path.join(run_dir, "config.json")) as f:
@@ -157,7 +157,7 @@ def checkpoint_learner(run_dir: str):
 def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
     """A policy from a run directory's newest checkpoint that restores, and the run's
     config (a dict, with what checkpoint_learner adds)."""
-    from tfsac.distributions import unit_to_bounds
+    from tfsac.algorithm.distributions import unit_to_bounds
 
     learner, spec, info = checkpoint_learner(run_dir)
 
@@ -177,7 +177,7 @@ def final_eval_seed(seed: int, evaluations: List[Dict]) -> int:
 def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
     """Raises TfsacError when `env_id`'s observations or action bounds are not those of the
     policy that `info` (a policy's metadata) describes."""
-    from tfsac.envs import env_spec, make_env
+    from tfsac.data.envs import env_spec, make_env
 
     if "observation_dim" not in info:  # nothing to compare with
         return
@@ -210,7 +210,7 @@ class Evaluator:
         self.env, self.learner, self.spec, self.config = env, learner, spec, config
 
     def policy(self, obs: np.ndarray) -> np.ndarray:
-        from tfsac.distributions import unit_to_bounds
+        from tfsac.algorithm.distributions import unit_to_bounds
 
         unit = self.learner.act(obs, deterministic=True)
         return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)

@@ -27,10 +27,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from tfsac.distributions import policy_params, squash_bijector
-from tfsac.envs import EnvSpec
+from tfsac.algorithm.distributions import policy_params, squash_bijector
+from tfsac.data.envs import EnvSpec
 from tfsac.errors import TfsacError, first_line
-from tfsac.run_dir import check_writable  # noqa: F401 - a public name here too
+from tfsac.run.run_dir import check_writable  # noqa: F401 - a public name here too
 
 METADATA_FILE = "tfsac_metadata.json"
 

@@ -32,9 +32,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from tfsac.algorithm.learner import SACLearner
+from tfsac.data.replay import FIELDS, ReplayBuffer
 from tfsac.errors import TfsacError, first_line
-from tfsac.learner import SACLearner
-from tfsac.replay import FIELDS, ReplayBuffer
 
 REPLAY_FIELDS = FIELDS
 STATE_FILE = "state.json"

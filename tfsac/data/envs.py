@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac.errors import TfsacError
-from tfsac.rendering import needs_flattening
+from tfsac.run.rendering import needs_flattening
 
 # MuJoCo picks its GL backend when first imported; without a display, GLFW cannot open a
 # context, so headless machines render through EGL unless the user chose otherwise.
@@ -127,7 +127,7 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
             f"the policy was trained on an env made by an env_fn ({name}), which has no "
             f"gymnasium id to make it by: pass --env=<module>:<id> of an env registered as "
             f"gymnasium.register(<id>, entry_point={name}), or evaluate from Python with "
-            "tfsac.evaluation.run_episodes(env_fn(), policy, episodes) (README: Library)"
+            "tfsac.run.evaluation.run_episodes(env_fn(), policy, episodes) (README: Library)"
         )
     kwargs = dict(env_kwargs or {})
     if render_mode is not None:

@@ -27,9 +27,9 @@ from absl import flags
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
-from tfsac.logs import OwnInfoOnly
-from tfsac.ray_cluster import start_ray
-from tfsac.run_dir import StopSignals, check_writable
+from tfsac.run.logs import OwnInfoOnly
+from tfsac.run.run_dir import StopSignals, check_writable
+from tfsac.scale.ray_cluster import start_ray
 
 SEARCH_METHODS = ("optuna",)
 OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}
@@ -338,7 +338,7 @@ def _check_runs(plan: Plan, base: Dict) -> None:
             "env runners (--num_actors) do not run inside sweep trials: a trial is one "
             "process with --cpus_per_trial CPUs; sweep without --num_actors"
         )
-    from tfsac.envs import checked_env, env_factory
+    from tfsac.data.envs import checked_env, env_factory
 
     envs = {json.dumps([c["env_id"], c["env_kwargs"]], sort_keys=True) for c in configs}
     for env_id, env_kwargs in (json.loads(e) for e in sorted(envs)):
@@ -492,7 +492,7 @@ def run_trial(tune_config: Dict) -> None:
     from absl import logging as absl_logging
     from ray import tune
 
-    from tfsac.loop import train
+    from tfsac.run.trainer import train
 
     config = SACConfig.from_dict(spec["config"])
     run_dir = config.run_dir
@@ -947,7 +947,7 @@ def _std(values: List[float]) -> float:
 
 def write_results(sweep_dir: str, trials: Dict[str, Dict], sort: bool = False) -> List[str]:
     """results.csv, results.md and a learning-curve PNG per config; each written atomically."""
-    from tfsac.plotting import plot_runs
+    from tfsac.run.plotting import plot_runs
 
     rows = summarize(trials)
     if sort:

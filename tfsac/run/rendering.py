@@ -2,7 +2,7 @@
 
 Mesa's software OpenGL (llvmpipe, which MuJoCo's EGL backend uses on machines without a
 GPU) and TensorFlow each carry their own LLVM; loaded into one process they crash on the
-first frame. So videos come from `python -m tfsac.rendering`, a worker that holds the env,
+first frame. So videos come from `python -m tfsac.run.rendering`, a worker that holds the env,
 answers reset/step requests over its stdin/stdout with pickled messages, and streams each
 frame to an ffmpeg process that encodes the MP4. Frames never cross the pipe: the parent
 sends actions and gets observations back.
@@ -58,7 +58,7 @@ class RenderedEnv:
 
     def __init__(self, env_id: str, env_kwargs: Optional[dict] = None):
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tfsac.rendering"],
+            [sys.executable, "-m", "tfsac.run.rendering"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=worker_environment(),
@@ -275,8 +275,8 @@ if __name__ == "__main__":
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     # MuJoCo's notices about deprecated attributes of the envs' own model files, as in the
-    # training process (tfsac.logs).
-    from tfsac.logs import quiet_library_logs
+    # training process (tfsac.run.logs).
+    from tfsac.run.logs import quiet_library_logs
 
     quiet_library_logs()
     _serve(sys.stdin.buffer, replies)

@@ -1,6 +1,6 @@
 """The compiled learner: `SAC`'s gradient step in XLA, several per call, plus acting.
 
-What this adds around the algorithm (tfsac.sac): batches arrive packed as one tensor per
+What this adds around the algorithm (tfsac.algorithm.sac): batches arrive packed as one tensor per
 call (`replay.transition_layout`); one call runs K gradient steps; a finite flag over every
 loss and parameter comes back with the metrics; `update_and_act` also picks the next env
 step's actions with the updated policy, so a training step costs one dispatch; acting draws
@@ -16,10 +16,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfsac.algorithm.distributions import deterministic_action, policy_params, tanh_normal
+from tfsac.algorithm.sac import SAC
 from tfsac.config import SACConfig
-from tfsac.distributions import deterministic_action, policy_params, tanh_normal
-from tfsac.replay import SCALAR_FIELDS, pack_batch, transition_layout
-from tfsac.sac import SAC
+from tfsac.data.replay import SCALAR_FIELDS, pack_batch, transition_layout
 
 
 class GaussianExploration:

@@ -9,7 +9,7 @@ step (every `target_update_interval`). The variants are objects chosen once, her
 - the critic target: soft clipped double-Q from target critics (v2, the default) or the
   target V network of the original SAC (v1, arXiv:1801.01290), which also trains V.
 
-Compilation (XLA, packed batches, several steps per call) is tfsac.learner's business.
+Compilation (XLA, packed batches, several steps per call) is tfsac.algorithm.learner's business.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Callable, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from tfsac import losses
+from tfsac.algorithm import losses
+from tfsac.algorithm.distributions import policy_params, tanh_normal
+from tfsac.algorithm.networks import build_networks, build_value_networks
 from tfsac.config import SACConfig
-from tfsac.distributions import policy_params, tanh_normal
-from tfsac.networks import build_networks, build_value_networks
 
 Batch = Dict[str, tf.Tensor]  # observation, action, reward, next_observation, terminated
 

@@ -1,0 +1,2 @@
+"""Deployment: exporting the policy (SavedModel for TF Serving) and loading it back as a
+Python policy object."""

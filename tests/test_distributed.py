@@ -100,14 +100,14 @@ def test_a_killed_runner_is_restarted_and_no_step_is_lost_or_doubled(tmp_path):
 
     def kill_a_runner(record):
         if not killed:
-            pid = trainer.runners.pids[1]
+            pid = trainer.source.pool.pids[1]
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
     trainer = Trainer(config, export=False, on_log=kill_a_runner)
     result = trainer.run()
-    assert killed and trainer.runners.restarts >= 1
-    assert trainer.runners.pids[1] != killed[0]
+    assert killed and trainer.source.pool.restarts >= 1
+    assert trainer.source.pool.pids[1] != killed[0]
     assert result.buffer.size == config.total_steps == trainer.loop.step
     assert _updates(result) == config.total_steps - config.learning_starts
 

@@ -61,7 +61,7 @@ def test_env_kwargs_reach_gymnasium(tmp_path):
 
     trainer = Trainer(_config(tmp_path, "Pendulum-v1", env_kwargs={"g": 3.5}), export=False)
     assert trainer.evaluator.env.unwrapped.g == 3.5
-    assert all(g == 3.5 for g in trainer.collector.env.get_attr("g"))
+    assert all(g == 3.5 for g in trainer.source.collector.env.get_attr("g"))
     with pytest.raises(TfsacError, match="rejects its arguments"):
         Trainer(_config(tmp_path, "Pendulum-v1", "bad", env_kwargs={"no_such_arg": 1}))
 

@@ -5,9 +5,14 @@ Algorithms and Applications", arXiv:1812.05905), read top to bottom: the TD targ
 critic step, the actor and temperature steps (every `policy_delay` critic steps), the Polyak
 step (every `target_update_interval`). The variants are objects chosen once, here:
 
-- the temperature: fixed, learned in log-alpha (the default) or learned in alpha itself;
-- the critic target: soft clipped double-Q from target critics (v2, the default) or the
-  target V network of the original SAC (v1, arXiv:1801.01290), which also trains V.
+- the temperature (TEMPERATURES, by `use_log_alpha`): fixed, learned in log-alpha (the
+  default) or learned in alpha itself;
+- the critic target (CRITIC_TARGETS, by `variant`): soft clipped double-Q from target
+  critics (v2, the default) or the target V network of the original SAC (v1,
+  arXiv:1801.01290), which also trains V.
+
+Each variant owns what it adds (variables, networks, optimizers) and names it for the
+checkpoint (`checkpoint_objects`), so a new one is a class and a registry entry.
 
 Compilation (XLA, packed batches, several steps per call) is tfsac.algorithm.learner's business.
 """
@@ -52,6 +57,16 @@ class Temperature:
         )
         self.optimizer = keras.optimizers.Adam(config.rate("alpha"), name="alpha_adam")
 
+    def build(self) -> None:
+        """Creates the optimizer's slots (before the first trace and any checkpoint)."""
+        self.optimizer.build([self.variable])
+
+    def checkpoint_objects(self) -> Dict[str, tf.Module]:
+        return {"alpha_optimizer": self.optimizer, "log_alpha": self.log_alpha}
+
+    def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
+        return {"alpha": self.optimizer}
+
     @property
     def variable(self) -> tf.Variable:
         return self.log_alpha
@@ -85,6 +100,9 @@ class DirectAlphaTemperature(Temperature):
             initial_alpha, dtype=tf.float32, trainable=self.learned, name="alpha"
         )
 
+    def checkpoint_objects(self) -> Dict[str, tf.Module]:
+        return {**super().checkpoint_objects(), "alpha": self.alpha_value}
+
     @property
     def variable(self) -> tf.Variable:
         return self.alpha_value
@@ -106,10 +124,19 @@ class SoftDoubleQTarget:
     metric_names = ()
     seeds_needed = 2  # the next action's sample; the actor loss's sample
 
-    def __init__(self, sac: SAC):
+    def __init__(self, sac: SAC, obs_dim: int):
         self.sac = sac
         self.target_critic = sac.target_critic
         self.online, self.target = sac.critic, sac.target_critic
+
+    def checkpoint_objects(self) -> Dict[str, tf.Module]:
+        return {}  # the target critics are SAC's own (the actor's step reads no target)
+
+    def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
+        return {}
+
+    def trainable_variables(self) -> List[tf.Variable]:
+        return []
 
     def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
         next_obs = batch["next_observation"]
@@ -139,6 +166,19 @@ class ValueNetworkTarget:
         )
         self.optimizer.build(self.value.trainable_variables)
         self.online, self.target = self.value, self.target_value
+
+    def checkpoint_objects(self) -> Dict[str, tf.Module]:
+        return {
+            "value": self.value,
+            "target_value": self.target_value,
+            "value_optimizer": self.optimizer,
+        }
+
+    def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
+        return {"value": self.optimizer}
+
+    def trainable_variables(self) -> List[tf.Variable]:
+        return [*self.value.trainable_variables, *self.target_value.trainable_variables]
 
     def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
         next_v = self.target_value(batch["next_observation"])
@@ -186,13 +226,10 @@ class SAC:
         self.critic_optimizer = keras.optimizers.Adam(
             config.rate("critic"), global_clipnorm=clip, name="critic_adam"
         )
-        self.critic_target = (
-            SoftDoubleQTarget(self) if config.variant == "v2" else ValueNetworkTarget(self, obs_dim)
-        )
+        self.critic_target = CRITIC_TARGETS[config.variant](self, obs_dim)
         self.metric_names = SAC.metric_names + self.critic_target.metric_names
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
-        temperature = Temperature if config.use_log_alpha else DirectAlphaTemperature
-        self.temperature = temperature(config, initial_alpha)
+        self.temperature = TEMPERATURES[config.use_log_alpha](config, initial_alpha)
         self.target_entropy = float(
             -action_dim if config.target_entropy is None else config.target_entropy
         )
@@ -202,7 +239,7 @@ class SAC:
         # Optimizer slots exist before the first trace (and before any checkpoint).
         self.actor_optimizer.build(self.actor.trainable_variables)
         self.critic_optimizer.build(self.critic.trainable_variables)
-        self.temperature.optimizer.build([self.temperature.variable])
+        self.temperature.build()
 
     # --------------------------------------------------------------------- state
     def checkpoint_objects(self) -> Dict[str, tf.Module]:
@@ -210,37 +247,32 @@ class SAC:
         objects = {
             "actor": self.actor,
             "critic": self.critic,
-            "target_critic": self.target_critic,
+            "target_critic": self.target_critic,  # None in v1
             "actor_optimizer": self.actor_optimizer,
             "critic_optimizer": self.critic_optimizer,
-            "alpha_optimizer": self.temperature.optimizer,
-            "log_alpha": self.temperature.log_alpha,
-            "alpha": getattr(self.temperature, "alpha_value", None),
-            "value": getattr(self.critic_target, "value", None),
-            "target_value": getattr(self.critic_target, "target_value", None),
-            "value_optimizer": getattr(self.critic_target, "optimizer", None),
+            **self.temperature.checkpoint_objects(),
+            **self.critic_target.checkpoint_objects(),
             "update_rng": self.update_rng,
         }
         return {name: obj for name, obj in objects.items() if obj is not None}
 
     def trainable_state(self) -> List[tf.Variable]:
         """Every variable an update writes (parameters, targets, the temperature)."""
-        objects = self.checkpoint_objects()
-        models = ("actor", "critic", "target_critic", "value", "target_value")
+        models = (self.actor, self.critic, self.target_critic)  # no target critic in v1
         return [
-            *(v for m in models if m in objects for v in objects[m].trainable_variables),
+            *(v for model in models if model is not None for v in model.trainable_variables),
+            *self.critic_target.trainable_variables(),
             self.temperature.variable,
         ]
 
     def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
         """Each part's optimizer: actor, critic, alpha (and value for v1)."""
-        parts = {
+        return {
             "actor": self.actor_optimizer,
             "critic": self.critic_optimizer,
-            "alpha": self.temperature.optimizer,
-            "value": getattr(self.critic_target, "optimizer", None),
+            **self.temperature.optimizers(),
+            **self.critic_target.optimizers(),
         }
-        return {part: opt for part, opt in parts.items() if opt is not None}
 
     # ------------------------------------------------------------------- policy
     def sample_with_log_prob(self, observation, seed):
@@ -325,3 +357,8 @@ class SAC:
             target.target.trainable_variables, target.online.trainable_variables, self.config.tau
         )
         return tf.constant(True)
+
+
+# The variants by the config choice that picks them.
+TEMPERATURES = {True: Temperature, False: DirectAlphaTemperature}  # by use_log_alpha
+CRITIC_TARGETS = {"v2": SoftDoubleQTarget, "v1": ValueNetworkTarget}  # by variant

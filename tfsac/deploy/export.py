@@ -30,6 +30,7 @@ from absl import logging
 from tfsac.algorithm.distributions import policy_params, squash_bijector
 from tfsac.data.envs import EnvSpec
 from tfsac.errors import TfsacError, first_line
+from tfsac.run.logs import absl_verbosity
 from tfsac.run.run_dir import check_writable  # noqa: F401 - a public name here too
 
 METADATA_FILE = "tfsac_metadata.json"
@@ -135,12 +136,8 @@ def export_policy(
     tmp = tempfile.mkdtemp(prefix=".export-", dir=model_dir)
     try:
         # The SavedModel writer logs several INFO lines per export through absl.
-        verbosity = logging.get_verbosity()
-        logging.set_verbosity(logging.WARNING)
-        try:
+        with absl_verbosity(logging.WARNING):
             build_archive(actor, spec, metadata, log_std_bounds).write_out(tmp, verbose=False)
-        finally:
-            logging.set_verbosity(verbosity)
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=2)
         # mkdtemp makes the folder private (0700); the version folder must be as readable

@@ -78,6 +78,21 @@ def short_lines() -> None:
 
 
 @contextlib.contextmanager
+def absl_verbosity(level: int):
+    """absl's verbosity `level` for the block, then the absl logger's own level back:
+    restoring with set_verbosity would pin a level it only inherited (a NOTSET logger
+    follows the root's level, as pytest's caplog sets it)."""
+    logger = absl_logging.get_absl_logger()
+    verbosity, before = absl_logging.get_verbosity(), logger.level
+    absl_logging.set_verbosity(level)
+    try:
+        yield
+    finally:
+        absl_logging.set_verbosity(verbosity)
+        logger.setLevel(before)
+
+
+@contextlib.contextmanager
 def progress_lines(enabled: bool = True):
     """For library calls (a notebook's `tfsac.train`): tfsac's INFO lines (progress,
     evaluations, checkpoints) on stderr in the short form, other libraries' INFO hidden,
@@ -92,11 +107,10 @@ def progress_lines(enabled: bool = True):
     handler.addFilter(OwnInfoOnly())
     propagate, logger.propagate = logger.propagate, False  # not twice via the root's
     logger.addHandler(handler)
-    absl_logging.set_verbosity(absl_logging.INFO)
     try:
-        yield
+        with absl_verbosity(absl_logging.INFO):
+            yield
     finally:
-        absl_logging.set_verbosity(verbosity)
         logger.removeHandler(handler)
         logger.propagate = propagate
 

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 from contextlib import nullcontext
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Sequence
 
 import keras
 import numpy as np
@@ -22,9 +22,10 @@ from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
 from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
 from tfsac.data.replay import ReplayBuffer
-from tfsac.data.update_schedule import UpdateSchedule, crossed
+from tfsac.data.update_schedule import UpdateSchedule
 from tfsac.deploy.export import default_model_name, export_policy, policy_metadata
 from tfsac.errors import TfsacError
+from tfsac.run.callbacks import Callback, CallbackList, FunctionCallback, IntervalTrigger
 from tfsac.run.checkpointing import Checkpointer, check_compatible
 from tfsac.run.evaluation import Evaluator
 from tfsac.run.logs import lines_above, progress_bar, progress_lines
@@ -42,8 +43,8 @@ from tfsac.run.run_dir import (
     run_summary,
     write_json,
 )
-from tfsac.scale.ray_cluster import check_address, require_ray, start_ray
-from tfsac.scale.runners import RunnerPool
+from tfsac.run.source import CollectionSource, LocalSource
+from tfsac.scale.ray_cluster import check_address, require_ray
 
 ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
 
@@ -101,10 +102,11 @@ def _env_name(env) -> str:
 
 
 class Trainer:
-    """One SAC run: builds everything from `config`, optionally resumes, then `run()`s.
+    """One SAC run: builds everything from `config`, optionally resumes, then `run()`s one
+    loop over a collection source (env copies here, or env runners on Ray).
 
     Every check that can refuse the start (the run directory, the export folder, the env,
-    a checkpoint to resume) runs before anything is written.
+    a checkpoint to resume, Ray and the runners) runs before anything is written.
     """
 
     def __init__(
@@ -117,6 +119,7 @@ class Trainer:
         critic_fn: Optional[Callable] = None,
         env_fn: Optional[EnvFn] = None,
         on_evaluation: Optional[Callable[[Dict], None]] = None,
+        callbacks: Sequence[Callback] = (),
     ):
         if export is not None:
             config = dataclasses.replace(config, export=export)
@@ -135,19 +138,14 @@ class Trainer:
             for change in config.resume_changes(saved):
                 logging.info("resume with %s", change)
         self.config = config
-        self.on_evaluation = on_evaluation
+        self.callbacks = CallbackList([FunctionCallback(on_log, on_evaluation), *callbacks])
         self.model_name = config.model_name or default_model_name(config.env_id)
         if config.export:
             check_writable(os.path.join(config.export_dir, self.model_name))
         self.spec = spec = env_spec(config.env_id, eval_env)
-        if config.num_actors:  # env runners on Ray collect instead (started below)
+        if config.num_actors:
             require_ray("env runners (num_actors > 0)", config.ray_address)
             check_address(config.ray_address)
-            self.collector = None
-        else:
-            self.collector = Collector(
-                self.env_fn, spec, config.num_envs, config.vector_mode, config.seed
-            )
         self.learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
         self.evaluator = Evaluator(eval_env, self.learner, spec, config)
         self.buffer = ReplayBuffer(config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
@@ -158,17 +156,14 @@ class Trainer:
         self.lr_schedule = parse_schedule(config.lr_schedule)
         self.lr_factor = 1.0
         self.loop = LoopState()
-        self.owed_updates = 0  # env runners: updates due but not yet run (whole calls only)
-        # The next step's actions, picked by the last update's call with the updated policy
-        # (checkpointed: acting again after a resume would draw the action RNG twice).
-        self.next_action: Optional[np.ndarray] = None
+        self.owed_updates = 0  # updates due but not yet run (whole calls only)
         self.resumed_from: Optional[str] = None
-        if resume:
-            self._restore_latest()
-        self.runners: Optional[RunnerPool] = None
-        self._started_ray = False
-        if config.num_actors and not self._finished():
-            self._start_runners(actor_fn)
+        restored = self._restore_latest() if resume else None
+        self.source: Optional[CollectionSource] = None
+        if not self._finished():
+            self.source = self._make_source(actor_fn)
+            if restored is not None:
+                self.source.load_state(*restored)
         # Created once the start can no longer be refused: these write files.
         os.makedirs(self.run_dir, exist_ok=True)
         self.progress = ProgressLog(
@@ -176,8 +171,8 @@ class Trainer:
             self.learner.metric_names,
             config.total_steps,
             config.tensorboard and not self._finished(),  # a finished run stays as it was
-            on_log,
-            extra_fields=self.runners.stats_fields() if self.runners else (),
+            self.callbacks.on_log,
+            extra_fields=self.source.stats_fields() if self.source else (),
         )
         if resume:  # rows a killed session wrote after its last checkpoint
             self.progress.truncate(self.loop.step)
@@ -185,12 +180,31 @@ class Trainer:
             write_json(self.files.file(CONFIG_FILE), config.to_dict())
         self.learning_clock = Stopwatch(before=self.loop.learning_time_s)
         self.metrics: Optional[Dict[str, float]] = None
+        self.triggers = [  # in this order: a checkpoint holds its step's evaluation
+            IntervalTrigger(config.eval_every, self._evaluate_and_record, at_end=True),
+            IntervalTrigger(config.log_every, self._log),
+            IntervalTrigger(config.checkpoint_every, self._save_checkpoint, at_end=True),
+        ]
+
+    def _make_source(self, actor_fn) -> CollectionSource:
+        cfg = self.config
+        if not cfg.num_actors:
+            collector = Collector(self.env_fn, self.spec, cfg.num_envs, cfg.vector_mode, cfg.seed)
+            return LocalSource(collector, self.learner, self.schedule, cfg.seed, cfg.total_steps)
+        from tfsac.scale.runner_source import RunnerSource  # Ray's side only when asked for
+
+        return RunnerSource(
+            cfg, self.env_fn, self.spec, self.learner, self.schedule, actor_fn, self.loop.resumes
+        )
 
     def _finished(self) -> bool:
         return self.loop.step >= self.config.total_steps and bool(self.files.read_summary())
 
     # --------------------------------------------------------------- checkpoints
-    def _restore_latest(self) -> None:
+    def _restore_latest(self) -> Optional[tuple]:
+        """Restores the newest checkpoint that restores; returns the source's part of it
+        (state, env snapshot), or None when there is none."""
+
         def compatible(state: Dict, prefix: str) -> None:
             check_compatible(state["config"], self.config.to_dict(), prefix)
 
@@ -199,16 +213,12 @@ class Trainer:
         )
         if restored is None:
             logging.info("no checkpoint in %s: starting a new run", self.run_dir)
-            return
+            return None
         prefix, state = restored
         self.loop = LoopState.from_dict(state)
         self.loop.resumes += 1
         self.schedule.load_state(state)
         self.owed_updates = state.get("owed_updates", 0)
-        if state.get("next_action") is not None:
-            self.next_action = np.asarray(state["next_action"], np.float32)
-        if self.collector is not None:
-            self.collector.load_state(state, self.checkpointer.read_blob(prefix, ENVS_FILE))
         self.resumed_from = prefix
         # The checkpoint holds the rates of its step; the config of this run decides them.
         self.lr_factor = self.lr_schedule(self.loop.step, self.config.total_steps)
@@ -216,6 +226,7 @@ class Trainer:
         logging.info(
             "resumed from %s at step %d (%d episodes)", prefix, self.loop.step, self.loop.episodes
         )
+        return state, self.checkpointer.read_blob(prefix, ENVS_FILE)
 
     def _save_checkpoint(self) -> None:
         with self.learning_clock.paused():
@@ -226,16 +237,15 @@ class Trainer:
                 "learning_time_s": self.learning_clock.seconds(),
                 "config": self.config.to_dict(),
                 **self.schedule.state(),
-                **(self.collector.state() if self.collector is not None else {}),
+                **self.source.state(),
                 "owed_updates": self.owed_updates,
-                "next_action": None if self.next_action is None else self.next_action.tolist(),
             }
-            snapshot = self.collector.snapshot() if self.collector is not None else None
+            snapshot = self.source.snapshot()
             blobs = {ENVS_FILE: snapshot} if snapshot is not None else None
             path = self.checkpointer.save(self.loop.step, self.buffer, state, blobs)
         logging.info("checkpoint at step %d: %s", self.loop.step, path)
 
-    # ---------------------------------------------------------------- evaluation
+    # ------------------------------------------------------ evaluation, logging
     def _evaluate_and_record(self) -> None:
         cfg, loop = self.config, self.loop
         with self.learning_clock.paused():
@@ -253,6 +263,17 @@ class Trainer:
             cfg.eval_episodes,
         )
 
+    def _log(self) -> None:
+        now, steps = self.learning_clock.seconds(), self.loop.learning_steps
+        last_time, last_steps = self._log_clock
+        # None in the warm-up (and for a log interval without learning-phase steps).
+        steps_per_s = (steps - last_steps) / (now - last_time) if steps > last_steps else None
+        self.progress.log(self.loop, self.metrics, steps_per_s, self.lr_factor, self.source.stats())
+        self._log_clock = (now, steps)
+        if self.loop.recent_returns and steps_per_s is not None:
+            ret = self.loop.mean_recent_return()
+            self._bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
+
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
         """Trains from the current step to `total_steps`; returns the finished run."""
@@ -266,70 +287,44 @@ class Trainer:
         self.session_clock.start()
         # Steps/s of the learning phase only (the warm-up's random actions need no network).
         self._log_clock = (self.learning_clock.seconds(), loop.learning_steps)
-        bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
+        self._bar = bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
         try:
             with StopSignals() as stop, bar, lines_above(bar):
-                if self.runners is None:
-                    self._run_local(stop, bar)
-                else:
-                    self._run_with_runners(stop, bar)
+                self._collect_and_learn(stop)
         finally:
-            self._stop_runners()
+            self.source.close()
         return self._finish()
 
-    def _run_local(self, stop: StopSignals, bar) -> None:
-        """Env steps in this process, each followed by the updates it owes."""
-        cfg, loop = self.config, self.loop
-        # A resumed run continues the checkpoint's episodes where its envs pickle, and
-        # starts new ones where they do not.
-        continued = self.collector.start(seed=cfg.seed + loop.episodes)
+    def _collect_and_learn(self, stop: StopSignals) -> None:
+        """Chunks of env steps from the source, each followed by the updates it owes and
+        by what is due at its step (evaluation, logging, checkpoints, a stop request)."""
+        loop, source = self.loop, self.source
+        updates = int(self.learner.sac.critic_optimizer.iterations.numpy())
+        continued = source.start(loop, updates)
         if self.resumed_from is not None and not continued:
             logging.info("resumed with new episodes (the checkpoint holds no env state)")
-        while loop.step < cfg.total_steps:
-            if self.schedule.is_warmup(loop.step):
-                action = None  # uniform random
-            elif self.next_action is not None:
-                action, self.next_action = self.next_action, None
-            else:
-                action = self.learner.act(self.collector.observation)
+        for transitions, steps in source.chunks(loop):
             step_before = loop.step
-            transitions = self.collector.step(action)
-            phase_ended, updates_due = self._record(transitions, cfg.num_envs)
-            bar.update(loop.step - step_before)
-            if updates_due:
-                self.next_action = self._update(updates_due, self.collector.observation)
-            elif self.schedule.noise_reset_due(phase_ended):
-                self.learner.reset_noise()
-            self._after_step(step_before, stop.received, bar)
-
-    def _run_with_runners(self, stop: StopSignals, bar) -> None:
-        """Chunks of env steps from the runners (tfsac.scale.runners), each followed by the
-        updates it owes, run in calls of one fixed number of updates (another number
-        would be another XLA compilation); weights go out every weight_sync_every updates."""
-        cfg, loop, pool = self.config, self.loop, self.runners
-        per_call = self.schedule.steps_per_phase(cfg.train_freq) * (
-            cfg.chunk_steps // cfg.train_freq
-        )
-        updates = int(self.learner.sac.critic_optimizer.iterations.numpy())
-        pool.set_weights(self.learner.actor.get_weights(), updates)
-        for chunk in pool.chunks(loop.step):
-            step_before = loop.step
-            _, due = self._record(chunk.transitions, chunk.steps)
-            pool.record_lag(chunk, updates)
+            phase_ended, due = self._record(transitions, steps)
             self.owed_updates += due
-            at_end = loop.step >= cfg.total_steps
-            while self.owed_updates >= per_call or (at_end and self.owed_updates):
-                count = min(per_call, self.owed_updates)
-                # The run's last call can be shorter: a new size, compiled once, off the clock.
-                last = self.learning_clock.paused() if count < per_call else nullcontext()
-                with last:
-                    self._update(count)
-                self.owed_updates -= count
-                updates += count
-                if crossed(updates - count, updates, cfg.weight_sync_every):
-                    pool.set_weights(self.learner.actor.get_weights(), updates)
-            bar.update(loop.step - step_before)
-            self._after_step(step_before, stop.received, bar)
+            updates = self._pay_updates(updates)
+            source.after_chunk(phase_ended, due)
+            self._bar.update(loop.step - step_before)
+            self._after_step(step_before, stop.received)
+
+    def _pay_updates(self, updates: int) -> int:
+        """Runs the owed updates in calls of the source's size (the run's last call may be
+        shorter: a new size, compiled once, off the clock); returns the update count."""
+        per_call, at_end = self.source.updates_per_call, self.loop.step >= self.config.total_steps
+        while self.owed_updates and (per_call is None or self.owed_updates >= per_call or at_end):
+            count = self.owed_updates if per_call is None else min(per_call, self.owed_updates)
+            short = per_call is not None and count < per_call
+            with self.learning_clock.paused() if short else nullcontext():
+                action = self._update(count, self.source.observation)
+            self.owed_updates -= count
+            updates += count
+            self.source.after_updates(updates, action)
+        return updates
 
     def _record(self, transitions, steps: int) -> tuple:
         """Puts `steps` env steps' transitions into the buffer and books them; returns
@@ -370,63 +365,23 @@ class Trainer:
             self.learning_clock.start()
         return action
 
-    # ------------------------------------------------------------------ runners
-    def _start_runners(self, actor_fn) -> None:
-        cfg = self.config
-        # A local Ray offers as many CPUs as runners asked for, even beyond the cores.
-        local = {} if cfg.ray_address else {"num_cpus": max(os.cpu_count() or 1, cfg.num_actors)}
-        self._started_ray = start_ray(cfg.ray_address, **local)
-        try:
-            self.runners = RunnerPool(cfg, self.env_fn, self.spec, actor_fn, self.loop.resumes)
-        except BaseException:
-            self._stop_runners()
-            raise
-        logging.info(
-            "%d env runner%s started (%s, %d env copies and %d-step chunks each)",
-            cfg.num_actors,
-            "s" if cfg.num_actors > 1 else "",
-            cfg.runner_mode,
-            cfg.envs_per_actor,
-            cfg.chunk_steps,
-        )
-
-    def _stop_runners(self) -> None:
-        if self.runners is not None:
-            self.runners.close()
-        if self._started_ray:
-            import ray
-
-            ray.shutdown()
-            self._started_ray = False
-
     def _nonfinite(self, what: str) -> NonFiniteError:
         latest = self.checkpointer.latest or "none"
         return NonFiniteError(f"{what}; training stopped, last good checkpoint: {latest}")
 
-    def _after_step(self, step_before: int, stop: Optional[int], bar) -> None:
-        """Evaluation, logging, checkpoints and a stop request, when the env steps from
-        `step_before` cross their intervals (or end the run)."""
-        cfg, step = self.config, self.loop.step
-        at_end = step >= cfg.total_steps
-        evaluated = crossed(step_before, step, cfg.eval_every) or at_end
-        if evaluated:
-            self._evaluate_and_record()
-        if crossed(step_before, step, cfg.log_every):
-            now, steps = self.learning_clock.seconds(), self.loop.learning_steps
-            last_time, last_steps = self._log_clock
-            # None in the warm-up (and for a log interval without learning-phase steps).
-            steps_per_s = (steps - last_steps) / (now - last_time) if steps > last_steps else None
-            runners = self.runners.stats() if self.runners else None
-            self.progress.log(self.loop, self.metrics, steps_per_s, self.lr_factor, runners)
-            self._log_clock = (now, steps)
-            if self.loop.recent_returns and steps_per_s is not None:
-                ret = self.loop.mean_recent_return()
-                bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
-        if at_end or stop is not None or crossed(step_before, step, cfg.checkpoint_every):
+    def _after_step(self, step_before: int, stop: Optional[int]) -> None:
+        """The triggers whose intervals the env steps from `step_before` crossed (all at
+        the end, a checkpoint on a stop request), then the callbacks, then the stop."""
+        step = self.loop.step
+        at_end = step >= self.config.total_steps
+        evaluate, log, checkpoint = self.triggers
+        evaluated = evaluate(step_before, step, at_end)
+        log(step_before, step, at_end)
+        if not checkpoint(step_before, step, at_end) and stop is not None:
             self._save_checkpoint()
-        # After the checkpoint: a run that the callback stops (by raising) keeps this step.
-        if evaluated and self.on_evaluation is not None:
-            self.on_evaluation(dict(self.loop.evaluations[-1]))
+        # After the checkpoint: a run that a callback stops (by raising) keeps this step.
+        if evaluated:
+            self.callbacks.on_evaluation(dict(self.loop.evaluations[-1]))
         if stop is not None and not at_end:
             raise Interrupted(
                 f"{signal.Signals(stop).name} at step {step}: checkpoint saved in "
@@ -438,9 +393,8 @@ class Trainer:
     # -------------------------------------------------------------------- finish
     def _finish(self) -> TrainResult:
         wall_time = self.session_clock.seconds()
-        for part in (self.collector, self.evaluator, self.progress):
-            if part is not None:
-                part.close()
+        for part in (self.evaluator, self.progress):
+            part.close()
         final = self.loop.evaluations[-1]
         latest = self.checkpointer.latest
         summary = run_summary(
@@ -476,34 +430,21 @@ class Trainer:
         return os.path.abspath(path)
 
 
-def train(
-    config: SACConfig,
-    export: Optional[bool] = None,
-    resume: bool = False,
-    on_log: Optional[Callable[[Dict], None]] = None,
-    actor_fn: Optional[Callable] = None,
-    critic_fn: Optional[Callable] = None,
-    env_fn: Optional[EnvFn] = None,
-    on_evaluation: Optional[Callable[[Dict], None]] = None,
-    quiet: bool = False,
-) -> TrainResult:
-    """Trains SAC on `config.env_id`, or on the env `env_fn()` returns (any callable that
-    makes a gymnasium env; it must pickle for `vector_mode='async'`); with `export` (when
-    not None, it replaces config.export), exports a SavedModel at the end.
+def train(config: SACConfig, *, quiet: bool = False, **options) -> TrainResult:
+    """Trains SAC on `config.env_id` (or on the env of `env_fn`); `options` are those of
+    `Trainer`: export, resume, env_fn, actor_fn, critic_fn, on_log, on_evaluation, callbacks.
 
-    With `resume`, continues from the newest checkpoint in `config.run_dir` that restores
-    (or starts there when it has none); the config must be the run's saved one except for
-    the options of config.RESUME_ADJUSTABLE, whose changes are logged. Raises TfsacError
-    for bad configuration or paths before any training, NonFiniteError on NaN/Inf,
-    Interrupted after a SIGINT/SIGTERM checkpoint. `actor_fn` and `critic_fn` build custom
-    Keras models (networks.build_networks); `on_log` gets each progress record.
-    `on_evaluation` gets each evaluation ({step, return_mean, return_std, seed}) once its
-    step's checkpoint, if one is due, is saved; an exception it raises ends training and
-    propagates unchanged. Unless `quiet`, the progress lines of scripts/train.py go to
-    stderr (in a notebook too), in their short form, without other libraries' INFO lines.
+    `env_fn` is any callable that makes a gymnasium env (it must pickle for
+    `vector_mode='async'`); `export` (when not None) replaces config.export. With `resume`,
+    continues from the newest checkpoint in `config.run_dir` that restores (or starts there
+    when it has none); the config must be the run's saved one except for the options of
+    config.RESUME_ADJUSTABLE, whose changes are logged. `actor_fn` and `critic_fn` build
+    custom Keras models (networks.build_networks). `on_log` and `on_evaluation` are
+    functions called as the `Callback` methods of the same names (tfsac.run.callbacks).
+    Raises TfsacError for bad configuration or paths before any training, NonFiniteError
+    on NaN/Inf, Interrupted after a SIGINT/SIGTERM checkpoint. Unless `quiet`, the
+    progress lines of scripts/train.py go to stderr (in a notebook too), in their short
+    form, without other libraries' INFO lines.
     """
     with progress_lines(enabled=not quiet):
-        trainer = Trainer(
-            config, export, resume, on_log, actor_fn, critic_fn, env_fn, on_evaluation=on_evaluation
-        )
-        return trainer.run()
+        return Trainer(config, **options).run()

@@ -1,0 +1,120 @@
+"""Where a run's env steps come from: the one interface the trainer collects through, and
+its local implementation (env copies in this process). The other one, env runners on Ray,
+is tfsac.scale.runner_source.RunnerSource; the trainer cannot tell them apart.
+
+The trainer's loop, whatever the source:
+
+    for transitions, steps in source.chunks(loop):   # env steps, in the buffer's order
+        book them; run the updates they owe, in calls of source.updates_per_call updates
+        (None: all that are owed, in one call), each followed by
+        source.after_updates(total_updates, next_action)
+        source.after_chunk(...); evaluation, logging, checkpoints (their state: state()).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
+
+import numpy as np
+
+from tfsac.data.collector import Collector, Transitions
+
+
+class CollectionSource(Protocol):
+    """What the trainer needs from a source of env steps."""
+
+    # Updates per compiled call: None takes each chunk's owed updates in one call (any
+    # number; the call also picks the next actions where `observation` is not None).
+    updates_per_call: Optional[int]
+
+    @property
+    def observation(self) -> Optional[np.ndarray]:
+        """The observations the next actions are for, where the update call picks them."""
+
+    def start(self, loop, updates: int) -> bool:
+        """Begins collecting at `loop.step`, after `updates` updates of the learner; returns
+        whether it continues the episodes of a restored checkpoint."""
+
+    def chunks(self, loop) -> Iterator[Tuple[Transitions, int]]:
+        """(transitions, env steps) until `total_steps`; reads `loop.step` as it goes."""
+
+    def after_updates(self, updates: int, next_action: Optional[np.ndarray]) -> None:
+        """After each update call: the learner's update count and the actions it picked."""
+
+    def after_chunk(self, phase_ended: bool, updates_due: int) -> None:
+        """After each chunk's updates (or none)."""
+
+    def state(self) -> Dict[str, Any]:
+        """JSON-able state for a checkpoint; `load_state` takes it back with `snapshot()`."""
+
+    def snapshot(self) -> Optional[bytes]: ...
+
+    def load_state(self, state: Dict[str, Any], snapshot: Optional[bytes]) -> None: ...
+
+    def stats_fields(self) -> List[str]:
+        """Extra columns of the progress log; `stats()` gives their values since last call."""
+
+    def stats(self) -> Optional[Dict[str, Optional[float]]]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalSource:
+    """Env copies in this process (a `Collector`), one vector step per chunk, acting with
+    the learner: uniform random in the warm-up, else the actions the last update call
+    picked with the updated policy, else the learner's `act`."""
+
+    updates_per_call = None
+
+    def __init__(self, collector: Collector, learner, schedule, seed: int, total_steps: int):
+        self.collector, self.learner, self.schedule = collector, learner, schedule
+        self.seed, self.total_steps = seed, total_steps
+        # Checkpointed: acting again after a resume would draw the action RNG twice.
+        self.next_action: Optional[np.ndarray] = None
+
+    @property
+    def observation(self) -> Optional[np.ndarray]:
+        return self.collector.observation
+
+    def start(self, loop, updates: int) -> bool:
+        # A resumed run continues the checkpoint's episodes where its envs pickle, and
+        # starts new ones where they do not.
+        return self.collector.start(seed=self.seed + loop.episodes)
+
+    def chunks(self, loop) -> Iterator[Tuple[Transitions, int]]:
+        while loop.step < self.total_steps:
+            if self.schedule.is_warmup(loop.step):
+                action = None  # uniform random
+            elif self.next_action is not None:
+                action, self.next_action = self.next_action, None
+            else:
+                action = self.learner.act(self.collector.observation)
+            yield self.collector.step(action), self.collector.num_envs
+
+    def after_updates(self, updates: int, next_action: Optional[np.ndarray]) -> None:
+        self.next_action = next_action
+
+    def after_chunk(self, phase_ended: bool, updates_due: int) -> None:
+        if not updates_due and self.schedule.noise_reset_due(phase_ended):
+            self.learner.reset_noise()
+
+    def state(self) -> Dict[str, Any]:
+        action = None if self.next_action is None else self.next_action.tolist()
+        return {**self.collector.state(), "next_action": action}
+
+    def snapshot(self) -> Optional[bytes]:
+        return self.collector.snapshot()
+
+    def load_state(self, state: Dict[str, Any], snapshot: Optional[bytes]) -> None:
+        if state.get("next_action") is not None:
+            self.next_action = np.asarray(state["next_action"], np.float32)
+        self.collector.load_state(state, snapshot)
+
+    def stats_fields(self) -> List[str]:
+        return []
+
+    def stats(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self.collector.close()

@@ -1,0 +1,102 @@
+"""Env runners on Ray as the trainer's collection source (tfsac.run.source): the Ray
+lifecycle, the runner pool, weight pushes and what the progress log shows about runners."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from absl import logging
+
+from tfsac.config import SACConfig
+from tfsac.data.collector import Transitions
+from tfsac.data.envs import EnvFn, EnvSpec
+from tfsac.data.update_schedule import UpdateSchedule, crossed
+from tfsac.scale.ray_cluster import start_ray
+from tfsac.scale.runners import RunnerPool
+
+
+class RunnerSource:
+    """Chunks of env steps from `num_actors` runners (see tfsac.scale.runners), paid for in
+    update calls of one fixed size (another size would be another XLA compilation); the
+    actor's weights go out every `weight_sync_every` updates. Starts (or joins) Ray and the
+    runners when built, so that a failure refuses the run before it writes anything."""
+
+    observation = None  # runners act on their own observations
+
+    def __init__(
+        self,
+        config: SACConfig,
+        env_fn: EnvFn,
+        spec: EnvSpec,
+        learner,
+        schedule: UpdateSchedule,
+        actor_fn: Optional[Callable] = None,
+        resumes: int = 0,
+    ):
+        self.config, self.learner = config, learner
+        self.updates_per_call = schedule.steps_per_phase(config.train_freq) * (
+            config.chunk_steps // config.train_freq
+        )
+        # A local Ray offers as many CPUs as runners asked for, even beyond the cores.
+        cpus = max(os.cpu_count() or 1, config.num_actors)
+        self._started_ray = start_ray(
+            config.ray_address, **({} if config.ray_address else {"num_cpus": cpus})
+        )
+        self.pool: Optional[RunnerPool] = None
+        try:
+            self.pool = RunnerPool(config, env_fn, spec, actor_fn, resumes)
+        except BaseException:
+            self.close()
+            raise
+        self.updates = 0
+        logging.info(
+            "%d env runner%s started (%s, %d env copies and %d-step chunks each)",
+            config.num_actors,
+            "s" if config.num_actors > 1 else "",
+            config.runner_mode,
+            config.envs_per_actor,
+            config.chunk_steps,
+        )
+
+    def start(self, loop, updates: int) -> bool:
+        self.updates = updates
+        self.pool.set_weights(self.learner.actor.get_weights(), updates)
+        return False  # new runners start new episodes
+
+    def chunks(self, loop) -> Iterator[Tuple[Transitions, int]]:
+        for chunk in self.pool.chunks(loop.step):
+            self.pool.record_lag(chunk, self.updates)
+            yield chunk.transitions, chunk.steps
+
+    def after_updates(self, updates: int, next_action=None) -> None:
+        before, self.updates = self.updates, updates
+        if crossed(before, updates, self.config.weight_sync_every):
+            self.pool.set_weights(self.learner.actor.get_weights(), updates)
+
+    def after_chunk(self, phase_ended: bool, updates_due: int) -> None:
+        pass  # the runners reset their own exploration noise
+
+    def state(self) -> Dict[str, Any]:
+        return {}  # runners are stateless: a resumed run starts new ones
+
+    def snapshot(self) -> None:
+        return None
+
+    def load_state(self, state: Dict[str, Any], snapshot: Optional[bytes]) -> None:
+        pass
+
+    def stats_fields(self) -> List[str]:
+        return self.pool.stats_fields()
+
+    def stats(self) -> Dict[str, Optional[float]]:
+        return self.pool.stats()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()  # kept, closed, for its statistics
+        if self._started_ray:
+            import ray
+
+            ray.shutdown()
+            self._started_ray = False

@@ -153,6 +153,17 @@ def export_policy(
     return final
 
 
+def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict) -> str:
+    """Exports a training run's policy as the next version of its model (config.model_name
+    or the env's default name) in config.export_dir; returns the version's absolute path."""
+    model_name = config.model_name or default_model_name(config.env_id)
+    metadata = policy_metadata(config, spec, final_evaluation)
+    bounds = (config.log_std_min, config.log_std_max)
+    path = export_policy(learner.actor, spec, config.export_dir, model_name, metadata, bounds)
+    logging.info("exported SavedModel to %s", os.path.abspath(path))
+    return os.path.abspath(path)
+
+
 def load_policy(path: str):
     """Loads an exported policy; returns the SavedModel object (`.signatures[...]`)."""
     if not os.path.isfile(os.path.join(path, "saved_model.pb")):

@@ -204,10 +204,12 @@ class Evaluator:
     """A training run's evaluations: deterministic episodes (the squashed mean action) of
     the learner on an env of its own, evaluation k's first reset seeded with
     `seed + 100 + k` (recorded with it, so that scripts/evaluate.py can repeat it, and a
-    resumed run evaluates on the same starts), and videos."""
+    resumed run evaluates on the same starts), and a video of every `video_every`-th one
+    in `videos_dir`."""
 
-    def __init__(self, env: gym.Env, learner, spec, config):
+    def __init__(self, env: gym.Env, learner, spec, config, videos_dir: str = "videos"):
         self.env, self.learner, self.spec, self.config = env, learner, spec, config
+        self.videos_dir = videos_dir
 
     def policy(self, obs: np.ndarray) -> np.ndarray:
         from tfsac.algorithm.distributions import unit_to_bounds
@@ -220,21 +222,22 @@ class Evaluator:
 
     def evaluate(self, step: int, count: int) -> Dict:
         """Evaluation number `count` (from 0) at env step `step`, as a history entry."""
-        seed = self.seed(count)
-        returns = run_episodes(self.env, self.policy, self.config.eval_episodes, seed=seed)
-        return {
-            "step": step,
-            "return_mean": float(np.mean(returns)),
-            "return_std": float(np.std(returns)),
-            "seed": seed,
-        }
+        cfg, seed = self.config, self.seed(count)
+        returns = run_episodes(self.env, self.policy, cfg.eval_episodes, seed=seed)
+        mean, std = float(np.mean(returns)), float(np.std(returns))
+        if cfg.video_every and (count + 1) % cfg.video_every == 0:
+            self.record_video(step)
+        logging.info(
+            "eval step %d: return %.1f +- %.1f over %d episodes", step, mean, std, len(returns)
+        )
+        return {"step": step, "return_mean": mean, "return_std": std, "seed": seed}
 
-    def record_video(self, folder: str, step: int) -> None:
+    def record_video(self, step: int) -> None:
         cfg = self.config
         record_video(
             cfg.env_id,
             self.policy,
-            folder,
+            self.videos_dir,
             f"step-{step}",
             1,
             cfg.seed + 7,

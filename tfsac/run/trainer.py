@@ -8,22 +8,19 @@ import dataclasses
 import os
 import signal
 import time
-from contextlib import nullcontext
 from typing import Callable, Dict, Optional, Sequence
 
 import keras
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.algorithm.schedules import parse_schedule
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
 from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.update_schedule import UpdateSchedule
-from tfsac.deploy.export import default_model_name, export_policy, policy_metadata
+from tfsac.deploy.export import default_model_name, export_trained_policy
 from tfsac.errors import TfsacError
 from tfsac.run.callbacks import Callback, CallbackList, FunctionCallback, IntervalTrigger
 from tfsac.run.checkpointing import Checkpointer, check_compatible
@@ -44,6 +41,7 @@ from tfsac.run.run_dir import (
     write_json,
 )
 from tfsac.run.source import CollectionSource, LocalSource
+from tfsac.run.updates import Updates
 from tfsac.scale.ray_cluster import check_address, require_ray
 
 ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
@@ -101,6 +99,35 @@ def _env_name(env) -> str:
     )
 
 
+def _checked_start(config: SACConfig, export, resume: bool, env_fn) -> tuple:
+    """The checks that can refuse a run's start, before anything is written; returns the
+    config as the run uses it (validated, naming its env), the run dir, the env factory, an
+    env for evaluations and its spec. Also seeds Python, numpy and TF."""
+    if export is not None:
+        config = dataclasses.replace(config, export=export)
+    config.validate()
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+    make_env = env_fn or env_factory(config.env_id, config.env_kwargs)
+    eval_env = checked_env(make_env, config.env_id if env_fn is None else "env_fn")
+    if env_fn is not None:  # the config (and the default run dir) name the env it trains on
+        config = dataclasses.replace(config, env_id=_env_name(eval_env))
+    run_dir = _checked_run_dir(config, resume, env_fn)
+    saved = RunDir(run_dir).read_config() if resume else None
+    if saved is not None:
+        for change in config.resume_changes(saved):
+            logging.info("resume with %s", change)
+    if config.export:
+        model_name = config.model_name or default_model_name(config.env_id)
+        check_writable(os.path.join(config.export_dir, model_name))
+    spec = env_spec(config.env_id, eval_env)
+    if config.num_actors:
+        require_ray("env runners (num_actors > 0)", config.ray_address)
+        check_address(config.ray_address)
+    return config, run_dir, make_env, eval_env, spec
+
+
 class Trainer:
     """One SAC run: builds everything from `config`, optionally resumes, then `run()`s one
     loop over a collection source (env copies here, or env runners on Ray).
@@ -121,42 +148,22 @@ class Trainer:
         on_evaluation: Optional[Callable[[Dict], None]] = None,
         callbacks: Sequence[Callback] = (),
     ):
-        if export is not None:
-            config = dataclasses.replace(config, export=export)
-        config.validate()
-        if config.deterministic:
-            tf.config.experimental.enable_op_determinism()
-        keras.utils.set_random_seed(config.seed)  # Python, numpy and TF global seeds
-        self.env_fn = env_fn or env_factory(config.env_id, config.env_kwargs)
-        eval_env = checked_env(self.env_fn, config.env_id if env_fn is None else "env_fn")
-        if env_fn is not None:  # the config (and the default run dir) name the env it trains on
-            config = dataclasses.replace(config, env_id=_env_name(eval_env))
-        self.run_dir = _checked_run_dir(config, resume, env_fn)
+        checked = _checked_start(config, export, resume, env_fn)
+        config, self.run_dir, self.env_fn, eval_env, self.spec = checked
+        self.config, spec = config, self.spec
         self.files = RunDir(self.run_dir)
-        saved = self.files.read_config() if resume else None
-        if saved is not None:
-            for change in config.resume_changes(saved):
-                logging.info("resume with %s", change)
-        self.config = config
         self.callbacks = CallbackList([FunctionCallback(on_log, on_evaluation), *callbacks])
-        self.model_name = config.model_name or default_model_name(config.env_id)
-        if config.export:
-            check_writable(os.path.join(config.export_dir, self.model_name))
-        self.spec = spec = env_spec(config.env_id, eval_env)
-        if config.num_actors:
-            require_ray("env runners (num_actors > 0)", config.ray_address)
-            check_address(config.ray_address)
         self.learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
-        self.evaluator = Evaluator(eval_env, self.learner, spec, config)
+        self.evaluator = Evaluator(
+            eval_env, self.learner, spec, config, self.files.file(VIDEOS_DIR)
+        )
         self.buffer = ReplayBuffer(config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
         self.checkpointer = Checkpointer(
             self.files.file(CHECKPOINTS_DIR), self.learner, config.keep_checkpoints
         )
         self.schedule = UpdateSchedule.from_config(config)
-        self.lr_schedule = parse_schedule(config.lr_schedule)
-        self.lr_factor = 1.0
+        self.updates = Updates(self.learner, self.buffer, config, self._nonfinite)
         self.loop = LoopState()
-        self.owed_updates = 0  # updates due but not yet run (whole calls only)
         self.resumed_from: Optional[str] = None
         restored = self._restore_latest() if resume else None
         self.source: Optional[CollectionSource] = None
@@ -179,7 +186,6 @@ class Trainer:
         if not self._finished():  # a finished run's config.json stays as it was
             write_json(self.files.file(CONFIG_FILE), config.to_dict())
         self.learning_clock = Stopwatch(before=self.loop.learning_time_s)
-        self.metrics: Optional[Dict[str, float]] = None
         self.triggers = [  # in this order: a checkpoint holds its step's evaluation
             IntervalTrigger(config.eval_every, self._evaluate_and_record, at_end=True),
             IntervalTrigger(config.log_every, self._log),
@@ -218,11 +224,8 @@ class Trainer:
         self.loop = LoopState.from_dict(state)
         self.loop.resumes += 1
         self.schedule.load_state(state)
-        self.owed_updates = state.get("owed_updates", 0)
+        self.updates.load_state(state, self.loop.step)
         self.resumed_from = prefix
-        # The checkpoint holds the rates of its step; the config of this run decides them.
-        self.lr_factor = self.lr_schedule(self.loop.step, self.config.total_steps)
-        self.learner.set_learning_rate_factor(self.lr_factor)
         logging.info(
             "resumed from %s at step %d (%d episodes)", prefix, self.loop.step, self.loop.episodes
         )
@@ -238,7 +241,7 @@ class Trainer:
                 "config": self.config.to_dict(),
                 **self.schedule.state(),
                 **self.source.state(),
-                "owed_updates": self.owed_updates,
+                **self.updates.state(),
             }
             snapshot = self.source.snapshot()
             blobs = {ENVS_FILE: snapshot} if snapshot is not None else None
@@ -247,28 +250,20 @@ class Trainer:
 
     # ------------------------------------------------------ evaluation, logging
     def _evaluate_and_record(self) -> None:
-        cfg, loop = self.config, self.loop
+        loop = self.loop
         with self.learning_clock.paused():
             evaluation = self.evaluator.evaluate(loop.step, len(loop.evaluations))
             loop.evaluations.append(evaluation)
-            mean, std = evaluation["return_mean"], evaluation["return_std"]
-            self.progress.scalars(loop.step, {"eval/return_mean": mean, "eval/return_std": std})
-            if cfg.video_every and len(loop.evaluations) % cfg.video_every == 0:
-                self.evaluator.record_video(self.files.file(VIDEOS_DIR), loop.step)
-        logging.info(
-            "eval step %d: return %.1f +- %.1f over %d episodes",
-            loop.step,
-            mean,
-            std,
-            cfg.eval_episodes,
-        )
+            scalars = {f"eval/{k}": evaluation[k] for k in ("return_mean", "return_std")}
+            self.progress.scalars(loop.step, scalars)
 
     def _log(self) -> None:
         now, steps = self.learning_clock.seconds(), self.loop.learning_steps
         last_time, last_steps = self._log_clock
         # None in the warm-up (and for a log interval without learning-phase steps).
         steps_per_s = (steps - last_steps) / (now - last_time) if steps > last_steps else None
-        self.progress.log(self.loop, self.metrics, steps_per_s, self.lr_factor, self.source.stats())
+        u = self.updates
+        self.progress.log(self.loop, u.metrics, steps_per_s, u.lr_factor, self.source.stats())
         self._log_clock = (now, steps)
         if self.loop.recent_returns and steps_per_s is not None:
             ret = self.loop.mean_recent_return()
@@ -298,33 +293,18 @@ class Trainer:
     def _collect_and_learn(self, stop: StopSignals) -> None:
         """Chunks of env steps from the source, each followed by the updates it owes and
         by what is due at its step (evaluation, logging, checkpoints, a stop request)."""
-        loop, source = self.loop, self.source
-        updates = int(self.learner.sac.critic_optimizer.iterations.numpy())
-        continued = source.start(loop, updates)
+        loop, source, updates = self.loop, self.source, self.updates
+        continued = source.start(loop, updates.start())
         if self.resumed_from is not None and not continued:
             logging.info("resumed with new episodes (the checkpoint holds no env state)")
         for transitions, steps in source.chunks(loop):
             step_before = loop.step
             phase_ended, due = self._record(transitions, steps)
-            self.owed_updates += due
-            updates = self._pay_updates(updates)
+            updates.owed += due
+            updates.pay(source, loop.step, self.learning_clock)
             source.after_chunk(phase_ended, due)
             self._bar.update(loop.step - step_before)
             self._after_step(step_before, stop.received)
-
-    def _pay_updates(self, updates: int) -> int:
-        """Runs the owed updates in calls of the source's size (the run's last call may be
-        shorter: a new size, compiled once, off the clock); returns the update count."""
-        per_call, at_end = self.source.updates_per_call, self.loop.step >= self.config.total_steps
-        while self.owed_updates and (per_call is None or self.owed_updates >= per_call or at_end):
-            count = self.owed_updates if per_call is None else min(per_call, self.owed_updates)
-            short = per_call is not None and count < per_call
-            with self.learning_clock.paused() if short else nullcontext():
-                action = self._update(count, self.source.observation)
-            self.owed_updates -= count
-            updates += count
-            self.source.after_updates(updates, action)
-        return updates
 
     def _record(self, transitions, steps: int) -> tuple:
         """Puts `steps` env steps' transitions into the buffer and books them; returns
@@ -341,29 +321,6 @@ class Trainer:
             loop.learning_steps += steps
         finished = len(transitions.finished_episodes)
         return self.schedule.after_env_step(step_before, loop.step, finished)
-
-    def _update(self, gradient_steps: int, observation=None) -> Optional[np.ndarray]:
-        """Runs `gradient_steps` updates; with `observation`, also picks the next step's
-        actions with the updated policy in the same compiled call and returns them."""
-        factor = self.lr_schedule(self.loop.step, self.config.total_steps)
-        # The rates are variables read by the compiled update: set them only when they move.
-        if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
-            self.learner.set_learning_rate_factor(factor)
-            self.lr_factor = factor
-        batches = self.buffer.sample_packed(self.config.batch_size, gradient_steps)
-        action = None
-        if observation is None:
-            self.metrics = self.learner.update(batches)
-        else:
-            self.metrics, action = self.learner.update_and_act(batches, observation)
-        if not self.metrics["finite"]:
-            names = ", ".join(self.learner.nonfinite_quantities(self.metrics)[:6])
-            raise self._nonfinite(f"non-finite values at step {self.loop.step} in: {names}")
-        # The clock starts after the session's first update, so that the one-off XLA
-        # compilation does not count against throughput.
-        if not self.learning_clock.running:
-            self.learning_clock.start()
-        return action
 
     def _nonfinite(self, what: str) -> NonFiniteError:
         latest = self.checkpointer.latest or "none"
@@ -405,7 +362,9 @@ class Trainer:
             resumed_from=self.resumed_from,
             # Absolute, as saved_model_path: usable from any directory.
             checkpoint=latest and os.path.abspath(latest),
-            saved_model_path=self._export(final) if self.config.export else None,
+            saved_model_path=export_trained_policy(self.config, self.learner, self.spec, final)
+            if self.config.export
+            else None,
         )
         write_json(self.files.file(SUMMARY_FILE), summary)
         logging.info(
@@ -418,16 +377,6 @@ class Trainer:
         )
         saved = summary["saved_model_path"]
         return TrainResult(self.learner, self.spec, self.buffer, self.run_dir, saved, summary)
-
-    def _export(self, final_evaluation: Dict) -> str:
-        cfg = self.config
-        metadata = policy_metadata(cfg, self.spec, final_evaluation)
-        bounds = (cfg.log_std_min, cfg.log_std_max)
-        path = export_policy(
-            self.learner.actor, self.spec, cfg.export_dir, self.model_name, metadata, bounds
-        )
-        logging.info("exported SavedModel to %s", os.path.abspath(path))
-        return os.path.abspath(path)
 
 
 def train(config: SACConfig, *, quiet: bool = False, **options) -> TrainResult:

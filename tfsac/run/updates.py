@@ -1,0 +1,84 @@
+"""The gradient steps a run owes and the compiled calls that pay them: batches sampled
+from the replay buffer, the learning-rate schedule applied, non-finite values refused."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Callable, Dict, Optional
+
+import numpy as np
+
+from tfsac.algorithm.learner import SACLearner
+from tfsac.algorithm.schedules import parse_schedule
+from tfsac.config import SACConfig
+from tfsac.data.replay import ReplayBuffer
+from tfsac.run.run_dir import Stopwatch
+
+
+class Updates:
+    """Owed updates (whole calls only: a checkpoint keeps what is still owed), the
+    learning-rate factor of the current step, and the metrics of the last call."""
+
+    def __init__(
+        self,
+        learner: SACLearner,
+        buffer: ReplayBuffer,
+        config: SACConfig,
+        nonfinite: Callable[[str], Exception],
+    ):
+        self.learner, self.buffer, self.config = learner, buffer, config
+        self.nonfinite = nonfinite  # makes the error to raise, from what was found
+        self.lr_schedule = parse_schedule(config.lr_schedule)
+        self.lr_factor = 1.0
+        self.owed = 0
+        self.metrics: Optional[Dict[str, float]] = None
+        self.count = 0  # updates the learner has run, over all sessions
+
+    def load_state(self, state: Dict, step: int) -> None:
+        self.owed = state.get("owed_updates", 0)
+        # The checkpoint holds the rates of its step; the config of this run decides them.
+        self.lr_factor = self.lr_schedule(step, self.config.total_steps)
+        self.learner.set_learning_rate_factor(self.lr_factor)
+
+    def state(self) -> Dict:
+        return {"owed_updates": self.owed}
+
+    def start(self) -> int:
+        self.count = int(self.learner.sac.critic_optimizer.iterations.numpy())
+        return self.count
+
+    def pay(self, source, step: int, clock: Stopwatch) -> None:
+        """Runs the owed updates in calls of the source's size (the run's last call may be
+        shorter: a new size, compiled once, off the clock), each followed by the source's
+        `after_updates`; the clock starts after the session's first call, so that the
+        one-off XLA compilation does not count against throughput."""
+        per_call, at_end = source.updates_per_call, step >= self.config.total_steps
+        while self.owed and (per_call is None or self.owed >= per_call or at_end):
+            count = self.owed if per_call is None else min(per_call, self.owed)
+            short = per_call is not None and count < per_call
+            with clock.paused() if short else nullcontext():
+                action = self._call(count, step, source.observation)
+            if not clock.running:
+                clock.start()
+            self.owed -= count
+            self.count += count
+            source.after_updates(self.count, action)
+
+    def _call(self, gradient_steps: int, step: int, observation) -> Optional[np.ndarray]:
+        """Runs `gradient_steps` updates; with `observation`, also picks the next step's
+        actions with the updated policy in the same compiled call and returns them."""
+        factor = self.lr_schedule(step, self.config.total_steps)
+        # The rates are variables read by the compiled update: set them only when they move.
+        if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
+            self.learner.set_learning_rate_factor(factor)
+            self.lr_factor = factor
+        batches = self.buffer.sample_packed(self.config.batch_size, gradient_steps)
+        action = None
+        if observation is None:
+            self.metrics = self.learner.update(batches)
+        else:
+            self.metrics, action = self.learner.update_and_act(batches, observation)
+        if not self.metrics["finite"]:
+            names = ", ".join(self.learner.nonfinite_quantities(self.metrics)[:6])
+            raise self.nonfinite(f"non-finite values at step {step} in: {names}")
+        return action

@@ -71,6 +71,21 @@ def mean_std(series: List[tuple]):
     return np.array(common), stacked.mean(0), stacked.std(0)
 
 
+def _draw_curves(ax, env: str, runs: List[Dict], name: str) -> bool:
+    """Draws curve `name` of one env's runs: their mean +- std where all cover the same
+    steps (returns True), else one line per run over its own steps (returns False)."""
+    series = [r["curves"][name] for r in runs]
+    if all(np.array_equal(series[0][0], steps) for steps, _ in series):  # or none
+        if series:
+            steps, mean, std = mean_std(series)
+            ax.plot(steps, mean, label=legend_label(env, len(series)))
+            ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
+        return True
+    for run, (steps, values) in zip(runs, series, strict=True):
+        ax.plot(steps, values, "o-", linewidth=1, markersize=3, label=f"{env} seed {run['seed']}")
+    return False
+
+
 def plot_runs(
     run_dirs: Sequence[str], out_path: str, title: str = "", notes: Optional[List[str]] = None
 ) -> str:
@@ -102,25 +117,8 @@ def plot_runs(
     unlike = defaultdict(list)  # env -> panels whose runs cover different steps
     for ax, (name, label) in zip(axes.flat, PANELS, strict=True):
         for env, runs in groups.items():
-            present = [r for r in runs if name in r["curves"]]
-            series = [r["curves"][name] for r in present]
-            if not series:
-                continue
-            if all(np.array_equal(series[0][0], steps) for steps, _ in series):
-                steps, mean, std = mean_std(series)
-                ax.plot(steps, mean, label=legend_label(env, len(series)))
-                ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
-                continue
-            unlike[env].append(label)
-            for run, (steps, values) in zip(present, series, strict=True):
-                ax.plot(
-                    steps,
-                    values,
-                    "o-",
-                    linewidth=1,
-                    markersize=3,
-                    label=f"{env} seed {run['seed']}",
-                )
+            if not _draw_curves(ax, env, [r for r in runs if name in r["curves"]], name):
+                unlike[env].append(label)
         ax.set_title(label)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)

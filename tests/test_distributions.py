@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfsac import deterministic_action, tanh_normal
-from tfsac.algorithm.distributions import unit_to_bounds
+from tfsac.data.envs import unit_to_bounds
 
 LOW = np.array([0.0, -10.0], np.float32)
 HIGH = np.array([5.0, 2.0], np.float32)

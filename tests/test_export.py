@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
-from tfsac.algorithm.distributions import unit_to_bounds
+from tfsac.data.envs import unit_to_bounds
 from tfsac.deploy import export as export_module
 from tfsac.deploy.export import check_writable
 

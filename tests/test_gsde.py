@@ -7,7 +7,7 @@ import tensorflow as tf
 from conftest import tiny_config
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, Trainer, export_policy, load_policy
-from tfsac.algorithm.distributions import unit_to_bounds
+from tfsac.data.envs import unit_to_bounds
 
 
 def _learner(num_envs=1, **kw):

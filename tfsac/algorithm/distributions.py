@@ -41,11 +41,3 @@ def policy_params(actor, observation, log_std_bounds):
 def deterministic_action(loc, low=None, high=None):
     """The action used for evaluation and serving: the squashed mean."""
     return squash_bijector(low, high).forward(loc)
-
-
-def unit_to_bounds(unit_action, low, high):
-    """Maps actions in [-1, 1] onto [low, high] (numpy), clipped against rounding."""
-    low = np.asarray(low, np.float32)
-    high = np.asarray(high, np.float32)
-    action = low + (np.asarray(unit_action, np.float32) + 1.0) * 0.5 * (high - low)
-    return np.clip(action, low, high)

@@ -13,8 +13,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils import EzPickle
 
-from tfsac.algorithm.distributions import unit_to_bounds
-from tfsac.data.envs import EnvFn, EnvSpec, make_vector_env
+from tfsac.data.envs import EnvFn, EnvSpec, make_vector_env, unit_to_bounds
 
 
 @dataclasses.dataclass

@@ -12,12 +12,24 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac.errors import TfsacError
-from tfsac.run.rendering import needs_flattening
 
 # MuJoCo picks its GL backend when first imported; without a display, GLFW cannot open a
 # context, so headless machines render through EGL unless the user chose otherwise.
 if not os.environ.get("DISPLAY"):
     os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def needs_flattening(space: gym.Space) -> bool:
+    """Whether observations must go through gymnasium.spaces.flatten for the networks."""
+    return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
+
+
+def unit_to_bounds(unit_action, low, high):
+    """Maps actions in [-1, 1] onto [low, high] (numpy), clipped against rounding."""
+    low = np.asarray(low, np.float32)
+    high = np.asarray(high, np.float32)
+    action = low + (np.asarray(unit_action, np.float32) + 1.0) * 0.5 * (high - low)
+    return np.clip(action, low, high)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -71,7 +71,7 @@ class Policy:
 
     @classmethod
     def _from_run_dir(cls, run_dir: str) -> Policy:
-        from tfsac.algorithm.distributions import unit_to_bounds
+        from tfsac.data.envs import unit_to_bounds
         from tfsac.run.evaluation import checkpoint_learner
 
         learner, spec, info = checkpoint_learner(run_dir)

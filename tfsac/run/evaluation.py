@@ -157,7 +157,7 @@ def checkpoint_learner(run_dir: str):
 def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
     """A policy from a run directory's newest checkpoint that restores, and the run's
     config (a dict, with what checkpoint_learner adds)."""
-    from tfsac.algorithm.distributions import unit_to_bounds
+    from tfsac.data.envs import unit_to_bounds
 
     learner, spec, info = checkpoint_learner(run_dir)
 
@@ -212,7 +212,7 @@ class Evaluator:
         self.videos_dir = videos_dir
 
     def policy(self, obs: np.ndarray) -> np.ndarray:
-        from tfsac.algorithm.distributions import unit_to_bounds
+        from tfsac.data.envs import unit_to_bounds
 
         unit = self.learner.act(obs, deterministic=True)
         return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)

@@ -22,17 +22,13 @@ from typing import Optional
 import gymnasium as gym
 import numpy as np
 
+from tfsac.data.envs import needs_flattening
 from tfsac.errors import TfsacError
 
 # MuJoCo's defaults, a 4096x4096 shadow map and 4x multisampling, cost about 140 ms of CPU
 # per 480x480 HalfCheetah frame in Mesa's software renderer; a 1024x1024 map without
 # multisampling costs about 33 ms and looks nearly the same (docs/performance.md).
 SOFTWARE_GL_SHADOW_SIZE = 1024
-
-
-def needs_flattening(space: gym.Space) -> bool:
-    """Whether observations must go through gymnasium.spaces.flatten for the networks."""
-    return not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)
 
 
 def worker_environment() -> dict:

@@ -82,18 +82,20 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     import tfsac
     from tfsac.errors import TfsacError
-    from tfsac.scale import ray_cluster, sweep
+    from tfsac.scale import ray_cluster
+    from tfsac.scale.sweeps.driver import run_sweep
+    from tfsac.scale.sweeps.plan import RESERVED_FLAGS, FlagConfigs, plan_sweep
 
     try:
         for name in ("run_dir", "export_dir"):
             if FLAGS[name].present:
-                raise TfsacError(f"--{name}: {sweep.RESERVED_FLAGS[name]}")
+                raise TfsacError(f"--{name}: {RESERVED_FLAGS[name]}")
         try:
             seeds = [int(s) for s in FLAGS.seeds] if FLAGS.seeds else [FLAGS.seed]
         except ValueError:
             raise TfsacError(f"--seeds must be integers, got {','.join(FLAGS.seeds)}") from None
-        plan = sweep.plan_sweep(
-            sweep.FlagConfigs(FLAGS, TRAINING_FLAGS, lambda: config_from_flags(tfsac)),
+        plan = plan_sweep(
+            FlagConfigs(FLAGS, TRAINING_FLAGS, lambda: config_from_flags(tfsac)),
             FLAGS.sweep_dir,
             seeds,
             grid=FLAGS.grid,
@@ -108,7 +110,7 @@ def main(argv):
         )
         ray_cluster.check_address(FLAGS.ray_address)
         ray_cluster.require_ray("sweeps", FLAGS.ray_address, tune=True, search=bool(FLAGS.search))
-        outcome = sweep.run_sweep(plan, FLAGS.ray_address, resume=FLAGS.resume)
+        outcome = run_sweep(plan, FLAGS.ray_address, resume=FLAGS.resume)
     except TfsacError as e:
         fail(str(e))
     for path in outcome["files"][:2]:

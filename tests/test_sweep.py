@@ -140,14 +140,15 @@ def test_the_summary_line_counts_trials_and_names_the_best(tmp_path, monkeypatch
     from types import SimpleNamespace
 
     from tfsac.run.run_dir import StopSignals
-    from tfsac.scale import sweep
+    from tfsac.scale.sweeps import driver
+    from tfsac.scale.sweeps.state import SweepState
 
-    Progress, _, _ = sweep._tune_classes()
-    progress = Progress(sweep.SweepState(str(tmp_path)), total=4, stop=StopSignals())
+    Progress, _, _ = driver._tune_classes()
+    progress = Progress(SweepState(str(tmp_path)), total=4, stop=StopSignals())
     trial = SimpleNamespace(config={"trial": {"name": "lr=1e-3/seed0"}}, status="RUNNING")
     progress.on_trial_result(0, [trial], trial, {"eval_return": -150.25, "env_steps": 200})
     progress.on_step(0, [trial])  # within SUMMARY_EVERY_S of the start: nothing
-    monkeypatch.setattr(sweep, "SUMMARY_EVERY_S", 0.0)
+    monkeypatch.setattr(driver, "SUMMARY_EVERY_S", 0.0)
     progress.on_step(1, [trial, SimpleNamespace(status="PENDING")])
     assert capsys.readouterr().out.splitlines() == [
         "lr=1e-3/seed0: eval return -150.2 at 200 env steps",
@@ -408,7 +409,9 @@ def test_a_sweep_of_an_earlier_tfsac_resumes_with_the_fields_added_since(tmp_pat
     defaults) is the same sweep; a lacking field set to another value is not."""
     from tfsac.config import SACConfig
     from tfsac.errors import TfsacError
-    from tfsac.scale.sweep import SWEEP_FILE, Plan, _check_definition
+    from tfsac.scale.sweeps.driver import _check_definition
+    from tfsac.scale.sweeps.plan import Plan
+    from tfsac.scale.sweeps.state import SWEEP_FILE
 
     base = json.loads(json.dumps(SACConfig(total_steps=400).to_dict()))
     for reserved in ("seed", "run_dir", "export_dir"):  # not in a sweep's base config
@@ -427,7 +430,7 @@ def test_results_of_a_half_done_sweep_count_only_done_trials(tmp_path):
     """A config whose seeds are finished, stopped early, under way and not started: the
     return's mean +- std is over the first two; the others show their progress as status
     (the newest checkpoint's env steps, where a --resume continues them)."""
-    from tfsac.scale.sweep import summarize, write_results
+    from tfsac.scale.sweeps.results import summarize, write_results
 
     def evaluations(*pairs):
         return [{"step": s, "return_mean": r} for s, r in pairs]

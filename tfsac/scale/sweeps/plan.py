@@ -1,0 +1,389 @@
+"""A sweep's plan, from the sweep flags: the --grid and --space values parsed and checked
+through the training flags' own parsers, every grid trial's config (or the search space,
+checked at its ends) validated before anything runs.
+
+Needs neither Ray nor TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
+
+from absl import flags
+
+from tfsac.config import SACConfig
+from tfsac.errors import TfsacError
+from tfsac.run.run_dir import check_writable
+
+SEARCH_METHODS = ("optuna",)
+OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}
+# Flags that the sweep sets for each trial; a grid or search over them is refused.
+RESERVED_FLAGS = {
+    "seed": "give the seeds with --seeds",
+    "run_dir": "each trial's run directory is under --sweep_dir",
+    "export_dir": "each trial exports into its run directory",
+    "resume": "--resume continues the whole sweep",
+    "progress_bar": "trials run without a progress bar",
+    "ray_address": "give the cluster of the whole sweep with --ray_address",
+}
+TAG_LENGTH = 100
+
+
+# ------------------------------------------------------------------------ input parsing
+def split_values(text: str) -> List[str]:
+    """'a,b,c' -> ['a', 'b', 'c']; values that hold commas are separated by ';' instead
+    (hidden_sizes=64,64;256,256)."""
+    return [v.strip() for v in text.split(";" if ";" in text else ",")]
+
+
+def parse_grid(entries: Iterable[str], configs: FlagConfigs) -> Dict[str, List[str]]:
+    """--grid entries 'flag=v1,v2,...' -> {flag: [v1, v2, ...]}, in the order given."""
+    grid: Dict[str, List[str]] = {}
+    for entry in entries:
+        name, sep, text = entry.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise TfsacError(f"--grid={entry}: expected <training flag>=<value>,<value>,...")
+        configs.check_name(name, "--grid")
+        if name in grid:
+            raise TfsacError(f"--grid: {name} is given twice")
+        values = split_values(text)
+        if not text.strip():
+            raise TfsacError(f"--grid {name}: no values")
+        if not all(values):
+            raise TfsacError(f"--grid {name}: an empty value in {text!r}")
+        if len(set(values)) < len(values):
+            raise TfsacError(f"--grid {name}: a value is given twice in {text!r}")
+        grid[name] = values
+    return grid
+
+
+@dataclasses.dataclass(frozen=True)
+class Dimension:
+    """One searched flag: a range (uniform, loguniform, int, logint; bounds inclusive) or a
+    choice between values."""
+
+    name: str
+    kind: str
+    low: float = 0.0
+    high: float = 0.0
+    choices: tuple = ()
+
+    KINDS = ("uniform", "loguniform", "int", "logint", "choice")
+
+    def text(self, value) -> str:
+        """The flag value for a sampled value (floats to 4 significant digits)."""
+        if self.kind in ("uniform", "loguniform"):
+            return f"{float(value):.4g}"
+        if self.kind in ("int", "logint"):
+            return str(int(value))
+        return str(value)
+
+    def probes(self) -> List[str]:
+        """Values to check before a search: every choice, or the ends of the range and a
+        point inside it (a fraction, for floats: an int flag refuses a float range)."""
+        if self.kind == "choice":
+            return list(self.choices)
+        if self.kind.startswith("log"):
+            inside = self.low * (self.high / self.low) ** 0.37
+        else:
+            inside = self.low + 0.37 * (self.high - self.low)
+        return [self.text(self.low), self.text(inside), self.text(self.high)]
+
+    def distribution(self):
+        from optuna import distributions
+
+        if self.kind == "choice":
+            return distributions.CategoricalDistribution(list(self.choices))
+        if self.kind in ("int", "logint"):
+            return distributions.IntDistribution(
+                int(self.low), int(self.high), log=self.kind == "logint"
+            )
+        return distributions.FloatDistribution(self.low, self.high, log=self.kind == "loguniform")
+
+
+def parse_space(entries: Iterable[str], configs: FlagConfigs) -> Dict[str, Dimension]:
+    """--space entries 'flag=kind:low:high' or 'flag=choice:v1,v2,...' -> Dimensions."""
+    space: Dict[str, Dimension] = {}
+    for entry in entries:
+        name, sep, text = entry.partition("=")
+        name = name.strip()
+        kind, _, rest = text.partition(":")
+        kind = kind.strip()
+        if not sep or not name or not kind:
+            raise TfsacError(
+                f"--space={entry}: expected <training flag>=<{'|'.join(Dimension.KINDS[:4])}>"
+                ":<low>:<high> or <training flag>=choice:<value>,<value>,..."
+            )
+        configs.check_name(name, "--space")
+        if name in space:
+            raise TfsacError(f"--space: {name} is given twice")
+        if kind not in Dimension.KINDS:
+            raise TfsacError(
+                f"--space {name}: unknown distribution {kind!r} "
+                f"(known: {', '.join(Dimension.KINDS)})"
+            )
+        if kind == "choice":
+            choices = split_values(rest)
+            if not all(choices) or len(set(choices)) < len(choices):
+                raise TfsacError(f"--space {name}: choice needs distinct, non-empty values")
+            space[name] = Dimension(name, kind, choices=tuple(choices))
+            continue
+        bounds = rest.split(":")
+        try:
+            low, high = (float(b) for b in bounds)
+        except ValueError:
+            raise TfsacError(
+                f"--space {name}: {kind} needs <low>:<high> numbers, got {rest!r}"
+            ) from None
+        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+            raise TfsacError(f"--space {name}: need finite bounds with low < high, got {rest!r}")
+        if kind.startswith("log") and low <= 0:
+            raise TfsacError(f"--space {name}: {kind} needs a positive low bound, got {rest!r}")
+        if kind in ("int", "logint") and not (low.is_integer() and high.is_integer()):
+            raise TfsacError(f"--space {name}: {kind} needs integer bounds, got {rest!r}")
+        space[name] = Dimension(name, kind, low, high)
+    return space
+
+
+# ---------------------------------------------------------------------- configs, trials
+class FlagConfigs:
+    """SACConfigs from the parsed training flags plus overrides {flag: text}: each text goes
+    through its flag's own parser, then `build` (the scripts' config_from_flags) reads the
+    flags, which are put back afterwards. Only for the process that parsed the flags."""
+
+    def __init__(self, flag_values, names: Iterable[str], build: Callable[[], SACConfig]):
+        self._flags = flag_values
+        self.names = frozenset(names)
+        self._build = build
+
+    def check_name(self, name: str, where: str) -> None:
+        if name in RESERVED_FLAGS:
+            raise TfsacError(f"{where}: --{name} cannot vary in a sweep ({RESERVED_FLAGS[name]})")
+        if name not in self.names:
+            raise TfsacError(f"{where}: unknown training flag --{name}")
+
+    def __call__(self, overrides: Dict[str, str]) -> SACConfig:
+        saved = {}
+        try:
+            for name, text in overrides.items():
+                flag = self._flags[name]
+                saved[name] = (flag.value, flag.present, flag.using_default_value)
+                try:
+                    flag.parse(text)
+                except (flags.Error, ValueError) as e:
+                    raise TfsacError(str(e)) from None
+            config = self._build()
+        finally:
+            for name, (value, present, default) in saved.items():
+                flag = self._flags[name]
+                flag.value, flag.present, flag.using_default_value = value, present, default
+        try:
+            return config.validate()
+        except TfsacError as e:
+            where = " ".join(f"--{k}={v}" for k, v in overrides.items() if k not in RESERVED_FLAGS)
+            raise TfsacError(f"{where}: {e}" if where else str(e)) from None
+
+    def __getstate__(self):
+        # Tune pickles its search algorithm (which holds this); the flags stay here.
+        return {"names": self.names, "_flags": None, "_build": None}
+
+
+def config_tag(overrides: Dict[str, str]) -> str:
+    """A folder name for a config: 'learning_rate=0.001_batch_size=512' ('base' for none)."""
+    if not overrides:
+        return "base"
+    text = "_".join(f"{k}={v}" for k, v in overrides.items())
+    tag = re.sub(r"[^A-Za-z0-9._=+-]+", "-", text).strip("-").replace("=-", "=")
+    if len(tag) > TAG_LENGTH:
+        digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+        tag = f"{tag[: TAG_LENGTH - 9]}-{digest}"
+    return tag
+
+
+@dataclasses.dataclass
+class TrialFactory:
+    """Trial specs (a JSON-able dict that Tune passes to `run_trial`): name, run directory,
+    the validated config, the sampled values."""
+
+    configs: FlagConfigs
+    sweep_dir: str
+    threads: int
+
+    def __call__(self, tag: str, overrides: Dict[str, str], seed: int, **extra) -> Dict:
+        run_dir = os.path.join(self.sweep_dir, tag, f"seed{seed}")
+        per_trial = {
+            "seed": str(seed),
+            "run_dir": run_dir,
+            "export_dir": os.path.join(run_dir, "saved_models"),
+            "progress_bar": "false",
+        }
+        config = self.configs({**overrides, **per_trial})
+        return {
+            "name": f"{tag}/seed{seed}",
+            "tag": tag,
+            "seed": seed,
+            "overrides": dict(overrides),
+            "run_dir": run_dir,
+            "threads": self.threads,
+            "config": config.to_dict(),
+            **extra,
+        }
+
+
+@dataclasses.dataclass
+class Plan:
+    """A validated sweep: the grid's trials, or the search space."""
+
+    sweep_dir: str
+    method: str  # "grid" or one of SEARCH_METHODS
+    definition: Dict  # written to sweep.json; a --resume must match it
+    trials: List[Dict] = dataclasses.field(default_factory=list)
+    space: Dict[str, Dimension] = dataclasses.field(default_factory=dict)
+    seed: int = 0
+    num_samples: int = 1
+    objective: str = "final"
+    early_stopping: bool = False
+    cpus_per_trial: int = 1
+    max_concurrent: int = 0
+    max_failures: int = 2
+    # Builds the search's trial specs in this process (holds the parsed flags).
+    factory: Optional[TrialFactory] = dataclasses.field(default=None, repr=False)
+
+    @property
+    def metric(self) -> str:
+        return OBJECTIVES[self.objective]
+
+
+def plan_sweep(
+    configs: FlagConfigs,
+    sweep_dir: str,
+    seeds: Sequence[int],
+    grid: Iterable[str] = (),
+    search: str = "",
+    space: Iterable[str] = (),
+    num_samples: int = 10,
+    objective: str = "final",
+    early_stopping: str = "auto",
+    cpus_per_trial: int = 1,
+    max_concurrent: int = 0,
+    max_failures: int = 2,
+) -> Plan:
+    """Checks the sweep's settings and builds every trial's config (grid) or the configs at
+    the ends of every searched range (search); raises TfsacError on the first problem."""
+    grid, space, seeds = list(grid), list(space), list(seeds)
+    _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping)
+    for name, value, least in (
+        ("num_samples", num_samples, 1),
+        ("cpus_per_trial", cpus_per_trial, 1),
+        ("max_concurrent", max_concurrent, 0),
+        ("max_failures", max_failures, 0),
+    ):
+        if value < least:
+            raise TfsacError(f"--{name} must be >= {least}, got {value}")
+    sweep_dir = os.path.abspath(sweep_dir)
+    factory = TrialFactory(configs, sweep_dir, cpus_per_trial)
+    base = factory("base", {}, seeds[0])["config"]
+    for per_trial in ("seed", "run_dir", "export_dir"):
+        base.pop(per_trial)
+    plan = Plan(
+        sweep_dir,
+        search or "grid",
+        definition={},
+        seed=seeds[0],
+        num_samples=num_samples,
+        objective=objective,
+        early_stopping=early_stopping == "asha" or (early_stopping == "auto" and bool(search)),
+        cpus_per_trial=cpus_per_trial,
+        max_concurrent=max_concurrent,
+        max_failures=max_failures,
+        factory=factory,
+    )
+    if search:
+        _plan_search(plan, configs, space, base)
+    else:
+        _plan_grid(plan, configs, grid, seeds, base)
+    _check_runs(plan, base)
+    return plan
+
+
+def _check_runs(plan: Plan, base: Dict) -> None:
+    """What would fail every trial, checked here before anything is written: env runners
+    (a trial is one process with its CPUs), envs that cannot be made or trained on, a
+    sweep folder that cannot be written."""
+    configs = [t["config"] for t in plan.trials] or [base]
+    if any(c["num_actors"] for c in configs):
+        raise TfsacError(
+            "env runners (--num_actors) do not run inside sweep trials: a trial is one "
+            "process with --cpus_per_trial CPUs; sweep without --num_actors"
+        )
+    from tfsac.data.envs import checked_env, env_factory
+
+    envs = {json.dumps([c["env_id"], c["env_kwargs"]], sort_keys=True) for c in configs}
+    for env_id, env_kwargs in (json.loads(e) for e in sorted(envs)):
+        checked_env(env_factory(env_id, env_kwargs), env_id).close()
+    check_writable(plan.sweep_dir)
+
+
+def _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping) -> None:
+    if not sweep_dir:
+        raise TfsacError("--sweep_dir is needed: the folder for the trials' run directories")
+    if search and search not in SEARCH_METHODS:
+        raise TfsacError(f"unknown --search method {search!r} (known: {', '.join(SEARCH_METHODS)})")
+    if objective not in OBJECTIVES:
+        raise TfsacError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if early_stopping not in ("auto", "asha", "none"):
+        raise TfsacError(f"--early_stopping must be auto, asha or none, got {early_stopping!r}")
+    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) < len(seeds):
+        raise TfsacError(f"--seeds must be distinct non-negative integers, got {seeds}")
+    if search and grid:
+        raise TfsacError("--grid and --search do not combine: search ranges go in --space")
+    if search and len(seeds) > 1:
+        raise TfsacError("a search trains each sample once, with --seed; --seeds is for grids")
+    if space and not search:
+        raise TfsacError("--space needs --search=optuna")
+    if search and not space:
+        raise TfsacError("--search needs at least one --space=<flag>=<distribution>:...")
+
+
+def _plan_search(plan: Plan, configs: FlagConfigs, space: List[str], base: Dict) -> None:
+    """The search space, each range checked at its ends and one point inside."""
+    plan.space = parse_space(space, configs)
+    for dim in plan.space.values():
+        for value in dim.probes():
+            plan.factory("check", {dim.name: value}, plan.seed)
+    plan.definition = {
+        "method": plan.method,
+        "base": base,
+        "space": {n: dataclasses.asdict(d) for n, d in plan.space.items()},
+        "seed": plan.seed,
+        "objective": plan.objective,
+    }
+
+
+def _plan_grid(plan: Plan, configs: FlagConfigs, grid: List[str], seeds, base: Dict) -> None:
+    """Every combination of the grid's values times every seed, as trials."""
+    values = parse_grid(grid, configs)
+    seen: Dict[str, str] = {}
+    for combo in itertools.product(*values.values()):
+        overrides = dict(zip(values, combo, strict=True))
+        tag = config_tag(overrides)
+        for seed in seeds:
+            spec = plan.factory(tag, overrides, seed)
+            key = json.dumps(
+                {**spec["config"], "run_dir": None, "export_dir": None}, sort_keys=True
+            )
+            if key in seen:
+                raise TfsacError(f"--grid: {spec['name']} and {seen[key]} are the same config")
+            if any(t["run_dir"] == spec["run_dir"] for t in plan.trials):
+                raise TfsacError(f"--grid: two configs share the run directory {spec['run_dir']}")
+            seen[key] = spec["name"]
+            plan.trials.append(spec)
+    plan.definition = {"method": "grid", "base": base, "grid": values, "seeds": seeds}

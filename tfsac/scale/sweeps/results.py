@@ -1,0 +1,173 @@
+"""A sweep's results: one row per config (mean +- std over its done seeds), written as
+results.csv, results.md and a learning-curve PNG per config."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+from typing import Dict, Iterable, List, Optional
+
+from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run, read_json, write_atomic
+
+
+def trial_outcome(entry: Dict) -> Dict:
+    """A trial's final evaluation return, env steps, wall time, from its run directory."""
+    spec = entry["spec"]
+    run_dir = spec["run_dir"]
+    if finished_run(run_dir):
+        summary = read_json(os.path.join(run_dir, "summary.json"))
+        status, evaluations = "finished", summary["evaluations"]
+        wall_time = summary["wall_time_s"]
+    else:
+        record = read_json(os.path.join(run_dir, TRIAL_FILE), None) or {}
+        status, evaluations = entry.get("status", "pending"), record.get("evaluations") or []
+        wall_time = entry.get("wall_time_s")
+    returns = [e["return_mean"] for e in evaluations]
+    steps = evaluations[-1]["step"] if evaluations else 0
+    if status not in DONE:  # where a --resume continues it: its newest checkpoint
+        steps = max([steps, *_checkpoint_steps(run_dir)])
+    return {
+        "status": status,
+        "return": returns[-1] if returns else None,
+        "best": max(returns) if returns else None,
+        "steps": steps,
+        "wall_time_s": wall_time,
+    }
+
+
+def _checkpoint_steps(run_dir: str) -> List[int]:
+    try:
+        names = os.listdir(os.path.join(run_dir, "checkpoints"))
+    except OSError:
+        return []
+    return [int(m.group(1)) for m in map(re.compile(r"ckpt-(\d+)\.index").fullmatch, names) if m]
+
+
+def _fmt(value: Optional[float], digits: int = 1) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def summarize(trials: Dict[str, Dict]) -> List[Dict]:
+    """One row per config: mean +- std over seeds of the final evaluation return of its done
+    trials (finished or stopped early), their mean env steps and wall time, the best one's run
+    directory. A trial still to run or under way counts in the status column only, with the
+    env steps it has reached, so a half-done sweep's means are never mixed with partial runs."""
+    groups: Dict[str, List[Dict]] = {}
+    for entry in trials.values():
+        groups.setdefault(entry["spec"]["tag"], []).append(entry)
+    rows = []
+    for tag, entries in groups.items():
+        outcomes = [(trial_outcome(e), e["spec"]) for e in entries]
+        done = [(o, s) for o, s in outcomes if o["status"] in DONE and o["return"] is not None]
+        returns = [o["return"] for o, _ in done]
+        walls = [o["wall_time_s"] for o, _ in done if o["wall_time_s"] is not None]
+        best = max(done, key=lambda x: x[0]["return"])[1]["run_dir"] if done else ""
+        rows.append(
+            {
+                "config": tag,
+                "overrides": " ".join(
+                    f"--{k}={v}" for k, v in entries[0]["spec"]["overrides"].items()
+                ),
+                "seeds": " ".join(str(s["seed"]) for _, s in outcomes),
+                "status": _status(o for o, _ in outcomes),
+                "return_mean": sum(returns) / len(returns) if returns else None,
+                # One seed has no spread to report.
+                "return_std": _std(returns) if len(returns) > 1 else None,
+                "env_steps": sum(o["steps"] for o, _ in done) / len(done) if done else None,
+                "wall_time_s": sum(walls) / len(walls) if walls else None,
+                "best_run_dir": best,
+            }
+        )
+    return rows
+
+
+def _status(outcomes: Iterable[Dict]) -> str:
+    """'2 finished, 1 pending (at 60000 env steps)': counts by status; for trials not done,
+    the env steps of their newest checkpoint or evaluation."""
+    by_status: Dict[str, List[int]] = {}
+    for o in outcomes:
+        by_status.setdefault(o["status"], []).append(o["steps"])
+    parts = []
+    for status, steps in sorted(by_status.items()):
+        part = f"{len(steps)} {status}"
+        if status not in DONE and any(steps):
+            part += f" (at {', '.join(str(s) for s in steps)} env steps)"
+        parts.append(part)
+    return ", ".join(parts)
+
+
+def _std(values: List[float]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+
+def write_results(sweep_dir: str, trials: Dict[str, Dict], sort: bool = False) -> List[str]:
+    """results.csv, results.md and a learning-curve PNG per config; each written atomically."""
+    from tfsac.run.plotting import plot_runs
+
+    rows = summarize(trials)
+    if sort:
+        rows.sort(
+            key=lambda r: -math.inf if r["return_mean"] is None else r["return_mean"], reverse=True
+        )
+    files = []
+    for row in rows:
+        run_dirs = [
+            e["spec"]["run_dir"]
+            for e in trials.values()
+            if e["spec"]["tag"] == row["config"]
+            and os.path.exists(os.path.join(e["spec"]["run_dir"], "config.json"))
+        ]
+        row["curves"] = ""
+        if run_dirs:
+            path = os.path.join(sweep_dir, row["config"], "learning_curves.png")
+            tmp = os.path.join(sweep_dir, row["config"], ".learning_curves.tmp.png")
+            os.replace(plot_runs(run_dirs, tmp, title=row["config"]), path)
+            row["curves"] = os.path.relpath(path, sweep_dir)
+            files.append(path)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, RESULT_FIELDS)
+    writer.writeheader()
+    writer.writerows(rows)
+    csv_path = os.path.join(sweep_dir, "results.csv")
+    write_atomic(csv_path, out.getvalue())
+    md_path = os.path.join(sweep_dir, "results.md")
+    write_atomic(md_path, _markdown(rows, sweep_dir))
+    return [csv_path, md_path, *files]
+
+
+RESULT_FIELDS = [
+    "config",
+    "overrides",
+    "seeds",
+    "status",
+    "return_mean",
+    "return_std",
+    "env_steps",
+    "wall_time_s",
+    "best_run_dir",
+    "curves",
+]
+
+
+def _markdown(rows: List[Dict], sweep_dir: str) -> str:
+    """results.md's table; paths relative to the sweep directory."""
+    lines = [
+        "| config | seeds | final eval return (mean ± std) | env steps | wall time (s) | status "
+        "| best run | curves |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        ret = _fmt(r["return_mean"])
+        if r["return_std"] is not None:
+            ret += f" ± {r['return_std']:.1f}"
+        best = os.path.relpath(r["best_run_dir"], sweep_dir) if r["best_run_dir"] else ""
+        curves = f"[png]({r['curves']})" if r["curves"] else ""
+        lines.append(
+            f"| {r['overrides'] or 'base'} | {r['seeds']} | {ret} | {_fmt(r['env_steps'], 0)} "
+            f"| {_fmt(r['wall_time_s'], 0)} | {r['status']} | {best} | {curves} |"
+        )
+    return "\n".join(lines) + "\n"

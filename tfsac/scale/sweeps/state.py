@@ -1,0 +1,57 @@
+"""A sweep's state files: sweep.json (what the sweep is), trials.json (each trial's spec
+and status), and the helpers that write them atomically and read them back."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict
+
+from tfsac.errors import TfsacError
+
+SWEEP_FILE = "sweep.json"  # what the sweep is: a --resume must ask for the same
+TRIALS_FILE = "trials.json"  # each trial's spec and status, as the driver saw them
+TRIAL_FILE = "trial.json"  # in a run directory: the trial's attempts and evaluations
+DONE = ("finished", "stopped")  # not run again by --resume
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Writes `text` to `path` through a temporary file: a killed writer leaves the old one."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def read_json(path: str, default=None):
+    """The JSON in `path`, `default` where there is no such file; TfsacError if unreadable."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return default
+    except (OSError, ValueError) as e:
+        raise TfsacError(f"cannot read {path}: {e}") from None
+
+
+class SweepState:
+    """trials.json: every trial's spec, status and outcome, rewritten on each change."""
+
+    def __init__(self, sweep_dir: str):
+        self.path = os.path.join(sweep_dir, TRIALS_FILE)
+        self.trials: Dict[str, Dict] = read_json(self.path, {})
+
+    def update(self, name: str, **fields) -> None:
+        self.trials.setdefault(name, {}).update(fields)
+        write_atomic(self.path, json.dumps(self.trials, indent=2))
+
+    def done(self, spec: Dict) -> bool:
+        status = self.trials.get(spec["name"], {}).get("status")
+        return status in DONE or finished_run(spec["run_dir"])
+
+
+def finished_run(run_dir: str) -> bool:
+    """Whether the run directory holds a run trained to its total_steps."""
+    summary = read_json(os.path.join(run_dir, "summary.json"), None) or {}
+    config = read_json(os.path.join(run_dir, "config.json"), None) or {}
+    return bool(summary) and summary.get("total_steps") == config.get("total_steps")

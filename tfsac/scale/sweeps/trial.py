@@ -1,0 +1,114 @@
+"""The function each sweep trial runs in its Ray worker process: one ordinary tfsac run,
+reporting its evaluations to Tune. TensorFlow and Ray are imported only when it runs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import socket
+import time
+from typing import Any, Dict, List, Optional
+
+from tfsac.config import SACConfig
+from tfsac.errors import TfsacError, first_line
+from tfsac.run.logs import OwnInfoOnly
+from tfsac.scale.sweeps.state import TRIAL_FILE, read_json, write_atomic
+
+
+def _thread_names() -> Dict[str, int]:
+    """This process's threads by name (Linux): TF's inter-op pool is tf_Compute, XLA's
+    intra-op pool tf_XLAEigen; a trial records them to show its thread limits held."""
+    counts: Dict[str, int] = {}
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            counts[name] = counts.get(name, 0) + 1
+    except OSError:
+        pass
+    return counts
+
+
+def _cpu_seconds() -> Optional[float]:
+    """CPU time of this process so far (imports included), where the OS tells it."""
+    try:
+        import resource
+
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+    except ImportError:
+        return None
+    return usage.ru_utime + usage.ru_stime
+
+
+def _metrics(evaluations: List[Dict], finished: bool) -> Dict[str, Any]:
+    returns = [e["return_mean"] for e in evaluations]
+    return {
+        "eval_return": returns[-1],
+        "best_eval_return": max(returns),
+        "env_steps": evaluations[-1]["step"],
+        "finished": finished,
+    }
+
+
+def run_trial(tune_config: Dict) -> None:
+    """The Tune trainable: one tfsac run, resumed from its own checkpoint when there is one
+    (a retry), reporting each evaluation to Tune (which may stop it there)."""
+    spec = tune_config["trial"]
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    # Before TF's first op in this worker process, which fixes the pools' sizes.
+    tf.config.threading.set_intra_op_parallelism_threads(spec["threads"])
+    tf.config.threading.set_inter_op_parallelism_threads(spec["threads"])
+    from absl import logging as absl_logging
+    from ray import tune
+
+    from tfsac.run.trainer import train
+
+    config = SACConfig.from_dict(spec["config"])
+    run_dir = config.run_dir
+    os.makedirs(run_dir, exist_ok=True)
+    handler = logging.FileHandler(os.path.join(run_dir, "train.log"))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.addFilter(OwnInfoOnly())  # TF's and other libraries' INFO chatter stays out
+    absl_logging.get_absl_logger().addHandler(handler)
+    absl_logging.set_verbosity(absl_logging.INFO)
+
+    record_path = os.path.join(run_dir, TRIAL_FILE)
+    record = read_json(record_path, None) or {"name": spec["name"], "evaluations": []}
+    record.setdefault("attempts", []).append(
+        {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+    )
+    write_atomic(record_path, json.dumps(record, indent=2))
+
+    def on_evaluation(evaluation: Dict) -> None:
+        if evaluation["step"] >= config.total_steps:
+            return  # reported with the summary, below
+        # A retry resumes from a checkpoint that may predate evaluations already recorded.
+        kept = [e for e in record["evaluations"] if e["step"] < evaluation["step"]]
+        record["evaluations"] = [*kept, evaluation]
+        write_atomic(record_path, json.dumps(record, indent=2))
+        tune.report(_metrics(record["evaluations"], finished=False))
+
+    try:
+        result = train(config, resume=True, on_evaluation=on_evaluation)
+    except TfsacError as e:
+        # A bad env, NaN losses, an unwritable disk: a retry would fail the same way.
+        record["error"] = first_line(e)
+        write_atomic(record_path, json.dumps(record, indent=2))
+        failed = {"eval_return": math.nan, "best_eval_return": math.nan, "env_steps": 0}
+        tune.report({**failed, "error": record["error"]})
+        return
+    summary = result.summary
+    record["evaluations"] = summary["evaluations"]
+    record["attempts"][-1].update(threads_by_name=_thread_names(), cpu_s=_cpu_seconds())
+    write_atomic(record_path, json.dumps(record, indent=2))
+    tune.report(
+        {
+            **_metrics(summary["evaluations"], finished=True),
+            "wall_time_s": summary["wall_time_s"],
+            "env_steps_per_s": summary["env_steps_per_s"],
+        }
+    )

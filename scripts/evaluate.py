@@ -13,6 +13,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from _cli import env_kwargs_from_flag, fail, import_tfsac, parse_flags_or_fail  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
+from tfsac.errors import TfsacError  # noqa: E402
+from tfsac.run.run_dir import run_config  # noqa: E402 - TF-free
+
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder exported by tfsac.")
 flags.DEFINE_string("run_dir", None, "A run directory: its latest checkpoint is used.")
 flags.DEFINE_string("env", None, "Env id (default: the one the policy was trained on).")
@@ -40,6 +44,13 @@ def main(argv):
         fail(f"--episodes must be positive, got {FLAGS.episodes}")
     if FLAGS.video_dir and os.path.exists(FLAGS.video_dir) and not os.path.isdir(FLAGS.video_dir):
         fail(f"--video_dir {FLAGS.video_dir!r} is a file, not a folder")
+    try:  # mistakes in the paths are said before TensorFlow loads
+        if FLAGS.saved_model:
+            check_saved_model(FLAGS.saved_model)
+        elif not run_config(FLAGS.run_dir)[1]:
+            fail(f"no checkpoint that restores in {FLAGS.run_dir!r}/checkpoints")
+    except TfsacError as e:
+        fail(str(e))
     tfsac = import_tfsac()
     from tfsac.run import evaluation
 

@@ -18,8 +18,8 @@ from _cli import (  # noqa: E402
 )
 from absl import app, flags  # noqa: E402
 
-from tfsac.data.envs import check_env_id  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
+from tfsac.run.preflight import check_start  # noqa: E402 - TF-free
 
 define_training_flags()
 FLAGS = flags.FLAGS
@@ -30,9 +30,8 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     check_runner_flags()
     config = config_from_flags(resume=FLAGS.resume)
-    try:  # TF is imported only once the flags are known to be good (TF-free checks).
-        config.validate()
-        check_env_id(config.env_id)
+    try:  # TF is imported only once the start is known to be good (TF-free checks).
+        check_start(config, resume=FLAGS.resume)
     except TfsacError as e:
         fail(str(e))
     tfsac = import_tfsac()

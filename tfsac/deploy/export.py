@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 
@@ -29,16 +28,12 @@ from absl import logging
 
 from tfsac.algorithm.distributions import policy_params, squash_bijector
 from tfsac.data.envs import EnvSpec
+from tfsac.deploy.policy import check_saved_model
 from tfsac.errors import TfsacError, first_line
 from tfsac.run.logs import absl_verbosity
-from tfsac.run.run_dir import check_writable  # noqa: F401 - a public name here too
+from tfsac.run.run_dir import check_writable, default_model_name  # noqa: F401 - public here too
 
 METADATA_FILE = "tfsac_metadata.json"
-
-
-def default_model_name(env_id: str) -> str:
-    """'HalfCheetah-v5' -> 'halfcheetah_v5' (a name TF Serving accepts in URLs)."""
-    return re.sub(r"[^a-z0-9]+", "_", env_id.lower()).strip("_") or "policy"
 
 
 def next_version(model_dir: str) -> int:
@@ -166,8 +161,7 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
 
 def load_policy(path: str):
     """Loads an exported policy; returns the SavedModel object (`.signatures[...]`)."""
-    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
-        raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
+    check_saved_model(path)
     try:
         return tf.saved_model.load(path)
     # IndexError: a truncated variables file ("Read less bytes than requested").

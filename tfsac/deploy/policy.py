@@ -119,6 +119,12 @@ class Policy:
         )
 
 
+def check_saved_model(path: str) -> None:
+    """TfsacError unless `path` holds a SavedModel (without loading it, or TensorFlow)."""
+    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
+
+
 def _contains(space: gym.Space, observation) -> bool:
     """Whether `observation` is one observation of `space` (dtypes taken loosely: a list
     for a Box, a Python int for Discrete)."""

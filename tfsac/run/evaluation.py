@@ -118,15 +118,11 @@ def checkpoint_learner(run_dir: str):
     info: the run's config (a dict), the checkpoint and its step, the final evaluation's
     seed and return."""
     from tfsac.algorithm.learner import SACLearner
-    from tfsac.config import SACConfig
     from tfsac.data.envs import env_spec, make_env
     from tfsac.run.checkpointing import Checkpointer
+    from tfsac.run.run_dir import run_config
 
-    try:
-        with open(os.path.join(run_dir, "config.json")) as f:
-            config = SACConfig.from_dict(json.load(f))
-    except (OSError, ValueError, TypeError, TfsacError) as e:
-        raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
+    config, _ = run_config(run_dir)
     env = make_env(config.env_id, env_kwargs=config.env_kwargs)
     spec = env_spec(config.env_id, env)
     env.close()

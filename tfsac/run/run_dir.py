@@ -10,6 +10,7 @@ import csv
 import dataclasses
 import json
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -51,6 +52,28 @@ def check_writable(directory: str) -> None:
                 os.rmdir(path)
             except OSError:  # not created after all, or no longer empty
                 pass
+
+
+def default_model_name(env_id: str) -> str:
+    """'HalfCheetah-v5' -> 'halfcheetah_v5' (a name TF Serving accepts in URLs)."""
+    return re.sub(r"[^a-z0-9]+", "_", env_id.lower()).strip("_") or "policy"
+
+
+def run_config(run_dir: str):
+    """The SACConfig of the run in `run_dir` (TfsacError where it holds none), and whether it
+    holds any checkpoint files; reads no checkpoint."""
+    from tfsac.config import SACConfig
+
+    try:
+        with open(os.path.join(run_dir, CONFIG_FILE)) as f:
+            config = SACConfig.from_dict(json.load(f))
+    except (OSError, ValueError, TypeError, TfsacError) as e:
+        raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
+    checkpoints = os.path.join(run_dir, CHECKPOINTS_DIR)
+    has_checkpoints = os.path.isdir(checkpoints) and any(
+        name.endswith(".index") for name in os.listdir(checkpoints)
+    )
+    return config, has_checkpoints
 
 
 def write_json(path: str, data: Dict) -> None:

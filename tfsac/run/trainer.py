@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import time
 from typing import Callable, Dict, Optional, Sequence
 
 import keras
@@ -17,15 +16,16 @@ from absl import logging
 from tfsac.algorithm.learner import SACLearner
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
-from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
+from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.update_schedule import UpdateSchedule
-from tfsac.deploy.export import default_model_name, export_trained_policy
+from tfsac.deploy.export import export_trained_policy
 from tfsac.errors import TfsacError
 from tfsac.run.callbacks import Callback, CallbackList, FunctionCallback, IntervalTrigger
 from tfsac.run.checkpointing import Checkpointer, check_compatible
 from tfsac.run.evaluation import Evaluator
 from tfsac.run.logs import lines_above, progress_bar, progress_lines
+from tfsac.run.preflight import check_start
 from tfsac.run.run_dir import (
     CHECKPOINTS_DIR,
     CONFIG_FILE,
@@ -36,13 +36,11 @@ from tfsac.run.run_dir import (
     RunDir,
     StopSignals,
     Stopwatch,
-    check_writable,
     run_summary,
     write_json,
 )
 from tfsac.run.source import CollectionSource, LocalSource
 from tfsac.run.updates import Updates
-from tfsac.scale.ray_cluster import check_address, require_ray
 
 ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
 
@@ -71,63 +69,6 @@ class TrainResult:
     summary: Dict
 
 
-def default_run_dir(config: SACConfig) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return os.path.join("runs", f"{default_model_name(config.env_id)}-seed{config.seed}-{stamp}")
-
-
-def _checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
-    """Checks the run directory (and what a run there needs); returns it. Writes nothing."""
-    if resume and not config.run_dir:
-        raise TfsacError("resume needs the run directory of the run to continue (run_dir)")
-    if env_fn is not None and config.video_every:
-        raise TfsacError("video_every needs an env id: videos remake the env by id")
-    run_dir = config.run_dir or default_run_dir(config)
-    if not resume and RunDir(run_dir).holds_a_run():
-        raise TfsacError(
-            f"run directory {run_dir!r} already holds a run; continue it with --resume or "
-            "choose another run directory"
-        )
-    check_writable(run_dir)
-    return run_dir
-
-
-def _env_name(env) -> str:
-    spec = getattr(env, "spec", None)
-    return (
-        spec.id if spec is not None and spec.id else f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
-    )
-
-
-def _checked_start(config: SACConfig, export, resume: bool, env_fn) -> tuple:
-    """The checks that can refuse a run's start, before anything is written; returns the
-    config as the run uses it (validated, naming its env), the run dir, the env factory, an
-    env for evaluations and its spec. Also seeds Python, numpy and TF."""
-    if export is not None:
-        config = dataclasses.replace(config, export=export)
-    config.validate()
-    if config.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    keras.utils.set_random_seed(config.seed)
-    make_env = env_fn or env_factory(config.env_id, config.env_kwargs)
-    eval_env = checked_env(make_env, config.env_id if env_fn is None else "env_fn")
-    if env_fn is not None:  # the config (and the default run dir) name the env it trains on
-        config = dataclasses.replace(config, env_id=_env_name(eval_env))
-    run_dir = _checked_run_dir(config, resume, env_fn)
-    saved = RunDir(run_dir).read_config() if resume else None
-    if saved is not None:
-        for change in config.resume_changes(saved):
-            logging.info("resume with %s", change)
-    if config.export:
-        model_name = config.model_name or default_model_name(config.env_id)
-        check_writable(os.path.join(config.export_dir, model_name))
-    spec = env_spec(config.env_id, eval_env)
-    if config.num_actors:
-        require_ray("env runners (num_actors > 0)", config.ray_address)
-        check_address(config.ray_address)
-    return config, run_dir, make_env, eval_env, spec
-
-
 class Trainer:
     """One SAC run: builds everything from `config`, optionally resumes, then `run()`s one
     loop over a collection source (env copies here, or env runners on Ray).
@@ -148,9 +89,18 @@ class Trainer:
         on_evaluation: Optional[Callable[[Dict], None]] = None,
         callbacks: Sequence[Callback] = (),
     ):
-        checked = _checked_start(config, export, resume, env_fn)
-        config, self.run_dir, self.env_fn, eval_env, self.spec = checked
-        self.config, spec = config, self.spec
+        if export is not None:
+            config = dataclasses.replace(config, export=export)
+        config.validate()  # before its seed is used
+        if config.deterministic:
+            tf.config.experimental.enable_op_determinism()
+        keras.utils.set_random_seed(config.seed)  # Python, numpy and TF, before the env
+        start = check_start(config, None, resume, env_fn)
+        for change in start.resume_changes:
+            logging.info("resume with %s", change)
+        self.config = config = start.config
+        self.run_dir, self.env_fn, self.spec = start.run_dir, start.env_fn, start.spec
+        spec, eval_env = start.spec, start.eval_env
         self.files = RunDir(self.run_dir)
         self.callbacks = CallbackList([FunctionCallback(on_log, on_evaluation), *callbacks])
         self.learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)

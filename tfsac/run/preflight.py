@@ -1,0 +1,85 @@
+"""The checks that can refuse a run's start, before anything is written and without
+TensorFlow: `Trainer` runs them first, and scripts/train.py before it imports TensorFlow,
+so that a mistake is one line at once."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import List, Optional
+
+import gymnasium as gym
+
+from tfsac.config import SACConfig
+from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
+from tfsac.errors import TfsacError
+from tfsac.run.run_dir import RunDir, check_writable, default_model_name
+from tfsac.scale.ray_cluster import check_address, require_ray
+
+
+def default_run_dir(config: SACConfig) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join("runs", f"{default_model_name(config.env_id)}-seed{config.seed}-{stamp}")
+
+
+def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
+    """Checks the run directory (and what a run there needs); returns it. Writes nothing."""
+    if resume and not config.run_dir:
+        raise TfsacError("resume needs the run directory of the run to continue (run_dir)")
+    if env_fn is not None and config.video_every:
+        raise TfsacError("video_every needs an env id: videos remake the env by id")
+    run_dir = config.run_dir or default_run_dir(config)
+    if not resume and RunDir(run_dir).holds_a_run():
+        raise TfsacError(
+            f"run directory {run_dir!r} already holds a run; continue it with --resume or "
+            "choose another run directory"
+        )
+    check_writable(run_dir)
+    return run_dir
+
+
+def _env_name(env) -> str:
+    spec = getattr(env, "spec", None)
+    return (
+        spec.id if spec is not None and spec.id else f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
+    )
+
+
+@dataclasses.dataclass
+class Start:
+    """A run's start as checked: the config as the run uses it (validated, naming its env),
+    its run directory, the env factory, an env for evaluations and its spec, and the
+    changes a resume makes to the saved config (one line each)."""
+
+    config: SACConfig
+    run_dir: str
+    env_fn: EnvFn
+    eval_env: gym.Env
+    spec: EnvSpec
+    resume_changes: List[str]
+
+
+def check_start(
+    config: SACConfig, export: Optional[bool] = None, resume: bool = False, env_fn=None
+) -> Start:
+    """The checks that can refuse a run's start (TfsacError), before anything is written;
+    the arguments are `Trainer`'s."""
+    if export is not None:
+        config = dataclasses.replace(config, export=export)
+    config.validate()
+    make_env = env_fn or env_factory(config.env_id, config.env_kwargs)
+    eval_env = checked_env(make_env, config.env_id if env_fn is None else "env_fn")
+    if env_fn is not None:  # the config (and the default run dir) name the env it trains on
+        config = dataclasses.replace(config, env_id=_env_name(eval_env))
+    run_dir = checked_run_dir(config, resume, env_fn)
+    saved = RunDir(run_dir).read_config() if resume else None
+    changes = config.resume_changes(saved) if saved is not None else []
+    if config.export:
+        model_name = config.model_name or default_model_name(config.env_id)
+        check_writable(os.path.join(config.export_dir, model_name))
+    spec = env_spec(config.env_id, eval_env)
+    if config.num_actors:
+        require_ray("env runners (num_actors > 0)", config.ray_address)
+        check_address(config.ray_address)
+    return Start(config, run_dir, make_env, eval_env, spec, changes)

@@ -26,6 +26,7 @@ def _run(args, cwd):
     )
 
 
+@pytest.mark.slow
 def test_rounds_print_one_json_line_each_and_missing_peers_are_reported(tmp_path):
     proc = _run([*TINY, "--rounds=2", "--peers", f"--peers_dir={tmp_path}"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

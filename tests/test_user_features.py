@@ -302,6 +302,11 @@ def test_evaluate_script_saved_model_checkpoint_and_video(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "over 1 stochastic episodes" in out.stdout
     assert f"checkpoint: {result.run_dir}/checkpoints/ckpt-40 (step 40)" in out.stdout
+
+
+@pytest.mark.slow
+def test_evaluate_script_repeats_the_final_evaluation_and_checks_the_env(tmp_path):
+    result = train(_config(tmp_path, "Pendulum-v1", checkpoint_every=20))
     # With no --seed and --episodes, both sources repeat the run's final evaluation.
     final = result.summary["evaluations"][-1]
     for source in (f"--saved_model={result.saved_model_path}", f"--run_dir={result.run_dir}"):

@@ -12,7 +12,8 @@ call holding K = 1, 2, 4, 16 updates (alternating, median of `--breakdown_rounds
 least-squares split into a fixed cost per call and a cost per update, the update's dense-layer
 FLOPs and their rate, and, measured in the same process, the rate of a chain of matmuls of
 the update's width with the batch's rows and with four times as many (the bound for an
-update whose matmuls were fused into wider ones).
+update whose matmuls were fused into wider ones); and a one-update call that also picks the
+next action (what the training loop runs) against an update call then an act call.
 """
 
 import json
@@ -115,20 +116,34 @@ def matmul_rate(rows, width, chain=20, calls=10, repeats=3):
     return 2 * rows * width * width * chain / best / 1e9
 
 
+def _ms_per_call(fn, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return 1e3 * (time.perf_counter() - start) / calls
+
+
 def breakdown(learner, buffer, config):
-    """Call time against updates per call, split into per-call and per-update cost."""
+    """Call time against updates per call, split into per-call and per-update cost; and
+    one update with the next action picked in the same call against two calls."""
     batches = {k: buffer.sample_packed(config.batch_size, k) for k in BREAKDOWN_K}
+    obs = buffer.observation[:1]
+    acting = {
+        "update_and_act_ms": lambda: learner.update_and_act(batches[1], obs),
+        "update_then_act_ms": lambda: (learner.update(batches[1]), learner.act(obs)),
+    }
     for k in BREAKDOWN_K:  # compile each shape outside the clock
         learner.update(batches[k])
-    times = {k: [] for k in BREAKDOWN_K}
+    for fn in acting.values():
+        fn()
+    times = {k: [] for k in [*BREAKDOWN_K, *acting]}
     for _ in range(FLAGS.breakdown_rounds):
         for k in BREAKDOWN_K:
-            calls = max(2, 32 // k)
-            start = time.perf_counter()
-            for _ in range(calls):
-                learner.update(batches[k])
-            times[k].append(1e3 * (time.perf_counter() - start) / calls)
-    call_ms = {k: statistics.median(v) for k, v in times.items()}
+            times[k].append(_ms_per_call(lambda k=k: learner.update(batches[k]), max(2, 32 // k)))
+        for name, fn in acting.items():
+            times[name].append(_ms_per_call(fn, 32))
+    median = {k: statistics.median(v) for k, v in times.items()}
+    call_ms = {k: median[k] for k in BREAKDOWN_K}
     slope, intercept = statistics.linear_regression(list(call_ms), list(call_ms.values()))
     flops = update_flops(config, learner.obs_dim, learner.action_dim)
     width = max(config.hidden_sizes)
@@ -143,6 +158,7 @@ def breakdown(learner, buffer, config):
         else round(flops / slope / 1e6, 1),
         "matmul_chain_gflop_per_s": round(matmul_rate(config.batch_size, width), 1),
         "matmul_chain_4x_rows_gflop_per_s": round(matmul_rate(4 * config.batch_size, width), 1),
+        **{name: round(median[name], 3) for name in acting},
     }
 
 

@@ -72,6 +72,7 @@ def test_breakdown_splits_call_time_and_counts_the_update_flops(tmp_path):
     # Rates (rounded to 0.1 GFLOP/s, which a saturated machine can round down to 0).
     for key in ("matmul_chain_gflop_per_s", "matmul_chain_4x_rows_gflop_per_s"):
         assert math.isfinite(split[key]) and split[key] >= 0
+    assert split["update_and_act_ms"] > 0 and split["update_then_act_ms"] > 0
     # Pendulum (obs 3, action 1), two critics of [16, 16], batch 16. Multiply-adds per
     # sample: actor forward A = 3*16 + 16*16 + 16*2 = 336 (first layer 48); critics
     # C = 2 * (4*16 + 16*16 + 16*1) = 672 (first layer 128, its action part 32).

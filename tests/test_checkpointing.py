@@ -279,7 +279,7 @@ def test_a_resume_refuses_other_settings_and_says_the_changes_it_may_make(tmp_pa
     with pytest.raises(TfsacError, match="total_steps can only grow"):
         Trainer(_config(tmp_path / "run", total_steps=50, learning_starts=10), resume=True)
     assert _snapshot(tmp_path / "run") == before
-    caplog.set_level("INFO")
+    caplog.set_level("INFO", logger="absl")  # whatever verbosity parsed flags left
     Trainer(_config(tmp_path / "run", total_steps=200, log_every=100), resume=True)
     assert "resume with total_steps: 100 -> 200" in caplog.text
     assert "resume with log_every: 50 -> 100" in caplog.text

@@ -310,7 +310,7 @@ def options_table() -> str:
     """docs/options.md's table of every option, rendered from SACConfig's fields."""
     import dataclasses
 
-    from tfsac.config import GROUPS
+    from tfsac.options import GROUPS
 
     rows = ["| flag (field) | default | meaning |", "| --- | --- | --- |"]
     for group in GROUPS:

@@ -1,31 +1,42 @@
-"""The SAC configuration: one dataclass, validated before anything is built.
-
-Every field carries its help text and help group in its metadata (`option`), so
-scripts/train.py's flags are generated from the fields: an option is written once.
-"""
+"""The SAC configuration: one dataclass of every option (declared by help group in
+tfsac/options.py, each with its help text and the check of its own values, so
+scripts/train.py's flags are generated from the fields: an option is written once),
+validated before anything is built, and what a resume may change."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
-import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List
 
-from tfsac.algorithm.schedules import parse_schedule
 from tfsac.errors import TfsacError
 
-# Help groups, in the order `--help` lists them.
-ENV = "Environment"
-COLLECT = "Budget and data collection"
-OPTIM = "Optimisation"
-ALPHA = "Entropy temperature"
-VARIANT = "Variants and exploration"
-NETS = "Networks"
-COMPILE = "Compilation"
-OUTPUT = "Evaluation, logging, outputs and checkpoints"
-DIST = "Distributed collection (env runners on Ray)"
-GROUPS = (ENV, COLLECT, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT, DIST)
+# The group names, GROUPS and option too: code that predates tfsac/options.py imports them
+# from here.
+from tfsac.options import (  # noqa: F401
+    ALPHA,
+    COLLECT,
+    COMPILE,
+    DIST,
+    ENV,
+    GROUPS,
+    NETS,
+    OPTIM,
+    OUTPUT,
+    VARIANT,
+    AlphaOptions,
+    CollectOptions,
+    CompileOptions,
+    DistOptions,
+    EnvOptions,
+    NetOptions,
+    OptimOptions,
+    OutputOptions,
+    VariantOptions,
+    field_errors,
+    option,
+)
+
 # Fields of earlier versions, ignored in the config.json of their runs.
 REMOVED_FIELDS = {"graph_loop"}
 # What a resumed run may change (each change is said in one line): how long it runs, what
@@ -44,16 +55,6 @@ RESUME_ADJUSTABLE = (
     "export_dir",
     "model_name",
 )
-
-
-def option(default, help: str, group: str, *, flag=None, choices=None, text=None):
-    """A config field with what its command-line flag needs: `help`, `group`, the flag's
-    name (default: the field's), `choices` for an enum, and `text`, the flag's default for
-    fields that also take a string form (parsed by SACConfig.__post_init__)."""
-    metadata = {"help": help, "group": group, "flag": flag, "choices": choices, "text": text}
-    if callable(default):
-        return dataclasses.field(default_factory=default, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
 
 
 ALPHA_FORMS = "a float, 'auto' or 'auto_<float>' (learned, starting at <float>)"
@@ -83,179 +84,23 @@ def parse_env_kwargs(text: str) -> Dict[str, Any]:
 
 
 @dataclasses.dataclass
-class SACConfig:
-    """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905).
+class SACConfig(
+    DistOptions,
+    OutputOptions,
+    CompileOptions,
+    NetOptions,
+    VariantOptions,
+    AlphaOptions,
+    OptimOptions,
+    CollectOptions,
+    EnvOptions,
+):
+    """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905):
+    the options of every help group (tfsac/options.py; dataclasses take the last base's
+    fields first, so the fields keep the order --help lists them in).
 
-    The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps. (A long class:
-    one declaration per option, each with its help text.)
+    The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps.
     """
-
-    # Environment and seeding.
-    env_id: str = option(
-        "Pendulum-v1",
-        "gymnasium id; 'module:Id-v0' imports the module that registers it first",
-        ENV,
-        flag="env",
-    )
-    seed: int = option(0, "seeds the env, numpy and TF", ENV)
-    # JSON-serialisable (kept in checkpoints and the SavedModel's metadata).
-    env_kwargs: Dict[str, Any] = option(
-        dict,
-        "keyword arguments for gymnasium.make, a JSON object, e.g. '{\"max_episode_steps\": 500}'",
-        ENV,
-        text="{}",
-    )
-    num_envs: int = option(1, "env copies stepped together (a gymnasium vector env)", ENV)
-    vector_mode: str = option("sync", "how the env copies step", ENV, choices=("sync", "async"))
-
-    # Budget and data collection. train_freq and gradient_steps count env steps, so the
-    # updates per env step stay the same for any num_envs.
-    total_steps: int = option(20_000, "env steps to train for", COLLECT)
-    learning_starts: int = option(1_000, "uniform-random env steps before updates start", COLLECT)
-    train_freq: int = option(1, "env steps per collection phase (updates follow each)", COLLECT)
-    gradient_steps: int = option(
-        1, "updates per collection phase (-1: one per env step collected)", COLLECT
-    )
-    episodes_per_rollout: int = option(
-        0, "collection phases of this many whole episodes instead (0: train_freq)", COLLECT
-    )
-    buffer_size: int = option(1_000_000, "replay capacity (transitions)", COLLECT)
-    batch_size: int = option(256, "minibatch size", COLLECT)
-
-    # Optimisation.
-    learning_rate: float = option(3e-4, "Adam rate of every part without its own", OPTIM)
-    actor_learning_rate: Optional[float] = option(None, "actor rate (default learning_rate)", OPTIM)
-    critic_learning_rate: Optional[float] = option(
-        None, "critic rate (default learning_rate)", OPTIM
-    )
-    alpha_learning_rate: Optional[float] = option(
-        None, "temperature rate (default learning_rate)", OPTIM
-    )
-    value_learning_rate: Optional[float] = option(
-        None, "v1's V-network rate (default learning_rate)", OPTIM
-    )
-    max_grad_norm: Optional[float] = option(
-        None, "clip actor, critic and V gradients to this global norm (default off)", OPTIM
-    )
-    # A factor on every learning rate over env steps (tfsac/algorithm/schedules.py).
-    lr_schedule: str = option(
-        "constant", "constant | linear (to 0 at total_steps) | piecewise:<step>:<factor>,...", OPTIM
-    )
-    gamma: float = option(0.99, "discount factor", OPTIM)
-    tau: float = option(0.005, "Polyak coefficient of the target networks", OPTIM)
-    policy_delay: int = option(1, "critic updates per actor and temperature update", OPTIM)
-    target_update_interval: int = option(1, "critic updates per Polyak update", OPTIM)
-    reward_scale: float = option(1.0, "rewards are multiplied by this in the TD target", OPTIM)
-
-    # Entropy temperature: a fixed `alpha`, or learned (alpha=None) from `initial_alpha`
-    # towards `target_entropy` (None means -dim(A)). The strings 'auto' and 'auto_<x>'
-    # (learned, starting at x) are accepted too.
-    alpha: Optional[float] = option(
-        None,
-        "a fixed entropy coefficient, 'auto' (learned from initial_alpha) or 'auto_<x>' "
-        "(learned from x)",
-        ALPHA,
-        text="auto",
-    )
-    initial_alpha: float = option(1.0, "starting alpha when it is learned", ALPHA)
-    target_entropy: Optional[float] = option(
-        None,
-        "entropy target of the learned alpha: a float, or 'auto' = -dim(A)",
-        ALPHA,
-        text="auto",
-    )
-    use_log_alpha: bool = option(True, "optimise log-alpha (true) or alpha itself", ALPHA)
-
-    # 'v2': twin Q networks with target Q networks (arXiv:1812.05905);
-    # 'v1': the original SAC with a state-value network V and a target V (arXiv:1801.01290).
-    variant: str = option(
-        "v2", "v2: twin Q + target Q; v1: the original SAC with V", VARIANT, choices=("v1", "v2")
-    )
-    # gSDE (arXiv:2005.05719): exploration noise z(s) @ E, z(s) the actor's last hidden
-    # features, E ~ N(0, exp(log_std)^2) resampled at each collection phase's start and every
-    # `sde_sample_freq` env steps (-1: only then).
-    use_sde: bool = option(False, "gSDE: generalized state-dependent exploration", VARIANT)
-    sde_sample_freq: int = option(
-        -1, "gSDE: new noise every N env steps (-1: once per collection phase)", VARIANT
-    )
-    use_sde_at_warmup: bool = option(
-        False, "gSDE instead of uniform actions before learning_starts", VARIANT
-    )
-    log_std_init: float = option(-3.0, "gSDE: initial log-std of the noise matrix", VARIANT)
-
-    # Networks.
-    hidden_sizes: Tuple[int, ...] = option((256, 256), "hidden layer sizes, e.g. 256,256", NETS)
-    num_critics: int = option(2, "Q networks (the target takes their minimum)", NETS)
-    # DroQ-style critics, for gradient_steps > 1.
-    critic_layer_norm: bool = option(False, "layer normalisation in the critics (DroQ)", NETS)
-    critic_dropout: float = option(0.0, "dropout rate in the critics (DroQ uses 0.01)", NETS)
-    log_std_min: float = option(-20.0, "lower clip of the policy's log-std", NETS)
-    log_std_max: float = option(2.0, "upper clip of the policy's log-std", NETS)
-
-    # Compilation. `deterministic` turns on TF op determinism: the same seed then gives the
-    # same run, bit for bit, on a CPU.
-    jit_compile: bool = option(True, "compile the update and action selection with XLA", COMPILE)
-    deterministic: bool = option(
-        False, "TF op determinism: the same seed gives the same run (CPU)", COMPILE
-    )
-    # Evaluation, logging and outputs.
-    eval_every: int = option(5_000, "env steps between deterministic evaluations", OUTPUT)
-    eval_episodes: int = option(10, "episodes per evaluation", OUTPUT)
-    log_every: int = option(1_000, "env steps between progress lines", OUTPUT)
-    video_every: int = option(
-        0, "record one episode every N evaluations to <run_dir>/videos (0: never)", OUTPUT
-    )
-    # None: on when stderr is a terminal.
-    progress_bar: Optional[bool] = option(
-        None, "progress bar on stderr: auto (in a terminal), true or false", OUTPUT, text="auto"
-    )
-    tensorboard: bool = option(True, "TensorBoard summaries in <run_dir>/tensorboard", OUTPUT)
-    run_dir: Optional[str] = option(
-        None, "run directory (default runs/<model_name>-seed<seed>-<time>)", OUTPUT
-    )
-    export_dir: str = option(
-        "saved_models", "SavedModels go to <export_dir>/<model_name>/<n>", OUTPUT
-    )
-    model_name: Optional[str] = option(
-        None, "model name under export_dir (default from env)", OUTPUT
-    )
-    export: bool = option(
-        True,
-        "export the policy as a SavedModel at the end (a new version of <export_dir>/"
-        "<model_name>, which TF Serving then serves); false for trial runs",
-        OUTPUT,
-    )
-
-    # Checkpoints under <run_dir>/checkpoints (also at the end and on SIGINT/SIGTERM).
-    checkpoint_every: int = option(5_000, "env steps between checkpoints (0: end only)", OUTPUT)
-    keep_checkpoints: int = option(3, "how many recent checkpoints to keep", OUTPUT)
-
-    # Distributed collection (tfsac/scale/runners.py): `num_actors` env runners on Ray step
-    # their envs with a CPU copy of the actor and send chunks of transitions to this
-    # process, which keeps the replay buffer and the update. The updates per env step
-    # (train_freq, gradient_steps) hold for any number of runners.
-    num_actors: int = option(
-        0, "env runner processes on Ray feeding this learner (0: envs step in this process)", DIST
-    )
-    envs_per_actor: int = option(1, "env copies each runner steps together", DIST)
-    chunk_steps: int = option(
-        64, "env steps per chunk a runner sends (all its env copies' steps count)", DIST
-    )
-    weight_sync_every: int = option(
-        64, "updates between sending the actor's weights to the runners", DIST
-    )
-    # sync: every runner collects one chunk with the same weights, then the learner
-    # updates (reproducible with `deterministic`); async: runners collect while the learner
-    # updates, each with one chunk in flight (not reproducible).
-    runner_mode: str = option(
-        "async",
-        "async: runners collect while the learner updates; sync: in lockstep, reproducible",
-        DIST,
-        choices=("sync", "async"),
-    )
-    ray_address: Optional[str] = option(
-        None, "Ray cluster to join (<host>:<port> or auto; default: a local Ray)", DIST
-    )
 
     def __post_init__(self):
         """Turns the string forms that flags and JSON carry into the fields' types."""
@@ -291,49 +136,15 @@ class SACConfig:
         return self.learning_rate if value is None else value
 
     def validate(self) -> SACConfig:
-        """Raises TfsacError naming the first bad field; returns self."""
-        # Long, but a flat list of one check per field (or pair of fields) reads best.
-        positive_ints = (
-            "total_steps",
-            "train_freq",
-            "buffer_size",
-            "batch_size",
-            "eval_every",
-            "eval_episodes",
-            "log_every",
-            "num_envs",
-            "policy_delay",
-            "target_update_interval",
-            "envs_per_actor",
-            "chunk_steps",
-            "weight_sync_every",
-        )
-        for name in positive_ints:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise TfsacError(f"{name} must be a positive integer, got {value!r}")
-        if self.gradient_steps != -1 and (
-            not isinstance(self.gradient_steps, int) or self.gradient_steps <= 0
-        ):
-            raise TfsacError(
-                f"gradient_steps must be a positive integer or -1 (as many as env steps "
-                f"collected), got {self.gradient_steps!r}"
-            )
-        if self.episodes_per_rollout < 0:
-            raise TfsacError(
-                f"episodes_per_rollout must be >= 0 (0: off), got {self.episodes_per_rollout}"
-            )
+        """Raises TfsacError naming the first bad option; returns self. Each option's own
+        values are declared with it (tfsac/options.py); here, the checks between options."""
+        error = field_errors(self)
+        if error:
+            raise TfsacError(error)
         if self.episodes_per_rollout and self.train_freq != 1:
             raise TfsacError(
                 "train_freq and episodes_per_rollout both set: collection phases are either "
                 "train_freq env steps or episodes_per_rollout episodes"
-            )
-        if self.variant not in ("v1", "v2"):
-            raise TfsacError(f"variant must be 'v1' or 'v2', got {self.variant!r}")
-        if self.sde_sample_freq == 0 or self.sde_sample_freq < -1:
-            raise TfsacError(
-                f"sde_sample_freq must be -1 (once per collection phase) or positive, got "
-                f"{self.sde_sample_freq}"
             )
         if (self.sde_sample_freq != -1 or self.use_sde_at_warmup) and not self.use_sde:
             raise TfsacError("sde_sample_freq and use_sde_at_warmup need use_sde")
@@ -341,33 +152,12 @@ class SACConfig:
             raise TfsacError(
                 f"log_std_init must lie in [log_std_min, log_std_max], got {self.log_std_init}"
             )
-        if not isinstance(self.env_id, str) or not self.env_id:
-            raise TfsacError("env_id must be a non-empty string")
-        # The SavedModel goes to <export_dir>/<model_name>/<version>: one folder name.
-        if self.model_name is not None and (
-            not self.model_name
-            or self.model_name in (".", "..")
-            or any(sep in self.model_name for sep in ("/", "\\", os.sep))
-        ):
-            raise TfsacError(
-                f"model_name must be a folder name without path separators, got {self.model_name!r}"
-            )
+        if not self.log_std_min < self.log_std_max:
+            raise TfsacError("log_std_min must be smaller than log_std_max")
         if self.total_steps % self.num_envs:
             raise TfsacError(
                 f"total_steps ({self.total_steps}) must be a multiple of num_envs ({self.num_envs})"
             )
-        if self.vector_mode not in ("sync", "async"):
-            raise TfsacError(f"vector_mode must be 'sync' or 'async', got {self.vector_mode!r}")
-        if self.video_every < 0:
-            raise TfsacError(f"video_every must be >= 0, got {self.video_every}")
-        if not isinstance(self.env_kwargs, dict):
-            raise TfsacError(f"env_kwargs must be a dict, got {self.env_kwargs!r}")
-        if self.checkpoint_every < 0:
-            raise TfsacError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
-        if self.keep_checkpoints < 1:
-            raise TfsacError(f"keep_checkpoints must be >= 1, got {self.keep_checkpoints}")
-        if self.learning_starts < 0:
-            raise TfsacError(f"learning_starts must be >= 0, got {self.learning_starts}")
         if self.learning_starts > self.total_steps:
             raise TfsacError(
                 f"learning_starts ({self.learning_starts}) is larger than total_steps "
@@ -378,49 +168,10 @@ class SACConfig:
             raise TfsacError(
                 f"batch_size ({self.batch_size}) is larger than buffer_size ({self.buffer_size})"
             )
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise TfsacError(
-                f"hidden_sizes must be one or more positive integers, got {self.hidden_sizes}"
-            )
-        if not 0.0 <= self.critic_dropout < 1.0:
-            raise TfsacError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
-        if self.num_critics < 2:
-            raise TfsacError(f"num_critics must be >= 2, got {self.num_critics}")
-        for name in (
-            "learning_rate",
-            "actor_learning_rate",
-            "critic_learning_rate",
-            "alpha_learning_rate",
-            "value_learning_rate",
-        ):
-            value = getattr(self, name)
-            if value is not None and not 0.0 < value < 1.0:
-                raise TfsacError(f"{name} must be in (0, 1), got {value}")
-        parse_schedule(self.lr_schedule)
-        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
-            raise TfsacError(f"max_grad_norm must be positive, got {self.max_grad_norm}")
-        if not 0 < self.reward_scale < math.inf:
-            raise TfsacError(f"reward_scale must be positive and finite, got {self.reward_scale}")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise TfsacError(f"gamma must be in [0, 1], got {self.gamma}")
-        if not 0.0 < self.tau <= 1.0:
-            raise TfsacError(f"tau must be in (0, 1], got {self.tau}")
-        if self.alpha is not None and not 0.0 < self.alpha < math.inf:
-            raise TfsacError(f"alpha must be positive and finite when fixed, got {self.alpha}")
-        if not 0.0 < self.initial_alpha < math.inf:
-            raise TfsacError(f"initial_alpha must be positive and finite, got {self.initial_alpha}")
-        if self.target_entropy is not None and not math.isfinite(self.target_entropy):
-            raise TfsacError(f"target_entropy must be finite, got {self.target_entropy}")
-        if not self.log_std_min < self.log_std_max:
-            raise TfsacError("log_std_min must be smaller than log_std_max")
         self._validate_distributed()
         return self
 
     def _validate_distributed(self) -> None:
-        if not isinstance(self.num_actors, int) or self.num_actors < 0:
-            raise TfsacError(f"num_actors must be >= 0 (0: no env runners), got {self.num_actors}")
-        if self.runner_mode not in ("sync", "async"):
-            raise TfsacError(f"runner_mode must be 'sync' or 'async', got {self.runner_mode!r}")
         if not self.num_actors:
             return
         if self.use_sde or self.episodes_per_rollout:

@@ -69,13 +69,23 @@ class TrainResult:
     summary: Dict
 
 
+def _seeded(config: SACConfig, export: Optional[bool]) -> SACConfig:
+    """The config with `export` (when not None), validated; sets the Python, numpy and TF
+    seeds from it (before any env is made) and TF's op determinism when asked."""
+    if export is not None:
+        config = dataclasses.replace(config, export=export)
+    config.validate()
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+    return config
+
+
 class Trainer:
     """One SAC run: builds everything from `config`, optionally resumes, then `run()`s one
-    loop over a collection source (env copies here, or env runners on Ray).
-
-    Every check that can refuse the start (the run directory, the export folder, the env,
-    a checkpoint to resume, Ray and the runners) runs before anything is written.
-    """
+    loop over a collection source (env copies here, or env runners on Ray). Every check
+    that can refuse the start (run/preflight.py, then a checkpoint to resume) runs before
+    anything is written."""
 
     def __init__(
         self,
@@ -89,24 +99,17 @@ class Trainer:
         on_evaluation: Optional[Callable[[Dict], None]] = None,
         callbacks: Sequence[Callback] = (),
     ):
-        if export is not None:
-            config = dataclasses.replace(config, export=export)
-        config.validate()  # before its seed is used
-        if config.deterministic:
-            tf.config.experimental.enable_op_determinism()
-        keras.utils.set_random_seed(config.seed)  # Python, numpy and TF, before the env
-        start = check_start(config, None, resume, env_fn)
+        start = check_start(_seeded(config, export), None, resume, env_fn)
         for change in start.resume_changes:
             logging.info("resume with %s", change)
         self.config = config = start.config
         self.run_dir, self.env_fn, self.spec = start.run_dir, start.env_fn, start.spec
-        spec, eval_env = start.spec, start.eval_env
+        spec = self.spec
         self.files = RunDir(self.run_dir)
         self.callbacks = CallbackList([FunctionCallback(on_log, on_evaluation), *callbacks])
         self.learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
-        self.evaluator = Evaluator(
-            eval_env, self.learner, spec, config, self.files.file(VIDEOS_DIR)
-        )
+        videos = self.files.file(VIDEOS_DIR)
+        self.evaluator = Evaluator(start.eval_env, self.learner, spec, config, videos)
         self.buffer = ReplayBuffer(config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
         self.checkpointer = Checkpointer(
             self.files.file(CHECKPOINTS_DIR), self.learner, config.keep_checkpoints

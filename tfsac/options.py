@@ -1,0 +1,390 @@
+"""The options of a run, each declared once with everything about it: its default, help
+text, help group (scripts/train.py generates its flags and grouped --help from these), flag
+name, choices and the check of its own values. One dataclass per help group; SACConfig
+(tfsac/config.py) is all of them, plus the checks between options."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from tfsac.algorithm.schedules import parse_schedule
+
+# Help groups, in the order `--help` lists them.
+ENV = "Environment"
+COLLECT = "Budget and data collection"
+OPTIM = "Optimisation"
+ALPHA = "Entropy temperature"
+VARIANT = "Variants and exploration"
+NETS = "Networks"
+COMPILE = "Compilation"
+OUTPUT = "Evaluation, logging, outputs and checkpoints"
+DIST = "Distributed collection (env runners on Ray)"
+GROUPS = (ENV, COLLECT, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT, DIST)
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """The values an option takes on its own: `ok(value)`, and what it `must` be, said as
+    '<name> must be <must>, got <value>' with the value formatted by `got` ('{}' or
+    '{!r}', as each message always showed it; '' leaves ', got ...' out)."""
+
+    ok: Callable[[Any], bool]
+    must: str
+    got: str = "{}"
+
+    def error(self, name: str, value: Any) -> Optional[str]:
+        if self.ok(value):
+            return None
+        return f"{name} must be {self.must}" + (
+            f", got {self.got.format(value)}" if self.got else ""
+        )
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+POSITIVE_INT = Check(lambda v: _is_int(v) and v > 0, "a positive integer", "{!r}")
+POSITIVE_FINITE = Check(lambda v: 0 < v < math.inf, "positive and finite")
+NON_EMPTY_TEXT = Check(lambda v: isinstance(v, str) and bool(v), "a non-empty string", "")
+RATE = Check(lambda v: 0 < v < 1, "in (0, 1)")
+
+
+def at_least(low: int, note: str = "") -> Check:
+    return Check(lambda v: v >= low, f">= {low}{note}")
+
+
+def interval(low: float, high: float, ends: str) -> Check:
+    """Between `low` and `high`, each end closed ('[', ']') or open ('(', ')')."""
+    above = (lambda v: v >= low) if ends[0] == "[" else (lambda v: v > low)
+    below = (lambda v: v <= high) if ends[1] == "]" else (lambda v: v < high)
+    return Check(lambda v: above(v) and below(v), f"in {ends[0]}{low}, {high}{ends[1]}")
+
+
+def option(default, help: str, group: str, *, flag=None, choices=None, text=None, check=None):
+    """A config field with what its command-line flag needs: `help`, `group`, the flag's
+    name (default: the field's), `choices` for an enum, `text`, the flag's default for
+    fields that also take a string form (parsed by SACConfig.__post_init__), and `check`,
+    the values it takes (None passes where None is the default: 'off' or 'auto')."""
+    metadata = {
+        "help": help,
+        "group": group,
+        "flag": flag,
+        "choices": choices,
+        "text": text,
+        "check": check,
+    }
+    if callable(default):
+        return dataclasses.field(default_factory=default, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def field_errors(config) -> Optional[str]:
+    """The first option of `config` whose value its own declaration refuses, said."""
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if value is None and field.default is None:
+            continue
+        choices, check = field.metadata.get("choices"), field.metadata.get("check")
+        if choices and value not in choices:
+            listed = " or ".join(repr(c) for c in choices)
+            return f"{field.name} must be {listed}, got {value!r}"
+        if check is not None and (error := check.error(field.name, value)):
+            return error
+    return None
+
+
+@dataclasses.dataclass
+class EnvOptions:
+    """The env and the seed."""
+
+    # Environment and seeding.
+    env_id: str = option(
+        "Pendulum-v1",
+        "gymnasium id; 'module:Id-v0' imports the module that registers it first",
+        ENV,
+        flag="env",
+        check=NON_EMPTY_TEXT,
+    )
+    seed: int = option(0, "seeds the env, numpy and TF", ENV)
+    # JSON-serialisable (kept in checkpoints and the SavedModel's metadata).
+    env_kwargs: Dict[str, Any] = option(
+        dict,
+        "keyword arguments for gymnasium.make, a JSON object, e.g. '{\"max_episode_steps\": 500}'",
+        ENV,
+        text="{}",
+        check=Check(lambda v: isinstance(v, dict), "a dict", "{!r}"),
+    )
+    num_envs: int = option(
+        1, "env copies stepped together (a gymnasium vector env)", ENV, check=POSITIVE_INT
+    )
+    vector_mode: str = option("sync", "how the env copies step", ENV, choices=("sync", "async"))
+
+
+@dataclasses.dataclass
+class CollectOptions:
+    """How long to train and how env steps and updates alternate."""
+
+    # Budget and data collection. train_freq and gradient_steps count env steps, so the
+    # updates per env step stay the same for any num_envs.
+    total_steps: int = option(20_000, "env steps to train for", COLLECT, check=POSITIVE_INT)
+    learning_starts: int = option(
+        1_000, "uniform-random env steps before updates start", COLLECT, check=at_least(0)
+    )
+    train_freq: int = option(
+        1, "env steps per collection phase (updates follow each)", COLLECT, check=POSITIVE_INT
+    )
+    gradient_steps: int = option(
+        1,
+        "updates per collection phase (-1: one per env step collected)",
+        COLLECT,
+        check=Check(
+            lambda v: v == -1 or (isinstance(v, int) and v > 0),
+            "a positive integer or -1 (as many as env steps collected)",
+            "{!r}",
+        ),
+    )
+    episodes_per_rollout: int = option(
+        0,
+        "collection phases of this many whole episodes instead (0: train_freq)",
+        COLLECT,
+        check=at_least(0, " (0: off)"),
+    )
+    buffer_size: int = option(
+        1_000_000, "replay capacity (transitions)", COLLECT, check=POSITIVE_INT
+    )
+    batch_size: int = option(256, "minibatch size", COLLECT, check=POSITIVE_INT)
+
+
+@dataclasses.dataclass
+class OptimOptions:
+    """Learning rates, their schedule, discount, Polyak averaging, delays."""
+
+    # Optimisation.
+    learning_rate: float = option(
+        3e-4, "Adam rate of every part without its own", OPTIM, check=RATE
+    )
+    actor_learning_rate: Optional[float] = option(
+        None, "actor rate (default learning_rate)", OPTIM, check=RATE
+    )
+    critic_learning_rate: Optional[float] = option(
+        None, "critic rate (default learning_rate)", OPTIM, check=RATE
+    )
+    alpha_learning_rate: Optional[float] = option(
+        None, "temperature rate (default learning_rate)", OPTIM, check=RATE
+    )
+    value_learning_rate: Optional[float] = option(
+        None, "v1's V-network rate (default learning_rate)", OPTIM, check=RATE
+    )
+    max_grad_norm: Optional[float] = option(
+        None,
+        "clip actor, critic and V gradients to this global norm (default off)",
+        OPTIM,
+        check=Check(lambda v: v > 0, "positive"),
+    )
+    # A factor on every learning rate over env steps (tfsac/algorithm/schedules.py).
+    lr_schedule: str = option(
+        "constant",
+        "constant | linear (to 0 at total_steps) | piecewise:<step>:<factor>,...",
+        OPTIM,
+        # parse_schedule raises its own error, which says what is wrong in the schedule.
+        check=Check(lambda v: bool(parse_schedule(v)), "a schedule"),
+    )
+    gamma: float = option(0.99, "discount factor", OPTIM, check=interval(0, 1, "[]"))
+    tau: float = option(
+        0.005, "Polyak coefficient of the target networks", OPTIM, check=interval(0, 1, "(]")
+    )
+    policy_delay: int = option(
+        1, "critic updates per actor and temperature update", OPTIM, check=POSITIVE_INT
+    )
+    target_update_interval: int = option(
+        1, "critic updates per Polyak update", OPTIM, check=POSITIVE_INT
+    )
+    reward_scale: float = option(
+        1.0, "rewards are multiplied by this in the TD target", OPTIM, check=POSITIVE_FINITE
+    )
+
+
+@dataclasses.dataclass
+class AlphaOptions:
+    """The entropy temperature, fixed or learned."""
+
+    # Entropy temperature: a fixed `alpha`, or learned (alpha=None) from `initial_alpha`
+    # towards `target_entropy` (None means -dim(A)). The strings 'auto' and 'auto_<x>'
+    # (learned, starting at x) are accepted too.
+    alpha: Optional[float] = option(
+        None,
+        "a fixed entropy coefficient, 'auto' (learned from initial_alpha) or 'auto_<x>' "
+        "(learned from x)",
+        ALPHA,
+        text="auto",
+        check=Check(POSITIVE_FINITE.ok, "positive and finite when fixed"),
+    )
+    initial_alpha: float = option(
+        1.0, "starting alpha when it is learned", ALPHA, check=POSITIVE_FINITE
+    )
+    target_entropy: Optional[float] = option(
+        None,
+        "entropy target of the learned alpha: a float, or 'auto' = -dim(A)",
+        ALPHA,
+        text="auto",
+        check=Check(math.isfinite, "finite"),
+    )
+    use_log_alpha: bool = option(True, "optimise log-alpha (true) or alpha itself", ALPHA)
+
+
+@dataclasses.dataclass
+class VariantOptions:
+    """SAC v1 or v2, and gSDE exploration."""
+
+    # 'v2': twin Q networks with target Q networks (arXiv:1812.05905);
+    # 'v1': the original SAC with a state-value network V and a target V (arXiv:1801.01290).
+    variant: str = option(
+        "v2", "v2: twin Q + target Q; v1: the original SAC with V", VARIANT, choices=("v1", "v2")
+    )
+    # gSDE (arXiv:2005.05719): exploration noise z(s) @ E, z(s) the actor's last hidden
+    # features, E ~ N(0, exp(log_std)^2) resampled at each collection phase's start and every
+    # `sde_sample_freq` env steps (-1: only then).
+    use_sde: bool = option(False, "gSDE: generalized state-dependent exploration", VARIANT)
+    sde_sample_freq: int = option(
+        -1,
+        "gSDE: new noise every N env steps (-1: once per collection phase)",
+        VARIANT,
+        check=Check(lambda v: v == -1 or v > 0, "-1 (once per collection phase) or positive"),
+    )
+    use_sde_at_warmup: bool = option(
+        False, "gSDE instead of uniform actions before learning_starts", VARIANT
+    )
+    log_std_init: float = option(-3.0, "gSDE: initial log-std of the noise matrix", VARIANT)
+
+
+@dataclasses.dataclass
+class NetOptions:
+    """The actor's and critics' networks."""
+
+    # Networks.
+    hidden_sizes: Tuple[int, ...] = option(
+        (256, 256),
+        "hidden layer sizes, e.g. 256,256",
+        NETS,
+        check=Check(lambda v: v and all(h > 0 for h in v), "one or more positive integers"),
+    )
+    num_critics: int = option(
+        2, "Q networks (the target takes their minimum)", NETS, check=at_least(2)
+    )
+    # DroQ-style critics, for gradient_steps > 1.
+    critic_layer_norm: bool = option(False, "layer normalisation in the critics (DroQ)", NETS)
+    critic_dropout: float = option(
+        0.0, "dropout rate in the critics (DroQ uses 0.01)", NETS, check=interval(0, 1, "[)")
+    )
+    log_std_min: float = option(-20.0, "lower clip of the policy's log-std", NETS)
+    log_std_max: float = option(2.0, "upper clip of the policy's log-std", NETS)
+
+
+@dataclasses.dataclass
+class CompileOptions:
+    """XLA and determinism."""
+
+    # Compilation. `deterministic` turns on TF op determinism: the same seed then gives the
+    # same run, bit for bit, on a CPU.
+    jit_compile: bool = option(True, "compile the update and action selection with XLA", COMPILE)
+    deterministic: bool = option(
+        False, "TF op determinism: the same seed gives the same run (CPU)", COMPILE
+    )
+
+
+@dataclasses.dataclass
+class OutputOptions:
+    """Evaluation, logs, the run directory, exports and checkpoints."""
+
+    # Evaluation, logging and outputs.
+    eval_every: int = option(
+        5_000, "env steps between deterministic evaluations", OUTPUT, check=POSITIVE_INT
+    )
+    eval_episodes: int = option(10, "episodes per evaluation", OUTPUT, check=POSITIVE_INT)
+    log_every: int = option(1_000, "env steps between progress lines", OUTPUT, check=POSITIVE_INT)
+    video_every: int = option(
+        0,
+        "record one episode every N evaluations to <run_dir>/videos (0: never)",
+        OUTPUT,
+        check=at_least(0),
+    )
+    # None: on when stderr is a terminal.
+    progress_bar: Optional[bool] = option(
+        None, "progress bar on stderr: auto (in a terminal), true or false", OUTPUT, text="auto"
+    )
+    tensorboard: bool = option(True, "TensorBoard summaries in <run_dir>/tensorboard", OUTPUT)
+    run_dir: Optional[str] = option(
+        None, "run directory (default runs/<model_name>-seed<seed>-<time>)", OUTPUT
+    )
+    export_dir: str = option(
+        "saved_models", "SavedModels go to <export_dir>/<model_name>/<n>", OUTPUT
+    )
+    # The SavedModel goes to <export_dir>/<model_name>/<version>: one folder name.
+    model_name: Optional[str] = option(
+        None,
+        "model name under export_dir (default from env)",
+        OUTPUT,
+        check=Check(
+            lambda v: v not in ("", ".", "..") and not any(s in v for s in ("/", "\\", os.sep)),
+            "a folder name without path separators",
+            "{!r}",
+        ),
+    )
+    export: bool = option(
+        True,
+        "export the policy as a SavedModel at the end (a new version of <export_dir>/"
+        "<model_name>, which TF Serving then serves); false for trial runs",
+        OUTPUT,
+    )
+
+    # Checkpoints under <run_dir>/checkpoints (also at the end and on SIGINT/SIGTERM).
+    checkpoint_every: int = option(
+        5_000, "env steps between checkpoints (0: end only)", OUTPUT, check=at_least(0)
+    )
+    keep_checkpoints: int = option(
+        3, "how many recent checkpoints to keep", OUTPUT, check=at_least(1)
+    )
+
+
+@dataclasses.dataclass
+class DistOptions:
+    """Env runners on Ray."""
+
+    # Distributed collection (tfsac/scale/runners.py): `num_actors` env runners on Ray step
+    # their envs with a CPU copy of the actor and send chunks of transitions to this
+    # process, which keeps the replay buffer and the update. The updates per env step
+    # (train_freq, gradient_steps) hold for any number of runners.
+    num_actors: int = option(
+        0,
+        "env runner processes on Ray feeding this learner (0: envs step in this process)",
+        DIST,
+        check=Check(lambda v: isinstance(v, int) and v >= 0, ">= 0 (0: no env runners)"),
+    )
+    envs_per_actor: int = option(
+        1, "env copies each runner steps together", DIST, check=POSITIVE_INT
+    )
+    chunk_steps: int = option(
+        64,
+        "env steps per chunk a runner sends (all its env copies' steps count)",
+        DIST,
+        check=POSITIVE_INT,
+    )
+    weight_sync_every: int = option(
+        64, "updates between sending the actor's weights to the runners", DIST, check=POSITIVE_INT
+    )
+    # sync: every runner collects one chunk with the same weights, then the learner
+    # updates (reproducible with `deterministic`); async: runners collect while the learner
+    # updates, each with one chunk in flight (not reproducible).
+    runner_mode: str = option(
+        "async",
+        "async: runners collect while the learner updates; sync: in lockstep, reproducible",
+        DIST,
+        choices=("sync", "async"),
+    )
+    ray_address: Optional[str] = option(
+        None, "Ray cluster to join (<host>:<port> or auto; default: a local Ray)", DIST
+    )

@@ -11,8 +11,8 @@ MAX_LINES = {"module": 400, "class": 250, "function": 60}
 # What each lower layer may import from tfsac (the upper ones, run, scale and deploy, use
 # one another: a run exports, a policy reads a run, a sweep runs a trainer).
 ALLOWED = {
-    "data": {"config", "errors", "data"},
-    "algorithm": {"config", "errors", "data", "algorithm"},
+    "data": {"config", "options", "errors", "data"},
+    "algorithm": {"config", "options", "errors", "data", "algorithm"},
 }
 
 

@@ -12,7 +12,7 @@ import textwrap
 import typing
 from typing import Dict, List, NoReturn, Optional, Tuple
 
-from absl import flags
+from absl import app, flags
 
 from tfsac.run.logs import native_stderr_captured  # TF-free
 
@@ -106,11 +106,23 @@ def _flag_line(name: str) -> str:
     return textwrap.fill(text, 100, initial_indent="  ", subsequent_indent="      ")
 
 
+_SCRIPT = {"module": "__main__"}  # the script run_script runs
+
+
+def run_script(main) -> None:
+    """Runs a script's `main` with absl, from a file (python scripts/train.py) or installed
+    (tfsac-train, python -m tfsac train: the module is then tfsac_scripts.train)."""
+    _SCRIPT["module"] = main.__module__
+    app.run(main, flags_parser=parse_flags_or_fail)
+
+
 def script_help() -> str:
-    """The main module's docstring, its own flags, then the training flags by group."""
-    main = sys.modules["__main__"]
-    parts = [(main.__doc__ or "").strip(), ""]
-    own = [f.name for f in flags.FLAGS.flags_by_module_dict().get(sys.argv[0], [])]
+    """The script's docstring, its own flags, then the training flags by group."""
+    name = _SCRIPT["module"]
+    parts = [(sys.modules[name].__doc__ or "").strip(), ""]
+    # absl files a script's flags under sys.argv[0] when it runs as __main__.
+    key = sys.argv[0] if name == "__main__" else name
+    own = [f.name for f in flags.FLAGS.flags_by_module_dict().get(key, [])]
     grouped = {name for names in _HELP_GROUPS.values() for name in names}
     own = [name for name in own if name not in grouped]
     sections = ([("Flags", own)] if own else []) + list(_HELP_GROUPS.items())

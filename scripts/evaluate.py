@@ -8,10 +8,13 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# _cli beside this file, and the checkout's tfsac when run from one (installed, the
+# console script tfsac-<name> imports this module from the package tfsac_scripts).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
-from _cli import env_kwargs_from_flag, fail, import_tfsac, parse_flags_or_fail  # noqa: E402
-from absl import app, flags  # noqa: E402
+from _cli import env_kwargs_from_flag, fail, import_tfsac, run_script  # noqa: E402
+from absl import flags  # noqa: E402
 
 from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
@@ -119,5 +122,9 @@ def _report(env_id, returns, seed, episodes, info) -> None:
     print(json.dumps(result))
 
 
+def run() -> None:
+    run_script(main)
+
+
 if __name__ == "__main__":
-    app.run(main, flags_parser=parse_flags_or_fail)
+    run()

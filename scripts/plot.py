@@ -7,10 +7,13 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# _cli beside this file, and the checkout's tfsac when run from one (installed, the
+# console script tfsac-<name> imports this module from the package tfsac_scripts).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
-from _cli import fail, parse_flags_or_fail  # noqa: E402
-from absl import app, flags  # noqa: E402
+from _cli import fail, run_script  # noqa: E402
+from absl import flags  # noqa: E402
 
 flags.DEFINE_list("run_dirs", None, "Run directories (comma-separated).", required=True)
 flags.DEFINE_string("out", "learning_curves.png", "PNG to write.")
@@ -35,5 +38,9 @@ def main(argv):
     print(path)
 
 
+def run() -> None:
+    run_script(main)
+
+
 if __name__ == "__main__":
-    app.run(main, flags_parser=parse_flags_or_fail)
+    run()

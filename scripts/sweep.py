@@ -11,16 +11,19 @@ python scripts/sweep.py --search=optuna --num_samples=20 \\
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# _cli beside this file, and the checkout's tfsac when run from one (installed, the
+# console script tfsac-<name> imports this module from the package tfsac_scripts).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
 from _cli import (  # noqa: E402
     config_from_flags,
     define_training_flags,
     fail,
     hide_from_help,
-    parse_flags_or_fail,
+    run_script,
 )
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
 _before = set(flags.FLAGS)
 define_training_flags()
@@ -133,5 +136,9 @@ def main(argv):
         )
 
 
+def run() -> None:
+    run_script(main)
+
+
 if __name__ == "__main__":
-    app.run(main, flags_parser=parse_flags_or_fail)
+    run()

@@ -6,7 +6,10 @@ python scripts/train.py --env=Pendulum-v1
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# _cli beside this file, and the checkout's tfsac when run from one (installed, the
+# console script tfsac-<name> imports this module from the package tfsac_scripts).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
 from _cli import (  # noqa: E402
     check_runner_flags,
@@ -14,9 +17,9 @@ from _cli import (  # noqa: E402
     define_training_flags,
     fail,
     import_tfsac,
-    parse_flags_or_fail,  # noqa: E402
+    run_script,
 )
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
 from tfsac.errors import TfsacError  # noqa: E402
 from tfsac.run.preflight import check_start  # noqa: E402 - TF-free
@@ -66,5 +69,9 @@ def main(argv):
     )
 
 
+def run() -> None:
+    run_script(main)
+
+
 if __name__ == "__main__":
-    app.run(main, flags_parser=parse_flags_or_fail)
+    run()

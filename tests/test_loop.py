@@ -198,3 +198,35 @@ def test_train_prints_the_scripts_progress_lines_unless_quiet(tmp_path, counter_
     assert "Sharding callback" not in err  # other libraries' INFO lines stay hidden
     train(tiny_config(tmp_path, counter_env_id, name="b"), export=False, quiet=True)
     assert " step 40/40 | " not in capfd.readouterr().err
+
+
+def test_callback_objects_get_every_record_and_evaluation_after_the_functions(
+    tmp_path, counter_env_id
+):
+    from tfsac import Callback
+
+    calls = []
+
+    class Recorder(Callback):
+        def on_log(self, record):
+            calls.append(("log", record["step"]))
+
+        def on_evaluation(self, evaluation):
+            calls.append(("eval", evaluation["step"]))
+
+    config = tiny_config(tmp_path, counter_env_id, eval_every=20, log_every=20)
+    train(
+        config,
+        export=False,
+        quiet=True,
+        on_evaluation=lambda e: calls.append(("fn", e["step"])),
+        callbacks=[Recorder()],
+    )
+    assert calls == [
+        ("log", 20),
+        ("fn", 20),
+        ("eval", 20),
+        ("log", 40),
+        ("fn", 40),
+        ("eval", 40),
+    ]

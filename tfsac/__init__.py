@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Actor": "algorithm.networks",
+    "Callback": "run.callbacks",
     "Checkpointer": "run.checkpointing",
     "Collector": "data.collector",
     "Critic": "algorithm.networks",

@@ -51,6 +51,32 @@ def test_layout_and_metadata(exported):
     assert [n for n in os.listdir(os.path.dirname(path))] == ["1"]  # no temp folders left
 
 
+def _warmup_requests(path):
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    records = tf.data.TFRecordDataset(os.path.join(path, export_module.WARMUP_FILE))
+    return [
+        prediction_log_pb2.PredictionLog.FromString(r.numpy()).predict_log.request for r in records
+    ]
+
+
+def test_warmup_requests_parse_and_run_through_serving_default(exported):
+    _, path = exported
+    requests = _warmup_requests(path)
+    served = load_policy(path).signatures["serving_default"]
+    assert [r.model_spec.name for r in requests] == ["test", "test"]
+    assert {r.model_spec.signature_name for r in requests} == {"serving_default"}
+    batches = []
+    for request in requests:
+        assert list(request.inputs) == ["observation"]
+        obs = tf.make_ndarray(request.inputs["observation"])
+        assert obs.dtype == np.float32 and obs.shape[1] == 3 and np.isfinite(obs).all()
+        action = served(observation=tf.constant(obs))["action"].numpy()
+        assert action.shape == (len(obs), 2) and np.all((action >= LOW) & (action <= HIGH))
+        batches.append(len(obs))
+    assert batches == [1, 64]
+
+
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 def test_export_follows_the_umask(exported, tmp_path, umask):
     learner, _ = exported

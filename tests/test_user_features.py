@@ -49,6 +49,15 @@ def test_observation_spaces_are_flattened_for_training_and_serving(tmp_path, nam
     metadata = json.loads(model.signatures["metadata"]()["metadata"].numpy())
     assert metadata["observation_dim"] == flat
     assert "flatten" in metadata["observation_flattening"]
+    # TF Serving's warm-up requests hold observations of the space, flattened.
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    warmup = os.path.join(result.saved_model_path, "assets.extra", "tf_serving_warmup_requests")
+    for record in tf.data.TFRecordDataset(warmup):
+        request = prediction_log_pb2.PredictionLog.FromString(record.numpy()).predict_log.request
+        flat_obs = tf.make_ndarray(request.inputs["observation"])
+        assert flat_obs.shape[1] == flat
+        assert all(gym.spaces.unflatten(SPACES[name], row) in SPACES[name] for row in flat_obs)
 
 
 def test_discrete_action_space_is_refused_with_a_clear_message(tmp_path):

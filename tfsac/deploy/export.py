@@ -21,19 +21,22 @@ import os
 import shutil
 import tempfile
 
+import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.distributions import policy_params, squash_bijector
-from tfsac.data.envs import EnvSpec
+from tfsac.data.envs import EnvSpec, space_from_json
 from tfsac.deploy.policy import check_saved_model
 from tfsac.errors import TfsacError, first_line
 from tfsac.run.logs import absl_verbosity
 from tfsac.run.run_dir import check_writable, default_model_name  # noqa: F401 - public here too
 
 METADATA_FILE = "tfsac_metadata.json"
+WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+WARMUP_BATCHES = (1, 64)  # one client's request, and a batch as TF Serving's batching makes
 
 
 def next_version(model_dir: str) -> int:
@@ -110,6 +113,37 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
     }
 
 
+def warmup_observations(spec: EnvSpec, batch: int, seed: int = 0) -> np.ndarray:
+    """`batch` observations sampled from the env's observation space, flattened as the
+    networks take them (standard normal where the spec carries no space)."""
+    if spec.observation_space_json is None:
+        return np.random.default_rng(seed).standard_normal((batch, spec.obs_dim), np.float32)
+    space = space_from_json(spec.observation_space_json)
+    space.seed(seed)
+    rows = [gym.spaces.flatten(space, space.sample()) for _ in range(batch)]
+    return np.asarray(rows, np.float32).reshape(batch, spec.obs_dim)
+
+
+def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> str:
+    """Writes assets.extra/tf_serving_warmup_requests: PredictionLog records that TF Serving
+    replays when it loads the version (serving_default at each of WARMUP_BATCHES), so that
+    the first client request does not pay for the graph's first runs."""
+    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+
+    path = os.path.join(version_dir, WARMUP_FILE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path) as writer:
+        for batch in WARMUP_BATCHES:
+            request = predict_pb2.PredictRequest(
+                model_spec=model_pb2.ModelSpec(name=model_name, signature_name="serving_default")
+            )
+            observations = warmup_observations(spec, batch, seed=batch)
+            request.inputs["observation"].CopyFrom(tf.make_tensor_proto(observations))
+            log = prediction_log_pb2.PredictLog(request=request)
+            writer.write(prediction_log_pb2.PredictionLog(predict_log=log).SerializeToString())
+    return path
+
+
 def export_policy(
     actor: keras.Model,
     spec: EnvSpec,
@@ -135,6 +169,7 @@ def export_policy(
             build_archive(actor, spec, metadata, log_std_bounds).write_out(tmp, verbose=False)
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=2)
+        write_warmup_requests(tmp, model_name, spec)
         # mkdtemp makes the folder private (0700); the version folder must be as readable
         # as any other folder the process makes (a TF Serving container running as another
         # user reads it).

@@ -190,19 +190,16 @@ def test_a_snapshot_continues_the_episodes_where_the_envs_pickle_with_their_stat
     assert mujoco.snapshot() is None
 
 
-def test_train_prints_the_scripts_progress_lines_unless_quiet(tmp_path, counter_env_id, capfd):
+def test_train_prints_the_scripts_progress_lines_unless_quiet_and_calls_callbacks(
+    tmp_path, counter_env_id, capfd
+):
     train(tiny_config(tmp_path, counter_env_id, name="a"), export=False)
     err = capfd.readouterr().err
     lines = [line for line in err.splitlines() if " step 40/40 | " in line]
     assert len(lines) == 1 and lines[0][:9].count(":") == 2, err  # '20:31:07 step 40/40 | ...'
     assert "Sharding callback" not in err  # other libraries' INFO lines stay hidden
-    train(tiny_config(tmp_path, counter_env_id, name="b"), export=False, quiet=True)
-    assert " step 40/40 | " not in capfd.readouterr().err
-
-
-def test_callback_objects_get_every_record_and_evaluation_after_the_functions(
-    tmp_path, counter_env_id
-):
+    # Quiet, with callback objects beside the functions: each gets every record and
+    # evaluation, in order.
     from tfsac import Callback
 
     calls = []
@@ -214,19 +211,8 @@ def test_callback_objects_get_every_record_and_evaluation_after_the_functions(
         def on_evaluation(self, evaluation):
             calls.append(("eval", evaluation["step"]))
 
-    config = tiny_config(tmp_path, counter_env_id, eval_every=20, log_every=20)
-    train(
-        config,
-        export=False,
-        quiet=True,
-        on_evaluation=lambda e: calls.append(("fn", e["step"])),
-        callbacks=[Recorder()],
-    )
-    assert calls == [
-        ("log", 20),
-        ("fn", 20),
-        ("eval", 20),
-        ("log", 40),
-        ("fn", 40),
-        ("eval", 40),
-    ]
+    config = tiny_config(tmp_path, counter_env_id, name="b", eval_every=20, log_every=20)
+    on_evaluation = lambda e: calls.append(("fn", e["step"]))  # noqa: E731
+    train(config, export=False, quiet=True, on_evaluation=on_evaluation, callbacks=[Recorder()])
+    assert " step 40/40 | " not in capfd.readouterr().err
+    assert calls == [("log", 20), ("fn", 20), ("eval", 20), ("log", 40), ("fn", 40), ("eval", 40)]

@@ -216,3 +216,17 @@ def test_train_prints_the_scripts_progress_lines_unless_quiet_and_calls_callback
     train(config, export=False, quiet=True, on_evaluation=on_evaluation, callbacks=[Recorder()])
     assert " step 40/40 | " not in capfd.readouterr().err
     assert calls == [("log", 20), ("fn", 20), ("eval", 20), ("log", 40), ("fn", 40), ("eval", 40)]
+
+
+def test_info_lines_pass_from_every_tfsac_subpackage_and_not_from_libraries():
+    import logging
+
+    from tfsac.run.logs import OwnInfoOnly
+
+    def passes(path, level=logging.INFO):
+        return OwnInfoOnly().filter(logging.LogRecord("absl", level, path, 1, "m", (), None))
+
+    for module in ("scale/runner_source.py", "deploy/export.py", "run/trainer.py", "data/envs.py"):
+        assert passes(os.path.join(REPO_ROOT, "tfsac", module)), module
+    assert not passes("/usr/lib/python3/site-packages/tensorflow/python/saver.py")
+    assert passes("/usr/lib/python3/site-packages/tensorflow/python/saver.py", logging.WARNING)

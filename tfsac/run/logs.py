@@ -12,7 +12,8 @@ import time
 
 from absl import logging as absl_logging
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# The tfsac package, every subpackage of it (this module is in tfsac/run/).
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class OwnInfoOnly(logging.Filter):

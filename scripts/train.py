@@ -34,7 +34,7 @@ def main(argv):
     check_runner_flags()
     config = config_from_flags(resume=FLAGS.resume)
     try:  # TF is imported only once the start is known to be good (TF-free checks).
-        check_start(config, resume=FLAGS.resume)
+        check_start(config, resume=FLAGS.resume).eval_env.close()
     except TfsacError as e:
         fail(str(e))
     tfsac = import_tfsac()

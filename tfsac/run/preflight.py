@@ -19,6 +19,7 @@ from tfsac.scale.ray_cluster import check_address, require_ray
 
 
 def default_run_dir(config: SACConfig) -> str:
+    """runs/<model name>-seed<seed>-<local time>, under the current directory."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return os.path.join("runs", f"{default_model_name(config.env_id)}-seed{config.seed}-{stamp}")
 

@@ -35,6 +35,7 @@ CASES = [
     ("train", ["--tau=0"], "tau must be in (0, 1]"),
     ("train", ["--env_kwargs={bad"], "env_kwargs is not valid JSON"),
     ("train", ["--model_name=a/b"], "model_name must be a folder name"),
+    ("train", ["--export_formats=tflite,pb"], "export_formats must be a comma list of saved_model"),
     ("train", ["--vector_mode=threads"], "vector_mode"),
     ("train", ["extra"], "unexpected arguments: extra"),
     ("train", ["--export_dir=blocker/sub"], "cannot write"),

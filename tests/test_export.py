@@ -210,3 +210,68 @@ def test_load_policy_bad_path(tmp_path):
     (tmp_path / "saved_model.pb").write_bytes(b"not a protobuf")
     with pytest.raises(TfsacError, match="cannot load"):
         load_policy(str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def converted(exported, tmp_path_factory):
+    learner, _ = exported
+    path = export_policy(
+        learner.actor,
+        SPEC,
+        str(tmp_path_factory.mktemp("formats")),
+        "test",
+        {"env_id": "Test-v0", "action_low": list(SPEC.action_low)},
+        formats=("saved_model", "tflite", "onnx"),
+    )
+    return path
+
+
+def test_litert_and_onnx_files_give_the_saved_models_actions(converted):
+    import onnx
+    import onnxruntime
+    from ai_edge_litert.interpreter import Interpreter
+
+    served = load_policy(converted).signatures["serving_default"]
+    lite = Interpreter(model_path=os.path.join(converted, "policy.tflite"))
+    lite = lite.get_signature_runner("serving_default")
+    session = onnxruntime.InferenceSession(os.path.join(converted, "policy.onnx"))
+    assert [i.name for i in session.get_inputs()] == ["observation"]
+    obs = _obs(1000, seed=3)  # saturating and interior actions (the means are pushed out)
+    expected = served(observation=tf.constant(obs))["action"].numpy()
+    # One file, any batch size: 1 (a robot's control step) and 64 (a server's batch).
+    for batch in (1, 64):
+        for start in range(0, 1000 if batch == 64 else 50, batch):
+            rows = obs[start : start + batch]
+            want = expected[start : start + batch]
+            np.testing.assert_allclose(lite(observation=rows)["action"], want, atol=1e-5)
+            got = session.run(["action"], {"observation": rows})[0]
+            np.testing.assert_allclose(got, want, atol=1e-5)
+    model = onnx.load(os.path.join(converted, "policy.onnx"))
+    props = {p.key: p.value for p in model.metadata_props}
+    assert props["env_id"] == "Test-v0" and json.loads(props["action_low"]) == [0.0, -10.0]
+    with open(os.path.join(converted, export_module.METADATA_FILE)) as f:
+        assert json.load(f)["env_id"] == "Test-v0"  # the sidecar beside policy.tflite
+
+
+def test_a_failed_conversion_leaves_no_version_folder(exported, tmp_path, monkeypatch):
+    from tfsac.deploy import formats
+
+    learner, _ = exported
+
+    def broken(saved_model_dir, metadata):
+        raise TfsacError("the ONNX conversion failed: Unsupported op")
+
+    monkeypatch.setattr(formats, "write_onnx", broken)
+    with pytest.raises(TfsacError, match="ONNX conversion failed"):
+        export_policy(learner.actor, SPEC, str(tmp_path), "m", {}, formats=("onnx",))
+    assert os.listdir(tmp_path / "m") == []
+
+
+def test_a_format_without_its_converter_is_refused_with_the_extra_to_install(monkeypatch):
+    from tfsac.deploy import formats
+
+    monkeypatch.setitem(formats._NEEDS, "onnx", ("no_such_converter_module",))
+    message = r"needs no_such_converter_module: pip install 'tfsac\[deploy\]'"
+    with pytest.raises(TfsacError, match=message):
+        formats.check_available(("saved_model", "onnx"))
+    formats.check_available(("saved_model", "tflite"))

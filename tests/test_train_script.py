@@ -33,6 +33,7 @@ def test_tiny_run_writes_summary_and_servable_export(tmp_path):
             "--seed=3",
             "--run_dir=run",
             "--export_dir=exports",
+            "--export_formats=saved_model,tflite",
             "--progress_bar=true",
         ],
         cwd=tmp_path,
@@ -76,6 +77,7 @@ def test_tiny_run_writes_summary_and_servable_export(tmp_path):
     rows = (tmp_path / "run" / "progress.csv").read_text().splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == ["100", "200", "300"]
     assert summary["saved_model_path"] == str(tmp_path / "exports" / "pendulum_v1" / "1")
+    assert (tmp_path / "exports" / "pendulum_v1" / "1" / "policy.tflite").is_file()
     # Both paths absolute, whichever way --run_dir and --export_dir were given.
     assert summary["checkpoint"] == str(tmp_path / "run" / "checkpoints" / "ckpt-300")
 

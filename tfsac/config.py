@@ -53,6 +53,7 @@ RESUME_ADJUSTABLE = (
     "keep_checkpoints",
     "export",
     "export_dir",
+    "export_formats",
     "model_name",
 )
 

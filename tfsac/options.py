@@ -64,19 +64,20 @@ def interval(low: float, high: float, ends: str) -> Check:
     return Check(lambda v: above(v) and below(v), f"in {ends[0]}{low}, {high}{ends[1]}")
 
 
+EXPORT_FORMATS = ("saved_model", "tflite", "onnx")
+
+
+def _formats_ok(text) -> bool:
+    names = [n.strip() for n in str(text).split(",") if n.strip()]
+    return bool(names) and all(n in EXPORT_FORMATS for n in names)
+
+
 def option(default, help: str, group: str, *, flag=None, choices=None, text=None, check=None):
     """A config field with what its command-line flag needs: `help`, `group`, the flag's
     name (default: the field's), `choices` for an enum, `text`, the flag's default for
     fields that also take a string form (parsed by SACConfig.__post_init__), and `check`,
     the values it takes (None passes where None is the default: 'off' or 'auto')."""
-    metadata = {
-        "help": help,
-        "group": group,
-        "flag": flag,
-        "choices": choices,
-        "text": text,
-        "check": check,
-    }
+    metadata = dict(help=help, group=group, flag=flag, choices=choices, text=text, check=check)
     if callable(default):
         return dataclasses.field(default_factory=default, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -339,6 +340,13 @@ class OutputOptions:
         "export the policy as a SavedModel at the end (a new version of <export_dir>/"
         "<model_name>, which TF Serving then serves); false for trial runs",
         OUTPUT,
+    )
+    export_formats: str = option(
+        "saved_model",
+        "what an export writes into its version folder, a comma list of saved_model (always "
+        "written), tflite (policy.tflite) and onnx (policy.onnx)",
+        OUTPUT,
+        check=Check(_formats_ok, f"a comma list of {', '.join(EXPORT_FORMATS)}", "{!r}"),
     )
 
     # Checkpoints under <run_dir>/checkpoints (also at the end and on SIGINT/SIGTERM).

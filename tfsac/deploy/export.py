@@ -29,6 +29,7 @@ from absl import logging
 
 from tfsac.algorithm.distributions import policy_params, squash_bijector
 from tfsac.data.envs import EnvSpec, space_from_json
+from tfsac.deploy.formats import parse_formats, write_formats
 from tfsac.deploy.policy import check_saved_model
 from tfsac.errors import TfsacError, first_line
 from tfsac.run.logs import absl_verbosity
@@ -151,6 +152,7 @@ def export_policy(
     model_name: str,
     metadata: dict,
     log_std_bounds=(-20.0, 2.0),
+    formats=("saved_model",),
 ) -> str:
     """Writes a new version under <export_dir>/<model_name>/ and returns its path.
     `sample` clips the actor's log_std to `log_std_bounds`, as the learner does.
@@ -170,6 +172,7 @@ def export_policy(
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=2)
         write_warmup_requests(tmp, model_name, spec)
+        write_formats(tmp, formats, metadata)  # converted from the SavedModel, beside it
         # mkdtemp makes the folder private (0700); the version folder must be as readable
         # as any other folder the process makes (a TF Serving container running as another
         # user reads it).
@@ -189,7 +192,10 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
     model_name = config.model_name or default_model_name(config.env_id)
     metadata = policy_metadata(config, spec, final_evaluation)
     bounds = (config.log_std_min, config.log_std_max)
-    path = export_policy(learner.actor, spec, config.export_dir, model_name, metadata, bounds)
+    formats = parse_formats(config.export_formats)
+    path = export_policy(
+        learner.actor, spec, config.export_dir, model_name, metadata, bounds, formats
+    )
     logging.info("exported SavedModel to %s", os.path.abspath(path))
     return os.path.abspath(path)
 

@@ -1,0 +1,89 @@
+"""Exports beyond the SavedModel, converted from it into the same version folder: LiteRT
+(`policy.tflite`, phones, robots' onboard computers, microcontrollers) and ONNX
+(`policy.onnx`, ONNX Runtime in C++, C#, Java or JavaScript). Each holds `serving_default`
+(`observation` in, `action` out, any batch size) and carries what a client needs: the
+sidecar `tfsac_metadata.json` beside it, and for ONNX the same in `metadata_props`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Dict, Sequence
+
+from tfsac.errors import TfsacError, first_line
+
+FILES = {"tflite": "policy.tflite", "onnx": "policy.onnx"}
+ONNX_OPSET = 17
+# The packages each format needs at export time (the `deploy` extra installs them).
+_NEEDS = {"tflite": ("ai_edge_litert",), "onnx": ("tf2onnx", "onnx", "onnxruntime")}
+
+
+def parse_formats(text: str) -> tuple:
+    """'saved_model,onnx' -> ('saved_model', 'onnx') (SACConfig.validate checked the names)."""
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
+def check_available(formats: Sequence[str]) -> None:
+    """TfsacError, before anything is written, when a format's converter is missing."""
+    import importlib.util
+
+    for name in formats:
+        missing = [m for m in _NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
+        if missing:
+            raise TfsacError(
+                f"the {name} export needs {', '.join(missing)}: pip install 'tfsac[deploy]' "
+                '(or -e ".[deploy]" in a checkout)'
+            )
+
+
+def write_tflite(saved_model_dir: str) -> str:
+    """policy.tflite from the SavedModel's serving_default (float32, builtin ops only)."""
+    import tensorflow as tf
+
+    converter = tf.lite.TFLiteConverter.from_saved_model(
+        saved_model_dir, signature_keys=["serving_default"]
+    )
+    path = os.path.join(saved_model_dir, FILES["tflite"])
+    try:
+        model = converter.convert()
+    except Exception as e:  # noqa: BLE001 - the converter raises many kinds; one line
+        raise TfsacError(f"the LiteRT conversion failed: {first_line(e)}") from None
+    with open(path, "wb") as f:
+        f.write(model)
+    return path
+
+
+def write_onnx(saved_model_dir: str, metadata: Dict) -> str:
+    """policy.onnx from the SavedModel's serving_default (tf2onnx, in a child process: its
+    converter prints pages of TF logs), with `metadata` as its metadata_props."""
+    import onnx
+
+    path = os.path.join(saved_model_dir, FILES["onnx"])
+    command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", saved_model_dir]
+    command += ["--signature_def", "serving_default", "--opset", str(ONNX_OPSET)]
+    done = subprocess.run(
+        [*command, "--output", path], capture_output=True, text=True, env=_quiet_env()
+    )
+    if done.returncode != 0 or not os.path.isfile(path):
+        lines = [line for line in done.stderr.splitlines() if line.strip()] or ["no output"]
+        raise TfsacError(f"the ONNX conversion failed: {lines[-1]}")
+    model = onnx.load(path)
+    for key, value in metadata.items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value if isinstance(value, str) else json.dumps(value)
+    onnx.save(model, path)
+    return path
+
+
+def _quiet_env() -> Dict[str, str]:
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def write_formats(saved_model_dir: str, formats: Sequence[str], metadata: Dict) -> None:
+    """Writes each of `formats` but the SavedModel itself into its folder."""
+    if "tflite" in formats:
+        write_tflite(saved_model_dir)
+    if "onnx" in formats:
+        write_onnx(saved_model_dir, metadata)

@@ -1,3 +1,3 @@
 """tfsac's command-line scripts. Run from a checkout (`python scripts/train.py`) or, installed
 as the package `tfsac_scripts`, as console scripts (`tfsac-train`, `tfsac-evaluate`,
-`tfsac-sweep`, `tfsac-plot`) or `python -m tfsac <command>`."""
+`tfsac-sweep`, `tfsac-plot`, `tfsac-export`) or `python -m tfsac <command>`."""

@@ -77,6 +77,12 @@ CASES = [
     ("sweep", ["--sweep_dir=/proc/tfsac-sweep"], "cannot write to '/proc/tfsac-sweep'"),
     ("sweep", ["--sweep_dir=blocker/sweep"], "cannot write"),
     ("sweep", ["--num_actors=2"], "env runners (--num_actors) do not run inside sweep trials"),
+    # export.py
+    ("export", [], "give exactly one of --saved_model and --run_dir"),
+    ("export", ["--saved_model=missing"], "no SavedModel at 'missing'"),
+    ("export", ["--run_dir=oldrun"], "no checkpoint that restores"),
+    ("export", ["--run_dir=missing"], "not a tfsac run directory"),
+    ("export", ["--saved_model=blocker", "--formats=tflite,pb"], "--formats must be a comma list"),
     # plot.py
     ("plot", ["--run_dirs=missing"], "missing"),
     ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "cannot write"),
@@ -137,7 +143,7 @@ def test_integral_floats_are_integer_flag_values():
 
 def test_the_table_covers_every_script_with_30_or_more_mistakes():
     assert len(CASES) >= 30
-    assert {script for script, _, _ in CASES} == {"train", "evaluate", "sweep", "plot"}
+    assert {script for script, _, _ in CASES} == {"train", "evaluate", "sweep", "plot", "export"}
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=_ids())

@@ -258,7 +258,7 @@ def test_a_failed_conversion_leaves_no_version_folder(exported, tmp_path, monkey
 
     learner, _ = exported
 
-    def broken(saved_model_dir, metadata):
+    def broken(saved_model_dir, path, metadata):
         raise TfsacError("the ONNX conversion failed: Unsupported op")
 
     monkeypatch.setattr(formats, "write_onnx", broken)
@@ -275,3 +275,33 @@ def test_a_format_without_its_converter_is_refused_with_the_extra_to_install(mon
     with pytest.raises(TfsacError, match=message):
         formats.check_available(("saved_model", "onnx"))
     formats.check_available(("saved_model", "tflite"))
+
+
+def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_path):
+    from conftest import REPO_ROOT, tiny_config
+
+    from tfsac import train
+
+    result = train(tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=20), quiet=True)
+    script = os.path.join(REPO_ROOT, "scripts", "export.py")
+
+    def run(*args):
+        done = subprocess.run(
+            [sys.executable, script, *args], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    out = run(f"--saved_model={result.saved_model_path}", "--formats=tflite")
+    assert out.split() == [os.path.join(result.saved_model_path, "policy.tflite")]
+    assert not [n for n in os.listdir(result.saved_model_path) if n.startswith(".")]
+    run(f"--run_dir={result.run_dir}", "--formats=onnx", f"--export_dir={tmp_path / 'again'}")
+    version = tmp_path / "again" / "pendulum_v1" / "1"
+    assert (version / "policy.onnx").is_file() and (version / "saved_model.pb").is_file()
+    # The run's last checkpoint holds the weights the run exported: the same actions.
+    obs = tf.constant(np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32))
+    before = load_policy(result.saved_model_path).signatures["serving_default"]
+    after = load_policy(str(version)).signatures["serving_default"]
+    np.testing.assert_array_equal(
+        before(observation=obs)["action"].numpy(), after(observation=obs)["action"].numpy()
+    )

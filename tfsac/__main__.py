@@ -1,10 +1,10 @@
 """`python -m tfsac <command> [flags]`: the scripts of an installed tfsac, as the console
-scripts tfsac-train, tfsac-evaluate, tfsac-sweep and tfsac-plot run them."""
+scripts tfsac-train, tfsac-evaluate, tfsac-sweep, tfsac-plot and tfsac-export run them."""
 
 import importlib
 import sys
 
-COMMANDS = ("train", "evaluate", "sweep", "plot")
+COMMANDS = ("train", "evaluate", "sweep", "plot", "export")
 USAGE = f"usage: python -m tfsac {{{','.join(COMMANDS)}}} [flags] (<command> --help lists them)"
 
 

@@ -38,14 +38,13 @@ def check_available(formats: Sequence[str]) -> None:
             )
 
 
-def write_tflite(saved_model_dir: str) -> str:
-    """policy.tflite from the SavedModel's serving_default (float32, builtin ops only)."""
+def write_tflite(saved_model_dir: str, path: str) -> str:
+    """`path` (a .tflite) from the SavedModel's serving_default (float32, builtin ops)."""
     import tensorflow as tf
 
     converter = tf.lite.TFLiteConverter.from_saved_model(
         saved_model_dir, signature_keys=["serving_default"]
     )
-    path = os.path.join(saved_model_dir, FILES["tflite"])
     try:
         model = converter.convert()
     except Exception as e:  # noqa: BLE001 - the converter raises many kinds; one line
@@ -55,12 +54,11 @@ def write_tflite(saved_model_dir: str) -> str:
     return path
 
 
-def write_onnx(saved_model_dir: str, metadata: Dict) -> str:
-    """policy.onnx from the SavedModel's serving_default (tf2onnx, in a child process: its
-    converter prints pages of TF logs), with `metadata` as its metadata_props."""
+def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> str:
+    """`path` (a .onnx) from the SavedModel's serving_default (tf2onnx, in a child process:
+    its converter prints pages of TF logs), with `metadata` as its metadata_props."""
     import onnx
 
-    path = os.path.join(saved_model_dir, FILES["onnx"])
     command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", saved_model_dir]
     command += ["--signature_def", "serving_default", "--opset", str(ONNX_OPSET)]
     done = subprocess.run(
@@ -84,6 +82,36 @@ def _quiet_env() -> Dict[str, str]:
 def write_formats(saved_model_dir: str, formats: Sequence[str], metadata: Dict) -> None:
     """Writes each of `formats` but the SavedModel itself into its folder."""
     if "tflite" in formats:
-        write_tflite(saved_model_dir)
+        write_tflite(saved_model_dir, os.path.join(saved_model_dir, FILES["tflite"]))
     if "onnx" in formats:
-        write_onnx(saved_model_dir, metadata)
+        write_onnx(saved_model_dir, os.path.join(saved_model_dir, FILES["onnx"]), metadata)
+
+
+def add_formats(version_dir: str, formats: Sequence[str]) -> list:
+    """Converts an exported version's SavedModel into `formats` beside it, each file
+    written under a temporary name and renamed into place (a server reading the folder
+    never sees half a file); returns the paths written."""
+    from tfsac.deploy.export import METADATA_FILE
+
+    try:
+        with open(os.path.join(version_dir, METADATA_FILE)) as f:
+            metadata = json.load(f)
+    except (OSError, ValueError):
+        metadata = {}
+    written = []
+    for name in (n for n in formats if n in FILES):
+        path = os.path.join(version_dir, FILES[name])
+        tmp = os.path.join(version_dir, f".{FILES[name]}.tmp")
+        try:
+            if name == "tflite":
+                write_tflite(version_dir, tmp)
+            else:
+                write_onnx(version_dir, tmp, metadata)
+            os.replace(tmp, path)
+        except OSError as e:
+            raise TfsacError(f"cannot write {path!r}: {e.strerror or e}") from None
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        written.append(path)
+    return written

@@ -1,0 +1,95 @@
+"""Write a trained policy in more formats: LiteRT (policy.tflite) and ONNX (policy.onnx),
+beside an exported SavedModel, or as a new version from a run's latest checkpoint.
+
+python scripts/export.py --saved_model=saved_models/pendulum_v1/1 --formats=tflite,onnx
+python scripts/export.py --run_dir=runs/cheetah --formats=saved_model,onnx
+"""
+
+import os
+import sys
+
+# _cli beside this file, and the checkout's tfsac when run from one (installed, the
+# console script tfsac-<name> imports this module from the package tfsac_scripts).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
+
+from _cli import fail, import_tfsac, run_script  # noqa: E402
+from absl import flags  # noqa: E402
+
+from tfsac.deploy.formats import check_available, parse_formats  # noqa: E402 - TF-free
+from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
+from tfsac.errors import TfsacError  # noqa: E402
+from tfsac.options import EXPORT_FORMATS  # noqa: E402
+from tfsac.run.run_dir import check_writable, default_model_name, run_config  # noqa: E402
+
+flags.DEFINE_string("saved_model", None, "A SavedModel version folder: the files go beside it.")
+flags.DEFINE_string("run_dir", None, "A run directory: a new version from its latest checkpoint.")
+flags.DEFINE_string("formats", "tflite,onnx", f"Comma list of {', '.join(EXPORT_FORMATS)}.")
+flags.DEFINE_string("export_dir", "saved_models", "With --run_dir: where the version goes.")
+flags.DEFINE_string("model_name", None, "With --run_dir: the model name (default from the env).")
+FLAGS = flags.FLAGS
+
+
+def _checked():
+    """Every check that can refuse the export, before TensorFlow loads; returns the formats
+    and, with --run_dir, the run's config."""
+    if (FLAGS.saved_model is None) == (FLAGS.run_dir is None):
+        raise TfsacError("give exactly one of --saved_model and --run_dir")
+    formats = parse_formats(FLAGS.formats)
+    if not formats or any(f not in EXPORT_FORMATS for f in formats):
+        raise TfsacError(
+            f"--formats must be a comma list of {', '.join(EXPORT_FORMATS)}, got {FLAGS.formats!r}"
+        )
+    check_available(formats)
+    if FLAGS.saved_model:
+        check_saved_model(FLAGS.saved_model)
+        check_writable(FLAGS.saved_model)
+        return formats, None
+    config, has_checkpoints = run_config(FLAGS.run_dir)
+    if not has_checkpoints:
+        raise TfsacError(f"no checkpoint that restores in {FLAGS.run_dir!r}/checkpoints")
+    check_writable(
+        os.path.join(FLAGS.export_dir, FLAGS.model_name or default_model_name(config.env_id))
+    )
+    return formats, config
+
+
+def main(argv):
+    if len(argv) > 1:
+        fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    try:
+        formats, config = _checked()
+    except TfsacError as e:
+        fail(str(e))
+    tfsac = import_tfsac()
+    from tfsac.deploy.export import export_policy, policy_metadata
+    from tfsac.deploy.formats import add_formats
+    from tfsac.run.evaluation import checkpoint_learner
+
+    try:
+        if FLAGS.saved_model:
+            for path in add_formats(FLAGS.saved_model, formats):
+                print(path)
+            return
+        learner, spec, info = checkpoint_learner(FLAGS.run_dir)
+        final = {"return_mean": info.get("eval_return_mean"), "seed": info.get("eval_seed", 0)}
+        path = export_policy(
+            learner.actor,
+            spec,
+            FLAGS.export_dir,
+            FLAGS.model_name or default_model_name(config.env_id),
+            policy_metadata(config, spec, final),
+            (config.log_std_min, config.log_std_max),
+            ("saved_model", *formats),
+        )
+    except tfsac.TfsacError as e:
+        fail(str(e))
+    print(f"{os.path.abspath(path)} (from {info['checkpoint']})")
+
+
+def run() -> None:
+    run_script(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -3,6 +3,7 @@ beside an exported SavedModel, or as a new version from a run's latest checkpoin
 
 python scripts/export.py --saved_model=saved_models/pendulum_v1/1 --formats=tflite,onnx
 python scripts/export.py --run_dir=runs/cheetah --formats=saved_model,onnx
+python scripts/export.py --saved_model=saved_models/pendulum_v1/1 --formats=tflite --quantize=int8
 """
 
 import os
@@ -16,7 +17,11 @@ sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 from _cli import fail, import_tfsac, run_script  # noqa: E402
 from absl import flags  # noqa: E402
 
-from tfsac.deploy.formats import check_available, parse_formats  # noqa: E402 - TF-free
+from tfsac.deploy.formats import (  # noqa: E402 - TF-free
+    QUANTIZATIONS,
+    check_available,
+    parse_formats,
+)
 from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
 from tfsac.options import EXPORT_FORMATS  # noqa: E402
@@ -27,6 +32,13 @@ flags.DEFINE_string("run_dir", None, "A run directory: a new version from its la
 flags.DEFINE_string("formats", "tflite,onnx", f"Comma list of {', '.join(EXPORT_FORMATS)}.")
 flags.DEFINE_string("export_dir", "saved_models", "With --run_dir: where the version goes.")
 flags.DEFINE_string("model_name", None, "With --run_dir: the model name (default from the env).")
+flags.DEFINE_enum(
+    "quantize",
+    "none",
+    QUANTIZATIONS,
+    "LiteRT post-training quantization: float16 weights or dynamic-range int8; the largest "
+    "action error it causes on 1,000 observations from the space is printed.",
+)
 FLAGS = flags.FLAGS
 
 
@@ -40,6 +52,8 @@ def _checked():
         raise TfsacError(
             f"--formats must be a comma list of {', '.join(EXPORT_FORMATS)}, got {FLAGS.formats!r}"
         )
+    if FLAGS.quantize != "none" and "tflite" not in formats:
+        raise TfsacError("--quantize applies to tflite: add it to --formats")
     check_available(formats)
     if FLAGS.saved_model:
         check_saved_model(FLAGS.saved_model)
@@ -63,13 +77,14 @@ def main(argv):
         fail(str(e))
     tfsac = import_tfsac()
     from tfsac.deploy.export import export_policy, policy_metadata
-    from tfsac.deploy.formats import add_formats
+    from tfsac.deploy.formats import add_formats, quantization_error
     from tfsac.run.evaluation import checkpoint_learner
 
     try:
         if FLAGS.saved_model:
-            for path in add_formats(FLAGS.saved_model, formats):
+            for path in add_formats(FLAGS.saved_model, formats, FLAGS.quantize):
                 print(path)
+            _say_quantization_error(FLAGS.saved_model, quantization_error)
             return
         learner, spec, info = checkpoint_learner(FLAGS.run_dir)
         final = {"return_mean": info.get("eval_return_mean"), "seed": info.get("eval_seed", 0)}
@@ -82,9 +97,22 @@ def main(argv):
             (config.log_std_min, config.log_std_max),
             ("saved_model", *formats),
         )
+        if FLAGS.quantize != "none":  # the version's policy.tflite, quantized in place
+            add_formats(path, ("tflite",), FLAGS.quantize)
     except tfsac.TfsacError as e:
         fail(str(e))
     print(f"{os.path.abspath(path)} (from {info['checkpoint']})")
+    _say_quantization_error(path, quantization_error)
+
+
+def _say_quantization_error(version_dir, quantization_error) -> None:
+    if FLAGS.quantize == "none":
+        return
+    import json
+
+    with open(os.path.join(version_dir, "tfsac_metadata.json")) as f:
+        error = quantization_error(version_dir, json.load(f))
+    print(f"{FLAGS.quantize} quantization: largest action error {error:.3g} on 1000 observations")
 
 
 def run() -> None:

@@ -83,6 +83,7 @@ CASES = [
     ("export", ["--run_dir=oldrun"], "no checkpoint that restores"),
     ("export", ["--run_dir=missing"], "not a tfsac run directory"),
     ("export", ["--saved_model=blocker", "--formats=tflite,pb"], "--formats must be a comma list"),
+    ("export", ["--saved_model=blocker", "--formats=onnx", "--quantize=int8"], "applies to tflite"),
     # plot.py
     ("plot", ["--run_dirs=missing"], "missing"),
     ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "cannot write"),

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -292,8 +293,12 @@ def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_p
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
 
-    out = run(f"--saved_model={result.saved_model_path}", "--formats=tflite")
-    assert out.split() == [os.path.join(result.saved_model_path, "policy.tflite")]
+    out = run(f"--saved_model={result.saved_model_path}", "--formats=tflite", "--quantize=float16")
+    lines = out.splitlines()
+    assert lines[0] == os.path.join(result.saved_model_path, "policy.tflite")
+    assert re.fullmatch(
+        r"float16 quantization: largest action error \S+ on 1000 observations", lines[1]
+    )
     assert not [n for n in os.listdir(result.saved_model_path) if n.startswith(".")]
     run(f"--run_dir={result.run_dir}", "--formats=onnx", f"--export_dir={tmp_path / 'again'}")
     version = tmp_path / "again" / "pendulum_v1" / "1"
@@ -305,3 +310,18 @@ def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_p
     np.testing.assert_array_equal(
         before(observation=obs)["action"].numpy(), after(observation=obs)["action"].numpy()
     )
+
+
+def test_quantized_litert_files_are_smaller_and_their_action_error_is_measured(exported, tmp_path):
+    from tfsac.deploy import formats
+
+    learner, _ = exported
+    sizes, errors = {}, {}
+    for quantization in formats.QUANTIZATIONS:
+        path = export_policy(learner.actor, SPEC, str(tmp_path), quantization, {})
+        formats.add_formats(path, ("tflite",), quantization)
+        sizes[quantization] = os.path.getsize(os.path.join(path, "policy.tflite"))
+        errors[quantization] = formats.quantization_error(path, {"observation_dim": 3})
+    assert sizes["none"] > sizes["float16"] > sizes["int8"], sizes
+    assert errors["none"] <= 1e-5, errors
+    assert all(0 <= e < 0.1 * (HIGH - LOW).max() for e in errors.values()), errors

@@ -114,15 +114,16 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
     }
 
 
-def warmup_observations(spec: EnvSpec, batch: int, seed: int = 0) -> np.ndarray:
-    """`batch` observations sampled from the env's observation space, flattened as the
-    networks take them (standard normal where the spec carries no space)."""
-    if spec.observation_space_json is None:
-        return np.random.default_rng(seed).standard_normal((batch, spec.obs_dim), np.float32)
-    space = space_from_json(spec.observation_space_json)
+def sample_observations(space_json, obs_dim: int, batch: int, seed: int = 0) -> np.ndarray:
+    """`batch` observations sampled from an observation space (its JSON, as EnvSpec and
+    the metadata carry it), flattened as the networks take them (standard normal where
+    there is no space)."""
+    if space_json is None:
+        return np.random.default_rng(seed).standard_normal((batch, obs_dim), np.float32)
+    space = space_from_json(space_json)
     space.seed(seed)
     rows = [gym.spaces.flatten(space, space.sample()) for _ in range(batch)]
-    return np.asarray(rows, np.float32).reshape(batch, spec.obs_dim)
+    return np.asarray(rows, np.float32).reshape(batch, obs_dim)
 
 
 def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> str:
@@ -138,7 +139,9 @@ def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> s
             request = predict_pb2.PredictRequest(
                 model_spec=model_pb2.ModelSpec(name=model_name, signature_name="serving_default")
             )
-            observations = warmup_observations(spec, batch, seed=batch)
+            observations = sample_observations(
+                spec.observation_space_json, spec.obs_dim, batch, seed=batch
+            )
             request.inputs["observation"].CopyFrom(tf.make_tensor_proto(observations))
             log = prediction_log_pb2.PredictLog(request=request)
             writer.write(prediction_log_pb2.PredictionLog(predict_log=log).SerializeToString())

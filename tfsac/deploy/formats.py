@@ -15,6 +15,7 @@ from typing import Dict, Sequence
 from tfsac.errors import TfsacError, first_line
 
 FILES = {"tflite": "policy.tflite", "onnx": "policy.onnx"}
+QUANTIZATIONS = ("none", "float16", "int8")  # LiteRT's post-training options
 ONNX_OPSET = 17
 # The packages each format needs at export time (the `deploy` extra installs them).
 _NEEDS = {"tflite": ("ai_edge_litert",), "onnx": ("tf2onnx", "onnx", "onnxruntime")}
@@ -38,13 +39,18 @@ def check_available(formats: Sequence[str]) -> None:
             )
 
 
-def write_tflite(saved_model_dir: str, path: str) -> str:
-    """`path` (a .tflite) from the SavedModel's serving_default (float32, builtin ops)."""
+def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") -> str:
+    """`path` (a .tflite) from the SavedModel's serving_default (builtin ops): float32, or
+    with float16 weights, or dynamic-range int8 (int8 weights, float activations)."""
     import tensorflow as tf
 
     converter = tf.lite.TFLiteConverter.from_saved_model(
         saved_model_dir, signature_keys=["serving_default"]
     )
+    if quantization != "none":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if quantization == "float16":
+            converter.target_spec.supported_types = [tf.float16]
     try:
         model = converter.convert()
     except Exception as e:  # noqa: BLE001 - the converter raises many kinds; one line
@@ -87,10 +93,30 @@ def write_formats(saved_model_dir: str, formats: Sequence[str], metadata: Dict) 
         write_onnx(saved_model_dir, os.path.join(saved_model_dir, FILES["onnx"]), metadata)
 
 
-def add_formats(version_dir: str, formats: Sequence[str]) -> list:
-    """Converts an exported version's SavedModel into `formats` beside it, each file
-    written under a temporary name and renamed into place (a server reading the folder
-    never sees half a file); returns the paths written."""
+def quantization_error(version_dir: str, metadata: Dict, count: int = 1000) -> float:
+    """The largest action difference between the version's policy.tflite and its
+    SavedModel on `count` observations sampled from the observation space."""
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tfsac.deploy.export import sample_observations
+
+    dim = metadata.get("observation_dim")
+    if dim is None:
+        dim = tf.saved_model.load(version_dir).signatures["serving_default"]
+        dim = dim.structured_input_signature[1]["observation"].shape[1]
+    obs = sample_observations(metadata.get("observation_space_json"), dim, count, seed=1)
+    served = tf.saved_model.load(version_dir).signatures["serving_default"]
+    expected = served(observation=tf.constant(obs))["action"].numpy()
+    lite = Interpreter(model_path=os.path.join(version_dir, FILES["tflite"]))
+    got = lite.get_signature_runner("serving_default")(observation=obs)["action"]
+    return float(abs(got - expected).max())
+
+
+def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "none") -> list:
+    """Converts an exported version's SavedModel into `formats` beside it (LiteRT with
+    `quantization`), each file written under a temporary name and renamed into place (a
+    server reading the folder never sees half a file); returns the paths written."""
     from tfsac.deploy.export import METADATA_FILE
 
     try:
@@ -104,7 +130,7 @@ def add_formats(version_dir: str, formats: Sequence[str]) -> list:
         tmp = os.path.join(version_dir, f".{FILES[name]}.tmp")
         try:
             if name == "tflite":
-                write_tflite(version_dir, tmp)
+                write_tflite(version_dir, tmp, quantization)
             else:
                 write_onnx(version_dir, tmp, metadata)
             os.replace(tmp, path)

@@ -50,8 +50,8 @@ def main(argv):
     try:  # mistakes in the paths are said before TensorFlow loads
         if FLAGS.saved_model:
             check_saved_model(FLAGS.saved_model)
-        elif not run_config(FLAGS.run_dir)[1]:
-            fail(f"no checkpoint that restores in {FLAGS.run_dir!r}/checkpoints")
+        else:
+            run_config(FLAGS.run_dir, need_checkpoint=True)
     except TfsacError as e:
         fail(str(e))
     tfsac = import_tfsac()

@@ -59,9 +59,7 @@ def _checked():
         check_saved_model(FLAGS.saved_model)
         check_writable(FLAGS.saved_model)
         return formats, None
-    config, has_checkpoints = run_config(FLAGS.run_dir)
-    if not has_checkpoints:
-        raise TfsacError(f"no checkpoint that restores in {FLAGS.run_dir!r}/checkpoints")
+    config = run_config(FLAGS.run_dir, need_checkpoint=True)
     check_writable(
         os.path.join(FLAGS.export_dir, FLAGS.model_name or default_model_name(config.env_id))
     )
@@ -77,14 +75,14 @@ def main(argv):
         fail(str(e))
     tfsac = import_tfsac()
     from tfsac.deploy.export import export_policy, policy_metadata
-    from tfsac.deploy.formats import add_formats, quantization_error
+    from tfsac.deploy.formats import add_formats
     from tfsac.run.evaluation import checkpoint_learner
 
     try:
         if FLAGS.saved_model:
             for path in add_formats(FLAGS.saved_model, formats, FLAGS.quantize):
                 print(path)
-            _say_quantization_error(FLAGS.saved_model, quantization_error)
+            _say_quantization_error(FLAGS.saved_model)
             return
         learner, spec, info = checkpoint_learner(FLAGS.run_dir)
         final = {"return_mean": info.get("eval_return_mean"), "seed": info.get("eval_seed", 0)}
@@ -102,16 +100,15 @@ def main(argv):
     except tfsac.TfsacError as e:
         fail(str(e))
     print(f"{os.path.abspath(path)} (from {info['checkpoint']})")
-    _say_quantization_error(path, quantization_error)
+    _say_quantization_error(path)
 
 
-def _say_quantization_error(version_dir, quantization_error) -> None:
+def _say_quantization_error(version_dir) -> None:
     if FLAGS.quantize == "none":
         return
-    import json
+    from tfsac.deploy.formats import quantization_error
 
-    with open(os.path.join(version_dir, "tfsac_metadata.json")) as f:
-        error = quantization_error(version_dir, json.load(f))
+    error = quantization_error(version_dir)
     print(f"{FLAGS.quantize} quantization: largest action error {error:.3g} on 1000 observations")
 
 

@@ -321,7 +321,7 @@ def test_quantized_litert_files_are_smaller_and_their_action_error_is_measured(e
         path = export_policy(learner.actor, SPEC, str(tmp_path), quantization, {})
         formats.add_formats(path, ("tflite",), quantization)
         sizes[quantization] = os.path.getsize(os.path.join(path, "policy.tflite"))
-        errors[quantization] = formats.quantization_error(path, {"observation_dim": 3})
+        errors[quantization] = formats.quantization_error(path)
     assert sizes["none"] > sizes["float16"] > sizes["int8"], sizes
     assert errors["none"] <= 1e-5, errors
     assert all(0 <= e < 0.1 * (HIGH - LOW).max() for e in errors.values()), errors

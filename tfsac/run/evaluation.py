@@ -122,7 +122,7 @@ def checkpoint_learner(run_dir: str):
     from tfsac.run.checkpointing import Checkpointer
     from tfsac.run.run_dir import run_config
 
-    config, _ = run_config(run_dir)
+    config = run_config(run_dir)
     env = make_env(config.env_id, env_kwargs=config.env_kwargs)
     spec = env_spec(config.env_id, env)
     env.close()

@@ -59,9 +59,9 @@ def default_model_name(env_id: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", env_id.lower()).strip("_") or "policy"
 
 
-def run_config(run_dir: str):
-    """The SACConfig of the run in `run_dir` (TfsacError where it holds none), and whether it
-    holds any checkpoint files; reads no checkpoint."""
+def run_config(run_dir: str, need_checkpoint: bool = False):
+    """The SACConfig of the run in `run_dir`; TfsacError where it holds none, or with
+    `need_checkpoint` where it holds no checkpoint files (it reads none of them)."""
     from tfsac.config import SACConfig
 
     try:
@@ -70,10 +70,22 @@ def run_config(run_dir: str):
     except (OSError, ValueError, TypeError, TfsacError) as e:
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
     checkpoints = os.path.join(run_dir, CHECKPOINTS_DIR)
-    has_checkpoints = os.path.isdir(checkpoints) and any(
-        name.endswith(".index") for name in os.listdir(checkpoints)
-    )
-    return config, has_checkpoints
+    if need_checkpoint and not (
+        os.path.isdir(checkpoints) and any(n.endswith(".index") for n in os.listdir(checkpoints))
+    ):
+        raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
+    return config
+
+
+def read_json(path: str, default=None):
+    """The JSON in `path`, `default` where there is no such file; TfsacError if unreadable."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return default
+    except (OSError, ValueError) as e:
+        raise TfsacError(f"cannot read {path}: {e}") from None
 
 
 def write_json(path: str, data: Dict) -> None:
@@ -110,13 +122,7 @@ class RunDir:
         return self._read(SUMMARY_FILE)
 
     def _read(self, name: str) -> Optional[Dict]:
-        try:
-            with open(self.file(name)) as f:
-                return json.load(f)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as e:
-            raise TfsacError(f"cannot read {self.file(name)}: {e}") from None
+        return read_json(self.file(name))
 
 
 class StopSignals:

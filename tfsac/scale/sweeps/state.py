@@ -7,7 +7,7 @@ import json
 import os
 from typing import Dict
 
-from tfsac.errors import TfsacError
+from tfsac.run.run_dir import read_json
 
 SWEEP_FILE = "sweep.json"  # what the sweep is: a --resume must ask for the same
 TRIALS_FILE = "trials.json"  # each trial's spec and status, as the driver saw them
@@ -21,17 +21,6 @@ def write_atomic(path: str, text: str) -> None:
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, path)
-
-
-def read_json(path: str, default=None):
-    """The JSON in `path`, `default` where there is no such file; TfsacError if unreadable."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return default
-    except (OSError, ValueError) as e:
-        raise TfsacError(f"cannot read {path}: {e}") from None
 
 
 class SweepState:

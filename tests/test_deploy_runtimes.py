@@ -1,0 +1,85 @@
+"""Every policy tfsac trains goes through LiteRT and ONNX Runtime with the SavedModel's
+actions: Dict observations, gSDE, DroQ and a custom Keras actor, each a real (tiny)
+training run exported with --export_formats=saved_model,tflite,onnx, each file run by the
+runtime that will load it, at batch 1 and 64, on observations sampled from the space."""
+
+import json
+import os
+
+import gymnasium as gym
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import SpaceEnv, tiny_config
+
+from tfsac import train
+from tfsac.deploy.export import METADATA_FILE, sample_observations
+
+DICT_SPACE = gym.spaces.Dict(
+    {
+        "pos": gym.spaces.Box(-1, 1, (2,), np.float32),
+        "mode": gym.spaces.Discrete(3),
+        "grid": gym.spaces.MultiBinary(4),
+    }
+)
+ACTION_SPACE = gym.spaces.Box(
+    np.array([0.0, -10.0], np.float32), np.array([5.0, 2.0], np.float32), dtype=np.float32
+)
+gym.register(
+    "tfsac-test/Deploy-dict-v0",
+    entry_point=SpaceEnv,
+    kwargs={"observation_space": DICT_SPACE, "action_space": ACTION_SPACE},
+)
+
+
+def layer_norm_actor(obs_dim, action_dim):
+    """A custom Keras actor (functional, layer norm, two heads) as docs/custom_networks.md."""
+    obs = keras.Input((obs_dim,))
+    x = keras.layers.Dense(16)(obs)
+    x = keras.layers.LayerNormalization()(x)
+    x = keras.layers.Activation("tanh")(x)
+    mean = keras.layers.Dense(action_dim)(x)
+    log_std = keras.layers.Dense(action_dim)(x)
+    return keras.Model(obs, [mean, log_std])
+
+
+VARIANTS = {
+    "dict": dict(env_id="tfsac-test/Deploy-dict-v0"),
+    "gsde": dict(env_id="Pendulum-v1", use_sde=True),
+    "droq": dict(env_id="Pendulum-v1", critic_dropout=0.01, critic_layer_norm=True),
+    "custom": dict(env_id="Pendulum-v1", actor_fn=layer_norm_actor),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_litert_and_onnx_give_the_saved_models_actions(tmp_path, name):
+    import onnxruntime
+    from ai_edge_litert.interpreter import Interpreter
+
+    options = dict(VARIANTS[name])
+    actor_fn = options.pop("actor_fn", None)
+    config = tiny_config(
+        tmp_path, export_formats="saved_model,tflite,onnx", total_steps=60, **options
+    )
+    version = train(config, actor_fn=actor_fn).saved_model_path
+    assert {"saved_model.pb", "policy.tflite", "policy.onnx"} <= set(os.listdir(version))
+    with open(os.path.join(version, METADATA_FILE)) as f:
+        metadata = json.load(f)
+    obs = sample_observations(
+        metadata["observation_space_json"], metadata["observation_dim"], 1000, seed=7
+    )
+    if name == "dict":
+        assert obs.shape == (1000, 2 + 3 + 4)  # flattened as the networks take it
+    served = tf.saved_model.load(version).signatures["serving_default"]
+    expected = served(observation=tf.constant(obs))["action"].numpy()
+    assert np.ptp(expected, axis=0).min() > 1e-3  # the actions vary with the observation
+    lite = Interpreter(model_path=os.path.join(version, "policy.tflite"))
+    lite = lite.get_signature_runner("serving_default")
+    session = onnxruntime.InferenceSession(os.path.join(version, "policy.onnx"))
+    for batch, count in ((1, 100), (64, 1000)):  # the same files at both batch sizes
+        for start in range(0, count, batch):
+            rows, want = obs[start : start + batch], expected[start : start + batch]
+            np.testing.assert_allclose(lite(observation=rows)["action"], want, atol=1e-5)
+            got = session.run(["action"], {"observation": rows})[0]
+            np.testing.assert_allclose(got, want, atol=1e-5)

@@ -14,10 +14,23 @@ FLOPs and their rate, and, measured in the same process, the rate of a chain of 
 the update's width with the batch's rows and with four times as many (the bound for an
 update whose matmuls were fused into wider ones); and a one-update call that also picks the
 next action (what the training loop runs) against an update call then an act call.
+
+`--inference` times the exported policy instead, one call at a time (p50 and p99, batch 1
+and 64) in each runtime that loads it: the SavedModel in Python, the SavedModel through
+TensorFlow's C API (its C++ loader, as TF Serving; compiled here when a C compiler is found),
+LiteRT and ONNX Runtime (tfsac/deploy/latency.py):
+
+    python scripts/benchmark.py --inference --env=HalfCheetah-v5
+    python scripts/benchmark.py --inference --saved_model=saved_models/pendulum/3
+
+Without --saved_model it exports an untrained policy of the env's sizes and the network
+flags (latency does not depend on the weights); with it, a copy of the version folder gets
+the formats it lacks.
 """
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -60,6 +73,9 @@ flags.DEFINE_string(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers"),
     "Folder of the peers' throughput.py.",
 )
+flags.DEFINE_bool("inference", False, "Time the exported policy in each runtime instead.")
+flags.DEFINE_string("saved_model", None, "With --inference: an exported version folder.")
+flags.DEFINE_integer("inference_calls", 2000, "Timed calls per runtime and batch.", lower_bound=100)
 FLAGS = flags.FLAGS
 PEER_PYTHON = {"sb3": "/tmp/peers-sb3/bin/python", "sbx": "/tmp/peers-sbx/bin/python"}
 BREAKDOWN_K = (1, 2, 4, 16)
@@ -261,9 +277,46 @@ def run_round(tfsac, config):
     return rates
 
 
+def inference(tfsac, config):
+    """--inference: the latency table of an exported policy (see the docstring)."""
+    from tfsac.data.envs import env_spec, make_env
+    from tfsac.deploy import formats, latency
+    from tfsac.deploy.export import check_saved_model
+
+    try:
+        formats.check_available(("tflite", "onnx"))
+        with tempfile.TemporaryDirectory() as tmp:
+            if FLAGS.saved_model:
+                check_saved_model(FLAGS.saved_model)
+                version = shutil.copytree(FLAGS.saved_model, os.path.join(tmp, "1"))
+                missing = [
+                    n for n, f in formats.FILES.items() if not os.path.isfile(f"{version}/{f}")
+                ]
+                formats.add_formats(version, missing)
+            else:
+                env = make_env(config.env_id, env_kwargs=config.env_kwargs)
+                spec = env_spec(config.env_id, env)
+                env.close()
+                learner = tfsac.SACLearner(spec.obs_dim, spec.action_dim, config)
+                version = tfsac.export_policy(
+                    learner.actor, spec, tmp, "policy", {}, formats=("saved_model", *formats.FILES)
+                )
+            rows = latency.measure(version, FLAGS.inference_calls)
+    except tfsac.TfsacError as e:
+        fail(str(e))
+    for row in rows:
+        print(json.dumps(row), flush=True)
+    print(latency.table(rows))
+
+
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    if FLAGS.inference:
+        tfsac = import_tfsac()
+        return inference(tfsac, config_from_flags(tfsac))
+    if FLAGS.saved_model:
+        fail("--saved_model is an --inference flag")
     # The measurement is the learning phase: it needs env steps after learning_starts.
     if FLAGS.steps <= FLAGS.learning_starts:
         fail(

@@ -95,3 +95,23 @@ def test_no_flop_count_for_another_update_shape(monkeypatch):
     assert script.update_flops(SACConfig(**small), 3, 1) == 5104 * 2 * 16  # as above
     assert script.update_flops(SACConfig(policy_delay=2, **small), 3, 1) is None
     assert script.update_flops(SACConfig(variant="v1", **small), 3, 1) is None
+
+
+def test_inference_latency_table_covers_every_runtime_at_both_batch_sizes(tmp_path):
+    import shutil
+
+    proc = _run(
+        ["--inference", "--env=Pendulum-v1", "--hidden_sizes=8", "--inference_calls=100"], tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    rows = [json.loads(line) for line in lines if line.startswith("{")]
+    runtimes = ("saved_model_python", "saved_model_c_api", "litert", "onnxruntime")
+    assert [(r["runtime"], r["batch"]) for r in rows] == [(n, b) for n in runtimes for b in (1, 64)]
+    for row in rows:
+        if row["runtime"] == "saved_model_c_api" and shutil.which("cc") is None:
+            assert "no C compiler" in row["skipped"]  # a machine without one says so
+            continue
+        assert 0 < row["p50_us"] <= row["p99_us"], row
+    assert lines[-6].startswith("| runtime | batch 1 p50")  # then one line per runtime
+    assert [line.split(" | ")[0] for line in lines[-4:]] == [f"| {n}" for n in runtimes]

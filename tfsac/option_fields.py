@@ -1,0 +1,74 @@
+"""How an option is declared (`option`: default, help, group, flag, choices and the check
+of its own values) and the checks themselves; tfsac/options.py declares every option with
+them, and `field_errors` applies the checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """The values an option takes on its own: `ok(value)`, and what it `must` be, said as
+    '<name> must be <must>, got <value>' with the value formatted by `got` ('{}' or
+    '{!r}', as each message always showed it; '' leaves ', got ...' out)."""
+
+    ok: Callable[[Any], bool]
+    must: str
+    got: str = "{}"
+
+    def error(self, name: str, value: Any) -> Optional[str]:
+        if self.ok(value):
+            return None
+        return f"{name} must be {self.must}" + (
+            f", got {self.got.format(value)}" if self.got else ""
+        )
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+POSITIVE_INT = Check(lambda v: _is_int(v) and v > 0, "a positive integer", "{!r}")
+POSITIVE_FINITE = Check(lambda v: 0 < v < math.inf, "positive and finite")
+NON_EMPTY_TEXT = Check(lambda v: isinstance(v, str) and bool(v), "a non-empty string", "")
+RATE = Check(lambda v: 0 < v < 1, "in (0, 1)")
+
+
+def at_least(low: int, note: str = "") -> Check:
+    return Check(lambda v: v >= low, f">= {low}{note}")
+
+
+def interval(low: float, high: float, ends: str) -> Check:
+    """Between `low` and `high`, each end closed ('[', ']') or open ('(', ')')."""
+    above = (lambda v: v >= low) if ends[0] == "[" else (lambda v: v > low)
+    below = (lambda v: v <= high) if ends[1] == "]" else (lambda v: v < high)
+    return Check(lambda v: above(v) and below(v), f"in {ends[0]}{low}, {high}{ends[1]}")
+
+
+def option(default, help: str, group: str, *, flag=None, choices=None, text=None, check=None):
+    """A config field with what its command-line flag needs: `help`, `group`, the flag's
+    name (default: the field's), `choices` for an enum, `text`, the flag's default for
+    fields that also take a string form (parsed by SACConfig.__post_init__), and `check`,
+    the values it takes (None passes where None is the default: 'off' or 'auto')."""
+    metadata = dict(help=help, group=group, flag=flag, choices=choices, text=text, check=check)
+    if callable(default):
+        return dataclasses.field(default_factory=default, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def field_errors(config) -> Optional[str]:
+    """The first option of `config` whose value its own declaration refuses, said."""
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if value is None and field.default is None:
+            continue
+        choices, check = field.metadata.get("choices"), field.metadata.get("check")
+        if choices and value not in choices:
+            listed = " or ".join(repr(c) for c in choices)
+            return f"{field.name} must be {listed}, got {value!r}"
+        if check is not None and (error := check.error(field.name, value)):
+            return error
+    return None

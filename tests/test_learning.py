@@ -46,6 +46,10 @@ OPTIONS = {
     "max_grad_norm=1": dict(max_grad_norm=1.0),
     "num_envs=4": dict(num_envs=4),
     "variant=v1": dict(variant="v1"),
+    "algorithm=tqc": dict(algorithm="tqc"),
+    "algorithm=tqc,num_critics=5,top_quantiles_to_drop_per_net=0": dict(
+        algorithm="tqc", num_critics=5, top_quantiles_to_drop_per_net=0
+    ),
     "use_sde": dict(use_sde=True),
     "use_sde_at_warmup,sde_sample_freq=8": dict(
         use_sde=True, use_sde_at_warmup=True, sde_sample_freq=8

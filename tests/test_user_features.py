@@ -261,18 +261,20 @@ def test_presets_parse_into_valid_configs():
     if "env_kwargs" not in fv:
         _cli.define_training_flags()
     presets = sorted(glob.glob(os.path.join(REPO_ROOT, "scripts", "presets", "*.flags")))
-    assert len(presets) == 12
-    seen = set()
+    assert len(presets) == 13
+    seen, algorithms = set(), set()
     for path in presets:
         fv.unparse_flags()
         fv(["train.py", f"--flagfile={path}"])
         config = _cli.config_from_flags(tfsac).validate()
         gym.spec(config.env_id)  # the id exists in gymnasium's registry
         seen.add(config.env_id)
+        algorithms.add(config.algorithm)
         with open(path) as f:
             assert "Source:" in f.read()
     fv.unparse_flags()
     assert {"Pendulum-v1", "HalfCheetah-v5", "Humanoid-v5", "BipedalWalker-v3"} <= seen
+    assert algorithms == {"sac", "tqc"}
 
 
 EVALUATE = os.path.join(REPO_ROOT, "scripts", "evaluate.py")

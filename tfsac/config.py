@@ -147,6 +147,13 @@ class SACConfig(
                 "train_freq and episodes_per_rollout both set: collection phases are either "
                 "train_freq env steps or episodes_per_rollout episodes"
             )
+        if self.algorithm == "tqc" and self.variant != "v2":
+            raise TfsacError("algorithm tqc needs variant v2 (it has target critics, no V)")
+        if self.top_quantiles_to_drop_per_net >= self.n_quantiles:
+            raise TfsacError(
+                f"top_quantiles_to_drop_per_net ({self.top_quantiles_to_drop_per_net}) must be "
+                f"smaller than n_quantiles ({self.n_quantiles}): no atom would be left"
+            )
         if (self.sde_sample_freq != -1 or self.use_sde_at_warmup) and not self.use_sde:
             raise TfsacError("sde_sample_freq and use_sde_at_warmup need use_sde")
         if not self.log_std_min <= self.log_std_init <= self.log_std_max:

@@ -185,7 +185,21 @@ class AlphaOptions:
 
 @dataclasses.dataclass
 class VariantOptions:
-    """SAC v1 or v2, and gSDE exploration."""
+    """The algorithm (SAC or TQC), SAC v1 or v2, and gSDE exploration."""
+
+    # 'tqc': Truncated Quantile Critics (Kuznetsov et al. 2020, arXiv:2005.04269): each
+    # critic predicts `n_quantiles` atoms of the return; the target pools the target
+    # critics' atoms and drops the top `top_quantiles_to_drop_per_net` per critic.
+    algorithm: str = option(
+        "sac",
+        "sac, or tqc: distributional critics with the top atoms dropped from the target",
+        VARIANT,
+        choices=("sac", "tqc"),
+    )
+    n_quantiles: int = option(25, "TQC: quantiles (atoms) per critic", VARIANT, check=POSITIVE_INT)
+    top_quantiles_to_drop_per_net: int = option(
+        2, "TQC: atoms per critic dropped from the pooled target", VARIANT, check=at_least(0)
+    )
 
     # 'v2': twin Q networks with target Q networks (arXiv:1812.05905);
     # 'v1': the original SAC with a state-value network V and a target V (arXiv:1801.01290).

@@ -64,3 +64,52 @@ def value_loss(v, q_values, log_prob, alpha):
     here as well. `v` is [B], `q_values` [n_critics, B]."""
     v_target = tf.stop_gradient(tf.reduce_min(q_values, axis=0) - alpha * log_prob)
     return 0.5 * tf.reduce_mean(tf.square(v - v_target))
+
+
+# TQC: Kuznetsov et al. 2020, "Controlling Overestimation Bias with Truncated Mixture of
+# Continuous Distributional Quantile Critics", arXiv:2005.04269. Equations of that paper.
+
+
+def truncated_quantile_target(
+    reward, terminated, next_quantiles, next_log_prob, alpha, gamma, drop_per_net: int
+):
+    """The target atoms of Eqs. 10-11: the N*M atoms of the target critics at a' ~ pi(.|s')
+    pooled and sorted, the top `drop_per_net` * N dropped, each then
+
+        y_i = r + gamma * (1 - terminated) * (z_(i)(s', a') - alpha * log pi(a'|s')).
+
+    `next_quantiles` is [n_critics, B, n_quantiles]; returns [B, N*M - N*drop_per_net].
+    """
+    n_critics, n_quantiles = next_quantiles.shape[0], next_quantiles.shape[-1]
+    pooled = tf.reshape(tf.transpose(next_quantiles, [1, 0, 2]), [-1, n_critics * n_quantiles])
+    kept = n_critics * (n_quantiles - drop_per_net)
+    atoms = tf.sort(pooled, axis=-1)[:, :kept]
+    next_v = atoms - alpha * next_log_prob[:, None]
+    return tf.stop_gradient(reward[:, None] + gamma * (1.0 - terminated[:, None]) * next_v)
+
+
+def quantile_huber_loss(quantiles, target_atoms, kappa: float = 1.0):
+    """Eq. 12 (the quantile Huber loss of QR-DQN, Dabney et al. 2018, Eq. 10): for each
+    critic's quantile tau_m = (2m + 1) / 2M against every target atom y_i,
+
+        rho_tau(u) = |tau - 1{u < 0}| * Huber_kappa(u) / kappa,   u = y_i - z_m(s, a),
+
+    averaged over the target atoms and the batch, summed over the quantiles (as sb3-contrib
+    and SBX do; the paper averages them, a constant factor Adam does not see) and over the
+    critics (each critic's loss as if it were alone, as critic_loss does).
+    `quantiles` is [n_critics, B, M], `target_atoms` [B, K]."""
+    n_quantiles = quantiles.shape[-1]
+    taus = (tf.range(n_quantiles, dtype=quantiles.dtype) + 0.5) / n_quantiles
+    delta = target_atoms[None, :, None, :] - quantiles[..., None]  # [N, B, M, K]
+    abs_delta = tf.abs(delta)
+    huber = tf.where(abs_delta > kappa, abs_delta - 0.5 * kappa, 0.5 * tf.square(delta) / kappa)
+    weight = tf.abs(taus[:, None] - tf.cast(delta < 0, delta.dtype))
+    per_quantile = tf.reduce_mean(weight * huber, axis=[1, 3])  # [N, M]
+    return tf.reduce_sum(per_quantile)
+
+
+def tqc_actor_loss(log_prob, quantiles, alpha):
+    """Eq. 13: E[alpha * log pi(a|s) - (1 / NM) sum_n sum_m z_m^n(s, a)] with the
+    reparameterised a ~ pi(.|s): the policy follows the mean of every critic's atoms (no
+    truncation, no minimum). `quantiles` is [n_critics, B, M]."""
+    return tf.reduce_mean(alpha * log_prob - tf.reduce_mean(quantiles, axis=[0, 2]))

@@ -85,7 +85,8 @@ class EnsembleLayerNorm(keras.layers.Layer):
 
 
 class Critic(keras.Model):
-    """An ensemble of `num_critics` Q(s, a) networks; returns Q values of shape [n, B].
+    """An ensemble of `num_critics` Q(s, a) networks; returns Q values of shape [n, B], or
+    with `outputs` > 1 that many values each, [n, B, outputs] (TQC's quantiles).
 
     With `layer_norm` and/or `dropout` each hidden layer is Dense -> Dropout -> LayerNorm
     -> ReLU, the DroQ critic (Hiraoka et al. 2022, arXiv:2110.02034) for many gradient
@@ -98,10 +99,11 @@ class Critic(keras.Model):
         hidden_sizes: Sequence[int] = (256, 256),
         layer_norm: bool = False,
         dropout: float = 0.0,
+        outputs: int = 1,
         **kw,
     ):
         super().__init__(**kw)
-        self.num_critics = num_critics
+        self.num_critics, self.outputs = num_critics, outputs
         layers = []
         for i, h in enumerate(hidden_sizes):
             if not layer_norm and not dropout:
@@ -116,11 +118,12 @@ class Critic(keras.Model):
         # A Sequential, not a Python list: tf.train.Checkpoint does not see Keras 3 layers
         # held in a list attribute.
         self.trunk = keras.Sequential(layers, name="trunk")
-        self.head = EnsembleDense(num_critics, 1, name="q")
+        self.head = EnsembleDense(num_critics, outputs, name="q")
 
     def call(self, observations, actions, training=None):
         x = self.trunk(tf.concat([observations, actions], axis=-1), training=training)
-        return tf.squeeze(self.head(x), axis=-1)
+        q = self.head(x)
+        return tf.squeeze(q, axis=-1) if self.outputs == 1 else q
 
 
 class Actor(keras.Model):
@@ -275,13 +278,14 @@ def build_networks(
             config.hidden_sizes,
             config.critic_layer_norm,
             config.critic_dropout,
+            critic_outputs(config),
         )
         critic = Critic(*critic_args, name="critic")
         target_critic = Critic(*critic_args, name="target_critic") if with_target else None
     else:
         critic = critic_fn(obs_dim, action_dim)
         target_critic = critic_fn(obs_dim, action_dim) if with_target else None
-    _check_outputs(actor, (critic, target_critic), obs_dim, action_dim)
+    _check_outputs(actor, (critic, target_critic), obs_dim, action_dim, critic_outputs(config))
     if target_critic is not None:
         for target, source in zip(
             target_critic.trainable_variables, critic.trainable_variables, strict=True
@@ -290,7 +294,12 @@ def build_networks(
     return actor, critic, target_critic
 
 
-def _check_outputs(actor, critics, obs_dim: int, action_dim: int) -> None:
+def critic_outputs(config) -> int:
+    """Values per critic: one Q value, or TQC's `n_quantiles` atoms."""
+    return config.n_quantiles if config.algorithm == "tqc" else 1
+
+
+def _check_outputs(actor, critics, obs_dim: int, action_dim: int, per_critic: int = 1) -> None:
     """Builds the models on a dummy batch and checks the shapes of what they return (the
     contracts of build_networks, which custom models must keep)."""
     obs = tf.zeros([3, obs_dim])
@@ -309,7 +318,10 @@ def _check_outputs(actor, critics, obs_dim: int, action_dim: int) -> None:
         if model is None:
             continue
         q = model(obs, act)
-        if len(q.shape) != 2 or q.shape[1] != 3 or q.shape[0] < 2:
-            raise TfsacError(
-                f"the critic must return Q values [n_critics >= 2, batch]; got {tuple(q.shape)}"
-            )
+        if per_critic == 1:
+            want, tail = "[n_critics >= 2, batch]", (3,)
+        else:
+            want, tail = f"[n_critics >= 2, batch, {per_critic}]", (3, per_critic)
+        shape = tuple(q.shape)
+        if shape[1:] != tail or shape[0] < 2:
+            raise TfsacError(f"the critic must return Q values {want}; got {shape}")

@@ -5,11 +5,13 @@ Algorithms and Applications", arXiv:1812.05905), read top to bottom: the TD targ
 critic step, the actor and temperature steps (every `policy_delay` critic steps), the Polyak
 step (every `target_update_interval`). The variants are objects chosen once, here:
 
-- the temperature (TEMPERATURES, by `use_log_alpha`): fixed, learned in log-alpha (the
-  default) or learned in alpha itself;
-- the critic target (CRITIC_TARGETS, by `variant`): soft clipped double-Q from target
-  critics (v2, the default) or the target V network of the original SAC (v1,
-  arXiv:1801.01290), which also trains V.
+- the temperature (TEMPERATURES in temperature.py, by `use_log_alpha`): fixed, learned in
+  log-alpha (the default) or learned in alpha itself;
+- the critic target (CRITIC_TARGETS in critic_targets.py, by `variant` and `algorithm`): soft
+  clipped double-Q
+  from target critics (v2, the default), the target V network of the original SAC (v1,
+  arXiv:1801.01290), which also trains V, or TQC's truncated pool of quantile atoms
+  (arXiv:2005.04269). It also names the critic's and the actor's losses.
 
 Each variant owns what it adds (variables, networks, optimizers) and names it for the
 checkpoint (`checkpoint_objects`), so a new one is a class and a registry entry.
@@ -19,181 +21,19 @@ Compilation (XLA, packed batches, several steps per call) is tfsac.algorithm.lea
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Dict, List, Optional
 
 import keras
 import tensorflow as tf
 
-from tfsac.algorithm import losses
+from tfsac.algorithm.critic_targets import CRITIC_TARGETS, critic_target_name
 from tfsac.algorithm.distributions import policy_params, tanh_normal
-from tfsac.algorithm.networks import build_networks, build_value_networks
+from tfsac.algorithm.networks import build_networks
+from tfsac.algorithm.steps import apply_gradients, polyak_update
+from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.config import SACConfig
 
 Batch = Dict[str, tf.Tensor]  # observation, action, reward, next_observation, terminated
-
-
-def polyak_update(target_variables, source_variables, tau: float):
-    """target <- tau * source + (1 - tau) * target, variable by variable."""
-    for target, source in zip(target_variables, source_variables, strict=True):
-        target.assign(tau * source + (1.0 - tau) * target)
-
-
-def apply_gradients(optimizer, tape, loss, variables) -> None:
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
-
-
-class Temperature:
-    """The entropy coefficient alpha, learned in log-alpha (Eq. 18) or held fixed.
-
-    `variable` is what the alpha loss optimises. A fixed alpha is still exp(log_alpha):
-    the same float32 value whether it is learned or not.
-    """
-
-    def __init__(self, config: SACConfig, initial_alpha: float):
-        self.learned = config.learned_alpha
-        self.log_alpha = tf.Variable(
-            math.log(initial_alpha), dtype=tf.float32, trainable=self.learned, name="log_alpha"
-        )
-        self.optimizer = keras.optimizers.Adam(config.rate("alpha"), name="alpha_adam")
-
-    def build(self) -> None:
-        """Creates the optimizer's slots (before the first trace and any checkpoint)."""
-        self.optimizer.build([self.variable])
-
-    def checkpoint_objects(self) -> Dict[str, tf.Module]:
-        return {"alpha_optimizer": self.optimizer, "log_alpha": self.log_alpha}
-
-    def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
-        return {"alpha": self.optimizer}
-
-    @property
-    def variable(self) -> tf.Variable:
-        return self.log_alpha
-
-    def alpha(self) -> tf.Tensor:
-        return tf.exp(self.log_alpha)
-
-    def loss(self, log_prob, target_entropy) -> tf.Tensor:
-        return losses.alpha_loss(self.log_alpha, log_prob, target_entropy)
-
-    def step(self, log_prob, target_entropy) -> tf.Tensor:
-        """One Adam step on the alpha loss when alpha is learned; returns the loss."""
-        with tf.GradientTape() as tape:
-            loss = self.loss(log_prob, target_entropy)
-        if self.learned:
-            variable = self.variable
-            self.optimizer.apply_gradients([(tape.gradient(loss, variable), variable)])
-            self.after_step()
-        return loss
-
-    def after_step(self) -> None:
-        pass
-
-
-class DirectAlphaTemperature(Temperature):
-    """Alpha learned in alpha itself (Eq. 18 as written), kept >= 1e-8 after each step."""
-
-    def __init__(self, config: SACConfig, initial_alpha: float):
-        super().__init__(config, initial_alpha)
-        self.alpha_value = tf.Variable(
-            initial_alpha, dtype=tf.float32, trainable=self.learned, name="alpha"
-        )
-
-    def checkpoint_objects(self) -> Dict[str, tf.Module]:
-        return {**super().checkpoint_objects(), "alpha": self.alpha_value}
-
-    @property
-    def variable(self) -> tf.Variable:
-        return self.alpha_value
-
-    def alpha(self) -> tf.Tensor:
-        return self.alpha_value + 0.0  # a tensor, not the variable the step changes
-
-    def loss(self, log_prob, target_entropy) -> tf.Tensor:
-        return losses.alpha_loss_direct(self.alpha_value, log_prob, target_entropy)
-
-    def after_step(self) -> None:
-        self.alpha_value.assign(tf.maximum(self.alpha_value, 1e-8))
-
-
-class SoftDoubleQTarget:
-    """v2: y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')) with
-    a' ~ pi(.|s') and Polyak-averaged target critics (Eqs. 2-3)."""
-
-    metric_names = ()
-    seeds_needed = 2  # the next action's sample; the actor loss's sample
-
-    def __init__(self, sac: SAC, obs_dim: int):
-        self.sac = sac
-        self.target_critic = sac.target_critic
-        self.online, self.target = sac.critic, sac.target_critic
-
-    def checkpoint_objects(self) -> Dict[str, tf.Module]:
-        return {}  # the target critics are SAC's own (the actor's step reads no target)
-
-    def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
-        return {}
-
-    def trainable_variables(self) -> List[tf.Variable]:
-        return []
-
-    def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
-        next_obs = batch["next_observation"]
-        next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
-        next_q = self.target_critic(next_obs, next_action, training=True)
-        return losses.soft_td_target(
-            reward, batch["terminated"], next_q, next_log_prob, alpha, self.sac.config.gamma
-        )
-
-    def after_critic_step(self, obs, alpha, seeds) -> Dict[str, tf.Tensor]:
-        return {}
-
-
-class ValueNetworkTarget:
-    """v1: y = r + gamma (1 - terminated) V'(s') from a Polyak-averaged target V network
-    (arXiv:1801.01290, Eq. 8); V itself is trained after each critic step (Eq. 5)."""
-
-    metric_names = ("value_loss",)
-    seeds_needed = 3  # as v2, plus the V loss's action sample
-
-    def __init__(self, sac: SAC, obs_dim: int):
-        config = sac.config
-        self.sac = sac
-        self.value, self.target_value = build_value_networks(obs_dim, config)
-        self.optimizer = keras.optimizers.Adam(
-            config.rate("value"), global_clipnorm=config.max_grad_norm, name="value_adam"
-        )
-        self.optimizer.build(self.value.trainable_variables)
-        self.online, self.target = self.value, self.target_value
-
-    def checkpoint_objects(self) -> Dict[str, tf.Module]:
-        return {
-            "value": self.value,
-            "target_value": self.target_value,
-            "value_optimizer": self.optimizer,
-        }
-
-    def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
-        return {"value": self.optimizer}
-
-    def trainable_variables(self) -> List[tf.Variable]:
-        return [*self.value.trainable_variables, *self.target_value.trainable_variables]
-
-    def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
-        next_v = self.target_value(batch["next_observation"])
-        return losses.v1_q_target(reward, batch["terminated"], next_v, self.sac.config.gamma)
-
-    def after_critic_step(self, obs, alpha, seeds) -> Dict[str, tf.Tensor]:
-        """V against min_i Q_i(s, a) - alpha log pi(a|s), a ~ pi(.|s), with the critics just
-        updated (Eq. 5 of arXiv:1801.01290)."""
-        action, log_prob = self.sac.sample_with_log_prob(obs, seeds[:, 2])
-        q_pi = self.sac.critic(obs, action, training=True)
-        variables = self.value.trainable_variables
-        with tf.GradientTape() as tape:
-            loss = losses.value_loss(self.value(obs), q_pi, log_prob, alpha)
-        apply_gradients(self.optimizer, tape, loss, variables)
-        return {"value_loss": loss}
 
 
 class SAC:
@@ -226,7 +66,7 @@ class SAC:
         self.critic_optimizer = keras.optimizers.Adam(
             config.rate("critic"), global_clipnorm=clip, name="critic_adam"
         )
-        self.critic_target = CRITIC_TARGETS[config.variant](self, obs_dim)
+        self.critic_target = CRITIC_TARGETS[critic_target_name(config)](self, obs_dim)
         self.metric_names = SAC.metric_names + self.critic_target.metric_names
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
         self.temperature = TEMPERATURES[config.use_log_alpha](config, initial_alpha)
@@ -296,7 +136,7 @@ class SAC:
         variables = self.critic.trainable_variables
         with tf.GradientTape() as tape:
             q = self.critic(obs, action, training=True)
-            critic_loss = losses.critic_loss(q, target)
+            critic_loss = self.critic_target.critic_loss(q, target)
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
         extra = self.critic_target.after_critic_step(obs, alpha, seeds)
 
@@ -341,7 +181,7 @@ class SAC:
         with tf.GradientTape() as tape:
             action, log_prob = self.sample_with_log_prob(obs, seed)
             q_pi = self.critic(obs, action, training=True)
-            actor_loss = losses.actor_loss(log_prob, q_pi, alpha)
+            actor_loss = self.critic_target.actor_loss(log_prob, q_pi, alpha)
         apply_gradients(self.actor_optimizer, tape, actor_loss, variables)
         alpha_loss = self.temperature.step(log_prob, self.target_entropy)
         metrics = (actor_loss, alpha_loss, -tf.reduce_mean(log_prob))
@@ -357,8 +197,3 @@ class SAC:
             target.target.trainable_variables, target.online.trainable_variables, self.config.tau
         )
         return tf.constant(True)
-
-
-# The variants by the config choice that picks them.
-TEMPERATURES = {True: Temperature, False: DirectAlphaTemperature}  # by use_log_alpha
-CRITIC_TARGETS = {"v2": SoftDoubleQTarget, "v1": ValueNetworkTarget}  # by variant

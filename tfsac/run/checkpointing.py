@@ -52,7 +52,10 @@ STRUCTURAL_FIELDS = (
     "buffer_size",
     "variant",
     "use_sde",
+    "algorithm",
 )
+# What a checkpoint made before a structural option existed was made with.
+_BEFORE_THE_OPTION = {"algorithm": "sac"}
 
 
 def _fsync_dir(path: str) -> None:
@@ -295,8 +298,10 @@ def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None
     """Raises TfsacError naming the first structural field that differs."""
     # gSDE keeps one exploration matrix per env copy.
     fields = STRUCTURAL_FIELDS + (("num_envs",) if config_dict.get("use_sde") else ())
+    fields += ("n_quantiles",) if config_dict.get("algorithm") == "tqc" else ()
     for field in fields:
-        saved, current = saved_config.get(field), config_dict.get(field)
+        saved = saved_config.get(field, _BEFORE_THE_OPTION.get(field))
+        current = config_dict.get(field)
         if isinstance(saved, list):
             saved = tuple(saved)
         if isinstance(current, list):

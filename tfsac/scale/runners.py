@@ -1,9 +1,11 @@
 """Distributed collection on Ray: env runners in other processes (or machines) feed the
 learner in this one.
 
-An `EnvRunner` is a Ray actor holding a `Collector` and a CPU copy of the actor network
-(no critics, no optimizers). The learner's process keeps everything else (the replay
-buffer, the compiled update, evaluation, checkpoints, the export) and drives the runners
+An `EnvRunner` is a Ray actor holding a `Collector` and a copy of the actor network (no
+critics, no optimizers): the built-in actor's forward pass in numpy (NumpyActor; the runner
+never imports TensorFlow), a custom actor_fn's Keras model in TensorFlow. The learner's
+process keeps everything else (the replay buffer, the compiled update, evaluation,
+checkpoints, the export) and drives the runners
 through a `RunnerPool`: it hands each runner a chunk of env steps to collect (a range of
 the run's step count, so warm-up and the step budget follow the global count), sends the
 actor's weights, and takes the chunks back:
@@ -36,6 +38,7 @@ from tfsac.config import SACConfig
 from tfsac.data.collector import Collector, Transitions
 from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.errors import TfsacError, first_line
+from tfsac.scale.numpy_actor import NumpyActor
 
 # Restarts of one runner's process before the run gives up on it.
 MAX_RESTARTS = 5
@@ -65,19 +68,11 @@ def runner_seeds(seed: int, runner: int, resumes: int) -> List[int]:
     return [int(s) for s in sequence.generate_state(3) % (2**31 - 1)]
 
 
-class EnvRunner:
-    """Steps `envs_per_actor` env copies with a CPU copy of the actor (a Ray actor class
-    once `ray.remote` wraps it; plain Python otherwise, as in the tests)."""
+class TFPolicy:
+    """A custom actor's runner policy: the Keras model and GaussianExploration, compiled
+    (the built-in actor's runners use NumpyActor and never import TensorFlow)."""
 
-    def __init__(
-        self,
-        index: int,
-        env_fn: EnvFn,
-        spec: EnvSpec,
-        config: Dict,
-        actor_fn: Optional[Callable] = None,
-        resumes: int = 0,
-    ):
+    def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Callable, seed: int):
         import tensorflow as tf
 
         from tfsac.algorithm.learner import GaussianExploration
@@ -88,6 +83,41 @@ class EnvRunner:
             tf.config.threading.set_inter_op_parallelism_threads(1)
         except RuntimeError:  # TF already initialised in this worker process
             pass
+        self.actor = build_actor(spec.obs_dim, spec.action_dim, cfg, actor_fn)
+        self.actor(tf.zeros([1, spec.obs_dim]))  # builds the variables set_weights fills
+        exploration = GaussianExploration(self.actor, cfg, tf.random.Generator.from_seed(seed))
+        obs = tf.TensorSpec([None, spec.obs_dim], tf.float32)
+        self._sample = tf.function(
+            exploration.sample, input_signature=[obs], jit_compile=cfg.jit_compile
+        ).get_concrete_function()
+
+    def set_weights(self, weights: List[np.ndarray]) -> None:
+        self.actor.set_weights(weights)
+
+    def sample(self, observation: np.ndarray) -> np.ndarray:
+        return self._sample(observation).numpy()
+
+
+def runner_policy(spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
+    """The built-in actor in numpy, or a custom actor_fn's model in TensorFlow."""
+    if actor_fn is None:
+        return NumpyActor(len(cfg.hidden_sizes), (cfg.log_std_min, cfg.log_std_max), seed)
+    return TFPolicy(spec, cfg, actor_fn, seed)
+
+
+class EnvRunner:
+    """Steps `envs_per_actor` env copies with a copy of the actor (a Ray actor class once
+    `ray.remote` wraps it; plain Python otherwise, as in the tests)."""
+
+    def __init__(
+        self,
+        index: int,
+        env_fn: EnvFn,
+        spec: EnvSpec,
+        config: Dict,
+        actor_fn: Optional[Callable] = None,
+        resumes: int = 0,
+    ):
         self.index = index
         cfg = SACConfig.from_dict(config)
         action_seed, reset_seed, policy_seed = runner_seeds(cfg.seed, index, resumes)
@@ -100,15 +130,7 @@ class EnvRunner:
         except Exception as e:  # noqa: BLE001 - any env error becomes one line
             self.error = self._env_error("could not make or reset its env", e)
             return
-        self.actor = build_actor(spec.obs_dim, spec.action_dim, cfg, actor_fn)
-        self.actor(tf.zeros([1, spec.obs_dim]))  # builds the variables set_weights fills
-        exploration = GaussianExploration(
-            self.actor, cfg, tf.random.Generator.from_seed(policy_seed)
-        )
-        obs = tf.TensorSpec([None, spec.obs_dim], tf.float32)
-        self._sample = tf.function(
-            exploration.sample, input_signature=[obs], jit_compile=cfg.jit_compile
-        ).get_concrete_function()
+        self.policy = runner_policy(spec, cfg, actor_fn, policy_seed)
         self.version = -1
 
     def _env_error(self, what: str, error: Exception) -> RunnerEnvError:
@@ -132,13 +154,13 @@ class EnvRunner:
 
         ref, version = weights
         if version != self.version:
-            self.actor.set_weights(ray.get(ref))
+            self.policy.set_weights(ray.get(ref))
             self.version = version
         t0 = time.perf_counter()
         n = self.collector.num_envs
         steps = []
         for k in range(0, num_steps, n):
-            action = None if k < warmup_steps else self._sample(self.collector.observation).numpy()
+            action = None if k < warmup_steps else self.policy.sample(self.collector.observation)
             try:
                 steps.append(self.collector.step(action))
             except Exception as e:  # noqa: BLE001 - any env error becomes one line
@@ -185,6 +207,8 @@ class RunnerPool:
                 f"{self.num_runners} env runners need {self.num_runners} free CPUs in the Ray "
                 f"cluster; it has {free:g}"
             )
+        if actor_fn is not None:
+            logging.info("env runners act with TensorFlow: a custom actor_fn has no numpy twin")
         remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)
         runner_class = remote(EnvRunner)
         config_dict = config.to_dict()

@@ -1,0 +1,78 @@
+"""Env runners act with the built-in actor's forward pass in numpy (tfsac.scale.numpy_actor):
+the same (mean, log_std) as the Keras actor to 1e-5 for every shape tfsac ships, actions in
+bounds from the right distribution, and a runner that never imports TensorFlow."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import REPO_ROOT
+
+from tfsac import SACConfig
+from tfsac.algorithm.networks import build_actor
+from tfsac.scale.numpy_actor import NumpyActor
+
+
+@pytest.mark.parametrize("hidden_sizes", [(8,), (256, 256), (64, 32, 16)])
+def test_numpy_actor_gives_the_keras_actors_mean_and_log_std(hidden_sizes):
+    config = SACConfig(hidden_sizes=hidden_sizes, log_std_min=-5.0, log_std_max=1.0)
+    actor = build_actor(17, 6, config)
+    obs = np.random.default_rng(0).normal(0, 3, (1000, 17)).astype(np.float32)
+    actor(obs[:1])
+    # Large log-std head weights, so that both clip bounds are reached on these inputs.
+    actor.log_std.kernel.assign(actor.log_std.kernel * 50.0)
+    twin = NumpyActor(len(hidden_sizes), (config.log_std_min, config.log_std_max), seed=0)
+    twin.set_weights(actor.get_weights())
+    mean, log_std = (t.numpy() for t in actor(obs))
+    got_mean, got_log_std = twin.params(obs)
+    np.testing.assert_allclose(got_mean, mean, atol=1e-5)
+    np.testing.assert_allclose(got_log_std, log_std, atol=1e-5)
+    assert got_log_std.min() == -5.0 and got_log_std.max() == 1.0
+    for batch in (obs[:1], obs):  # a runner's one env copy, or several
+        action = twin.sample(batch)
+        assert action.shape == (len(batch), 6) and action.dtype == np.float32
+        assert np.all(np.abs(action) <= 1.0)
+
+
+def test_numpy_actor_samples_the_tanh_normal_policy():
+    twin = NumpyActor(0, (-20.0, 2.0), seed=1)
+    # No hidden layer: mean = obs @ Wm + bm, log_std = obs @ Ws + bs.
+    twin.set_weights([np.zeros((1, 1)), np.array([0.5]), np.zeros((1, 1)), np.array([np.log(0.3)])])
+    samples = twin.sample(np.zeros((200_000, 1), np.float32))[:, 0]
+    pre_squash = np.arctanh(np.clip(samples, -1 + 1e-7, 1 - 1e-7))
+    assert pre_squash.mean() == pytest.approx(0.5, abs=0.005)
+    assert pre_squash.std() == pytest.approx(0.3, abs=0.005)
+    with pytest.raises(ValueError, match="expected 4 weight arrays, got 2"):
+        twin.set_weights([np.zeros((1, 1)), np.zeros(1)])
+
+
+def test_a_runner_of_the_built_in_actor_never_imports_tensorflow(tmp_path):
+    """One EnvRunner (plain Python, as Ray runs it) collecting policy steps."""
+    actor = build_actor(3, 1, SACConfig(hidden_sizes=(16,)))
+    actor(tf.zeros([1, 3]))
+    np.savez(tmp_path / "weights.npz", *actor.get_weights())
+    code = f"""
+import sys
+import numpy as np
+from unittest import mock
+from tfsac.config import SACConfig
+from tfsac.data.envs import env_factory, env_spec, make_env
+from tfsac.scale.runners import EnvRunner
+spec = env_spec("Pendulum-v1", make_env("Pendulum-v1"))
+config = SACConfig(hidden_sizes=(16,)).to_dict()
+runner = EnvRunner(0, env_factory("Pendulum-v1"), spec, config)
+weights = np.load({str(tmp_path / "weights.npz")!r})
+weights = [weights[f"arr_{{i}}"] for i in range(len(weights.files))]
+with mock.patch.dict(sys.modules, ray=mock.Mock(get=lambda ref: ref)):
+    chunk = runner.collect([weights, 0], num_steps=50, warmup_steps=10)
+assert chunk.steps == 50 and len(chunk.transitions.reward) == 50
+assert np.all(np.abs(chunk.transitions.action) <= 2.0)
+print("tensorflow" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"

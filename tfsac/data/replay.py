@@ -1,14 +1,20 @@
-"""A preallocated, fixed-size replay buffer of transitions."""
+"""A preallocated, fixed-size replay buffer of transitions that stores each next
+observation once."""
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Tuple
+from typing import Dict, List, Mapping, Tuple
 
 import numpy as np
 
 FIELDS = ("observation", "action", "reward", "next_observation", "terminated")
 # One value per transition (the others are vectors).
 SCALAR_FIELDS = ("reward", "terminated")
+# The arrays of a checkpoint made before next observations were shared: FIELDS, one row
+# per transition. `ReplayBuffer.load_state_arrays` still takes them.
+LEGACY_ARRAYS = FIELDS
+# Rows a legacy checkpoint is converted in at a time (bounds the copies of the conversion).
+_LEGACY_CHUNK = 65536
 
 
 def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], ...]:
@@ -36,62 +42,168 @@ def pack_batch(batches: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.concatenate(columns, axis=-1)
 
 
-class ReplayBuffer:
-    """A ring buffer of (s, a, r, s', terminated), allocated once at full size.
+def _row_keys(rows: np.ndarray) -> List[bytes]:
+    """The bytes of each row of a C-contiguous float32 [n, d] array (exact: bitwise)."""
+    return rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist()
 
-    Transitions are rows of one float32 array (`storage`, laid out as
-    `transition_layout`); `observation`, `action`, `reward`, `next_observation` and
-    `terminated` are views of its columns. A sample is then one gather, and reaches the
-    compiled update as one tensor. `next_observation` is stored explicitly (not taken from
-    the following slot) so that a truncated episode keeps its true final observation for
-    bootstrapping.
+
+class ReplayBuffer:
+    """A ring buffer of (s, a, r, s', terminated), allocated once at full size, that stores
+    a next observation only where no later row holds it as its observation.
+
+    Rows of one float32 array hold [observation | action | reward | terminated];
+    `observation`, `action`, `reward` and `terminated` are views of its columns. Each row's
+    `next_index` says where its next observation is: below `capacity`, the row whose
+    observation it is (bitwise); `capacity` + i, slot i of a small side array (as if it
+    followed the ring's observations). A new row's next observation goes to a side slot
+    and waits there, keyed by its bytes, until a later row (of any env stream) has
+    exactly that observation: then the row links to that one and the slot is freed. An
+    episode's last row (terminated, or truncated with its true final observation) keeps
+    its slot. A link points from an older row to a newer one, so the ring, which
+    overwrites in add order, never overwrites a row a live row links to.
+
+    `sample_packed` returns rows in `transition_layout` (what the compiled update takes);
+    `next_observation` gives every slot's next observation (a copy).
     """
 
     def __init__(self, capacity: int, obs_dim: int, action_dim: int, seed: int = 0):
-        self.capacity = int(capacity)
+        self.capacity, self.obs_dim = int(capacity), int(obs_dim)
         self.layout = transition_layout(obs_dim, action_dim)
-        width = sum(w for _, w in self.layout)
-        self.storage = np.zeros((self.capacity, width), np.float32)
-        self._columns = {}
+        self._rows = np.zeros((self.capacity, obs_dim + action_dim + 2), np.float32)
+        self.observation = self._rows[:, :obs_dim]
+        self.action = self._rows[:, obs_dim:-2]
+        self.reward = self._rows[:, -2]
+        self.terminated = self._rows[:, -1]
+        # Empty slots say 0: "linked", so overwriting them frees nothing.
+        self.next_index = np.zeros(self.capacity, np.int32)
+        self._columns = {}  # field -> its columns of a packed row, for unpack
         start = 0
         for name, w in self.layout:
-            # Scalar fields are 1-D views, vector fields 2-D views of the same rows.
             self._columns[name] = start if name in SCALAR_FIELDS else slice(start, start + w)
             start += w
-        for name, column in self._columns.items():
-            setattr(self, name, self.storage[:, column])
+        self._clear_side()
         self.cursor = 0  # next slot to write
         self.size = 0
         self.rng = np.random.default_rng(seed)
 
+    def _clear_side(self, slots: int = 0) -> None:
+        self._side = np.zeros((max(slots, min(self.capacity, 64)), self.obs_dim), np.float32)
+        self._side_top = slots  # slots ever handed out; _free holds those given back
+        self._free: List[int] = []
+        # Bytes of a next observation -> the row waiting for a later row to have it.
+        self._pending: Dict[bytes, int] = {}
+
     def __len__(self) -> int:
         return self.size
 
+    @property
+    def side_slots(self) -> int:
+        """Next observations held in the side array (at most one per live row)."""
+        return self._side_top - len(self._free)
+
     def add(self, observation, action, reward, next_observation, terminated) -> None:
-        """Adds one transition, or N in order (one per vector-env copy: every argument with a
-        leading axis of N)."""
+        """Adds one transition, or N in order (one per vector-env copy, or the rows of env
+        runners' chunks: every argument with a leading axis of N)."""
         if np.ndim(reward) == 0:
             observation, action, next_observation = (
-                np.asarray(x)[None] for x in (observation, action, next_observation)
+                np.asarray(x, np.float32)[None] for x in (observation, action, next_observation)
             )
             reward, terminated = [reward], [terminated]
         n = len(reward)
-        idx = (self.cursor + np.arange(n)) % self.capacity
-        self.observation[idx] = observation
-        self.action[idx] = action
-        self.reward[idx] = reward
-        self.next_observation[idx] = next_observation
-        self.terminated[idx] = np.asarray(terminated, np.float32)
+        # Rows that later rows of this call overwrite are never stored.
+        skip = max(n - self.capacity, 0)
+        obs, next_obs = (
+            np.ascontiguousarray(np.asarray(x, np.float32)[skip:])
+            for x in (observation, next_observation)
+        )
+        if obs.shape != (n - skip, self.obs_dim) or next_obs.shape != obs.shape:
+            raise ValueError(
+                f"{n} rows of observations {np.shape(observation)} and next observations "
+                f"{np.shape(next_observation)}; the buffer's obs_dim is {self.obs_dim}"
+            )
+        terminated = np.broadcast_to(np.asarray(terminated, np.float32), (n,))[skip:]
+        slots = (self.cursor + skip + np.arange(n - skip)) % self.capacity
+        self.observation[slots] = obs
+        self.action[slots] = np.asarray(action, np.float32)[skip:]
+        self.reward[slots] = np.asarray(reward, np.float32)[skip:]
+        self.terminated[slots] = terminated
+        # Last: the links need not be undone when a row above does not fit.
+        self._link(slots, obs, next_obs, terminated)
         self.cursor = int((self.cursor + n) % self.capacity)
         self.size = min(self.size + n, self.capacity)
+
+    def _link(self, slots, obs, next_obs, terminated) -> None:
+        """Sets `next_index` of the new rows in `slots` (in add order), links the waiting
+        rows whose next observation one of them has, and writes the next observations
+        still waiting to side slots."""
+        pending, next_index, free, cap = self._pending, self.next_index, self._free, self.capacity
+        keys, next_keys = _row_keys(obs), _row_keys(next_obs)
+        ended = terminated.tolist()
+        for i, slot in enumerate(slots.tolist()):
+            self._release(slot)
+            row = pending.pop(keys[i], None)
+            if row is not None:
+                free.append(int(next_index[row]) - cap)
+                next_index[row] = slot
+            if free:
+                side = free.pop()
+            else:
+                side, self._side_top = self._side_top, self._side_top + 1
+            next_index[slot] = cap + side
+            if not ended[i]:  # after a termination the stream restarts: never linked
+                pending[next_keys[i]] = slot
+        if self._side_top > len(self._side):
+            # Doubling keeps growth rare; a slot per row at most, so capacity bounds it.
+            grown = np.zeros((min(2 * self._side_top, cap), self.obs_dim), np.float32)
+            grown[: len(self._side)] = self._side
+            self._side = grown
+        # Written once the links are made: a side slot freed and taken again within this
+        # call then holds its last taker's next observation.
+        waiting = np.flatnonzero(next_index[slots] >= cap)
+        self._side[next_index[slots[waiting]] - cap] = next_obs[waiting]
+
+    def _release(self, slot: int) -> None:
+        """Frees the side slot of the row about to be overwritten in `slot`, if it has one."""
+        side = int(self.next_index[slot]) - self.capacity
+        if side >= 0:
+            key = self._side[side].tobytes()
+            if self._pending.get(key) == slot:
+                del self._pending[key]
+            self._free.append(side)
+
+    def _next_rows(self, slots: np.ndarray) -> np.ndarray:
+        """Rows [..., row width] whose first obs_dim columns are the next observations of
+        the transitions in `slots` (the other columns are not theirs)."""
+        ref = self.next_index[slots]
+        # One gather from the ring for all (clipped: side refs read some row), then the
+        # few next observations that are in the side array.
+        rows = np.take(self._rows, ref, axis=0, mode="clip")
+        in_side = ref >= self.capacity
+        if in_side.any():
+            rows[in_side, : self.obs_dim] = self._side[ref[in_side] - self.capacity]
+        return rows
+
+    @property
+    def next_observation(self) -> np.ndarray:
+        """The next observation of every slot, [capacity, obs_dim] (a copy; zeros in slots
+        not filled yet)."""
+        out = np.zeros_like(self.observation)
+        out[: self.size] = self._next_rows(np.arange(self.size))[:, : self.obs_dim]
+        return out
+
+    def packed(self, slots: np.ndarray) -> np.ndarray:
+        """The transitions in `slots` (any shape) as packed rows [..., width] in
+        `transition_layout`."""
+        rows = np.take(self._rows, slots, axis=0)
+        next_obs = self._next_rows(slots)[..., : self.obs_dim]
+        return np.concatenate([rows[..., :-1], next_obs, rows[..., -1:]], axis=-1)
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
         """Uniform samples with replacement as packed rows [num_batches, batch_size, width]
         (the form `SACLearner.update` takes fastest)."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        idx = self.rng.integers(0, self.size, size=(num_batches, batch_size))
-        return self.storage[idx]
+        return self.packed(self.rng.integers(0, self.size, size=(num_batches, batch_size)))
 
     def unpack(self, packed: np.ndarray) -> Dict[str, np.ndarray]:
         """Views of packed rows [..., width] by field."""
@@ -100,3 +212,85 @@ class ReplayBuffer:
     def sample(self, batch_size: int, num_batches: int = 1) -> Dict[str, np.ndarray]:
         """Uniform samples with replacement by field, shaped [num_batches, batch_size, ...]."""
         return self.unpack(self.sample_packed(batch_size, num_batches))
+
+    def state_arrays(self) -> Dict[str, np.ndarray]:
+        """The filled rows as a checkpoint saves them (`load_state_arrays` takes them back):
+        rows, next_index with the side slots numbered in row order, the side observations
+        in that order, and the rows waiting for a link (sorted: the same state saves the
+        same files, whatever the order it came about in)."""
+        ref = self.next_index[: self.size].copy()
+        in_side = np.flatnonzero(ref >= self.capacity)
+        side = self._side[ref[in_side] - self.capacity]
+        ref[in_side] = self.capacity + np.arange(len(in_side), dtype=np.int32)
+        waiting = np.sort(np.fromiter(self._pending.values(), np.int32, len(self._pending)))
+        return {
+            "rows": self._rows[: self.size],
+            "next_index": ref,
+            "side_observation": side,
+            "pending": waiting,
+        }
+
+    def load_state_arrays(self, arrays: Mapping[str, np.ndarray], size: int, cursor: int) -> None:
+        """Fills the buffer with `state_arrays()` (or a checkpoint's LEGACY_ARRAYS) of a
+        buffer of this capacity holding `size` rows, `cursor` the next slot to write.
+        Raises ValueError naming what does not fit."""
+        size, cursor = int(size), int(cursor)
+        if not (0 <= size <= self.capacity and 0 <= cursor < self.capacity) or (
+            size < self.capacity and cursor != size
+        ):
+            raise ValueError(f"size {size} and cursor {cursor} do not fit capacity {self.capacity}")
+        self.next_index[:] = 0
+        self._clear_side()
+        self.size, self.cursor = 0, cursor
+        if "next_observation" in arrays:
+            self._load_legacy(arrays, size)
+        else:
+            self._load_compact(arrays, size)
+        self.size, self.cursor = size, cursor
+
+    def _load_compact(self, arrays: Mapping[str, np.ndarray], size: int) -> None:
+        rows, ref = _checked(arrays, {"rows": (size, self._rows.shape[1]), "next_index": (size,)})
+        ref = np.asarray(ref, np.int64)
+        in_side = ref >= self.capacity
+        k = int(np.count_nonzero(in_side))
+        (side,) = _checked(arrays, {"side_observation": (k, self.obs_dim)})
+        if "pending" not in arrays:
+            raise ValueError("no pending.npy")
+        waiting = np.asarray(arrays["pending"], np.int64)
+        # Links go to filled rows; side slots are numbered in row order; waiting rows wait.
+        if (
+            np.any((ref < 0) | ((ref >= size) & ~in_side))
+            or not np.array_equal(ref[in_side] - self.capacity, np.arange(k))
+            or waiting.ndim != 1
+            or np.any((waiting < 0) | (waiting >= size))
+            or not np.all(in_side[waiting])
+        ):
+            raise ValueError("next_index.npy or pending.npy points outside the rows")
+        self._rows[:size] = rows
+        self.next_index[:size] = ref
+        self._clear_side(k)
+        self._side[:k] = side
+        for row in waiting.tolist():
+            self._pending[self._side[ref[row] - self.capacity].tobytes()] = row
+
+    def _load_legacy(self, arrays: Mapping[str, np.ndarray], size: int) -> None:
+        """Adds a legacy checkpoint's rows again, oldest first, into the slots they held."""
+        shapes = {n: (size,) if n in SCALAR_FIELDS else (size, w) for n, w in self.layout}
+        fields = _checked(arrays, shapes)
+        # The oldest row is at the cursor once the ring is full, at 0 before.
+        self.cursor = (self.cursor - size) % self.capacity
+        order = (self.cursor + np.arange(size)) % self.capacity
+        for start in range(0, size, _LEGACY_CHUNK):
+            slots = order[start : start + _LEGACY_CHUNK]
+            self.add(*(field[slots] for field in fields))
+
+
+def _checked(arrays: Mapping[str, np.ndarray], shapes: Dict[str, tuple]) -> List[np.ndarray]:
+    """The arrays named in `shapes`, in its order; ValueError if one is missing or of
+    another shape."""
+    for name, shape in shapes.items():
+        if name not in arrays:
+            raise ValueError(f"no {name}.npy")
+        if arrays[name].shape != shape:
+            raise ValueError(f"{name}.npy has shape {arrays[name].shape}, not {shape}")
+    return [arrays[name] for name in shapes]

@@ -5,7 +5,8 @@ Layout of <run_dir>/checkpoints/:
   checkpoint                    CheckpointManager's state file (names the latest)
   ckpt-<step>.index/.data-*     actor, critics, targets (V and target V for v1), optimizers
                                 with slots, log-alpha, gSDE noise, TF RNG states, step counter
-  ckpt-<step>.extra/            replay arrays (.npy, the filled rows only), state.json
+  ckpt-<step>.extra/            replay arrays (.npy, the filled rows only: the buffer's
+                                state_arrays, named in state.json), state.json
 
   broken/                       checkpoints that could not be restored, set aside (kept)
 
@@ -33,10 +34,9 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.data.replay import FIELDS, ReplayBuffer
+from tfsac.data.replay import LEGACY_ARRAYS, ReplayBuffer
 from tfsac.errors import TfsacError, first_line
 
-REPLAY_FIELDS = FIELDS
 STATE_FILE = "state.json"
 INDEX_FILE = "checkpoint"  # CheckpointManager's state file
 BROKEN_DIR = "broken"
@@ -193,14 +193,15 @@ class Checkpointer:
         try:
             shutil.rmtree(tmp, ignore_errors=True)
             os.makedirs(tmp)
-            n = len(buffer)
-            for name in REPLAY_FIELDS:
-                _save_array(os.path.join(tmp, f"{name}.npy"), getattr(buffer, name)[:n])
+            arrays = buffer.state_arrays()
+            for name, array in arrays.items():
+                _save_array(os.path.join(tmp, f"{name}.npy"), array)
             state = dict(
                 state,
                 step=int(step),
                 replay={
-                    "size": n,
+                    "arrays": list(arrays),
+                    "size": len(buffer),
                     "cursor": buffer.cursor,
                     "capacity": buffer.capacity,
                     "rng": buffer.rng.bit_generator.state,
@@ -278,18 +279,18 @@ class Checkpointer:
                 f"checkpoint {prefix!r} has a replay capacity of {replay['capacity']}, "
                 f"this run {buffer.capacity}"
             )
-        n = replay["size"]
         extra = self.extra_dir(prefix)
         try:
-            for name in REPLAY_FIELDS:
-                # Memory-mapped read, copied straight into the preallocated arrays.
-                saved = np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
-                if saved.shape[0] != n or saved.shape[1:] != getattr(buffer, name).shape[1:]:
-                    raise ValueError(f"{name}.npy has shape {saved.shape}")
-                getattr(buffer, name)[:n] = saved
+            # Memory-mapped reads, copied straight into the preallocated arrays. A checkpoint
+            # from before the buffer shared next observations names no arrays: it has
+            # LEGACY_ARRAYS, which the buffer converts.
+            arrays = {
+                name: np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
+                for name in replay.get("arrays", LEGACY_ARRAYS)
+            }
+            buffer.load_state_arrays(arrays, replay["size"], replay["cursor"])
         except (OSError, ValueError) as e:
             raise TfsacError(f"checkpoint {prefix!r} has a corrupt replay buffer: {e}") from None
-        buffer.size, buffer.cursor = n, replay["cursor"]
         buffer.rng.bit_generator.state = replay["rng"]
         return state
 

@@ -5,7 +5,8 @@
 Prints one JSON line per library and round (`env_steps_per_s`, `updates_per_s`,
 `act_latency_ms` for tfsac), then one with the ratios when peers ran (with `--rounds=N`, the
 median of the per-round ratios, and each round's). The peers are the scripts in
-../shared/peers (see its README), run one after the other, never at the same time.
+../shared/peers (see its README), run one after the other, never at the same time, with the
+same algorithm (`--algorithm=tqc`: SBX's TQC and sb3-contrib's), networks and critics.
 
 `--breakdown` adds where a compiled update call's time goes to tfsac's line: the time of a
 call holding K = 1, 2, 4, 16 updates (alternating, median of `--breakdown_rounds`), the
@@ -228,6 +229,17 @@ def measure_tfsac(tfsac, config):
     return line
 
 
+def peer_arguments(config) -> list:
+    """The peers' --algo and --kwargs for `config`'s algorithm, networks and critics (SB3's
+    and SBX's names: TQC's n_quantiles and n_critics are policy arguments)."""
+    policy = {"net_arch": list(config.hidden_sizes), "n_critics": config.num_critics}
+    kwargs = {"policy_kwargs": policy}
+    if config.algorithm == "tqc":
+        policy["n_quantiles"] = config.n_quantiles
+        kwargs["top_quantiles_to_drop_per_net"] = config.top_quantiles_to_drop_per_net
+    return ["--algo", config.algorithm, "--kwargs", json.dumps(kwargs)]
+
+
 def measure_peer(lib, config):
     python = PEER_PYTHON[lib]
     script = os.path.join(FLAGS.peers_dir, "throughput.py")
@@ -250,6 +262,7 @@ def measure_peer(lib, config):
         str(config.train_freq),
         "--seed",
         str(config.seed),
+        *peer_arguments(config),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:

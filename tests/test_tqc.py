@@ -10,10 +10,10 @@ from tfsac import SACConfig, SACLearner, TfsacError, train
 from tfsac.algorithm import losses
 
 
-def test_truncated_target_pools_sorts_and_drops_the_top_atoms_per_critic():
+def test_truncated_target_pools_the_atoms_and_drops_the_top_ones_per_critic():
     # Two critics, three atoms each; dropping 1 per critic keeps the 4 lowest of the 6.
     next_quantiles = tf.constant([[[1.0, 5.0, 3.0]] * 2, [[2.0, 0.0, 4.0]] * 2])  # [2, B=2, 3]
-    y = losses.truncated_quantile_target(
+    y, keep = losses.truncated_quantile_target(
         reward=tf.constant([1.0, 3.0]),
         terminated=tf.constant([0.0, 1.0]),
         next_quantiles=next_quantiles,
@@ -22,9 +22,15 @@ def test_truncated_target_pools_sorts_and_drops_the_top_atoms_per_critic():
         gamma=0.5,
         drop_per_net=1,
     )
-    # Pooled and sorted [0, 1, 2, 3, 4, 5] -> kept [0, 1, 2, 3]; minus alpha * log pi = 1:
-    # y = 1 + 0.5 * [-1, 0, 1, 2]. The terminated row keeps its reward only.
-    np.testing.assert_allclose(y.numpy(), [[0.5, 1.0, 1.5, 2.0], [3.0] * 4])
+    # Pooled [1, 5, 3, 2, 0, 4]; the top two (5 and 4) dropped; minus alpha * log pi = 1:
+    # y = 1 + 0.5 * [0, 4, 2, 1, -1, 3]. The terminated row keeps its reward only.
+    np.testing.assert_allclose(y.numpy(), [[1.0, 3.0, 2.0, 1.5, 0.5, 2.5], [3.0] * 6])
+    np.testing.assert_array_equal(keep.numpy(), [[1, 0, 1, 1, 1, 0]] * 2)
+    # Ties: exactly N * drop_per_net atoms are dropped, whichever of the equal ones.
+    _, keep = losses.truncated_quantile_target(
+        tf.zeros(1), tf.zeros(1), tf.ones([2, 1, 3]), tf.zeros(1), 0.1, 0.9, drop_per_net=1
+    )
+    assert keep.numpy().sum() == 4
 
 
 def test_quantile_huber_loss_by_hand():
@@ -36,6 +42,9 @@ def test_quantile_huber_loss_by_hand():
     # Summed over critics: a second, equal critic doubles it.
     twice = tf.concat([quantiles, quantiles], axis=0)
     assert losses.quantile_huber_loss(twice, target).numpy() == pytest.approx(2.25)
+    # A dropped atom (here the 4) leaves the mean over the kept ones: 0.125 + 0.125.
+    keep = tf.constant([[1.0, 0.0]])
+    assert losses.quantile_huber_loss(quantiles, target, keep).numpy() == pytest.approx(0.25)
     # Its gradient pushes each quantile toward its tau-quantile of the targets.
     z = tf.Variable(quantiles)
     with tf.GradientTape() as tape:

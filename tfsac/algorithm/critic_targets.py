@@ -89,7 +89,8 @@ class TruncatedQuantileTarget(SoftDoubleQTarget):
         )
 
     def critic_loss(self, q, target) -> tf.Tensor:
-        return losses.quantile_huber_loss(q, target)
+        atoms, keep = target
+        return losses.quantile_huber_loss(q, atoms, keep)
 
     def actor_loss(self, log_prob, q_pi, alpha) -> tf.Tensor:
         return losses.tqc_actor_loss(log_prob, q_pi, alpha)

@@ -100,8 +100,9 @@ def _groups(result) -> Dict[str, List]:
         "critic_optimizer": objects["critic_optimizer"].variables,
         "alpha_optimizer": objects["alpha_optimizer"].variables,
         "temperature": [objects["log_alpha"], *([objects["alpha"]] if "alpha" in objects else [])],
-        # The filled rows in the packed layout (how the buffer stores them is its own).
-        "replay": [result.buffer.packed(np.arange(result.buffer.size))],
+        # The filled rows in the packed layout (how the buffer stores them is its own),
+        # without the discount column (gamma at one step) the digests predate.
+        "replay": [result.buffer.packed(np.arange(result.buffer.size))[..., :-1]],
         "evaluations": [json.dumps(evaluations, sort_keys=True)],
     }
     if "target_critic" in objects:  # v2

@@ -132,5 +132,7 @@ def test_packed_and_dict_batches_give_the_same_update():
         assert learner.trace_counts()["update"] == 1
     assert results[0] == results[1]
     # The packed rows follow the buffer's layout: unpacking gives the fields back.
-    for name, value in buffer.unpack(pack_batch(batch)).items():
-        np.testing.assert_array_equal(value, batch[name])
+    unpacked = buffer.unpack(pack_batch(batch))
+    for name, value in batch.items():
+        np.testing.assert_array_equal(unpacked[name], value)
+    np.testing.assert_array_equal(unpacked["discount"], np.float32(0.99))  # gamma: one step

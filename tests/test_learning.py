@@ -47,6 +47,7 @@ OPTIONS = {
     "num_envs=4": dict(num_envs=4),
     "variant=v1": dict(variant="v1"),
     "algorithm=tqc": dict(algorithm="tqc"),
+    "n_steps=3": dict(n_steps=3),
     "algorithm=tqc,num_critics=5,top_quantiles_to_drop_per_net=0": dict(
         algorithm="tqc", num_critics=5, top_quantiles_to_drop_per_net=0
     ),

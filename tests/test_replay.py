@@ -69,12 +69,13 @@ def test_sample_packed_rows_are_the_stored_transitions():
     buffer = ReplayBuffer(capacity=16, obs_dim=2, action_dim=1, seed=0)
     _fill(buffer, range(10))
     rows = buffer.sample_packed(batch_size=8, num_batches=2)
-    assert rows.shape == (2, 8, 2 + 1 + 1 + 2 + 1) and rows.dtype == np.float32
-    r = rows[..., 3]  # [obs(2) | action(1) | reward | next_obs(2) | terminated]
+    assert rows.shape == (2, 8, 2 + 1 + 1 + 2 + 1 + 1) and rows.dtype == np.float32
+    r = rows[..., 3]  # [obs(2) | action(1) | reward | next_obs(2) | terminated | discount]
     np.testing.assert_array_equal(rows[..., :2], np.stack([r, -r], -1))
     np.testing.assert_array_equal(rows[..., 2], r / np.float32(10))
     np.testing.assert_array_equal(rows[..., 4:6], np.stack([r + 1, -r - 1], -1))
     np.testing.assert_array_equal(rows[..., 6], (r % 2 == 0).astype(np.float32))
+    np.testing.assert_array_equal(rows[..., 7], np.float32(0.99))  # gamma: one step
 
 
 # Next observations stored once (issue #28): checked against a reference that keeps every

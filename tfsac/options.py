@@ -141,6 +141,15 @@ class OptimOptions:
         check=Check(lambda v: bool(parse_schedule(v)), "a schedule"),
     )
     gamma: float = option(0.99, "discount factor", OPTIM, check=interval(0, 1, "[]"))
+    # n-step returns (as SBX's and SB3's `n_steps`): the TD target sums up to n rewards of
+    # the stored episode, stopping at a termination or a truncation, and bootstraps with
+    # gamma to the power of the steps taken (tfsac/data/n_step.py).
+    n_steps: int = option(
+        1,
+        "n-step returns: rewards summed in the TD target (1: one step)",
+        OPTIM,
+        check=POSITIVE_INT,
+    )
     tau: float = option(
         0.005, "Polyak coefficient of the target networks", OPTIM, check=interval(0, 1, "(]")
     )

@@ -63,7 +63,7 @@ class SoftDoubleQTarget(CriticTarget):
         next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
         next_q = self.target_critic(next_obs, next_action, training=True)
         return losses.soft_td_target(
-            reward, batch["terminated"], next_q, next_log_prob, alpha, self.sac.config.gamma
+            reward, batch["terminated"], next_q, next_log_prob, alpha, batch["discount"]
         )
 
 
@@ -84,7 +84,7 @@ class TruncatedQuantileTarget(SoftDoubleQTarget):
             next_quantiles,
             next_log_prob,
             alpha,
-            cfg.gamma,
+            batch["discount"],
             cfg.top_quantiles_to_drop_per_net,
         )
 
@@ -128,7 +128,7 @@ class ValueNetworkTarget(CriticTarget):
 
     def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
         next_v = self.target_value(batch["next_observation"])
-        return losses.v1_q_target(reward, batch["terminated"], next_v, self.sac.config.gamma)
+        return losses.v1_q_target(reward, batch["terminated"], next_v, batch["discount"])
 
     def after_critic_step(self, obs, alpha, seeds) -> Dict[str, tf.Tensor]:
         """V against min_i Q_i(s, a) - alpha log pi(a|s), a ~ pi(.|s), with the critics just

@@ -191,9 +191,10 @@ class SACLearner:
             "finite": bool(finite),
         }
 
-    @staticmethod
-    def _as_packed(batches) -> np.ndarray:
-        return batches if isinstance(batches, np.ndarray) else pack_batch(batches)
+    def _as_packed(self, batches) -> np.ndarray:
+        if isinstance(batches, np.ndarray):
+            return batches
+        return pack_batch(batches, self.config.gamma)
 
     def update(self, batches) -> Dict[str, float]:
         """One SAC gradient step per leading index of `batches`, in one compiled call;

@@ -14,7 +14,9 @@ def soft_td_target(reward, terminated, next_q, next_log_prob, alpha, gamma):
         y = r + gamma * (1 - terminated) * (min_i Q'_i(s', a') - alpha * log pi(a'|s')).
 
     `next_q` is [n_critics, B] from the target critics at a' ~ pi(.|s'). A time-limit
-    truncation is not a termination: it keeps bootstrapping from s'.
+    truncation is not a termination: it keeps bootstrapping from s'. `gamma` is a float or
+    [B]: with n-step returns, r is the discounted sum of m <= n rewards and gamma is
+    gamma^m per sample (the same holds for every target below).
     """
     next_v = tf.reduce_min(next_q, axis=0) - alpha * next_log_prob
     return tf.stop_gradient(reward + gamma * (1.0 - terminated) * next_v)
@@ -94,7 +96,7 @@ def truncated_quantile_target(
         remaining = tf.where(largest, -math.inf, remaining)
     keep = tf.cast(remaining > -math.inf, pooled.dtype)
     next_v = pooled - alpha * next_log_prob[:, None]
-    targets = reward[:, None] + gamma * (1.0 - terminated[:, None]) * next_v
+    targets = reward[:, None] + (gamma * (1.0 - terminated))[:, None] * next_v
     return tf.stop_gradient(targets), keep
 
 

@@ -7,9 +7,12 @@ from typing import Dict, List, Mapping, Tuple
 
 import numpy as np
 
+from tfsac.data.n_step import n_step_returns
+
+# What a transition stores; a packed row adds `discount` (transition_layout).
 FIELDS = ("observation", "action", "reward", "next_observation", "terminated")
 # One value per transition (the others are vectors).
-SCALAR_FIELDS = ("reward", "terminated")
+SCALAR_FIELDS = ("reward", "terminated", "discount")
 # The arrays of a checkpoint made before next observations were shared: FIELDS, one row
 # per transition. `ReplayBuffer.load_state_arrays` still takes them.
 LEGACY_ARRAYS = FIELDS
@@ -18,10 +21,13 @@ _LEGACY_CHUNK = 65536
 
 
 def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], ...]:
-    """(field, width) of each column block of a packed transition row, in FIELDS order.
+    """(field, width) of each column block of a packed transition row.
 
-    One row is [observation | action | reward | next_observation | terminated]; the
-    learner's compiled update takes batches in this packed form (one tensor per call).
+    One row is [observation | action | reward | next_observation | terminated | discount];
+    the learner's compiled update takes batches in this packed form (one tensor per call).
+    With n-step returns (tfsac.data.n_step) `reward` is the discounted sum of up to n
+    rewards, `next_observation` the observation they end in, and `discount` gamma to the
+    power of the steps taken; with one step, `discount` is gamma.
     """
     return (
         ("observation", obs_dim),
@@ -29,15 +35,20 @@ def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], .
         ("reward", 1),
         ("next_observation", obs_dim),
         ("terminated", 1),
+        ("discount", 1),
     )
 
 
-def pack_batch(batches: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Packs a dict of [..., width] (reward, terminated: [...]) arrays into one float32
-    array [..., row width] in `transition_layout` order."""
+def pack_batch(batches: Mapping[str, np.ndarray], gamma: float = 0.99) -> np.ndarray:
+    """Packs a dict of [..., width] (reward, terminated, discount: [...]) arrays into one
+    float32 array [..., row width] in `transition_layout` order; `discount` defaults to
+    `gamma` (one-step transitions)."""
     columns = []
-    for name in FIELDS:
-        value = np.asarray(batches[name], np.float32)
+    for name in (*FIELDS, "discount"):
+        if name == "discount" and name not in batches:
+            value = np.full(np.shape(batches["reward"]), gamma, np.float32)
+        else:
+            value = np.asarray(batches[name], np.float32)
         columns.append(value[..., None] if name in SCALAR_FIELDS else value)
     return np.concatenate(columns, axis=-1)
 
@@ -62,12 +73,22 @@ class ReplayBuffer:
     its slot. A link points from an older row to a newer one, so the ring, which
     overwrites in add order, never overwrites a row a live row links to.
 
-    `sample_packed` returns rows in `transition_layout` (what the compiled update takes);
-    `next_observation` gives every slot's next observation (a copy).
+    `sample_packed` returns rows in `transition_layout` (what the compiled update takes),
+    over `n_steps` steps with discount `gamma`; `next_observation` gives every slot's next
+    observation (a copy).
     """
 
-    def __init__(self, capacity: int, obs_dim: int, action_dim: int, seed: int = 0):
+    def __init__(
+        self,
+        capacity: int,
+        obs_dim: int,
+        action_dim: int,
+        seed: int = 0,
+        n_steps: int = 1,
+        gamma: float = 0.99,
+    ):
         self.capacity, self.obs_dim = int(capacity), int(obs_dim)
+        self.n_steps, self.gamma = int(n_steps), float(gamma)
         self.layout = transition_layout(obs_dim, action_dim)
         self._rows = np.zeros((self.capacity, obs_dim + action_dim + 2), np.float32)
         self.observation = self._rows[:, :obs_dim]
@@ -193,10 +214,14 @@ class ReplayBuffer:
 
     def packed(self, slots: np.ndarray) -> np.ndarray:
         """The transitions in `slots` (any shape) as packed rows [..., width] in
-        `transition_layout`."""
+        `transition_layout`, over up to `n_steps` steps (tfsac.data.n_step)."""
         rows = np.take(self._rows, slots, axis=0)
-        next_obs = self._next_rows(slots)[..., : self.obs_dim]
-        return np.concatenate([rows[..., :-1], next_obs, rows[..., -1:]], axis=-1)
+        last, discount = slots, np.full(np.shape(slots), self.gamma, np.float32)
+        if self.n_steps > 1:
+            rows[..., -2], last, discount = n_step_returns(self, slots, self.n_steps, self.gamma)
+            rows[..., -1] = self.terminated[last]
+        next_obs = self._next_rows(last)[..., : self.obs_dim]
+        return np.concatenate([rows[..., :-1], next_obs, rows[..., -1:], discount[..., None]], -1)
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
         """Uniform samples with replacement as packed rows [num_batches, batch_size, width]
@@ -275,7 +300,9 @@ class ReplayBuffer:
 
     def _load_legacy(self, arrays: Mapping[str, np.ndarray], size: int) -> None:
         """Adds a legacy checkpoint's rows again, oldest first, into the slots they held."""
-        shapes = {n: (size,) if n in SCALAR_FIELDS else (size, w) for n, w in self.layout}
+        shapes = {
+            n: (size,) if n in SCALAR_FIELDS else (size, w) for n, w in self.layout if n in FIELDS
+        }
         fields = _checked(arrays, shapes)
         # The oldest row is at the cursor once the ring is full, at 0 before.
         self.cursor = (self.cursor - size) % self.capacity

@@ -59,6 +59,8 @@ CONFIGS = {
     "num_envs_2": {"num_envs": 2},
     "delays": {"policy_delay": 2, "target_update_interval": 2},
     "episodes_per_rollout": {"episodes_per_rollout": 1},
+    "tqc": {"algorithm": "tqc"},
+    "n_steps_3": {"n_steps": 3},
 }
 
 

@@ -74,9 +74,7 @@ class ReplayBuffer:
     overwrites in add order, never overwrites a row a live row links to.
 
     `sample_packed` returns rows in `transition_layout` (what the compiled update takes),
-    over `n_steps` steps with discount `gamma`; `next_observation` gives every slot's next
-    observation (a copy).
-    """
+    over `n_steps` steps with discount `gamma`."""
 
     def __init__(
         self,

@@ -110,14 +110,8 @@ class Trainer:
         self.learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
         videos = self.files.file(VIDEOS_DIR)
         self.evaluator = Evaluator(start.eval_env, self.learner, spec, config, videos)
-        self.buffer = ReplayBuffer(
-            config.buffer_size,
-            spec.obs_dim,
-            spec.action_dim,
-            config.seed,
-            n_steps=config.n_steps,
-            gamma=config.gamma,
-        )
+        shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
+        self.buffer = ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
         self.checkpointer = Checkpointer(
             self.files.file(CHECKPOINTS_DIR), self.learner, config.keep_checkpoints
         )

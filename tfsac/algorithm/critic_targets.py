@@ -58,10 +58,14 @@ class SoftDoubleQTarget(CriticTarget):
         self.target_critic = sac.target_critic
         self.online, self.target = sac.critic, sac.target_critic
 
-    def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
+    def next_values(self, batch: Batch, seed):
+        """The target critics' values at (s', a'), a' ~ pi(.|s'), and log pi(a'|s')."""
         next_obs = batch["next_observation"]
         next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
-        next_q = self.target_critic(next_obs, next_action, training=True)
+        return self.target_critic(next_obs, next_action, training=True), next_log_prob
+
+    def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
+        next_q, next_log_prob = self.next_values(batch, seed)
         return losses.soft_td_target(
             reward, batch["terminated"], next_q, next_log_prob, alpha, batch["discount"]
         )
@@ -69,14 +73,12 @@ class SoftDoubleQTarget(CriticTarget):
 
 class TruncatedQuantileTarget(SoftDoubleQTarget):
     """TQC (Kuznetsov et al. 2020, arXiv:2005.04269): the target critics' atoms at
-    a' ~ pi(.|s') pooled and sorted, the top `top_quantiles_to_drop_per_net` per critic
-    dropped (Eqs. 10-11), the quantile Huber loss (Eq. 12), and the actor on the mean of all
+    a' ~ pi(.|s') pooled, the top `top_quantiles_to_drop_per_net` per critic dropped
+    (Eqs. 10-11), the quantile Huber loss (Eq. 12), and the actor on the mean of all
     atoms (Eq. 13). The critics return [n_critics, B, n_quantiles]."""
 
     def td_target(self, batch: Batch, reward, alpha, seed) -> tf.Tensor:
-        next_obs = batch["next_observation"]
-        next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
-        next_quantiles = self.target_critic(next_obs, next_action, training=True)
+        next_quantiles, next_log_prob = self.next_values(batch, seed)
         cfg = self.sac.config
         return losses.truncated_quantile_target(
             reward,

@@ -113,7 +113,23 @@ def run_script(main) -> None:
     """Runs a script's `main` with absl, from a file (python scripts/train.py) or installed
     (tfsac-train, python -m tfsac train: the module is then tfsac_scripts.train)."""
     _SCRIPT["module"] = main.__module__
-    app.run(main, flags_parser=parse_flags_or_fail)
+
+    def quiet_main(argv):
+        quiet_logs()  # before the start checks, which make the env (MuJoCo's imports log)
+        return main(argv)
+
+    app.run(quiet_main, flags_parser=parse_flags_or_fail)
+
+
+def quiet_logs() -> None:
+    """Hides libraries' INFO chatter and shortens absl's lines (tfsac.run.logs), unless
+    `--verbosity=1` (or `-v 1`) asks for everything in absl's full form. TF-free."""
+    if flags.FLAGS.is_parsed() and flags.FLAGS.verbosity >= 1:
+        return
+    from tfsac.run.logs import quiet_library_logs, short_lines
+
+    quiet_library_logs(own_dirs=[os.path.dirname(os.path.abspath(__file__))])
+    short_lines()
 
 
 def script_help() -> str:
@@ -162,11 +178,8 @@ def import_tfsac():
 
         tf.constant(0.0)  # creates the eager context, which logs the CUDA probe
         import tfsac
-        from tfsac.run.logs import quiet_library_logs, short_lines
 
-    if not verbose:  # --verbosity=1: everything, in absl's full form
-        quiet_library_logs(own_dirs=[os.path.dirname(os.path.abspath(__file__))])
-        short_lines()
+    quiet_logs()  # again: TF's import adds to the root logger
     return tfsac
 
 

@@ -148,3 +148,26 @@ def test_export_false_trains_without_publishing(tmp_path):
     assert "saved_model: none (--export=false)" in proc.stdout
     assert not (tmp_path / "saved_models").exists()
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["saved_model_path"] is None
+
+
+def test_a_mujoco_run_prints_tfsac_lines_only(tmp_path):
+    """The start checks make the env before TF is imported: MuJoCo's imports and its notices
+    about gymnasium's own XML must already be filtered then."""
+    proc = _run(
+        [
+            "--env=HalfCheetah-v5",
+            '--env_kwargs={"max_episode_steps": 20}',
+            "--total_steps=40",
+            "--learning_starts=30",
+            "--batch_size=8",
+            "--hidden_sizes=8",
+            "--eval_every=40",
+            "--eval_episodes=1",
+            "--run_dir=run",
+            "--export=false",
+        ],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for noise in ("OpenGL_accelerate", "settotalmass", "is deprecated"):
+        assert noise not in proc.stderr, noise

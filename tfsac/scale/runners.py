@@ -38,6 +38,7 @@ from tfsac.config import SACConfig
 from tfsac.data.collector import Collector, Transitions
 from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.errors import TfsacError, first_line
+from tfsac.run.logs import quiet_library_logs
 from tfsac.scale.numpy_actor import NumpyActor
 
 # Restarts of one runner's process before the run gives up on it.
@@ -118,6 +119,9 @@ class EnvRunner:
         actor_fn: Optional[Callable] = None,
         resumes: int = 0,
     ):
+        # Before the env is made: its imports' INFO lines and MuJoCo's notices about
+        # gymnasium's own XML would reach the driver's terminal from every runner.
+        quiet_library_logs()
         self.index = index
         cfg = SACConfig.from_dict(config)
         action_seed, reset_seed, policy_seed = runner_seeds(cfg.seed, index, resumes)

@@ -19,7 +19,8 @@ from tfsac.config import SACConfig
 if TYPE_CHECKING:
     from tfsac.algorithm.sac import SAC
 
-Batch = Dict[str, tf.Tensor]  # observation, action, reward, next_observation, terminated
+# observation, action, reward, next_observation, terminated, discount (transition_layout)
+Batch = Dict[str, tf.Tensor]
 
 
 class CriticTarget:

@@ -314,14 +314,13 @@ def _check_outputs(actor, critics, obs_dim: int, action_dim: int, per_critic: in
             f"the actor must return (mean, log_std), each [batch, {action_dim}]; got "
             f"{[tuple(o.shape) for o in tf.nest.flatten(outputs)]}"
         )
+    if per_critic == 1:
+        want, tail = "[n_critics >= 2, batch]", (3,)
+    else:
+        want, tail = f"[n_critics >= 2, batch, {per_critic}]", (3, per_critic)
     for model in critics:
         if model is None:
             continue
-        q = model(obs, act)
-        if per_critic == 1:
-            want, tail = "[n_critics >= 2, batch]", (3,)
-        else:
-            want, tail = f"[n_critics >= 2, batch, {per_critic}]", (3, per_critic)
-        shape = tuple(q.shape)
+        shape = tuple(model(obs, act).shape)
         if shape[1:] != tail or shape[0] < 2:
             raise TfsacError(f"the critic must return Q values {want}; got {shape}")

@@ -26,14 +26,12 @@ from typing import Callable, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from tfsac.algorithm.critic_targets import CRITIC_TARGETS, critic_target_name
+from tfsac.algorithm.critic_targets import CRITIC_TARGETS, Batch, critic_target_name
 from tfsac.algorithm.distributions import policy_params, tanh_normal
 from tfsac.algorithm.networks import build_networks
 from tfsac.algorithm.steps import apply_gradients, polyak_update
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.config import SACConfig
-
-Batch = Dict[str, tf.Tensor]  # observation, action, reward, next_observation, terminated
 
 
 class SAC:

@@ -113,12 +113,11 @@ def quantization_error(version_dir: str, count: int = 1000) -> float:
     from tfsac.deploy.export import sample_observations
 
     metadata = _metadata(version_dir)
+    served = tf.saved_model.load(version_dir).signatures["serving_default"]
     dim = metadata.get("observation_dim")
     if dim is None:
-        dim = tf.saved_model.load(version_dir).signatures["serving_default"]
-        dim = dim.structured_input_signature[1]["observation"].shape[1]
+        dim = served.structured_input_signature[1]["observation"].shape[1]
     obs = sample_observations(metadata.get("observation_space_json"), dim, count, seed=1)
-    served = tf.saved_model.load(version_dir).signatures["serving_default"]
     expected = served(observation=tf.constant(obs))["action"].numpy()
     lite = Interpreter(model_path=os.path.join(version_dir, FILES["tflite"]))
     got = lite.get_signature_runner("serving_default")(observation=obs)["action"]

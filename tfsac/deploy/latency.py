@@ -107,8 +107,9 @@ def build_c_timer(build_dir: str) -> str:
     return binary
 
 
-def time_c_api(binary: str, version_dir: str, batch: int, calls: int):
-    (in_op, in_index), (out_op, out_index), obs_dim = signature_tensors(version_dir)
+def time_c_api(binary: str, version_dir: str, tensors, batch: int, calls: int):
+    """p50 and p99 of `calls` TF_SessionRun calls; `tensors` is signature_tensors(version_dir)."""
+    (in_op, in_index), (out_op, out_index), obs_dim = tensors
     args = [version_dir, in_op, in_index, out_op, out_index, obs_dim, batch, calls]
     done = subprocess.run(
         [binary, *map(str, args)],
@@ -127,7 +128,8 @@ def measure(version_dir: str, calls: int = 2000) -> List[Dict]:
     """One row per runtime and batch size: {runtime, batch, p50_us, p99_us}, or {runtime,
     batch, skipped: reason} where the runtime is not reachable here. The version folder
     holds the SavedModel, policy.tflite and policy.onnx."""
-    obs_dim = signature_tensors(version_dir)[2]
+    tensors = signature_tensors(version_dir)
+    obs_dim = tensors[2]
     rng = np.random.default_rng(0)
     observations = {b: rng.uniform(-1, 1, (b, obs_dim)).astype(np.float32) for b in BATCHES}
     rows = []
@@ -148,7 +150,7 @@ def measure(version_dir: str, calls: int = 2000) -> List[Dict]:
                 if run is not None:
                     row.update(time_calls(lambda b=batch, r=run: r(observations[b]), calls))
                 elif binary is not None:
-                    row.update(time_c_api(binary, version_dir, batch, calls))
+                    row.update(time_c_api(binary, version_dir, tensors, batch, calls))
                 else:
                     row["skipped"] = why_not
                 rows.append(row)

@@ -5,10 +5,9 @@ An `EnvRunner` is a Ray actor holding a `Collector` and a copy of the actor netw
 critics, no optimizers): the built-in actor's forward pass in numpy (NumpyActor; the runner
 never imports TensorFlow), a custom actor_fn's Keras model in TensorFlow. The learner's
 process keeps everything else (the replay buffer, the compiled update, evaluation,
-checkpoints, the export) and drives the runners
-through a `RunnerPool`: it hands each runner a chunk of env steps to collect (a range of
-the run's step count, so warm-up and the step budget follow the global count), sends the
-actor's weights, and takes the chunks back:
+checkpoints, the export) and drives the runners through a `RunnerPool`: it hands each runner
+a chunk of env steps to collect (a range of the run's step count, so warm-up and the step
+budget follow the global count), sends the actor's weights, and takes the chunks back:
 
 - sync: every runner collects one chunk with the same weights; the learner takes the
   chunks in runner order. With `deterministic`, two runs give the same learner, bit for bit.

@@ -84,7 +84,7 @@ BREAKDOWN_K = (1, 2, 4, 16)
 
 def update_flops(config, obs_dim, action_dim):
     """FLOPs of one default SAC update's dense layers (2 per multiply-add), or None for the
-    variants whose update has another shape (v1, policy_delay > 1).
+    variants whose update has another shape (v1, policy_delay > 1, CrossQ, SimBa).
 
     Per sample, with A and C the multiply-adds of one actor and one critic-ensemble forward
     pass, A1 and C1 those of their first layers and Ca the critics' first layer restricted to
@@ -94,16 +94,17 @@ def update_flops(config, obs_dim, action_dim):
     (weights, inputs above the first layer): 2C - C1; and for the actor loss (inputs only,
     down to the action): C - C1 + Ca.
     """
-    if config.variant != "v2" or config.policy_delay != 1:
+    plain = config.algorithm != "crossq" and config.network == "mlp"
+    if config.variant != "v2" or config.policy_delay != 1 or not plain:
         return None
-    sizes = list(config.hidden_sizes)
+    sizes, critic_sizes = list(config.hidden_sizes), list(config.critic_hidden_sizes)
     actor_dims = [obs_dim, *sizes]
     actor = sum(a * b for a, b in pairwise(actor_dims)) + sizes[-1] * 2 * action_dim
-    critic_dims = [obs_dim + action_dim, *sizes, 1]
+    critic_dims = [obs_dim + action_dim, *critic_sizes, 1]
     n = config.num_critics
     critic = n * sum(a * b for a, b in pairwise(critic_dims))
-    actor_first, critic_first = obs_dim * sizes[0], n * critic_dims[0] * sizes[0]
-    critic_action = n * action_dim * sizes[0]
+    actor_first, critic_first = obs_dim * sizes[0], n * critic_dims[0] * critic_sizes[0]
+    critic_action = n * action_dim * critic_sizes[0]
     macs = 4 * actor - actor_first + 6 * critic - 2 * critic_first + critic_action
     return 2 * macs * config.batch_size
 
@@ -230,17 +231,26 @@ def measure_tfsac(tfsac, config):
 
 
 def peer_arguments(config) -> list:
-    """The peers' --algo and --kwargs for `config`'s algorithm, networks and critics (SB3's
-    and SBX's names: TQC's n_quantiles and n_critics are policy arguments)."""
-    policy = {"net_arch": list(config.hidden_sizes), "n_critics": config.num_critics}
+    """The peers' --algo, --policy and --kwargs for `config`'s algorithm, networks and
+    critics (SB3's and SBX's names: TQC's n_quantiles and n_critics are policy arguments;
+    CrossQ's batch-norm momentum too, its Adam beta_1 of 0.5 is both sides' default)."""
+    actor, critic = list(config.hidden_sizes), list(config.critic_hidden_sizes)
+    net_arch = actor if actor == critic else {"pi": actor, "qf": critic}
+    policy = {"net_arch": net_arch, "n_critics": config.num_critics}
     kwargs = {"policy_kwargs": policy}
     if config.algorithm == "tqc":
         policy["n_quantiles"] = config.n_quantiles
         kwargs["top_quantiles_to_drop_per_net"] = config.top_quantiles_to_drop_per_net
-    return ["--algo", config.algorithm, "--kwargs", json.dumps(kwargs)]
+    if config.algorithm == "crossq":
+        policy["batch_norm_momentum"] = config.batch_norm_momentum
+        kwargs["policy_delay"] = config.policy_delay
+    name = "SimbaPolicy" if config.network == "simba" else "MlpPolicy"
+    return ["--algo", config.algorithm, "--policy", name, "--kwargs", json.dumps(kwargs)]
 
 
 def measure_peer(lib, config):
+    if lib == "sb3" and config.network == "simba":
+        return {"lib": lib, "error": "SB3 has no SimBa policy"}
     python = PEER_PYTHON[lib]
     script = os.path.join(FLAGS.peers_dir, "throughput.py")
     if not (os.path.exists(python) and os.path.exists(script)):

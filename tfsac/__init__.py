@@ -17,7 +17,7 @@ _EXPORTS = {
     "Checkpointer": "run.checkpointing",
     "Collector": "data.collector",
     "Critic": "algorithm.networks",
-    "EnsembleDense": "algorithm.networks",
+    "EnsembleDense": "algorithm.layers",
     "EnvRunner": "scale.runners",
     "EnvSpec": "data.envs",
     "GSDEActor": "algorithm.networks",

@@ -126,6 +126,36 @@ class SACConfig(
             self.progress_bar = {"auto": None, "true": True, "false": False}[text]
         if isinstance(self.env_kwargs, str):
             self.env_kwargs = parse_env_kwargs(self.env_kwargs)
+        self._resolve_auto()
+
+    def algorithm_defaults(self) -> Dict[str, Any]:
+        """What 'auto' means for the options whose default depends on the algorithm or the
+        network: CrossQ's paper settings (policy delay 3, Adam beta_1 0.5, critics of
+        2048), SimBa's AdamW (SBX's weight decay)."""
+        crossq = self.algorithm == "crossq"
+        return {
+            "policy_delay": 3 if crossq else 1,
+            "adam_beta1": 0.5 if crossq else 0.9,
+            "critic_hidden_sizes": (2048, 2048) if crossq else self.hidden_sizes,
+            "weight_decay": 1e-4 if self.network == "simba" else 0.0,
+        }
+
+    def _resolve_auto(self) -> None:
+        """Replaces None/'auto' by `algorithm_defaults()` and the rest's strings by values."""
+        kinds = {"policy_delay": int, "adam_beta1": float, "weight_decay": float}
+        for name, default in self.algorithm_defaults().items():
+            value = getattr(self, name)
+            if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+                setattr(self, name, default)
+                continue
+            try:
+                if name == "critic_hidden_sizes":
+                    parts = value.split(",") if isinstance(value, str) else value
+                    setattr(self, name, tuple(int(h) for h in parts))
+                elif isinstance(value, str) or kinds[name] is int:
+                    setattr(self, name, kinds[name](value))
+            except (TypeError, ValueError):
+                raise TfsacError(f"{name} must be 'auto' or a value, got {value!r}") from None
 
     @property
     def learned_alpha(self) -> bool:
@@ -147,8 +177,23 @@ class SACConfig(
                 "train_freq and episodes_per_rollout both set: collection phases are either "
                 "train_freq env steps or episodes_per_rollout episodes"
             )
-        if self.algorithm == "tqc" and self.variant != "v2":
-            raise TfsacError("algorithm tqc needs variant v2 (it has target critics, no V)")
+        if self.algorithm != "sac" and self.variant != "v2":
+            raise TfsacError(f"algorithm {self.algorithm} needs variant v2 (v1 is SAC's own)")
+        if self.algorithm == "crossq" and self.use_sde:
+            raise TfsacError("algorithm crossq does not take use_sde (its actor is batch-normed)")
+        if self.network == "simba" and self.use_sde:
+            raise TfsacError("network simba does not take use_sde (gSDE has its own actor)")
+        if self.network == "simba" and (self.critic_dropout or self.critic_layer_norm):
+            raise TfsacError(
+                "network simba has its own normalisation and no dropout: leave "
+                "critic_layer_norm and critic_dropout off"
+            )
+        for name in ("hidden_sizes", "critic_hidden_sizes"):
+            if self.network == "simba" and len(set(getattr(self, name))) > 1:
+                raise TfsacError(
+                    f"network simba adds each residual block to its input, so {name} needs "
+                    f"one width for every block, got {','.join(map(str, getattr(self, name)))}"
+                )
         if self.top_quantiles_to_drop_per_net >= self.n_quantiles:
             raise TfsacError(
                 f"top_quantiles_to_drop_per_net ({self.top_quantiles_to_drop_per_net}) must be "

@@ -153,8 +153,27 @@ class OptimOptions:
     tau: float = option(
         0.005, "Polyak coefficient of the target networks", OPTIM, check=interval(0, 1, "(]")
     )
+    # "auto" (or None) is the algorithm's own default (SACConfig.algorithm_defaults).
     policy_delay: int = option(
-        1, "critic updates per actor and temperature update", OPTIM, check=POSITIVE_INT
+        None,
+        "critic updates per actor and temperature update (auto: 1; crossq 3)",
+        OPTIM,
+        text="auto",
+        check=POSITIVE_INT,
+    )
+    adam_beta1: float = option(
+        None,
+        "Adam's beta_1 for the actor and critics (auto: 0.9; crossq 0.5)",
+        OPTIM,
+        text="auto",
+        check=interval(0, 1, "[)"),
+    )
+    weight_decay: float = option(
+        None,
+        "decoupled weight decay (AdamW) of the actor and critics (auto: 0; simba 1e-4)",
+        OPTIM,
+        text="auto",
+        check=at_least(0),
     )
     target_update_interval: int = option(
         1, "critic updates per Polyak update", OPTIM, check=POSITIVE_INT
@@ -199,15 +218,31 @@ class VariantOptions:
     # 'tqc': Truncated Quantile Critics (Kuznetsov et al. 2020, arXiv:2005.04269): each
     # critic predicts `n_quantiles` atoms of the return; the target pools the target
     # critics' atoms and drops the top `top_quantiles_to_drop_per_net` per critic.
+    # 'crossq': CrossQ (Bhatt et al. 2024, arXiv:1902.05605): no target critics, batch
+    # renormalisation in the critics and the actor, current and next state-actions through
+    # the critics as one batch.
     algorithm: str = option(
         "sac",
-        "sac, or tqc: distributional critics with the top atoms dropped from the target",
+        "sac; tqc: distributional critics with the top atoms dropped from the target; "
+        "crossq: batch-renormalised critics without target networks",
         VARIANT,
-        choices=("sac", "tqc"),
+        choices=("sac", "tqc", "crossq"),
     )
     n_quantiles: int = option(25, "TQC: quantiles (atoms) per critic", VARIANT, check=POSITIVE_INT)
     top_quantiles_to_drop_per_net: int = option(
         2, "TQC: atoms per critic dropped from the pooled target", VARIANT, check=at_least(0)
+    )
+    batch_norm_momentum: float = option(
+        0.99,
+        "CrossQ: momentum of the batch renormalisation's moving statistics",
+        VARIANT,
+        check=interval(0, 1, "[)"),
+    )
+    renorm_warmup_steps: int = option(
+        100_000,
+        "CrossQ: training calls of each batch-norm layer before renormalisation starts",
+        VARIANT,
+        check=at_least(0),
     )
 
     # 'v2': twin Q networks with target Q networks (arXiv:1812.05905);
@@ -240,6 +275,21 @@ class NetOptions:
         (256, 256),
         "hidden layer sizes, e.g. 256,256",
         NETS,
+        check=Check(lambda v: v and all(h > 0 for h in v), "one or more positive integers"),
+    )
+    # SimBa (Lee et al. 2025, arXiv:2410.09754): a running observation normaliser, then
+    # residual blocks x + Dense(Dense(LayerNorm(x), 4h, relu), h), one per hidden size.
+    network: str = option(
+        "mlp",
+        "mlp, or simba: normalised observations and residual pre-layer-norm blocks",
+        NETS,
+        choices=("mlp", "simba"),
+    )
+    critic_hidden_sizes: Tuple[int, ...] = option(
+        None,
+        "the critics' hidden layer sizes (auto: hidden_sizes; crossq 2048,2048)",
+        NETS,
+        text="auto",
         check=Check(lambda v: v and all(h > 0 for h in v), "one or more positive integers"),
     )
     num_critics: int = option(

@@ -1,8 +1,9 @@
 """What the critics learn against, and so how the critic and the actor losses read: soft
 clipped double-Q from target critics (v2, the default), the target V network of the original
-SAC (v1, arXiv:1801.01290), which also trains V, or TQC's truncated pool of quantile atoms
-(arXiv:2005.04269). CRITIC_TARGETS holds them by the name `critic_target_name` gives a
-config; each owns what it adds and names it for the checkpoint."""
+SAC (v1, arXiv:1801.01290), which also trains V, TQC's truncated pool of quantile atoms
+(arXiv:2005.04269), or CrossQ's own critics on a joint batch (arXiv:1902.05605).
+CRITIC_TARGETS holds them by the name `critic_target_name` gives a config; each owns what it
+adds and names it for the checkpoint."""
 
 from __future__ import annotations
 
@@ -40,6 +41,15 @@ class CriticTarget:
 
     def after_critic_step(self, obs, alpha, seeds) -> Dict[str, tf.Tensor]:
         return {}
+
+    def values_and_target(self, batch: Batch, reward, alpha, seed):
+        """The critics' values at (s, a), for the gradient, and their TD target."""
+        target = self.td_target(batch, reward, alpha, seed)
+        return self.sac.critic(batch["observation"], batch["action"], training=True), target
+
+    def actor_q(self, obs, action) -> tf.Tensor:
+        """The critics' values the actor's loss reads (dropout on, as in training)."""
+        return self.sac.critic(obs, action, training=True)
 
     def critic_loss(self, q, target) -> tf.Tensor:
         return losses.critic_loss(q, target)
@@ -145,10 +155,55 @@ class ValueNetworkTarget(CriticTarget):
         return {"value_loss": loss}
 
 
+class CrossQTarget(CriticTarget):
+    """CrossQ (Bhatt et al. 2024, arXiv:1902.05605, Section 3): no target networks; the
+    critics see (s, a) and (s', a'), a' ~ pi(.|s') from the actor's moving statistics, as
+    one batch, so their batch renormalisation's statistics are those of the mixture, and
+    y = r + gamma (1 - terminated) (min_i Q_i(s', a') - alpha log pi(a'|s')) without
+    gradient. The actor's step reads the critics with their moving statistics."""
+
+    seeds_needed = 2
+    online = target = None  # nothing to Polyak-average
+
+    def __init__(self, sac: SAC, obs_dim: int):
+        self.sac = sac
+
+    def trainable_variables(self) -> List[tf.Variable]:
+        """The batch-norm statistics, which every update moves (for the finite check)."""
+        return [
+            v
+            for model in (self.sac.actor, self.sac.critic)
+            for v in model.non_trainable_variables
+            if "moving" in v.path
+        ]
+
+    def values_and_target(self, batch: Batch, reward, alpha, seed):
+        obs, next_obs = batch["observation"], batch["next_observation"]
+        next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
+        joint = self.sac.critic(
+            tf.concat([obs, next_obs], 0),
+            tf.concat([batch["action"], next_action], 0),
+            training=True,
+        )
+        q, next_q = tf.split(joint, 2, axis=1)
+        target = losses.soft_td_target(
+            reward, batch["terminated"], next_q, next_log_prob, alpha, batch["discount"]
+        )
+        return q, tf.stop_gradient(target)
+
+    def actor_q(self, obs, action) -> tf.Tensor:
+        return self.sac.critic(obs, action, training=False)
+
+
 # By critic_target_name(config).
-CRITIC_TARGETS = {"v2": SoftDoubleQTarget, "v1": ValueNetworkTarget, "tqc": TruncatedQuantileTarget}
+CRITIC_TARGETS = {
+    "v2": SoftDoubleQTarget,
+    "v1": ValueNetworkTarget,
+    "tqc": TruncatedQuantileTarget,
+    "crossq": CrossQTarget,
+}
 
 
 def critic_target_name(config: SACConfig) -> str:
-    """TQC's target for algorithm 'tqc' (which needs v2), else the variant's."""
-    return "tqc" if config.algorithm == "tqc" else config.variant
+    """TQC's or CrossQ's target for those algorithms (which need v2), else the variant's."""
+    return config.variant if config.algorithm == "sac" else config.algorithm

@@ -31,10 +31,11 @@ def tanh_normal(loc, scale, low=None, high=None) -> tfd.TransformedDistribution:
     return tfd.TransformedDistribution(base, squash_bijector(low, high))
 
 
-def policy_params(actor, observation, log_std_bounds):
+def policy_params(actor, observation, log_std_bounds, training=None):
     """The actor's (mean, log_std) for `observation`, log_std clipped to `log_std_bounds`
-    (also for custom actors, whose log_std may be unbounded)."""
-    loc, log_std = actor(observation)
+    (also for custom actors, whose log_std may be unbounded). `training` reaches the
+    actor's layers (CrossQ's batch renormalisation trains on the actor's step only)."""
+    loc, log_std = actor(observation, training=training)
     return loc, tf.clip_by_value(log_std, *log_std_bounds)
 
 

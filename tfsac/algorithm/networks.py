@@ -1,87 +1,16 @@
-"""Keras models: the Gaussian actor and the critic ensemble (twin critics by default)."""
+"""Keras models: the Gaussian actor and the critic ensemble (twin critics by default), and
+the builders that choose them from a config (SimBa's in tfsac.algorithm.simba)."""
 
 from __future__ import annotations
 
-import math
-from typing import Callable, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import keras
 import tensorflow as tf
 
+from tfsac.algorithm.layers import BatchRenorm, EnsembleDense, EnsembleLayerNorm
+from tfsac.algorithm.simba import ObservationNormalizer, SimbaActor, SimbaCritic
 from tfsac.errors import TfsacError
-
-
-class EnsembleDense(keras.layers.Layer):
-    """`n` independent dense layers evaluated as one batched matmul.
-
-    Input [B, in] (shared by all members, computed as one wide matmul) or [n, B, in];
-    output [n, B, units]. Each member is initialised like a Keras `Dense` on its own
-    [in, units] kernel (Glorot uniform, zero bias), so n critics start independent.
-    """
-
-    def __init__(self, ensemble_size: int, units: int, activation=None, **kwargs):
-        super().__init__(**kwargs)
-        self.ensemble_size = ensemble_size
-        self.units = units
-        self.activation = keras.activations.get(activation)
-
-    def build(self, input_shape):
-        fan_in = int(input_shape[-1])
-        limit = math.sqrt(6.0 / (fan_in + self.units))
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(self.ensemble_size, fan_in, self.units),
-            initializer=keras.initializers.RandomUniform(-limit, limit),
-        )
-        self.bias = self.add_weight(
-            name="bias", shape=(self.ensemble_size, 1, self.units), initializer="zeros"
-        )
-
-    def call(self, inputs):
-        if len(inputs.shape) == 2:
-            # One [B, in] x [in, n*units] matmul instead of n narrow ones.
-            n, fan_in, units = self.ensemble_size, self.kernel.shape[1], self.units
-            wide = tf.reshape(tf.transpose(self.kernel, [1, 0, 2]), [fan_in, n * units])
-            out = tf.matmul(inputs, wide)
-            out = tf.transpose(tf.reshape(out, [-1, n, units]), [1, 0, 2])
-        else:
-            out = tf.matmul(inputs, self.kernel)
-        return self.activation(out + self.bias)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            ensemble_size=self.ensemble_size,
-            units=self.units,
-            activation=keras.activations.serialize(self.activation),
-        )
-        return config
-
-
-class EnsembleLayerNorm(keras.layers.Layer):
-    """Layer normalisation over the last axis of [n, B, units], with a scale and offset
-    per ensemble member (so that the members stay independent)."""
-
-    def __init__(self, ensemble_size: int, epsilon: float = 1e-5, **kwargs):
-        super().__init__(**kwargs)
-        self.ensemble_size = ensemble_size
-        self.epsilon = epsilon
-
-    def build(self, input_shape):
-        shape = (self.ensemble_size, 1, int(input_shape[-1]))
-        self.gamma = self.add_weight(name="gamma", shape=shape, initializer="ones")
-        self.beta = self.add_weight(name="beta", shape=shape, initializer="zeros")
-
-    def call(self, inputs):
-        mean, variance = tf.nn.moments(inputs, axes=[-1], keepdims=True)
-        return (inputs - mean) * tf.math.rsqrt(variance + self.epsilon) * self.gamma + self.beta
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "ensemble_size": self.ensemble_size,
-            "epsilon": self.epsilon,
-        }
 
 
 class Critic(keras.Model):
@@ -91,6 +20,8 @@ class Critic(keras.Model):
     With `layer_norm` and/or `dropout` each hidden layer is Dense -> Dropout -> LayerNorm
     -> ReLU, the DroQ critic (Hiraoka et al. 2022, arXiv:2110.02034) for many gradient
     steps per env step; dropout is active when called with training=True (the updates).
+    With `batch_norm` (BatchRenorm's arguments) the input and each hidden layer's output
+    are batch-renormalised, CrossQ's critic.
     """
 
     def __init__(
@@ -100,34 +31,42 @@ class Critic(keras.Model):
         layer_norm: bool = False,
         dropout: float = 0.0,
         outputs: int = 1,
+        batch_norm: Optional[Dict] = None,
         **kw,
     ):
         super().__init__(**kw)
         self.num_critics, self.outputs = num_critics, outputs
+        self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         layers = []
         for i, h in enumerate(hidden_sizes):
             if not layer_norm and not dropout:
                 layers.append(EnsembleDense(num_critics, h, activation="relu", name=f"hidden_{i}"))
-                continue
-            layers.append(EnsembleDense(num_critics, h, name=f"hidden_{i}"))
-            if dropout:
-                layers.append(keras.layers.Dropout(dropout, name=f"dropout_{i}"))
-            if layer_norm:
-                layers.append(EnsembleLayerNorm(num_critics, name=f"layer_norm_{i}"))
-            layers.append(keras.layers.ReLU(name=f"relu_{i}"))
+            else:
+                layers.append(EnsembleDense(num_critics, h, name=f"hidden_{i}"))
+                if dropout:
+                    layers.append(keras.layers.Dropout(dropout, name=f"dropout_{i}"))
+                if layer_norm:
+                    layers.append(EnsembleLayerNorm(num_critics, name=f"layer_norm_{i}"))
+                layers.append(keras.layers.ReLU(name=f"relu_{i}"))
+            if batch_norm:
+                layers.append(BatchRenorm(**batch_norm, name=f"batch_norm_{i}"))
         # A Sequential, not a Python list: tf.train.Checkpoint does not see Keras 3 layers
         # held in a list attribute.
         self.trunk = keras.Sequential(layers, name="trunk")
         self.head = EnsembleDense(num_critics, outputs, name="q")
 
     def call(self, observations, actions, training=None):
-        x = self.trunk(tf.concat([observations, actions], axis=-1), training=training)
-        q = self.head(x)
+        x = tf.concat([observations, actions], axis=-1)
+        if self.input_norm is not None:  # each member renormalises (and scales) on its own
+            x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
+        q = self.head(self.trunk(x, training=training))
         return tf.squeeze(q, axis=-1) if self.outputs == 1 else q
 
 
 class Actor(keras.Model):
-    """Observation -> (mean, log_std) of the pre-tanh Gaussian, log_std clipped to bounds."""
+    """Observation -> (mean, log_std) of the pre-tanh Gaussian, log_std clipped to bounds.
+    With `batch_norm` (BatchRenorm's arguments) the observation and each hidden layer's
+    output are batch-renormalised, CrossQ's actor."""
 
     def __init__(
         self,
@@ -135,24 +74,28 @@ class Actor(keras.Model):
         hidden_sizes: Sequence[int] = (256, 256),
         log_std_min: float = -20.0,
         log_std_max: float = 2.0,
+        batch_norm: Optional[Dict] = None,
         **kw,
     ):
         super().__init__(**kw)
         self.action_dim = action_dim
         self.log_std_min = log_std_min
         self.log_std_max = log_std_max
-        self.trunk = keras.Sequential(
-            [
-                keras.layers.Dense(h, activation="relu", name=f"hidden_{i}")
-                for i, h in enumerate(hidden_sizes)
-            ],
-            name="trunk",
-        )
+        self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
+        layers = []
+        for i, h in enumerate(hidden_sizes):
+            layers.append(keras.layers.Dense(h, activation="relu", name=f"hidden_{i}"))
+            if batch_norm:
+                layers.append(BatchRenorm(**batch_norm, name=f"batch_norm_{i}"))
+        self.trunk = keras.Sequential(layers, name="trunk")
         self.mean = keras.layers.Dense(action_dim, name="mean")
         self.log_std = keras.layers.Dense(action_dim, name="log_std")
 
-    def call(self, observations):
-        x = self.trunk(observations)
+    def call(self, observations, training=None):
+        x = observations
+        if self.input_norm is not None:
+            x = self.input_norm(x, training=training)
+        x = self.trunk(x, training=training)
         log_std = tf.clip_by_value(self.log_std(x), self.log_std_min, self.log_std_max)
         return self.mean(x), log_std
 
@@ -236,23 +179,55 @@ def build_value_networks(obs_dim: int, config) -> tuple[keras.Model, keras.Model
     return value, target_value
 
 
+def batch_norm_args(config) -> Optional[Dict]:
+    """BatchRenorm's arguments for CrossQ's networks; None for the other algorithms."""
+    if config.algorithm != "crossq":
+        return None
+    return {"momentum": config.batch_norm_momentum, "warmup_steps": config.renorm_warmup_steps}
+
+
 def build_actor(
     obs_dim: int,
     action_dim: int,
     config,
     actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
+    normalizer: Optional[ObservationNormalizer] = None,
 ) -> keras.Model:
-    """The actor alone (as env runners hold it): the built-in one, gSDE's, or
+    """The actor alone (as env runners hold it): the built-in one (SimBa's with
+    `network='simba'`, reading `normalizer` or a new one), gSDE's, or
     `actor_fn(obs_dim, action_dim)`'s (see build_networks for the contract)."""
     if config.use_sde:
         if actor_fn is not None:
             raise TfsacError("use_sde needs the built-in actor (a custom actor_fn was given)")
         return GSDEActor(action_dim, config.hidden_sizes, config.log_std_init, name="actor")
-    if actor_fn is None:
-        return Actor(
-            action_dim, config.hidden_sizes, config.log_std_min, config.log_std_max, name="actor"
+    if actor_fn is not None:
+        return actor_fn(obs_dim, action_dim)
+    bounds, batch_norm = (config.log_std_min, config.log_std_max), batch_norm_args(config)
+    if config.network == "simba":
+        normalizer = normalizer or ObservationNormalizer(name="obs_normalizer")
+        return SimbaActor(
+            action_dim, config.hidden_sizes, normalizer, bounds, batch_norm, name="actor"
         )
-    return actor_fn(obs_dim, action_dim)
+    return Actor(action_dim, config.hidden_sizes, *bounds, batch_norm=batch_norm, name="actor")
+
+
+def build_critic(
+    config, name: str, normalizer: Optional[ObservationNormalizer] = None
+) -> keras.Model:
+    """One built-in critic ensemble: the MLP (DroQ's, CrossQ's) or SimBa's."""
+    sizes, outputs = config.critic_hidden_sizes, critic_outputs(config)
+    batch_norm = batch_norm_args(config)
+    if config.network == "simba":
+        return SimbaCritic(config.num_critics, sizes, normalizer, outputs, batch_norm, name=name)
+    return Critic(
+        config.num_critics,
+        sizes,
+        config.critic_layer_norm,
+        config.critic_dropout,
+        outputs,
+        batch_norm,
+        name=name,
+    )
 
 
 def build_networks(
@@ -261,27 +236,24 @@ def build_networks(
     config,
     actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
     critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
+    normalizer: Optional[ObservationNormalizer] = None,
 ) -> tuple[keras.Model, keras.Model, keras.Model]:
     """Builds the actor, the critic ensemble and its target (a second critic, copied;
-    None for variant 'v1', whose TD target comes from a target V network instead).
+    None for variant 'v1', whose TD target comes from a target V network instead, and for
+    CrossQ, which has none). SimBa's networks share `normalizer`.
 
     `actor_fn(obs_dim, action_dim)` and `critic_fn(obs_dim, action_dim)` replace the
     built-in models. The contracts: the actor maps [B, obs_dim] to (mean, log_std), each
     [B, action_dim] (tfsac clips log_std to the config's bounds); the critic maps
     ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B], n_critics >= 2.
     """
-    actor = build_actor(obs_dim, action_dim, config, actor_fn)
-    with_target = config.variant == "v2"
+    if config.network == "simba" and normalizer is None:
+        normalizer = ObservationNormalizer(name="obs_normalizer")
+    actor = build_actor(obs_dim, action_dim, config, actor_fn, normalizer)
+    with_target = config.variant == "v2" and config.algorithm != "crossq"
     if critic_fn is None:
-        critic_args = (
-            config.num_critics,
-            config.hidden_sizes,
-            config.critic_layer_norm,
-            config.critic_dropout,
-            critic_outputs(config),
-        )
-        critic = Critic(*critic_args, name="critic")
-        target_critic = Critic(*critic_args, name="target_critic") if with_target else None
+        critic = build_critic(config, "critic", normalizer)
+        target_critic = build_critic(config, "target_critic", normalizer) if with_target else None
     else:
         critic = critic_fn(obs_dim, action_dim)
         target_critic = critic_fn(obs_dim, action_dim) if with_target else None

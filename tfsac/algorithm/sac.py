@@ -29,6 +29,7 @@ import tensorflow as tf
 from tfsac.algorithm.critic_targets import CRITIC_TARGETS, Batch, critic_target_name
 from tfsac.algorithm.distributions import policy_params, tanh_normal
 from tfsac.algorithm.networks import build_networks
+from tfsac.algorithm.simba import ObservationNormalizer
 from tfsac.algorithm.steps import apply_gradients, polyak_update
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.config import SACConfig
@@ -53,17 +54,16 @@ class SAC:
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
         self.config = config
+        # SimBa's running observation statistics, shared by its actor and critics.
+        self.obs_normalizer = (
+            ObservationNormalizer(name="obs_normalizer") if config.network == "simba" else None
+        )
         # Built first and in this order: their initial weights come from the global seed.
         self.actor, self.critic, self.target_critic = build_networks(
-            obs_dim, action_dim, config, actor_fn, critic_fn
+            obs_dim, action_dim, config, actor_fn, critic_fn, self.obs_normalizer
         )
-        clip = config.max_grad_norm
-        self.actor_optimizer = keras.optimizers.Adam(
-            config.rate("actor"), global_clipnorm=clip, name="actor_adam"
-        )
-        self.critic_optimizer = keras.optimizers.Adam(
-            config.rate("critic"), global_clipnorm=clip, name="critic_adam"
-        )
+        self.actor_optimizer = self._optimizer("actor")
+        self.critic_optimizer = self._optimizer("critic")
         self.critic_target = CRITIC_TARGETS[critic_target_name(config)](self, obs_dim)
         self.metric_names = SAC.metric_names + self.critic_target.metric_names
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
@@ -79,6 +79,14 @@ class SAC:
         self.critic_optimizer.build(self.critic.trainable_variables)
         self.temperature.build()
 
+    def _optimizer(self, part: str) -> keras.optimizers.Optimizer:
+        """Adam (AdamW with `weight_decay`), with the config's beta_1 and gradient clip."""
+        cfg = self.config
+        kwargs = dict(beta_1=cfg.adam_beta1, global_clipnorm=cfg.max_grad_norm, name=f"{part}_adam")
+        if cfg.weight_decay:
+            return keras.optimizers.AdamW(cfg.rate(part), weight_decay=cfg.weight_decay, **kwargs)
+        return keras.optimizers.Adam(cfg.rate(part), **kwargs)
+
     # --------------------------------------------------------------------- state
     def checkpoint_objects(self) -> Dict[str, tf.Module]:
         """Every object a checkpoint holds, by the names checkpoints have always used."""
@@ -91,8 +99,14 @@ class SAC:
             **self.temperature.checkpoint_objects(),
             **self.critic_target.checkpoint_objects(),
             "update_rng": self.update_rng,
+            "obs_normalizer": self.obs_normalizer,  # SimBa's (also inside the networks)
         }
         return {name: obj for name, obj in objects.items() if obj is not None}
+
+    def observe(self, observations) -> None:
+        """Folds collected observations into SimBa's normaliser (a no-op otherwise)."""
+        if self.obs_normalizer is not None:
+            self.obs_normalizer.update(observations)
 
     def trainable_state(self) -> List[tf.Variable]:
         """Every variable an update writes (parameters, targets, the temperature)."""
@@ -113,27 +127,27 @@ class SAC:
         }
 
     # ------------------------------------------------------------------- policy
-    def sample_with_log_prob(self, observation, seed):
+    def sample_with_log_prob(self, observation, seed, training=None):
         """a ~ pi(.|s) (reparameterised) and log pi(a|s), through the Tanh bijector."""
         bounds = (self.config.log_std_min, self.config.log_std_max)
-        loc, log_std = policy_params(self.actor, observation, bounds)
+        loc, log_std = policy_params(self.actor, observation, bounds, training)
         return tanh_normal(loc, tf.exp(log_std)).experimental_sample_and_log_prob(seed=seed)
 
     # ------------------------------------------------------------------- update
     def update(self, batch: Batch) -> Dict[str, tf.Tensor]:
         """One SAC gradient step on `batch`; returns its metrics (scalar tensors)."""
         cfg = self.config
-        obs, action = batch["observation"], batch["action"]
+        obs = batch["observation"]
         alpha = self.temperature.alpha()
         seeds = tf.cast(self.update_rng.make_seeds(self.critic_target.seeds_needed), tf.int32)
         reward = cfg.reward_scale * batch["reward"]
 
-        # TD target (Eqs. 2-3; v1: Eq. 8 of arXiv:1801.01290).
-        target = self.critic_target.td_target(batch, reward, alpha, seeds[:, 0])
-        # Critic step (Eq. 5), then v1's V step against the updated critics.
+        # Critic step (Eq. 5) on the TD target (Eqs. 2-3; v1: Eq. 8 of arXiv:1801.01290;
+        # CrossQ: the critics' own values at (s', a'), from the same joint batch as Q(s, a)),
+        # then v1's V step against the updated critics.
         variables = self.critic.trainable_variables
         with tf.GradientTape() as tape:
-            q = self.critic(obs, action, training=True)
+            q, target = self.critic_target.values_and_target(batch, reward, alpha, seeds[:, 0])
             critic_loss = self.critic_target.critic_loss(q, target)
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
         extra = self.critic_target.after_critic_step(obs, alpha, seeds)
@@ -147,12 +161,13 @@ class SAC:
             lambda: self._actor_and_temperature_step(obs, alpha, seeds[:, 1]),
             lambda: tuple(tf.identity(v) for v in self._last_actor_metrics),
         )
-        self._every(
-            cfg.target_update_interval,
-            critic_steps,
-            self._polyak_step,
-            lambda: tf.constant(False),
-        )
+        if self.critic_target.target is not None:  # CrossQ has no target networks
+            self._every(
+                cfg.target_update_interval,
+                critic_steps,
+                self._polyak_step,
+                lambda: tf.constant(False),
+            )
         return {
             "critic_loss": critic_loss,
             "actor_loss": actor_loss,
@@ -177,8 +192,8 @@ class SAC:
         actor loss, the alpha loss and the policy entropy estimate."""
         variables = self.actor.trainable_variables
         with tf.GradientTape() as tape:
-            action, log_prob = self.sample_with_log_prob(obs, seed)
-            q_pi = self.critic(obs, action, training=True)
+            action, log_prob = self.sample_with_log_prob(obs, seed, training=True)
+            q_pi = self.critic_target.actor_q(obs, action)
             actor_loss = self.critic_target.actor_loss(log_prob, q_pi, alpha)
         apply_gradients(self.actor_optimizer, tape, actor_loss, variables)
         alpha_loss = self.temperature.step(log_prob, self.target_entropy)

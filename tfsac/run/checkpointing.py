@@ -53,9 +53,12 @@ STRUCTURAL_FIELDS = (
     "variant",
     "use_sde",
     "algorithm",
+    "network",
+    "critic_hidden_sizes",
 )
-# What a checkpoint made before a structural option existed was made with.
-_BEFORE_THE_OPTION = {"algorithm": "sac"}
+# What a checkpoint made before a structural option existed was made with (critics as wide
+# as the actor before critic_hidden_sizes).
+_BEFORE_THE_OPTION = {"algorithm": "sac", "network": "mlp"}
 
 
 def _fsync_dir(path: str) -> None:
@@ -301,7 +304,8 @@ def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None
     fields = STRUCTURAL_FIELDS + (("num_envs",) if config_dict.get("use_sde") else ())
     fields += ("n_quantiles",) if config_dict.get("algorithm") == "tqc" else ()
     for field in fields:
-        saved = saved_config.get(field, _BEFORE_THE_OPTION.get(field))
+        before = saved_config.get("hidden_sizes") if field == "critic_hidden_sizes" else None
+        saved = saved_config.get(field, _BEFORE_THE_OPTION.get(field, before))
         current = config_dict.get(field)
         if isinstance(saved, list):
             saved = tuple(saved)

@@ -164,12 +164,9 @@ class Trainer:
     def _restore_latest(self) -> Optional[tuple]:
         """Restores the newest checkpoint that restores; returns the source's part of it
         (state, env snapshot), or None when there is none."""
-
-        def compatible(state: Dict, prefix: str) -> None:
-            check_compatible(state["config"], self.config.to_dict(), prefix)
-
         restored = self.checkpointer.restore_newest(
-            lambda prefix: self.checkpointer.restore(prefix, self.buffer), compatible
+            lambda prefix: self.checkpointer.restore(prefix, self.buffer),
+            lambda state, prefix: check_compatible(state["config"], self.config.to_dict(), prefix),
         )
         if restored is None:
             logging.info("no checkpoint in %s: starting a new run", self.run_dir)
@@ -269,6 +266,7 @@ class Trainer:
         if bad is not None:
             raise self._nonfinite(f"the env returned a non-finite {bad} at step {loop.step}")
         self.buffer.add(*transitions.as_tuple())
+        self.learner.sac.observe(transitions.next_observation)  # SimBa's normaliser
         for episode_return, length in transitions.finished_episodes:
             loop.record_episode(episode_return, length)
         if self.learning_clock.running:

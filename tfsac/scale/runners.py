@@ -69,10 +69,11 @@ def runner_seeds(seed: int, runner: int, resumes: int) -> List[int]:
 
 
 class TFPolicy:
-    """A custom actor's runner policy: the Keras model and GaussianExploration, compiled
-    (the built-in actor's runners use NumpyActor and never import TensorFlow)."""
+    """The runner policy of an actor without a numpy twin (`tf_reason`): the Keras model and
+    GaussianExploration, compiled (the plain built-in actor's runners use NumpyActor and
+    never import TensorFlow)."""
 
-    def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Callable, seed: int):
+    def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
         import tensorflow as tf
 
         from tfsac.algorithm.learner import GaussianExploration
@@ -98,9 +99,19 @@ class TFPolicy:
         return self._sample(observation).numpy()
 
 
+def tf_reason(cfg: SACConfig, actor_fn: Optional[Callable]) -> Optional[str]:
+    """Why runners must act with TensorFlow; None where NumpyActor is the actor's twin."""
+    if actor_fn is not None:
+        return "a custom actor_fn has no numpy twin"
+    if cfg.algorithm == "crossq" or cfg.network == "simba":
+        what = "the SimBa" if cfg.network == "simba" else "CrossQ's batch-renormalised"
+        return f"{what} actor has no numpy twin"
+    return None
+
+
 def runner_policy(spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
-    """The built-in actor in numpy, or a custom actor_fn's model in TensorFlow."""
-    if actor_fn is None:
+    """The plain built-in actor in numpy, any other in TensorFlow (`tf_reason`)."""
+    if tf_reason(cfg, actor_fn) is None:
         return NumpyActor(len(cfg.hidden_sizes), (cfg.log_std_min, cfg.log_std_max), seed)
     return TFPolicy(spec, cfg, actor_fn, seed)
 
@@ -210,8 +221,9 @@ class RunnerPool:
                 f"{self.num_runners} env runners need {self.num_runners} free CPUs in the Ray "
                 f"cluster; it has {free:g}"
             )
-        if actor_fn is not None:
-            logging.info("env runners act with TensorFlow: a custom actor_fn has no numpy twin")
+        reason = tf_reason(config, actor_fn)
+        if reason is not None:
+            logging.info("env runners act with TensorFlow: %s", reason)
         remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)
         runner_class = remote(EnvRunner)
         config_dict = config.to_dict()

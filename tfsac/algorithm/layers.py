@@ -1,0 +1,155 @@
+"""The layers tfsac's networks are made of beyond Keras' own: an ensemble's dense layer (n
+critics as one batched matmul), batch renormalisation over the batch axis (CrossQ; one set
+of statistics per ensemble member) and layer normalisation per member (DroQ, SimBa)."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+
+class EnsembleDense(keras.layers.Layer):
+    """`n` independent dense layers evaluated as one batched matmul.
+
+    Input [B, in] (shared by all members, computed as one wide matmul) or [n, B, in];
+    output [n, B, units]. Each member is initialised like a Keras `Dense` on its own
+    [in, units] kernel (Glorot uniform, zero bias), so n critics start independent.
+    """
+
+    def __init__(
+        self, ensemble_size: int, units: int, activation=None, he_init: bool = False, **kwargs
+    ):
+        super().__init__(**kwargs)
+        self.ensemble_size = ensemble_size
+        self.units = units
+        self.activation = keras.activations.get(activation)
+        self.he_init = he_init
+
+    def build(self, input_shape):
+        fan_in = int(input_shape[-1])
+        if self.he_init:  # He normal (truncated at 2 std, rescaled to variance 2 / fan_in)
+            initializer = keras.initializers.TruncatedNormal(0.0, math.sqrt(2.0 / fan_in) / 0.8796)
+        else:
+            limit = math.sqrt(6.0 / (fan_in + self.units))
+            initializer = keras.initializers.RandomUniform(-limit, limit)
+        self.kernel = self.add_weight(
+            name="kernel", shape=(self.ensemble_size, fan_in, self.units), initializer=initializer
+        )
+        self.bias = self.add_weight(
+            name="bias", shape=(self.ensemble_size, 1, self.units), initializer="zeros"
+        )
+
+    def call(self, inputs):
+        if len(inputs.shape) == 2:
+            # One [B, in] x [in, n*units] matmul instead of n narrow ones.
+            n, fan_in, units = self.ensemble_size, self.kernel.shape[1], self.units
+            wide = tf.reshape(tf.transpose(self.kernel, [1, 0, 2]), [fan_in, n * units])
+            out = tf.matmul(inputs, wide)
+            out = tf.transpose(tf.reshape(out, [-1, n, units]), [1, 0, 2])
+        else:
+            out = tf.matmul(inputs, self.kernel)
+        return self.activation(out + self.bias)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            ensemble_size=self.ensemble_size,
+            units=self.units,
+            activation=keras.activations.serialize(self.activation),
+            he_init=self.he_init,
+        )
+        return config
+
+
+class BatchRenorm(keras.layers.Layer):
+    """Batch renormalisation (Ioffe 2017, arXiv:1702.03275), as CrossQ uses it.
+
+    Normalises over the batch axis (-2): inputs [B, units] or an ensemble's [n, B, units],
+    with statistics, scale and offset per member. In training (`training=True`),
+
+        x_hat = (x - mu_B) / sigma_B * r + d,  r = clip(sigma_B / sigma, 1/r_max, r_max),
+                                               d = clip((mu_B - mu) / sigma, -d_max, d_max)
+
+    (r and d without gradient; mu and sigma the moving statistics), plain batch norm
+    (r = 1, d = 0) for the first `warmup_steps` training calls, and the moving statistics
+    move towards the batch's. Otherwise (evaluation, acting, exports) it normalises with the
+    moving statistics only and changes nothing.
+    """
+
+    def __init__(
+        self,
+        momentum: float = 0.99,
+        warmup_steps: int = 100_000,
+        r_max: float = 3.0,
+        d_max: float = 5.0,
+        epsilon: float = 1e-3,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.momentum, self.warmup_steps = momentum, warmup_steps
+        self.r_max, self.d_max, self.epsilon = r_max, d_max, epsilon
+
+    def build(self, input_shape):
+        shape = (*input_shape[:-2], 1, int(input_shape[-1]))
+        self.gamma = self.add_weight(name="gamma", shape=shape, initializer="ones")
+        self.beta = self.add_weight(name="beta", shape=shape, initializer="zeros")
+        fixed = dict(shape=shape, trainable=False)
+        self.moving_mean = self.add_weight(name="moving_mean", initializer="zeros", **fixed)
+        self.moving_variance = self.add_weight(name="moving_variance", initializer="ones", **fixed)
+        # Training calls so far (a float32 counts exactly to 2^24).
+        self.steps = self.add_weight(name="steps", shape=(), initializer="zeros", trainable=False)
+
+    def call(self, inputs, training=None):
+        moving_std = tf.sqrt(self.moving_variance + self.epsilon)
+        if not training:
+            return (inputs - self.moving_mean) / moving_std * self.gamma + self.beta
+        mean, variance = tf.nn.moments(inputs, axes=[-2], keepdims=True)
+        std = tf.sqrt(variance + self.epsilon)
+        warm = self.steps >= self.warmup_steps
+        r = tf.clip_by_value(std / moving_std, 1.0 / self.r_max, self.r_max)
+        d = tf.clip_by_value((mean - self.moving_mean) / moving_std, -self.d_max, self.d_max)
+        r = tf.stop_gradient(tf.where(warm, r, tf.ones_like(r)))
+        d = tf.stop_gradient(tf.where(warm, d, tf.zeros_like(d)))
+        m = self.momentum
+        self.moving_mean.assign(m * self.moving_mean + (1.0 - m) * mean)
+        self.moving_variance.assign(m * self.moving_variance + (1.0 - m) * variance)
+        self.steps.assign_add(1.0)
+        return ((inputs - mean) / std * r + d) * self.gamma + self.beta
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "momentum": self.momentum,
+            "warmup_steps": self.warmup_steps,
+            "r_max": self.r_max,
+            "d_max": self.d_max,
+            "epsilon": self.epsilon,
+        }
+
+
+class EnsembleLayerNorm(keras.layers.Layer):
+    """Layer normalisation over the last axis of [n, B, units], with a scale and offset
+    per ensemble member (so that the members stay independent)."""
+
+    def __init__(self, ensemble_size: int, epsilon: float = 1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.ensemble_size = ensemble_size
+        self.epsilon = epsilon
+
+    def build(self, input_shape):
+        shape = (self.ensemble_size, 1, int(input_shape[-1]))
+        self.gamma = self.add_weight(name="gamma", shape=shape, initializer="ones")
+        self.beta = self.add_weight(name="beta", shape=shape, initializer="zeros")
+
+    def call(self, inputs):
+        mean, variance = tf.nn.moments(inputs, axes=[-1], keepdims=True)
+        return (inputs - mean) * tf.math.rsqrt(variance + self.epsilon) * self.gamma + self.beta
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "ensemble_size": self.ensemble_size,
+            "epsilon": self.epsilon,
+        }

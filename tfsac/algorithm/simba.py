@@ -1,0 +1,147 @@
+"""SimBa networks (Lee et al. 2025, "SimBa: Simplicity Bias for Scaling Up Parameters in
+Deep Reinforcement Learning", arXiv:2410.09754): a running observation normaliser, a linear
+embedding, residual blocks x + Dense(ReLU(Dense(Norm(x), 4h)), h) and a last Norm before
+the heads. Norm is layer normalisation, or with CrossQ batch renormalisation (as SBX's
+SimBa CrossQ policy); the normaliser is shared by the actor and the critics."""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfsac.algorithm.layers import BatchRenorm, EnsembleDense, EnsembleLayerNorm
+
+
+class ObservationNormalizer(keras.layers.Layer):
+    """(s - mean) / sqrt(var + 1e-8) with the running mean and variance of every observation
+    the run has collected (SimBa's RSNorm). `update` folds in new observations (on the
+    host, in float64); the statistics are non-trainable weights, so they travel with the
+    actor's weights to env runners, into checkpoints and into every export."""
+
+    epsilon = 1e-8
+
+    def build(self, input_shape):
+        dim = int(input_shape[-1])
+        fixed = dict(trainable=False)
+        self.mean = self.add_weight(name="mean", shape=(dim,), initializer="zeros", **fixed)
+        self.variance = self.add_weight(name="variance", shape=(dim,), initializer="ones", **fixed)
+        self.count = self.add_weight(name="count", shape=(), initializer="zeros", **fixed)
+
+    def call(self, observations):
+        return (observations - self.mean) * tf.math.rsqrt(self.variance + self.epsilon)
+
+    def update(self, observations: np.ndarray) -> None:
+        """Merges a batch [B, dim] into the statistics (Chan et al.'s parallel update)."""
+        batch = np.asarray(observations, np.float64).reshape(-1, self.mean.shape[0])
+        n, count = len(batch), float(self.count.numpy())
+        if not n:
+            return
+        mean, variance = self.mean.numpy().astype(np.float64), self.variance.numpy()
+        batch_mean, batch_var = batch.mean(axis=0), batch.var(axis=0)
+        total = count + n
+        delta = batch_mean - mean
+        if count == 0:  # the initial variance of 1 is a neutral start, not data
+            new_var = batch_var
+        else:
+            new_var = (count * variance + n * batch_var + delta**2 * count * n / total) / total
+        self.mean.assign((mean + delta * n / total).astype(np.float32))
+        self.variance.assign(new_var.astype(np.float32))
+        self.count.assign(total)
+
+
+def _norm(batch_norm: Optional[Dict], ensemble: int, name: str):
+    if batch_norm:
+        return BatchRenorm(**batch_norm, name=name)
+    if ensemble:
+        return EnsembleLayerNorm(ensemble, name=name)
+    return keras.layers.LayerNormalization(epsilon=1e-5, name=name)
+
+
+class ResidualBlock(keras.layers.Layer):
+    """x + Dense(ReLU(Dense(Norm(x), 4 width)), width), He-initialised; an ensemble's
+    [n, B, width] with `ensemble` = n, else [B, width]."""
+
+    def __init__(self, width: int, ensemble: int = 0, batch_norm=None, **kwargs):
+        super().__init__(**kwargs)
+        self.norm = _norm(batch_norm, ensemble, "norm")
+        if ensemble:
+            self.expand = EnsembleDense(ensemble, 4 * width, "relu", he_init=True, name="expand")
+            self.project = EnsembleDense(ensemble, width, he_init=True, name="project")
+        else:
+            he = keras.initializers.HeNormal()
+            self.expand = keras.layers.Dense(4 * width, "relu", kernel_initializer=he)
+            self.project = keras.layers.Dense(width, kernel_initializer=he)
+
+    def call(self, x, training=None):
+        return x + self.project(self.expand(self.norm(x, training=training)))
+
+
+class SimbaActor(keras.Model):
+    """Observation -> (mean, log_std), log_std clipped: the normaliser, an embedding of
+    width hidden_sizes[0], one residual block per hidden size, a last Norm, the heads."""
+
+    def __init__(
+        self,
+        action_dim: int,
+        hidden_sizes,
+        normalizer: ObservationNormalizer,
+        log_std_bounds=(-20.0, 2.0),
+        batch_norm: Optional[Dict] = None,
+        **kw,
+    ):
+        super().__init__(**kw)
+        self.action_dim, self.log_std_bounds = action_dim, log_std_bounds
+        self.normalizer = normalizer
+        self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
+        self.embed = keras.layers.Dense(hidden_sizes[0], name="embed")
+        self.blocks = keras.Sequential(
+            [ResidualBlock(h, 0, batch_norm, name=f"block_{i}") for i, h in enumerate(hidden_sizes)]
+        )
+        self.out_norm = _norm(batch_norm, 0, "out_norm")
+        self.mean = keras.layers.Dense(action_dim, name="mean")
+        self.log_std = keras.layers.Dense(action_dim, name="log_std")
+
+    def call(self, observations, training=None):
+        x = self.normalizer(observations)
+        if self.input_norm is not None:
+            x = self.input_norm(x, training=training)
+        x = self.out_norm(self.blocks(self.embed(x), training=training), training=training)
+        return self.mean(x), tf.clip_by_value(self.log_std(x), *self.log_std_bounds)
+
+
+class SimbaCritic(keras.Model):
+    """The critic ensemble with SimBa members: Q values [n, B] (or [n, B, outputs])."""
+
+    def __init__(
+        self,
+        num_critics: int,
+        hidden_sizes,
+        normalizer: ObservationNormalizer,
+        outputs: int = 1,
+        batch_norm: Optional[Dict] = None,
+        **kw,
+    ):
+        super().__init__(**kw)
+        self.num_critics, self.outputs = num_critics, outputs
+        self.normalizer = normalizer
+        self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
+        self.embed = EnsembleDense(num_critics, hidden_sizes[0], name="embed")
+        self.blocks = keras.Sequential(
+            [
+                ResidualBlock(h, num_critics, batch_norm, name=f"block_{i}")
+                for i, h in enumerate(hidden_sizes)
+            ]
+        )
+        self.out_norm = _norm(batch_norm, num_critics, "out_norm")
+        self.head = EnsembleDense(num_critics, outputs, name="q")
+
+    def call(self, observations, actions, training=None):
+        x = tf.concat([self.normalizer(observations), actions], axis=-1)
+        if self.input_norm is not None:
+            x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
+        x = self.blocks(self.embed(x), training=training)
+        q = self.head(self.out_norm(x, training=training))
+        return tf.squeeze(q, axis=-1) if self.outputs == 1 else q

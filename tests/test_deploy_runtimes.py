@@ -1,5 +1,6 @@
 """Every policy tfsac trains goes through LiteRT and ONNX Runtime with the SavedModel's
-actions: Dict observations, gSDE, DroQ and a custom Keras actor, each a real (tiny)
+actions: Dict observations, gSDE, DroQ, a custom Keras actor and CrossQ with SimBa
+networks (batch renormalisation, the observation normaliser), each a real (tiny)
 training run exported with --export_formats=saved_model,tflite,onnx, each file run by the
 runtime that will load it, at batch 1 and 64, on observations sampled from the space."""
 
@@ -49,6 +50,10 @@ VARIANTS = {
     "gsde": dict(env_id="Pendulum-v1", use_sde=True),
     "droq": dict(env_id="Pendulum-v1", critic_dropout=0.01, critic_layer_norm=True),
     "custom": dict(env_id="Pendulum-v1", actor_fn=layer_norm_actor),
+    # Batch renormalisation (moving statistics), the observation normaliser, residual blocks.
+    "crossq_simba": dict(
+        env_id="Pendulum-v1", algorithm="crossq", network="simba", critic_hidden_sizes=(8,)
+    ),
 }
 
 

@@ -287,13 +287,20 @@ def test_the_local_ray_tfsac_starts_refuses_connections_without_its_token(tmp_pa
     assert "outsider refused" in done.stdout and "token" in done.stdout, done.stdout
 
 
-def test_tqc_with_n_step_returns_on_runners_exports_every_format(tmp_path):
-    """The newer algorithm options go through the runners and every export format."""
+def test_tqc_with_n_step_returns_and_simba_on_runners_exports_every_format(tmp_path):
+    """The newer algorithm options go through the runners and every export format; SimBa's
+    runners act in TF, with the normaliser's statistics among the synced weights."""
     from tfsac import train
 
     config = _config(
-        tmp_path, algorithm="tqc", n_quantiles=5, n_steps=3, export_formats="saved_model,onnx"
+        tmp_path,
+        algorithm="tqc",
+        n_quantiles=5,
+        n_steps=3,
+        network="simba",
+        export_formats="saved_model,onnx",
     )
     result = train(config)
     assert result.summary["total_steps"] == 320 and _updates(result) > 0
+    assert result.learner.sac.obs_normalizer.count.numpy() == 320
     assert os.path.isfile(os.path.join(result.saved_model_path, "policy.onnx"))

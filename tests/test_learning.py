@@ -48,6 +48,10 @@ OPTIONS = {
     "variant=v1": dict(variant="v1"),
     "algorithm=tqc": dict(algorithm="tqc"),
     "n_steps=3": dict(n_steps=3),
+    # CrossQ at its paper's learning rate, with critics of 256 (2048 by default) to save time.
+    "algorithm=crossq": dict(algorithm="crossq", learning_rate=1e-3, critic_hidden_sizes="256,256"),
+    "network=simba": dict(network="simba"),
+    "network=simba,algorithm=tqc": dict(network="simba", algorithm="tqc"),
     "algorithm=tqc,num_critics=5,top_quantiles_to_drop_per_net=0": dict(
         algorithm="tqc", num_critics=5, top_quantiles_to_drop_per_net=0
     ),

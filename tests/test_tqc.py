@@ -92,7 +92,7 @@ def test_tqc_options_are_checked(tmp_path):
         _tqc(top_quantiles_to_drop_per_net=5).validate()
     with pytest.raises(TfsacError, match="tqc needs variant v2"):
         _tqc(variant="v1").validate()
-    with pytest.raises(TfsacError, match="algorithm must be 'sac' or 'tqc'"):
+    with pytest.raises(TfsacError, match="algorithm must be 'sac' or 'tqc' or 'crossq'"):
         SACConfig(algorithm="qrsac").validate()
 
 

@@ -1,0 +1,105 @@
+"""SimBa networks (Lee et al. 2025): the running observation normaliser on hand-computed
+statistics, shared by the actor and the critics, fed by the collected observations only,
+restored from checkpoints and inside the export (a served model takes raw observations)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import tiny_config
+
+from tfsac import SACConfig, SACLearner, TfsacError, Trainer, train
+from tfsac.algorithm.simba import ObservationNormalizer
+from tfsac.deploy.export import load_policy
+
+
+def test_the_normaliser_keeps_the_mean_and_variance_of_everything_it_saw():
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(3.0, 2.0, (n, 4)) for n in (1, 7, 50)]
+    norm = ObservationNormalizer()
+    norm(tf.zeros([1, 4]))
+    # Before any update the normaliser is the identity.
+    np.testing.assert_allclose(norm(tf.ones([2, 4])).numpy(), np.ones([2, 4]), rtol=1e-7)
+    for batch in batches:
+        norm.update(batch)
+    seen = np.concatenate(batches)
+    np.testing.assert_allclose(norm.mean.numpy(), seen.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(norm.variance.numpy(), seen.var(0), rtol=1e-5)
+    assert norm.count.numpy() == 58
+    x = rng.normal(size=(3, 4)).astype(np.float32)
+    expected = (x - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)
+    np.testing.assert_allclose(norm(x).numpy(), expected, rtol=1e-4)
+
+
+def _simba(**kw):
+    return SACConfig(network="simba", hidden_sizes=(16, 16), **kw)
+
+
+def test_simba_networks_share_one_normaliser_which_updates_do_not_move():
+    learner = SACLearner(3, 2, _simba())
+    sac = learner.sac
+    norm = sac.obs_normalizer
+    assert learner.actor.normalizer is norm and learner.critic.normalizer is norm
+    assert learner.target_critic.normalizer is norm
+    assert sac.actor_optimizer.weight_decay == pytest.approx(1e-4)  # AdamW, as SBX's SimBa
+    trainable = {
+        id(v) for v in learner.actor.trainable_variables + learner.critic.trainable_variables
+    }
+    assert not {id(v) for v in norm.weights} & trainable
+    rng = np.random.default_rng(0)
+    sac.observe(rng.normal(5.0, 3.0, (100, 3)))
+    stats = [v.numpy().copy() for v in norm.weights]
+    batch = {
+        "observation": rng.normal(size=(1, 16, 3)),
+        "action": rng.uniform(-1, 1, (1, 16, 2)),
+        "reward": rng.normal(size=(1, 16)),
+        "next_observation": rng.normal(size=(1, 16, 3)),
+        "terminated": np.zeros((1, 16)),
+    }
+    assert learner.update(batch)["finite"]
+    learner.act(rng.normal(size=(4, 3)))
+    for v, s in zip(norm.weights, stats, strict=True):
+        np.testing.assert_array_equal(v.numpy(), s)
+
+
+def test_the_actor_normalises_raw_observations_itself():
+    learner = SACLearner(3, 2, _simba())
+    rng = np.random.default_rng(1)
+    learner.sac.observe(rng.normal([10.0, -4.0, 0.5], [5.0, 0.1, 2.0], (500, 3)))
+    norm = learner.sac.obs_normalizer
+    raw = rng.normal([10.0, -4.0, 0.5], [5.0, 0.1, 2.0], (6, 3)).astype(np.float32)
+    scaled = (raw - norm.mean.numpy()) / np.sqrt(norm.variance.numpy() + 1e-8)
+    # The same weights with the identity normaliser, fed the normalised observations.
+    twin = SACLearner(3, 2, _simba())
+    twin.actor.set_weights(learner.actor.get_weights())
+    for v, value in zip(twin.sac.obs_normalizer.weights, (0.0, 1.0, 0.0), strict=True):
+        v.assign(tf.fill(v.shape, value))
+    np.testing.assert_allclose(
+        learner.act(raw, deterministic=True), twin.act(scaled, deterministic=True), atol=1e-5
+    )
+
+
+def test_simba_options_are_checked():
+    with pytest.raises(TfsacError, match="hidden_sizes needs one width for every block"):
+        SACConfig(network="simba", hidden_sizes=(64, 32)).validate()
+    with pytest.raises(TfsacError, match="leave critic_layer_norm and critic_dropout off"):
+        SACConfig(network="simba", critic_dropout=0.01).validate()
+    assert SACConfig(network="simba", weight_decay="0").weight_decay == 0.0
+
+
+def test_a_simba_run_normalises_what_it_collects_exports_and_resumes_it(tmp_path):
+    config = tiny_config(tmp_path, "Pendulum-v1", network="simba", checkpoint_every=20)
+    result = train(config)
+    norm = result.learner.sac.obs_normalizer
+    assert norm.count.numpy() == 40  # every collected step's observation, warm-up included
+    seen = result.buffer.observation[1:40]  # rows 1.. are the earlier rows' next observations
+    np.testing.assert_allclose(norm.mean.numpy(), seen.mean(0), atol=0.1)
+    # The export takes raw observations: the normaliser is inside it.
+    obs = np.random.default_rng(2).normal([0.0, 0.0, 0.0], [1.0, 1.0, 4.0], (5, 3))
+    served = load_policy(result.saved_model_path).signatures["serving_default"]
+    action = served(observation=tf.constant(obs, tf.float32))["action"].numpy()
+    np.testing.assert_allclose(action, 2.0 * result.learner.act(obs, deterministic=True), atol=1e-5)
+    # A resumed run starts from the checkpointed statistics.
+    again = SACConfig.from_dict({**config.to_dict(), "total_steps": 60})
+    restored = Trainer(again, resume=True).learner.sac.obs_normalizer
+    for v, saved in zip(restored.weights, norm.weights, strict=True):
+        np.testing.assert_array_equal(v.numpy(), saved.numpy())

@@ -61,6 +61,8 @@ CONFIGS = {
     "episodes_per_rollout": {"episodes_per_rollout": 1},
     "tqc": {"algorithm": "tqc"},
     "n_steps_3": {"n_steps": 3},
+    "crossq": {"algorithm": "crossq", "critic_hidden_sizes": (256, 256)},
+    "simba": {"network": "simba"},
 }
 
 

@@ -50,8 +50,11 @@ OPTIONS = {
     "n_steps=3": dict(n_steps=3),
     # CrossQ at its paper's learning rate, with critics of 256 (2048 by default) to save time.
     "algorithm=crossq": dict(algorithm="crossq", learning_rate=1e-3, critic_hidden_sizes="256,256"),
-    "network=simba": dict(network="simba"),
-    "network=simba,algorithm=tqc": dict(network="simba", algorithm="tqc"),
+    # SimBa with the paper's one actor block and two critic blocks, 128 wide to save time.
+    "network=simba": dict(network="simba", hidden_sizes=(128,), critic_hidden_sizes="128,128"),
+    "network=simba,algorithm=tqc": dict(
+        network="simba", algorithm="tqc", hidden_sizes=(128,), critic_hidden_sizes="128,128"
+    ),
     "algorithm=tqc,num_critics=5,top_quantiles_to_drop_per_net=0": dict(
         algorithm="tqc", num_critics=5, top_quantiles_to_drop_per_net=0
     ),

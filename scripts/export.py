@@ -24,8 +24,8 @@ from tfsac.deploy.formats import (  # noqa: E402 - TF-free
 )
 from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
-from tfsac.options import EXPORT_FORMATS  # noqa: E402
 from tfsac.run.run_dir import check_writable, default_model_name, run_config  # noqa: E402
+from tfsac.run_options import EXPORT_FORMATS  # noqa: E402
 
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder: the files go beside it.")
 flags.DEFINE_string("run_dir", None, "A run directory: a new version from its latest checkpoint.")

@@ -27,15 +27,14 @@ from tfsac.options import (  # noqa: F401
     AlphaOptions,
     CollectOptions,
     CompileOptions,
-    DistOptions,
     EnvOptions,
     NetOptions,
     OptimOptions,
-    OutputOptions,
     VariantOptions,
     field_errors,
     option,
 )
+from tfsac.run_options import DistOptions, OutputOptions
 
 # Fields of earlier versions, ignored in the config.json of their runs.
 REMOVED_FIELDS = {"graph_loop"}

@@ -1,0 +1,125 @@
+"""The options of what a run writes and where it collects: evaluation, logs, outputs,
+exports and checkpoints, and the env runners on Ray (the learning side's options are in
+tfsac/options.py, which names the help groups)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Optional
+
+from tfsac.option_fields import (
+    POSITIVE_INT,
+    Check,
+    at_least,
+    option,
+)
+from tfsac.options import DIST, OUTPUT
+
+EXPORT_FORMATS = ("saved_model", "tflite", "onnx")
+
+
+def _formats_ok(text) -> bool:
+    names = [n.strip() for n in str(text).split(",") if n.strip()]
+    return bool(names) and all(n in EXPORT_FORMATS for n in names)
+
+
+@dataclasses.dataclass
+class OutputOptions:
+    """Evaluation, logs, the run directory, exports and checkpoints."""
+
+    # Evaluation, logging and outputs.
+    eval_every: int = option(
+        5_000, "env steps between deterministic evaluations", OUTPUT, check=POSITIVE_INT
+    )
+    eval_episodes: int = option(10, "episodes per evaluation", OUTPUT, check=POSITIVE_INT)
+    log_every: int = option(1_000, "env steps between progress lines", OUTPUT, check=POSITIVE_INT)
+    video_every: int = option(
+        0,
+        "record one episode every N evaluations to <run_dir>/videos (0: never)",
+        OUTPUT,
+        check=at_least(0),
+    )
+    # None: on when stderr is a terminal.
+    progress_bar: Optional[bool] = option(
+        None, "progress bar on stderr: auto (in a terminal), true or false", OUTPUT, text="auto"
+    )
+    tensorboard: bool = option(True, "TensorBoard summaries in <run_dir>/tensorboard", OUTPUT)
+    run_dir: Optional[str] = option(
+        None, "run directory (default runs/<model_name>-seed<seed>-<time>)", OUTPUT
+    )
+    export_dir: str = option(
+        "saved_models", "SavedModels go to <export_dir>/<model_name>/<n>", OUTPUT
+    )
+    # The SavedModel goes to <export_dir>/<model_name>/<version>: one folder name.
+    model_name: Optional[str] = option(
+        None,
+        "model name under export_dir (default from env)",
+        OUTPUT,
+        check=Check(
+            lambda v: v not in ("", ".", "..") and not any(s in v for s in ("/", "\\", os.sep)),
+            "a folder name without path separators",
+            "{!r}",
+        ),
+    )
+    export: bool = option(
+        True,
+        "export the policy as a SavedModel at the end (a new version of <export_dir>/"
+        "<model_name>, which TF Serving then serves); false for trial runs",
+        OUTPUT,
+    )
+    export_formats: str = option(
+        "saved_model",
+        "what an export writes into its version folder, a comma list of saved_model (always "
+        "written), tflite (policy.tflite) and onnx (policy.onnx)",
+        OUTPUT,
+        check=Check(_formats_ok, f"a comma list of {', '.join(EXPORT_FORMATS)}", "{!r}"),
+    )
+
+    # Checkpoints under <run_dir>/checkpoints (also at the end and on SIGINT/SIGTERM).
+    checkpoint_every: int = option(
+        5_000, "env steps between checkpoints (0: end only)", OUTPUT, check=at_least(0)
+    )
+    keep_checkpoints: int = option(
+        3, "how many recent checkpoints to keep", OUTPUT, check=at_least(1)
+    )
+
+
+@dataclasses.dataclass
+class DistOptions:
+    """Env runners on Ray."""
+
+    # Distributed collection (tfsac/scale/runners.py): `num_actors` env runners on Ray step
+    # their envs with a CPU copy of the actor and send chunks of transitions to this
+    # process, which keeps the replay buffer and the update. The updates per env step
+    # (train_freq, gradient_steps) hold for any number of runners.
+    num_actors: int = option(
+        0,
+        "env runner processes on Ray feeding this learner (0: envs step in this process)",
+        DIST,
+        check=Check(lambda v: isinstance(v, int) and v >= 0, ">= 0 (0: no env runners)"),
+    )
+    envs_per_actor: int = option(
+        1, "env copies each runner steps together", DIST, check=POSITIVE_INT
+    )
+    chunk_steps: int = option(
+        64,
+        "env steps per chunk a runner sends (all its env copies' steps count)",
+        DIST,
+        check=POSITIVE_INT,
+    )
+    weight_sync_every: int = option(
+        64, "updates between sending the actor's weights to the runners", DIST, check=POSITIVE_INT
+    )
+    # sync: every runner collects one chunk with the same weights, then the learner
+    # updates (reproducible with `deterministic`); async: runners collect while the learner
+    # updates, each with one chunk in flight (not reproducible).
+    runner_mode: str = option(
+        "async",
+        "async: runners collect while the learner updates; sync: in lockstep, reproducible",
+        DIST,
+        choices=("sync", "async"),
+    )
+    ray_address: Optional[str] = option(
+        None, "Ray cluster to join (<host>:<port> or auto; default: a local Ray)", DIST
+    )

@@ -6,7 +6,11 @@ runs (the JSON lines of ../shared/peers/learn.py) on the same envs and seeds.
 
 Prints a Markdown table (per env and library: seeds, the final evaluation return as mean ±
 std over seeds, env steps/s) and writes it to <out_dir>/results.md, with one PNG of the
-evaluation curves (mean ± std over seeds) per env.
+evaluation curves (mean ± std over seeds) per env. Runs of another algorithm or network are
+labelled with it ("tfsac tqc", "sbx crossq", "sbx simba"). With --reach=R the table says
+how many env steps each library's seeds took to a deterministic evaluation of at least R,
+and with --idle_rates=tfsac=130,sbx=125 (learning-phase env steps/s measured side by side
+on an idle machine, `scripts/benchmark.py --peers`) what that is in minutes at those rates.
 """
 
 import glob
@@ -23,11 +27,13 @@ from absl import app, flags  # noqa: E402
 flags.DEFINE_string("runs", None, "Glob of tfsac run directories.", required=True)
 flags.DEFINE_string("peer_results", "", "Glob of learn.py JSON files (one run each).")
 flags.DEFINE_string("out_dir", "docs/benchmarks", "Folder of results.md and the PNGs.")
+flags.DEFINE_float("reach", None, "Also tabulate the env steps to an evaluation of this return.")
+flags.DEFINE_list("idle_rates", [], "label=env steps/s pairs turning --reach steps into minutes.")
 FLAGS = flags.FLAGS
 
 
 def tfsac_runs(pattern):
-    """(env, run) pairs of the finished runs that `pattern` matches; run = {seed, steps,
+    """(env, label, run) of the finished runs that `pattern` matches; run = {seed, steps,
     returns, final, steps_per_s}."""
     from tfsac.run.plotting import read_run
 
@@ -39,11 +45,14 @@ def tfsac_runs(pattern):
             continue
         with open(summary_path) as f:
             summary = json.load(f)
+        with open(os.path.join(run_dir, "config.json")) as f:
+            config = json.load(f)
         run = read_run(run_dir)
         steps, returns = run["curves"]["eval_return"]
         found.append(
             (
                 summary["env"],
+                label("tfsac", config.get("algorithm"), config.get("network") == "simba"),
                 dict(
                     seed=summary["seed"],
                     steps=steps,
@@ -54,6 +63,21 @@ def tfsac_runs(pattern):
             )
         )
     return found
+
+
+def label(lib, algorithm, simba) -> str:
+    """'tfsac', or with the algorithm and network where they are not SAC's MLPs."""
+    return " ".join(
+        [lib]
+        + ([algorithm] if algorithm not in (None, "sac") else [])
+        + (["simba"] if simba else [])
+    )
+
+
+def steps_to_reach(run, target):
+    """The first evaluated env step with a return >= target, or None."""
+    hits = [s for s, r in zip(run["steps"], run["returns"], strict=True) if r >= target]
+    return int(hits[0]) if hits else None
 
 
 def peer_runs(pattern):
@@ -72,11 +96,23 @@ def peer_runs(pattern):
             final=line["eval_return_mean"],
             steps_per_s=line["env_steps_per_s"],
         )
-        found.append((line["env"], line["lib"], run))
+        simba = line.get("policy") == "SimbaPolicy"
+        found.append((line["env"], label(line["lib"], line.get("algo"), simba), run))
     return found
 
 
-def write_report(groups, out_dir):
+def reach_cells(runs, target, rate):
+    """The --reach columns of one library: mean env steps of the seeds that got there (and
+    how many did), and those steps in minutes at `rate` env steps/s (or '-')."""
+    reached = [n for n in (steps_to_reach(r, target) for r in runs) if n is not None]
+    if not reached:
+        return f"not reached (0/{len(runs)})", "-"
+    mean = sum(reached) / len(reached)
+    minutes = f"{mean / rate / 60:.1f}" if rate else "-"
+    return f"{mean:,.0f} ({len(reached)}/{len(runs)})", minutes
+
+
+def write_report(groups, out_dir, reach=None, rates=None):
     """results.md and one PNG per env; returns the table's lines."""
     import matplotlib
 
@@ -91,6 +127,9 @@ def write_report(groups, out_dir):
         "| env | library | seeds | final return (mean ± std over seeds) | env steps/s |",
         "| --- | --- | --- | ---: | ---: |",
     ]
+    if reach is not None:
+        lines[0] += f" env steps to {reach:g} | minutes to {reach:g} at the idle rate |"
+        lines[1] += " ---: | ---: |"
     for env, libs in sorted(groups.items()):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for lib, runs in sorted(libs.items()):
@@ -101,6 +140,9 @@ def write_report(groups, out_dir):
                 f"| {env} | {lib} | {seeds} | {finals.mean():.0f} ± {finals.std():.0f} | "
                 f"{rate:.0f} |"
             )
+            if reach is not None:
+                steps_cell, minutes = reach_cells(runs, reach, (rates or {}).get(lib))
+                lines[-1] += f" {steps_cell} | {minutes} |"
             steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
             ax.plot(steps, mean, label=f"{lib} ({len(runs)} seeds)")
             ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
@@ -120,14 +162,18 @@ def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     import_tfsac()
+    try:
+        rates = {k: float(v) for k, v in (pair.split("=") for pair in FLAGS.idle_rates)}
+    except ValueError:
+        fail(f"--idle_rates takes label=env steps/s pairs, got {','.join(FLAGS.idle_rates)}")
     groups = defaultdict(lambda: defaultdict(list))
-    for env, run in tfsac_runs(FLAGS.runs):
-        groups[env]["tfsac"].append(run)
+    for env, lib, run in tfsac_runs(FLAGS.runs):
+        groups[env][lib].append(run)
     for env, lib, run in peer_runs(FLAGS.peer_results):
         groups[env][lib].append(run)
     if not groups:
         fail(f"no finished runs match --runs={FLAGS.runs} or --peer_results={FLAGS.peer_results}")
-    print("\n".join(write_report(groups, FLAGS.out_dir)))
+    print("\n".join(write_report(groups, FLAGS.out_dir, FLAGS.reach, rates)))
 
 
 if __name__ == "__main__":

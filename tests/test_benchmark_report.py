@@ -10,10 +10,10 @@ from conftest import REPO_ROOT
 SCRIPT = os.path.join(REPO_ROOT, "scripts", "benchmark_report.py")
 
 
-def _tfsac_run(path, seed, returns, steps_per_s, finished=True):
+def _tfsac_run(path, seed, returns, steps_per_s, finished=True, **config):
     os.makedirs(path)
     with open(os.path.join(path, "config.json"), "w") as f:
-        json.dump({"env_id": "Hopper-v5", "seed": seed}, f)
+        json.dump({"env_id": "Hopper-v5", "seed": seed, **config}, f)
     if finished:
         evaluations = [{"step": 10 * (i + 1), "return_mean": r} for i, r in enumerate(returns)]
         summary = {
@@ -27,8 +27,9 @@ def _tfsac_run(path, seed, returns, steps_per_s, finished=True):
             json.dump(summary, f)
 
 
-def _peer_run(path, seed, returns, steps_per_s):
+def _peer_run(path, seed, returns, steps_per_s, **extra):
     line = {
+        **extra,
         "lib": "sbx",
         "env": "Hopper-v5",
         "seed": seed,
@@ -68,3 +69,32 @@ def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
     assert (out / "results.md").read_text().strip().splitlines()[2:] == (
         proc.stdout.strip().splitlines()[2:]
     )
+
+
+def test_report_labels_algorithms_and_says_when_each_reached_a_return(tmp_path):
+    tqc = tmp_path / "sweep" / "tqc"
+    _tfsac_run(tqc / "seed0", 0, [10.0, 500.0, 900.0], 50.0, algorithm="tqc")
+    _tfsac_run(tqc / "seed1", 1, [600.0, 700.0, 800.0], 50.0, algorithm="tqc")
+    _tfsac_run(tmp_path / "sweep" / "sac" / "seed0", 0, [1.0, 2.0, 3.0], 50.0, algorithm="sac")
+    os.makedirs(tmp_path / "sbx")
+    _peer_run(tmp_path / "sbx" / "a.json", 0, [100.0, 200.0, 650.0], 40.0, algo="tqc")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            f"--runs={tmp_path / 'sweep' / '*' / 'seed*'}",
+            f"--peer_results={tmp_path / 'sbx' / '*.json'}",
+            f"--out_dir={tmp_path / 'out'}",
+            "--reach=600",
+            "--idle_rates=tfsac tqc=10,sbx tqc=5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # tfsac tqc: seed 0 at its 3rd evaluation (30 steps), seed 1 at its 1st (10): mean 20,
+    # 2 s at 10 steps/s; SBX's TQC at 30 steps, 6 s at 5 steps/s; SAC never.
+    assert "| Hopper-v5 | tfsac tqc | 0,1 | 850 ± 50 | 50 | 20 (2/2) | 0.0 |" in proc.stdout
+    assert "| Hopper-v5 | sbx tqc | 0 | 650 ± 0 | 40 | 30 (1/1) | 0.1 |" in proc.stdout
+    assert "| Hopper-v5 | tfsac | 0 | 3 ± 0 | 50 | not reached (0/1) | - |" in proc.stdout

@@ -274,7 +274,7 @@ def test_presets_parse_into_valid_configs():
             assert "Source:" in f.read()
     fv.unparse_flags()
     assert {"Pendulum-v1", "HalfCheetah-v5", "Humanoid-v5", "BipedalWalker-v3"} <= seen
-    assert algorithms == {"sac", "tqc"}
+    assert algorithms == {"sac", "tqc", "crossq"}
 
 
 EVALUATE = os.path.join(REPO_ROOT, "scripts", "evaluate.py")

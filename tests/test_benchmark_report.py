@@ -45,9 +45,13 @@ def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
     _tfsac_run(tmp_path / "sweep" / "base" / "seed0", 0, [1.0, 100.0], 50.0)
     _tfsac_run(tmp_path / "sweep" / "base" / "seed1", 1, [3.0, 300.0], 70.0)
     _tfsac_run(tmp_path / "sweep" / "base" / "seed2", 2, [0.0], 0.0, finished=False)
+    tqc = tmp_path / "sweep" / "tqc"
+    _tfsac_run(tqc / "seed0", 0, [10.0, 500.0, 900.0], 50.0, algorithm="tqc")
+    _tfsac_run(tqc / "seed1", 1, [600.0, 700.0, 800.0], 50.0, algorithm="tqc")
     os.makedirs(tmp_path / "sbx")
     _peer_run(tmp_path / "sbx" / "a.json", 0, [2.0, 200.0], 40.0)
     _peer_run(tmp_path / "sbx" / "b.json", 1, [2.0, 400.0], 60.0)
+    _peer_run(tmp_path / "sbx" / "c.json", 0, [100.0, 200.0, 650.0], 40.0, algo="tqc")
     out = tmp_path / "out"
     proc = subprocess.run(
         [
@@ -56,45 +60,23 @@ def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
             f"--runs={tmp_path / 'sweep' / '*' / 'seed*'}",
             f"--peer_results={tmp_path / 'sbx' / '*.json'}",
             f"--out_dir={out}",
+            "--reach=250",
+            "--idle_rates=tfsac tqc=1,sbx tqc=0.5",
         ],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "| Hopper-v5 | sbx | 0,1 | 300 ± 100 | 50 |" in proc.stdout
-    assert "| Hopper-v5 | tfsac | 0,1 | 200 ± 100 | 60 |" in proc.stdout
+    # Steps to 250: tfsac's seed 1 at its 2nd evaluation (20 steps), seed 0 never; SBX's
+    # seed 1 at 20. TQC: seed 0 at its 2nd (20), seed 1 at its 1st (10): mean 15, which is
+    # 0.25 minutes at 1 step/s; SBX's TQC at 30 steps, 1 minute at 0.5 steps/s.
+    assert "| Hopper-v5 | sbx | 0,1 | 300 ± 100 | 50 | 20 (1/2) | - |" in proc.stdout
+    assert "| Hopper-v5 | tfsac | 0,1 | 200 ± 100 | 60 | 20 (1/2) | - |" in proc.stdout
+    assert "| Hopper-v5 | tfsac tqc | 0,1 | 850 ± 50 | 50 | 15 (2/2) | 0.2 |" in proc.stdout
+    assert "| Hopper-v5 | sbx tqc | 0 | 650 ± 0 | 40 | 30 (1/1) | 1.0 |" in proc.stdout
     assert "skipped (not finished)" in proc.stderr
     assert (out / "hopper_v5.png").stat().st_size > 0
     assert (out / "results.md").read_text().strip().splitlines()[2:] == (
         proc.stdout.strip().splitlines()[2:]
     )
-
-
-def test_report_labels_algorithms_and_says_when_each_reached_a_return(tmp_path):
-    tqc = tmp_path / "sweep" / "tqc"
-    _tfsac_run(tqc / "seed0", 0, [10.0, 500.0, 900.0], 50.0, algorithm="tqc")
-    _tfsac_run(tqc / "seed1", 1, [600.0, 700.0, 800.0], 50.0, algorithm="tqc")
-    _tfsac_run(tmp_path / "sweep" / "sac" / "seed0", 0, [1.0, 2.0, 3.0], 50.0, algorithm="sac")
-    os.makedirs(tmp_path / "sbx")
-    _peer_run(tmp_path / "sbx" / "a.json", 0, [100.0, 200.0, 650.0], 40.0, algo="tqc")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            SCRIPT,
-            f"--runs={tmp_path / 'sweep' / '*' / 'seed*'}",
-            f"--peer_results={tmp_path / 'sbx' / '*.json'}",
-            f"--out_dir={tmp_path / 'out'}",
-            "--reach=600",
-            "--idle_rates=tfsac tqc=10,sbx tqc=5",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    # tfsac tqc: seed 0 at its 3rd evaluation (30 steps), seed 1 at its 1st (10): mean 20,
-    # 2 s at 10 steps/s; SBX's TQC at 30 steps, 6 s at 5 steps/s; SAC never.
-    assert "| Hopper-v5 | tfsac tqc | 0,1 | 850 ± 50 | 50 | 20 (2/2) | 0.0 |" in proc.stdout
-    assert "| Hopper-v5 | sbx tqc | 0 | 650 ± 0 | 40 | 30 (1/1) | 0.1 |" in proc.stdout
-    assert "| Hopper-v5 | tfsac | 0 | 3 ± 0 | 50 | not reached (0/1) | - |" in proc.stdout

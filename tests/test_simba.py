@@ -31,7 +31,7 @@ def test_the_normaliser_keeps_the_mean_and_variance_of_everything_it_saw():
 
 
 def _simba(**kw):
-    return SACConfig(network="simba", hidden_sizes=(16, 16), **kw)
+    return SACConfig(network="simba", hidden_sizes=(16, 16), jit_compile=False, **kw)
 
 
 def test_simba_networks_share_one_normaliser_which_updates_do_not_move():

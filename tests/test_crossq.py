@@ -103,7 +103,7 @@ def test_crossq_defaults_are_the_papers_and_can_be_overridden():
         SACConfig(algorithm="crossq", variant="v1").validate()
     with pytest.raises(TfsacError, match="crossq does not take use_sde"):
         SACConfig(algorithm="crossq", use_sde=True).validate()
-    with pytest.raises(TfsacError, match="policy_delay must be 'auto' or a value"):
+    with pytest.raises(TfsacError, match="policy_delay must be 'auto' or an integer"):
         SACConfig(policy_delay="often")
 
 

@@ -289,7 +289,7 @@ def test_the_local_ray_tfsac_starts_refuses_connections_without_its_token(tmp_pa
 
 def test_tqc_with_n_step_returns_and_simba_on_runners_exports_every_format(tmp_path):
     """The newer algorithm options go through the runners and every export format; SimBa's
-    runners act in TF, with the normaliser's statistics among the synced weights."""
+    runners act in numpy, with the normaliser's statistics among the synced weights."""
     from tfsac import train
 
     config = _config(

@@ -1,5 +1,6 @@
 """Env runners act with the built-in actor's forward pass in numpy (tfsac.scale.numpy_actor):
-the same (mean, log_std) as the Keras actor to 1e-5 for every shape tfsac ships, actions in
+the same (mean, log_std) as the Keras actor to 1e-5 for every actor tfsac ships (MLPs of
+several shapes, CrossQ's, SimBa's), actions in
 bounds from the right distribution, and a runner that never imports TensorFlow."""
 
 import subprocess
@@ -12,23 +13,51 @@ from conftest import REPO_ROOT
 
 from tfsac import SACConfig
 from tfsac.algorithm.networks import build_actor
-from tfsac.scale.numpy_actor import NumpyActor
+from tfsac.scale.numpy_actor import NumpyActor, actor_plan
+
+ACTORS = {
+    "mlp 8": dict(hidden_sizes=(8,)),
+    "mlp 256,256": dict(hidden_sizes=(256, 256)),
+    "mlp 64,32,16": dict(hidden_sizes=(64, 32, 16)),
+    "crossq": dict(algorithm="crossq", hidden_sizes=(64, 32)),
+    "simba": dict(network="simba", hidden_sizes=(32, 32)),
+    "simba crossq": dict(network="simba", algorithm="crossq", hidden_sizes=(32,)),
+}
 
 
-@pytest.mark.parametrize("hidden_sizes", [(8,), (256, 256), (64, 32, 16)])
-def test_numpy_actor_gives_the_keras_actors_mean_and_log_std(hidden_sizes):
-    config = SACConfig(hidden_sizes=hidden_sizes, log_std_min=-5.0, log_std_max=1.0)
+def _moved_statistics(actor, rng):
+    """Non-trivial normaliser and batch-renorm statistics (as after training), so that the
+    twin is checked with the moving statistics, not the initial identity."""
+    for v in actor.non_trainable_variables:
+        name = v.path.split("/")[-1]
+        if name in ("mean", "moving_mean"):
+            v.assign(rng.normal(0, 2, v.shape).astype(np.float32))
+        elif name in ("variance", "moving_variance"):
+            v.assign(rng.uniform(0.1, 4.0, v.shape).astype(np.float32))
+    for v in actor.trainable_variables:  # scales and offsets away from 1 and 0 too
+        if v.path.split("/")[-1] in ("gamma", "beta"):
+            v.assign(v + rng.normal(0, 0.3, v.shape).astype(np.float32))
+
+
+@pytest.mark.parametrize("name", sorted(ACTORS))
+def test_numpy_actor_gives_the_keras_actors_mean_and_log_std(name):
+    config = SACConfig(**ACTORS[name], log_std_min=-5.0, log_std_max=1.0)
     actor = build_actor(17, 6, config)
-    obs = np.random.default_rng(0).normal(0, 3, (1000, 17)).astype(np.float32)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(0, 3, (1000, 17)).astype(np.float32)
     actor(obs[:1])
+    _moved_statistics(actor, rng)
     # Large log-std head weights, so that both clip bounds are reached on these inputs.
     actor.log_std.kernel.assign(actor.log_std.kernel * 50.0)
-    twin = NumpyActor(len(hidden_sizes), (config.log_std_min, config.log_std_max), seed=0)
+    bounds = (config.log_std_min, config.log_std_max)
+    twin = NumpyActor(actor_plan(config), bounds, seed=0)
     twin.set_weights(actor.get_weights())
     mean, log_std = (t.numpy() for t in actor(obs))
     got_mean, got_log_std = twin.params(obs)
-    np.testing.assert_allclose(got_mean, mean, atol=1e-5)
-    np.testing.assert_allclose(got_log_std, log_std, atol=1e-5)
+    # To 1e-5, relative where the moved statistics make the means large (float32 sums in
+    # another order); the log-std head's factor of 50 scales its rounding by 50 too.
+    np.testing.assert_allclose(got_mean, mean, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_log_std, log_std, rtol=1e-5, atol=50 * 1e-5)
     assert got_log_std.min() == -5.0 and got_log_std.max() == 1.0
     for batch in (obs[:1], obs):  # a runner's one env copy, or several
         action = twin.sample(batch)

@@ -154,7 +154,8 @@ class SACConfig(
                 elif isinstance(value, str) or kinds[name] is int:
                     setattr(self, name, kinds[name](value))
             except (TypeError, ValueError):
-                raise TfsacError(f"{name} must be 'auto' or a value, got {value!r}") from None
+                kind = {int: "an integer", float: "a number"}.get(kinds.get(name), "integers")
+                raise TfsacError(f"{name} must be 'auto' or {kind}, got {value!r}") from None
 
     @property
     def learned_alpha(self) -> bool:

@@ -72,8 +72,10 @@ class ResidualBlock(keras.layers.Layer):
             self.project = EnsembleDense(ensemble, width, he_init=True, name="project")
         else:
             he = keras.initializers.HeNormal()
-            self.expand = keras.layers.Dense(4 * width, "relu", kernel_initializer=he)
-            self.project = keras.layers.Dense(width, kernel_initializer=he)
+            self.expand = keras.layers.Dense(
+                4 * width, "relu", kernel_initializer=he, name="expand"
+            )
+            self.project = keras.layers.Dense(width, kernel_initializer=he, name="project")
 
     def call(self, x, training=None):
         return x + self.project(self.expand(self.norm(x, training=training)))
@@ -98,7 +100,11 @@ class SimbaActor(keras.Model):
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         self.embed = keras.layers.Dense(hidden_sizes[0], name="embed")
         self.blocks = keras.Sequential(
-            [ResidualBlock(h, 0, batch_norm, name=f"block_{i}") for i, h in enumerate(hidden_sizes)]
+            [
+                ResidualBlock(h, 0, batch_norm, name=f"block_{i}")
+                for i, h in enumerate(hidden_sizes)
+            ],
+            name="blocks",
         )
         self.out_norm = _norm(batch_norm, 0, "out_norm")
         self.mean = keras.layers.Dense(action_dim, name="mean")
@@ -133,7 +139,8 @@ class SimbaCritic(keras.Model):
             [
                 ResidualBlock(h, num_critics, batch_norm, name=f"block_{i}")
                 for i, h in enumerate(hidden_sizes)
-            ]
+            ],
+            name="blocks",
         )
         self.out_norm = _norm(batch_norm, num_critics, "out_norm")
         self.head = EnsembleDense(num_critics, outputs, name="q")

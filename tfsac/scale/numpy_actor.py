@@ -1,11 +1,13 @@
-"""The built-in actor's forward pass in numpy, for env runners: a runner then acts without
+"""The built-in actors' forward pass in numpy, for env runners: a runner then acts without
 importing TensorFlow (seconds and hundreds of MB per process) and without TF's per-call cost
 (~100 µs a call against ~15 µs here at batch 1).
 
-It takes the weights in the order `tfsac.Actor.get_weights()` gives them (each hidden
-layer's kernel and bias, then the mean head's, then the log-std head's), which is what the
-learner sends the runners. tests/test_runners_numpy.py checks it against the Keras actor to
-1e-5 for every hidden-layer shape. A custom `actor_fn` has no numpy twin: its runners act
+An actor is a plan, the list of its layers in the order `get_weights()` gives their arrays
+(`actor_plan(config)`): the MLP's ReLU layers, CrossQ's batch renormalisation (with its
+moving statistics, as the actor acts), SimBa's observation normaliser, embedding, residual
+blocks and layer norms; then the mean and log-std heads. The learner sends the runners
+`get_weights()`. tests/test_numpy_actor.py checks every built-in actor against its Keras
+model to 1e-5. A custom `actor_fn` (and gSDE's actor) has no numpy twin: its runners act
 with TensorFlow.
 """
 
@@ -15,32 +17,72 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+# Weight arrays each layer of a plan takes, in get_weights() order.
+ARRAYS = {
+    "dense": 2,  # kernel, bias
+    "dense_relu": 2,
+    "batch_renorm": 5,  # gamma, beta, moving mean, moving variance, steps
+    "layer_norm": 2,  # gamma, beta
+    "normalize": 3,  # mean, variance, count
+    "block:layer_norm": 2 + 4,  # the block's norm, then its two dense layers
+    "block:batch_renorm": 5 + 4,
+}
+
+
+def actor_plan(config) -> List[str]:
+    """The layers of the built-in actor that `config` builds (tfsac.algorithm.networks)."""
+    renorm = ["batch_renorm"] if config.algorithm == "crossq" else []
+    if config.network == "simba":
+        norm = "batch_renorm" if renorm else "layer_norm"
+        blocks = [f"block:{norm}"] * len(config.hidden_sizes)
+        return ["normalize", *renorm, "dense", *blocks, norm]
+    return renorm + [layer for _ in config.hidden_sizes for layer in ["dense_relu", *renorm]]
+
+
+def _layer(kind: str, w: Sequence[np.ndarray], x: np.ndarray) -> np.ndarray:
+    if kind == "dense":
+        return x @ w[0] + w[1]
+    if kind == "dense_relu":
+        return np.maximum(x @ w[0] + w[1], 0.0)
+    if kind == "batch_renorm":  # BatchRenorm outside training: the moving statistics
+        return (x - w[2]) / np.sqrt(w[3] + 1e-3) * w[0] + w[1]
+    if kind == "layer_norm":
+        mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + 1e-5) * w[0] + w[1]
+    if kind == "normalize":
+        return (x - w[0]) / np.sqrt(w[1] + 1e-8)
+    norm = kind.split(":")[1]  # a residual block: x + Dense(ReLU(Dense(Norm(x))))
+    k = ARRAYS[norm]
+    hidden = _layer("dense_relu", w[k : k + 2], _layer(norm, w[:k], x))
+    return x + _layer("dense", w[k + 2 : k + 4], hidden)
+
 
 class NumpyActor:
-    """Relu MLP trunk -> (mean, log_std) heads, log_std clipped to `log_std_bounds`; samples
-    tanh(mean + exp(log_std) * eps), eps ~ N(0, I), from its own numpy generator."""
+    """The layers of `plan` -> (mean, log_std) heads, log_std clipped to `log_std_bounds`;
+    samples tanh(mean + exp(log_std) * eps), eps ~ N(0, I), from its own numpy generator.
+    `plan` may be the number of ReLU layers of the plain MLP."""
 
-    def __init__(self, hidden_layers: int, log_std_bounds: Tuple[float, float], seed: int):
-        self.hidden_layers = hidden_layers
+    def __init__(self, plan, log_std_bounds: Tuple[float, float], seed: int):
+        self.plan = ["dense_relu"] * plan if isinstance(plan, int) else list(plan)
         self.log_std_bounds = log_std_bounds
         self.rng = np.random.default_rng(seed)
         self.weights: Optional[List[np.ndarray]] = None
 
     def set_weights(self, weights: Sequence[np.ndarray]) -> None:
-        expected = 2 * self.hidden_layers + 4
+        expected = sum(ARRAYS[kind] for kind in self.plan) + 4
         if len(weights) != expected:
             raise ValueError(f"expected {expected} weight arrays, got {len(weights)}")
         self.weights = [np.asarray(w, np.float32) for w in weights]
 
     def params(self, observation: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """(mean, log_std) of the pre-tanh Gaussian for observations [B, obs_dim]."""
-        w = self.weights
+        w, at = self.weights, 0
         x = np.asarray(observation, np.float32)
-        for i in range(self.hidden_layers):
-            x = np.maximum(x @ w[2 * i] + w[2 * i + 1], 0.0)
-        k = 2 * self.hidden_layers
-        mean = x @ w[k] + w[k + 1]
-        log_std = np.clip(x @ w[k + 2] + w[k + 3], *self.log_std_bounds)
+        for kind in self.plan:
+            x = _layer(kind, w[at : at + ARRAYS[kind]], x)
+            at += ARRAYS[kind]
+        mean = x @ w[at] + w[at + 1]
+        log_std = np.clip(x @ w[at + 2] + w[at + 3], *self.log_std_bounds)
         return mean, log_std
 
     def sample(self, observation: np.ndarray) -> np.ndarray:

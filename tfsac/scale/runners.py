@@ -38,7 +38,7 @@ from tfsac.data.collector import Collector, Transitions
 from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.errors import TfsacError, first_line
 from tfsac.run.logs import quiet_library_logs
-from tfsac.scale.numpy_actor import NumpyActor
+from tfsac.scale.numpy_actor import NumpyActor, actor_plan
 
 # Restarts of one runner's process before the run gives up on it.
 MAX_RESTARTS = 5
@@ -70,8 +70,8 @@ def runner_seeds(seed: int, runner: int, resumes: int) -> List[int]:
 
 class TFPolicy:
     """The runner policy of an actor without a numpy twin (`tf_reason`): the Keras model and
-    GaussianExploration, compiled (the plain built-in actor's runners use NumpyActor and
-    never import TensorFlow)."""
+    GaussianExploration, compiled (the built-in actors' runners use NumpyActor and never
+    import TensorFlow)."""
 
     def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
         import tensorflow as tf
@@ -101,18 +101,13 @@ class TFPolicy:
 
 def tf_reason(cfg: SACConfig, actor_fn: Optional[Callable]) -> Optional[str]:
     """Why runners must act with TensorFlow; None where NumpyActor is the actor's twin."""
-    if actor_fn is not None:
-        return "a custom actor_fn has no numpy twin"
-    if cfg.algorithm == "crossq" or cfg.network == "simba":
-        what = "the SimBa" if cfg.network == "simba" else "CrossQ's batch-renormalised"
-        return f"{what} actor has no numpy twin"
-    return None
+    return "a custom actor_fn has no numpy twin" if actor_fn is not None else None
 
 
 def runner_policy(spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
-    """The plain built-in actor in numpy, any other in TensorFlow (`tf_reason`)."""
+    """A built-in actor in numpy, a custom one in TensorFlow (`tf_reason`)."""
     if tf_reason(cfg, actor_fn) is None:
-        return NumpyActor(len(cfg.hidden_sizes), (cfg.log_std_min, cfg.log_std_max), seed)
+        return NumpyActor(actor_plan(cfg), (cfg.log_std_min, cfg.log_std_max), seed)
     return TFPolicy(spec, cfg, actor_fn, seed)
 
 

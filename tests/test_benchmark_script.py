@@ -97,6 +97,7 @@ def test_no_flop_count_for_another_update_shape(monkeypatch):
     assert script.update_flops(SACConfig(variant="v1", **small), 3, 1) is None
 
 
+@pytest.mark.slow
 def test_inference_latency_table_covers_every_runtime_at_both_batch_sizes(tmp_path):
     import shutil
 

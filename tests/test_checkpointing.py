@@ -362,7 +362,15 @@ def _fail_tf_write(monkeypatch):  # TF's own file layer runs out of space
     return "No space left on device"
 
 
-@pytest.mark.parametrize("fault", [_fail_np_save, _fail_rename, _fail_tf_write])
+# One failure point in the default run, the others with -m slow (the same recovery path).
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(_fail_np_save, marks=pytest.mark.slow),
+        pytest.param(_fail_rename, marks=pytest.mark.slow),
+        _fail_tf_write,
+    ],
+)
 def test_a_failed_save_keeps_the_previous_checkpoint_and_stops_with_one_line(
     tmp_path, monkeypatch, fault
 ):

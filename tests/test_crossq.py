@@ -72,7 +72,9 @@ def test_ensemble_members_keep_their_own_statistics():
 
 
 def _crossq(**kw):
-    return SACConfig(algorithm="crossq", hidden_sizes=(16,), critic_hidden_sizes=(32,), **kw)
+    return SACConfig(
+        algorithm="crossq", hidden_sizes=(16,), critic_hidden_sizes=(32,), jit_compile=False, **kw
+    )
 
 
 def _batch(rng, n=32, obs_dim=3):

@@ -57,7 +57,14 @@ VARIANTS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(VARIANTS))
+# gSDE's, DroQ's and the custom actor with -m slow: their conversions take the same path.
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n in ("gsde", "droq", "custom") else n
+        for n in sorted(VARIANTS)
+    ],
+)
 def test_litert_and_onnx_give_the_saved_models_actions(tmp_path, name):
     import onnxruntime
     from ai_edge_litert.interpreter import Interpreter

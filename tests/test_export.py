@@ -278,6 +278,7 @@ def test_a_format_without_its_converter_is_refused_with_the_extra_to_install(mon
     formats.check_available(("saved_model", "tflite"))
 
 
+@pytest.mark.slow
 def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_path):
     from conftest import REPO_ROOT, tiny_config
 

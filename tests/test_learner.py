@@ -94,6 +94,7 @@ def test_update_traces_once_for_any_batch_count():
     assert learner.trace_counts() == {"update": 1, "act": 1}
 
 
+@pytest.mark.slow
 def test_same_seed_same_updates():
     results = []
     for _ in range(2):

@@ -115,6 +115,7 @@ def test_policy_delay_updates_actor_and_alpha_every_k_critic_steps():
     assert int(fused.sac.actor_optimizer.iterations.numpy()) == 2
 
 
+@pytest.mark.slow
 def test_target_update_interval():
     learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), target_update_interval=2))
     target = learner.target_critic.head.bias
@@ -282,6 +283,7 @@ def test_bad_collection_and_variant_settings(kw, message):
         SACConfig(**kw).validate()
 
 
+@pytest.mark.slow
 def test_v1_updates_value_networks_and_not_without_updates():
     learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), variant="v1", tau=0.5))
     assert learner.target_critic is None

@@ -190,6 +190,7 @@ def _plot_cli(run_dirs, out):
     )
 
 
+@pytest.mark.slow
 def test_plot_from_several_seeds(tmp_path):
     runs = []
     for seed in (0, 1):

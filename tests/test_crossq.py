@@ -5,7 +5,7 @@ evaluation, export)."""
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import tiny_config
+from conftest import random_batch, tiny_config
 
 from tfsac import SACConfig, SACLearner, TfsacError, Trainer, train
 from tfsac.algorithm.layers import BatchRenorm
@@ -77,16 +77,6 @@ def _crossq(**kw):
     )
 
 
-def _batch(rng, n=32, obs_dim=3):
-    return {
-        "observation": rng.normal(size=(1, n, obs_dim)),
-        "action": rng.uniform(-1, 1, (1, n, 2)),
-        "reward": rng.normal(size=(1, n)),
-        "next_observation": rng.normal(2.0, size=(1, n, obs_dim)),
-        "terminated": np.zeros((1, n)),
-    }
-
-
 def _stats(model):
     return {v.path: v.numpy().copy() for v in model.non_trainable_variables}
 
@@ -115,7 +105,8 @@ def test_crossq_update_trains_the_statistics_on_the_joint_batch_and_acting_does_
     assert learner.target_critic is None and "target_critic" not in sac.checkpoint_objects()
     assert sac.actor_optimizer.beta_1 == 0.5
     rng = np.random.default_rng(0)
-    batch = _batch(rng)
+    batch = random_batch(1, 32, 3, 2)
+    batch["next_observation"] += 2.0  # s' apart from s, so the joint mean tells them apart
     actor_stats, critic_stats = _stats(learner.actor), _stats(learner.critic)
     assert learner.update(batch)["finite"]
     # The critics' input statistics saw (s, a) and (s', a') as one batch: the observation

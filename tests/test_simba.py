@@ -5,7 +5,7 @@ restored from checkpoints and inside the export (a served model takes raw observ
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import tiny_config
+from conftest import random_batch, tiny_config
 
 from tfsac import SACConfig, SACLearner, TfsacError, Trainer, train
 from tfsac.algorithm.simba import ObservationNormalizer
@@ -48,14 +48,7 @@ def test_simba_networks_share_one_normaliser_which_updates_do_not_move():
     rng = np.random.default_rng(0)
     sac.observe(rng.normal(5.0, 3.0, (100, 3)))
     stats = [v.numpy().copy() for v in norm.weights]
-    batch = {
-        "observation": rng.normal(size=(1, 16, 3)),
-        "action": rng.uniform(-1, 1, (1, 16, 2)),
-        "reward": rng.normal(size=(1, 16)),
-        "next_observation": rng.normal(size=(1, 16, 3)),
-        "terminated": np.zeros((1, 16)),
-    }
-    assert learner.update(batch)["finite"]
+    assert learner.update(random_batch(1, 16, 3, 2))["finite"]
     learner.act(rng.normal(size=(4, 3)))
     for v, s in zip(norm.weights, stats, strict=True):
         np.testing.assert_array_equal(v.numpy(), s)

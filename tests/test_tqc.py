@@ -4,7 +4,7 @@ learner assembles it."""
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import tiny_config
+from conftest import random_batch, tiny_config
 
 from tfsac import SACConfig, SACLearner, TfsacError, train
 from tfsac.algorithm import losses
@@ -68,15 +68,7 @@ def test_tqc_update_trains_quantile_critics_and_changes_every_network():
     q = learner.critic(tf.zeros([4, 3]), tf.zeros([4, 2]))
     assert q.shape == (3, 4, 5)
     before = [v.numpy().copy() for v in learner.sac.trainable_state()]
-    rng = np.random.default_rng(0)
-    batch = {
-        "observation": rng.normal(size=(1, 32, 3)),
-        "action": rng.uniform(-1, 1, (1, 32, 2)),
-        "reward": rng.normal(size=(1, 32)),
-        "next_observation": rng.normal(size=(1, 32, 3)),
-        "terminated": np.zeros((1, 32)),
-    }
-    metrics = learner.update(batch)
+    metrics = learner.update(random_batch(1, 32, 3, 2))
     assert metrics["finite"] and metrics["critic_loss"] > 0
     after = learner.sac.trainable_state()
     changed = {

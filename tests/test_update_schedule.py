@@ -92,6 +92,10 @@ def test_stopwatch_leaves_out_paused_time_and_adds_earlier_sessions():
     with watch.paused():
         time.sleep(0.2)
     assert 10.0 <= watch.seconds() < 10.15
+    watch.stop()  # the reading freezes
+    frozen = watch.seconds()
+    time.sleep(0.05)
+    assert watch.seconds() == frozen and not watch.running
 
 
 def test_loop_state_round_trip():

@@ -57,6 +57,8 @@ class Collector:
         self.spec = spec
         self.num_envs = num_envs
         self.warmup_rng = np.random.default_rng(seed)
+        self._low = np.asarray(spec.action_low, np.float32)
+        self._high = np.asarray(spec.action_high, np.float32)
         self.observation: Optional[np.ndarray] = None
         self._returns = np.zeros(num_envs)
         self._lengths = np.zeros(num_envs, np.int64)
@@ -77,22 +79,19 @@ class Collector:
     def step(self, unit_action: Optional[np.ndarray]) -> Transitions:
         if unit_action is None:
             unit_action = self.warmup_actions()
-        spec = self.spec
-        action = unit_to_bounds(unit_action, spec.action_low, spec.action_high)
+        action = unit_to_bounds(unit_action, self._low, self._high)
         new_obs, reward, terminated, truncated, info = self.env.step(action)
         new_obs = np.asarray(new_obs, np.float32)
+        self._returns += reward
+        self._lengths += 1
+        next_obs, finished = new_obs, []
         done = np.logical_or(terminated, truncated)
-        next_obs = new_obs
         if done.any():
             next_obs = new_obs.copy()
             for i in np.flatnonzero(done):
                 next_obs[i] = info["final_obs"][i]
-        self._returns += reward
-        self._lengths += 1
-        finished = []
-        for i in np.flatnonzero(done):
-            finished.append((float(self._returns[i]), int(self._lengths[i])))
-            self._returns[i], self._lengths[i] = 0.0, 0
+                finished.append((float(self._returns[i]), int(self._lengths[i])))
+                self._returns[i], self._lengths[i] = 0.0, 0
         transitions = Transitions(
             self.observation, unit_action, reward, next_obs, terminated, finished
         )

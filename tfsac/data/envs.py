@@ -29,7 +29,7 @@ def unit_to_bounds(unit_action, low, high):
     low = np.asarray(low, np.float32)
     high = np.asarray(high, np.float32)
     action = low + (np.asarray(unit_action, np.float32) + 1.0) * 0.5 * (high - low)
-    return np.clip(action, low, high)
+    return np.minimum(np.maximum(action, low), high)  # np.clip's dispatch costs more than this
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,11 +216,40 @@ def _flat_env_fn(env_fn: EnvFn) -> gym.Env:
     return checked_env(env_fn)
 
 
+class LeanSyncVectorEnv(gym.vector.SyncVectorEnv):
+    """gymnasium's SyncVectorEnv in its same-step autoreset mode, with a `step` that keeps
+    only what the collector reads: the batched results and `info["final_obs"]` (an object
+    array, None where a copy did not finish). The envs' own step infos are dropped; merging
+    them into arrays cost more per step than HalfCheetah's physics (docs/performance.md,
+    "Env runners")."""
+
+    def step(self, actions):
+        final_obs = None
+        for i, env in enumerate(self.envs):
+            obs, self._rewards[i], terminated, truncated, _ = env.step(actions[i])
+            self._terminations[i], self._truncations[i] = terminated, truncated
+            if terminated or truncated:
+                if final_obs is None:
+                    final_obs = np.full(self.num_envs, None, dtype=object)
+                final_obs[i] = obs
+                obs, _ = env.reset()
+            self._env_obs[i] = obs
+        observations = np.stack(self._env_obs)
+        info = {} if final_obs is None else {"final_obs": final_obs}
+        return (
+            observations,
+            self._rewards.copy(),
+            self._terminations.copy(),
+            self._truncations.copy(),
+            info,
+        )
+
+
 def make_vector_env(env_fn: EnvFn, num_envs: int, mode: str = "sync") -> gym.vector.VectorEnv:
     """`num_envs` copies of `checked_env(env_fn)` stepped together ("sync" in this process,
     "async" in one subprocess each: `env_fn` must then pickle), resetting finished copies
     in the same step and reporting their true final observation in `info["final_obs"]`."""
-    vector_env = {"sync": gym.vector.SyncVectorEnv, "async": gym.vector.AsyncVectorEnv}.get(mode)
+    vector_env = {"sync": LeanSyncVectorEnv, "async": gym.vector.AsyncVectorEnv}.get(mode)
     if vector_env is None:
         raise TfsacError(f"vector mode must be 'sync' or 'async', got {mode!r}")
     return vector_env(

@@ -167,6 +167,10 @@ class Stopwatch:
     def start(self) -> None:
         self._t0 = time.perf_counter()
 
+    def stop(self) -> None:
+        """Freezes the reading (`running` is False after it)."""
+        self.before, self._t0, self._paused = self.seconds(), None, 0.0
+
     def seconds(self) -> float:
         if self._t0 is None:
             return self.before

@@ -237,6 +237,8 @@ class Trainer:
         try:
             with StopSignals() as stop, bar, lines_above(bar):
                 self._collect_and_learn(stop)
+            # Closing the runners, the logs and the export are not the learning phase.
+            self.learning_clock.stop()
         finally:
             self.source.close()
         return self._finish()

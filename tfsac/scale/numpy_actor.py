@@ -82,7 +82,8 @@ class NumpyActor:
             x = _layer(kind, w[at : at + ARRAYS[kind]], x)
             at += ARRAYS[kind]
         mean = x @ w[at] + w[at + 1]
-        log_std = np.clip(x @ w[at + 2] + w[at + 3], *self.log_std_bounds)
+        low, high = self.log_std_bounds
+        log_std = np.minimum(np.maximum(x @ w[at + 2] + w[at + 3], low), high)
         return mean, log_std
 
     def sample(self, observation: np.ndarray) -> np.ndarray:

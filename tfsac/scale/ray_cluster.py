@@ -10,6 +10,7 @@ import logging
 import os
 import secrets
 import socket
+import subprocess
 import sys
 from typing import Any, Dict, Optional
 
@@ -69,17 +70,33 @@ def check_address(address: Optional[str], timeout: float = 5.0) -> None:
 JOIN_TRIES = "5"
 
 
-def ray_options() -> Dict[str, Any]:
-    """ray.init arguments: quiet (no worker output or dashboard), and workers that import
-    this process's tfsac (shipped to every node) with TF's start-up lines off."""
+def ray_options(ship_tfsac: bool = True) -> Dict[str, Any]:
+    """ray.init arguments: quiet (no worker output or dashboard); with `ship_tfsac`, workers
+    that import this process's tfsac (shipped to every node) with TF's start-up lines off."""
     import tfsac
 
-    return {
-        "logging_level": logging.ERROR,
-        "log_to_driver": False,
-        "include_dashboard": False,
-        "runtime_env": {"py_modules": [tfsac], "env_vars": {"TF_CPP_MIN_LOG_LEVEL": "2"}},
-    }
+    options = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False}
+    if ship_tfsac:
+        env = {"py_modules": [tfsac], "env_vars": {"TF_CPP_MIN_LOG_LEVEL": "2"}}
+        options["runtime_env"] = env
+    return options
+
+
+def workers_import_this_tfsac() -> bool:
+    """Whether a worker of a local Ray (this interpreter, environment and working
+    directory; not this process's own sys.path edits) finds this process's tfsac. Then the
+    local Ray needs no runtime env: a worker with one is started for it alone, not taken
+    from Ray's started pool (16 runners ready in 6.4 s instead of 10.4 here)."""
+    import tfsac
+
+    code = "import importlib.util as u; s = u.find_spec('tfsac'); print(s.origin if s else '')"
+    try:
+        found = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(found) and os.path.realpath(found) == os.path.realpath(tfsac.__file__)
 
 
 def start_ray(address: Optional[str], **local_kwargs) -> bool:
@@ -97,10 +114,11 @@ def start_ray(address: Optional[str], **local_kwargs) -> bool:
         os.environ.setdefault("RAY_gcs_server_port_wait_time_s", JOIN_TRIES)
     else:
         kwargs = {"address": "local", **local_kwargs}
+    options = ray_options(ship_tfsac=bool(address) or not workers_import_this_tfsac())
     try:
         # Ray's C++ start-up and retry lines go to its log folder, not to the console.
         with native_stderr_captured(replay_on_error=False):
-            ray.init(**ray_options(), **kwargs)
+            ray.init(**options, **kwargs)
     except ConnectionError:
         raise TfsacError(
             f"cannot join the Ray cluster at {address}: no Ray answered there in "

@@ -79,9 +79,12 @@ def main(argv):
                 env_id, policy, FLAGS.video_dir, "eval", episodes, seed, env_kwargs
             )
         else:
-            env = tfsac.make_env(env_id, env_kwargs=env_kwargs)
-            returns = evaluation.run_episodes(env, policy, episodes, seed=seed)
-            env.close()
+            # As the training run's evaluations: episodes side by side on env copies.
+            copies = min(episodes, evaluation.EVAL_COPIES)
+            envs = [tfsac.make_env(env_id, env_kwargs=env_kwargs) for _ in range(copies)]
+            returns = evaluation.run_episodes(envs, policy, episodes, seed=seed)
+            for env in envs:
+                env.close()
     except tfsac.TfsacError as e:
         fail(str(e))
     _report(env_id, returns, seed, episodes, info)

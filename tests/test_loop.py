@@ -230,3 +230,41 @@ def test_info_lines_pass_from_every_tfsac_subpackage_and_not_from_libraries():
         assert passes(os.path.join(REPO_ROOT, "tfsac", module)), module
     assert not passes("/usr/lib/python3/site-packages/tensorflow/python/saver.py")
     assert passes("/usr/lib/python3/site-packages/tensorflow/python/saver.py", logging.WARNING)
+
+
+class SeedEchoEnv(gym.Env):
+    """Observation [seed % 1000] throughout; episodes of 1 + seed % 4 steps; reward
+    observation + action: a return is computable from the reset's seed."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    action_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        self.value, self.left = float(seed % 1000), 1 + seed % 4
+        return np.array([self.value], np.float32), {}
+
+    def step(self, action):
+        self.left -= 1
+        reward = self.value + float(action[0])
+        return np.array([self.value], np.float32), reward, self.left == 0, False, {}
+
+
+def test_evaluation_episodes_side_by_side_on_copies_return_what_one_env_returns():
+    from tfsac.run.evaluation import episode_seeds, run_episodes
+
+    seeds = episode_seeds(7, 5)
+    assert len(set(seeds)) == 5 and seeds == episode_seeds(7, 5) != episode_seeds(8, 5)
+    expected = [(1 + s % 4) * 1.5 * (s % 1000) for s in seeds]  # action = obs / 2
+    for copies in (1, 2, 3, 8):
+        widths = []
+
+        def policy(obs, widths=widths):
+            widths.append(len(obs))
+            return obs * 0.5
+
+        returns = run_episodes([SeedEchoEnv() for _ in range(copies)], policy, 5, seed=7)
+        assert returns == pytest.approx(expected), copies
+        # One call per step for all running episodes, always padded to one batch size.
+        assert set(widths) == {min(copies, 5)}
+        assert len(widths) <= sum(1 + s % 4 for s in seeds)
+    assert len(widths) == max(1 + s % 4 for s in seeds)  # five copies' worth: the longest

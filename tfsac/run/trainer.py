@@ -16,7 +16,7 @@ from absl import logging
 from tfsac.algorithm.learner import SACLearner
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
-from tfsac.data.envs import EnvFn, EnvSpec
+from tfsac.data.envs import EnvFn, EnvSpec, checked_env
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.update_schedule import UpdateSchedule
 from tfsac.deploy.export import export_trained_policy
@@ -109,7 +109,9 @@ class Trainer:
         self.callbacks = CallbackList([FunctionCallback(on_log, on_evaluation), *callbacks])
         self.learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
         videos = self.files.file(VIDEOS_DIR)
-        self.evaluator = Evaluator(start.eval_env, self.learner, spec, config, videos)
+        self.evaluator = Evaluator(
+            start.eval_env, self.learner, spec, config, videos, lambda: checked_env(self.env_fn)
+        )
         shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
         self.buffer = ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
         self.checkpointer = Checkpointer(

@@ -104,7 +104,7 @@ class BatchRenorm(keras.layers.Layer):
     def call(self, inputs, training=None):
         moving_std = tf.sqrt(self.moving_variance + self.epsilon)
         if not training:
-            return (inputs - self.moving_mean) / moving_std * self.gamma + self.beta
+            return self._affine(inputs, self.moving_mean, moving_std, 1.0, 0.0)
         mean, variance = tf.nn.moments(inputs, axes=[-2], keepdims=True)
         std = tf.sqrt(variance + self.epsilon)
         warm = self.steps >= self.warmup_steps
@@ -116,7 +116,14 @@ class BatchRenorm(keras.layers.Layer):
         self.moving_mean.assign(m * self.moving_mean + (1.0 - m) * mean)
         self.moving_variance.assign(m * self.moving_variance + (1.0 - m) * variance)
         self.steps.assign_add(1.0)
-        return ((inputs - mean) / std * r + d) * self.gamma + self.beta
+        return self._affine(inputs, mean, std, r, d)
+
+    def _affine(self, inputs, mean, std, r, d):
+        """((x - mean) / std * r + d) * gamma + beta as x * scale + offset: the per-unit
+        vectors are computed once, so the [.., B, units] activations are read once (and
+        their gradient takes one pass plus the statistics' reductions)."""
+        scale = self.gamma * r / std
+        return inputs * scale + (self.beta + self.gamma * d - mean * scale)
 
     def get_config(self):
         return {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+from functools import partial
 from typing import Callable, Dict, Optional, Sequence
 
 import keras
@@ -108,10 +109,8 @@ class Trainer:
         self.files = RunDir(self.run_dir)
         self.callbacks = CallbackList([FunctionCallback(on_log, on_evaluation), *callbacks])
         self.learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
-        videos = self.files.file(VIDEOS_DIR)
-        self.evaluator = Evaluator(
-            start.eval_env, self.learner, spec, config, videos, lambda: checked_env(self.env_fn)
-        )
+        videos, copy_env = self.files.file(VIDEOS_DIR), partial(checked_env, self.env_fn)
+        self.evaluator = Evaluator(start.eval_env, self.learner, spec, config, videos, copy_env)
         shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
         self.buffer = ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
         self.checkpointer = Checkpointer(

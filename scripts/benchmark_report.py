@@ -87,7 +87,14 @@ def peer_runs(pattern):
     found = []
     for path in sorted(glob.glob(pattern)) if pattern else []:
         with open(path) as f:
-            line = json.loads(f.read().strip().splitlines()[-1])
+            lines = f.read().strip().splitlines()
+        try:
+            line = json.loads(lines[-1])
+            line["curve"], line["eval_return_mean"]  # noqa: B018 - present when finished
+        except (IndexError, ValueError, KeyError, TypeError):
+            # learn.py writes its line when it ends: a run still going (or one that died).
+            print(f"skipped (not finished): {path}", file=sys.stderr)
+            continue
         steps, returns = (np.array(v) for v in zip(*line["curve"], strict=True))
         run = dict(
             seed=line["seed"],

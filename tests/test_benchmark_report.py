@@ -52,6 +52,7 @@ def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
     _peer_run(tmp_path / "sbx" / "a.json", 0, [2.0, 200.0], 40.0)
     _peer_run(tmp_path / "sbx" / "b.json", 1, [2.0, 400.0], 60.0)
     _peer_run(tmp_path / "sbx" / "c.json", 0, [100.0, 200.0, 650.0], 40.0, algo="tqc")
+    (tmp_path / "sbx" / "d.json").write_text("")  # learn.py writes its line when it ends
     out = tmp_path / "out"
     proc = subprocess.run(
         [
@@ -75,7 +76,8 @@ def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
     assert "| Hopper-v5 | tfsac | 0,1 | 200 ± 100 | 60 | 20 (1/2) | - |" in proc.stdout
     assert "| Hopper-v5 | tfsac tqc | 0,1 | 850 ± 50 | 50 | 15 (2/2) | 0.2 |" in proc.stdout
     assert "| Hopper-v5 | sbx tqc | 0 | 650 ± 0 | 40 | 30 (1/1) | 1.0 |" in proc.stdout
-    assert "skipped (not finished)" in proc.stderr
+    assert "skipped (not finished): " + str(tmp_path / "sweep" / "base" / "seed2") in proc.stderr
+    assert "skipped (not finished): " + str(tmp_path / "sbx" / "d.json") in proc.stderr
     assert (out / "hopper_v5.png").stat().st_size > 0
     assert (out / "results.md").read_text().strip().splitlines()[2:] == (
         proc.stdout.strip().splitlines()[2:]

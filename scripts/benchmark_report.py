@@ -89,10 +89,11 @@ def peer_runs(pattern):
         with open(path) as f:
             lines = f.read().strip().splitlines()
         try:
-            line = json.loads(lines[-1])
-            line["curve"], line["eval_return_mean"]  # noqa: B018 - present when finished
-        except (IndexError, ValueError, KeyError, TypeError):
-            # learn.py writes its line when it ends: a run still going (or one that died).
+            line = json.loads(lines[-1]) if lines else None
+        except ValueError:
+            line = None
+        # learn.py writes its line when it ends: none means a run still going (or one that died).
+        if not isinstance(line, dict) or "curve" not in line or "eval_return_mean" not in line:
             print(f"skipped (not finished): {path}", file=sys.stderr)
             continue
         steps, returns = (np.array(v) for v in zip(*line["curve"], strict=True))

@@ -99,6 +99,24 @@ def test_crossq_defaults_are_the_papers_and_can_be_overridden():
         SACConfig(policy_delay="often")
 
 
+def test_crossq_networks_start_lecun_normal_and_the_others_glorot_uniform():
+    """CrossQ's kernels have variance 1 / fan_in (flax's default, as in the paper's code and
+    SBX); SAC's keep Keras' Glorot uniform, variance 2 / (fan_in + fan_out)."""
+    wide = dict(hidden_sizes=(400,), critic_hidden_sizes=(400,))
+    for algorithm, want in (("crossq", lambda i, o: 1 / i), ("sac", lambda i, o: 2 / (i + o))):
+        learner = SACLearner(30, 2, SACConfig(algorithm=algorithm, **wide))
+        kernels = [
+            v.numpy()
+            for model in (learner.sac.actor, learner.sac.critic)
+            for v in model.trainable_variables
+            if v.path.endswith("kernel")
+        ]
+        assert len(kernels) == 5  # actor: hidden, mean, log_std; critic: hidden, q
+        for w in kernels:
+            fan_in, fan_out = w.shape[-2:]
+            assert w.var() == pytest.approx(want(fan_in, fan_out), rel=0.15), (algorithm, w.shape)
+
+
 def test_crossq_update_trains_the_statistics_on_the_joint_batch_and_acting_does_not():
     learner = SACLearner(3, 2, _crossq(batch_norm_momentum=0.99))
     sac = learner.sac

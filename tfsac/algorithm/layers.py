@@ -14,26 +14,38 @@ class EnsembleDense(keras.layers.Layer):
     """`n` independent dense layers evaluated as one batched matmul.
 
     Input [B, in] (shared by all members, computed as one wide matmul) or [n, B, in];
-    output [n, B, units]. Each member is initialised like a Keras `Dense` on its own
-    [in, units] kernel (Glorot uniform, zero bias), so n critics start independent.
+    output [n, B, units]. Each member's [in, units] kernel is initialised on its own, as a
+    Keras `Dense` would be (`kernel_init`: 'glorot_uniform', Keras' default; 'he_normal'
+    or 'lecun_normal', truncated normals of variance 2 / in and 1 / in), with zero bias,
+    so n critics start independent.
     """
 
     def __init__(
-        self, ensemble_size: int, units: int, activation=None, he_init: bool = False, **kwargs
+        self,
+        ensemble_size: int,
+        units: int,
+        activation=None,
+        kernel_init: str = "glorot_uniform",
+        **kwargs,
     ):
         super().__init__(**kwargs)
+        if kernel_init not in ("glorot_uniform", "he_normal", "lecun_normal"):
+            raise ValueError(f"unknown kernel_init {kernel_init!r}")
         self.ensemble_size = ensemble_size
         self.units = units
         self.activation = keras.activations.get(activation)
-        self.he_init = he_init
+        self.kernel_init = kernel_init
 
     def build(self, input_shape):
         fan_in = int(input_shape[-1])
-        if self.he_init:  # He normal (truncated at 2 std, rescaled to variance 2 / fan_in)
-            initializer = keras.initializers.TruncatedNormal(0.0, math.sqrt(2.0 / fan_in) / 0.8796)
-        else:
+        if self.kernel_init == "glorot_uniform":
             limit = math.sqrt(6.0 / (fan_in + self.units))
             initializer = keras.initializers.RandomUniform(-limit, limit)
+        else:  # truncated at 2 std, so the std is rescaled to keep the variance
+            scale = 2.0 if self.kernel_init == "he_normal" else 1.0
+            initializer = keras.initializers.TruncatedNormal(
+                0.0, math.sqrt(scale / fan_in) / 0.8796
+            )
         self.kernel = self.add_weight(
             name="kernel", shape=(self.ensemble_size, fan_in, self.units), initializer=initializer
         )
@@ -58,7 +70,7 @@ class EnsembleDense(keras.layers.Layer):
             ensemble_size=self.ensemble_size,
             units=self.units,
             activation=keras.activations.serialize(self.activation),
-            he_init=self.he_init,
+            kernel_init=self.kernel_init,
         )
         return config
 

@@ -3,6 +3,7 @@ the builders that choose them from a config (SimBa's in tfsac.algorithm.simba)."
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Dict, Optional, Sequence
 
 import keras
@@ -13,6 +14,11 @@ from tfsac.algorithm.simba import ObservationNormalizer, SimbaActor, SimbaCritic
 from tfsac.errors import TfsacError
 
 
+def _kernel_init(batch_norm: Optional[Dict]) -> str:
+    """CrossQ's (batch-normalised) MLPs start LeCun normal, the others Keras' Glorot."""
+    return "lecun_normal" if batch_norm else "glorot_uniform"
+
+
 class Critic(keras.Model):
     """An ensemble of `num_critics` Q(s, a) networks; returns Q values of shape [n, B], or
     with `outputs` > 1 that many values each, [n, B, outputs] (TQC's quantiles).
@@ -21,7 +27,9 @@ class Critic(keras.Model):
     -> ReLU, the DroQ critic (Hiraoka et al. 2022, arXiv:2110.02034) for many gradient
     steps per env step; dropout is active when called with training=True (the updates).
     With `batch_norm` (BatchRenorm's arguments) the input and each hidden layer's output
-    are batch-renormalised, CrossQ's critic.
+    are batch-renormalised, CrossQ's critic, whose kernels start LeCun normal as in the
+    paper's JAX code and SBX (flax's default), not Glorot uniform: behind a batch norm a
+    kernel's scale sets how fast Adam's fixed-size steps turn it.
     """
 
     def __init__(
@@ -37,12 +45,13 @@ class Critic(keras.Model):
         super().__init__(**kw)
         self.num_critics, self.outputs = num_critics, outputs
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
+        dense = partial(EnsembleDense, kernel_init=_kernel_init(batch_norm))
         layers = []
         for i, h in enumerate(hidden_sizes):
             if not layer_norm and not dropout:
-                layers.append(EnsembleDense(num_critics, h, activation="relu", name=f"hidden_{i}"))
+                layers.append(dense(num_critics, h, activation="relu", name=f"hidden_{i}"))
             else:
-                layers.append(EnsembleDense(num_critics, h, name=f"hidden_{i}"))
+                layers.append(dense(num_critics, h, name=f"hidden_{i}"))
                 if dropout:
                     layers.append(keras.layers.Dropout(dropout, name=f"dropout_{i}"))
                 if layer_norm:
@@ -53,7 +62,7 @@ class Critic(keras.Model):
         # A Sequential, not a Python list: tf.train.Checkpoint does not see Keras 3 layers
         # held in a list attribute.
         self.trunk = keras.Sequential(layers, name="trunk")
-        self.head = EnsembleDense(num_critics, outputs, name="q")
+        self.head = dense(num_critics, outputs, name="q")
 
     def call(self, observations, actions, training=None):
         x = tf.concat([observations, actions], axis=-1)
@@ -66,7 +75,7 @@ class Critic(keras.Model):
 class Actor(keras.Model):
     """Observation -> (mean, log_std) of the pre-tanh Gaussian, log_std clipped to bounds.
     With `batch_norm` (BatchRenorm's arguments) the observation and each hidden layer's
-    output are batch-renormalised, CrossQ's actor."""
+    output are batch-renormalised, CrossQ's actor (kernels LeCun normal, as its critic's)."""
 
     def __init__(
         self,
@@ -82,14 +91,15 @@ class Actor(keras.Model):
         self.log_std_min = log_std_min
         self.log_std_max = log_std_max
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
+        dense = partial(keras.layers.Dense, kernel_initializer=_kernel_init(batch_norm))
         layers = []
         for i, h in enumerate(hidden_sizes):
-            layers.append(keras.layers.Dense(h, activation="relu", name=f"hidden_{i}"))
+            layers.append(dense(h, activation="relu", name=f"hidden_{i}"))
             if batch_norm:
                 layers.append(BatchRenorm(**batch_norm, name=f"batch_norm_{i}"))
         self.trunk = keras.Sequential(layers, name="trunk")
-        self.mean = keras.layers.Dense(action_dim, name="mean")
-        self.log_std = keras.layers.Dense(action_dim, name="log_std")
+        self.mean = dense(action_dim, name="mean")
+        self.log_std = dense(action_dim, name="log_std")
 
     def call(self, observations, training=None):
         x = observations

@@ -68,8 +68,10 @@ class ResidualBlock(keras.layers.Layer):
         super().__init__(**kwargs)
         self.norm = _norm(batch_norm, ensemble, "norm")
         if ensemble:
-            self.expand = EnsembleDense(ensemble, 4 * width, "relu", he_init=True, name="expand")
-            self.project = EnsembleDense(ensemble, width, he_init=True, name="project")
+            self.expand = EnsembleDense(
+                ensemble, 4 * width, "relu", kernel_init="he_normal", name="expand"
+            )
+            self.project = EnsembleDense(ensemble, width, kernel_init="he_normal", name="project")
         else:
             he = keras.initializers.HeNormal()
             self.expand = keras.layers.Dense(

@@ -441,6 +441,24 @@ def test_nan_reward_stops_with_step_and_keeps_checkpoint(tmp_path):
     )
 
 
+def test_a_checkpoint_refuses_a_nonfinite_critic(tmp_path):
+    """The update calls' flag reads the losses and the actor only; a non-finite critic
+    would show in the next call's loss, and a checkpoint before that call refuses it."""
+    trainer = Trainer(_config(tmp_path / "run", total_steps=100), export=False)
+    trainer.run()
+    assert trainer.checkpointer.latest.endswith("ckpt-100")
+    bias = trainer.learner.critic.head.bias
+    bias.assign(np.full(bias.shape, np.inf, np.float32))
+    with pytest.raises(NonFiniteError, match=r"non-finite values at step 100 in: critic/q/bias"):
+        trainer._save_checkpoint()
+    assert trainer.checkpointer.latest.endswith("ckpt-100")
+    assert np.all(
+        np.isfinite(
+            Trainer(trainer.config, export=False, resume=True).learner.critic.head.bias.numpy()
+        )
+    )
+
+
 def test_inf_loss_stops_with_step_and_quantity(tmp_path):
     trainer = Trainer(
         _config(tmp_path / "run", env_id="tfsac-test/HugeReward-v0", learning_starts=110),

@@ -71,6 +71,36 @@ def test_the_actor_normalises_raw_observations_itself():
     )
 
 
+@pytest.mark.parametrize("jit", [True, False])
+def test_an_update_call_folds_new_observations_in_as_observe_does(jit):
+    """The training loop hands each chunk's observations to the update call, which merges
+    them (in float64, in the compiled call) before its gradient step: the same statistics
+    and the same step as `observe` on the host, then the update."""
+    rng = np.random.default_rng(3)
+    config = SACConfig(network="simba", hidden_sizes=(16, 16), jit_compile=jit)
+    host, in_call = SACLearner(3, 2, config), SACLearner(3, 2, config)
+    for model in ("actor", "critic", "target_critic"):
+        getattr(in_call, model).set_weights(getattr(host, model).get_weights())
+    batch, act_obs = random_batch(1, 16, 3, 2), rng.normal(size=(1, 3))
+    for new in (rng.normal(4.0, 3.0, (1, 3)), rng.normal(-1.0, 0.5, (5, 3))):
+        host.sac.observe(new)
+        expected, expected_action = host.update_and_act(batch, act_obs)
+        metrics, action = in_call.update_and_act(batch, act_obs, observed=new)
+        pairs = zip(
+            in_call.sac.obs_normalizer.weights, host.sac.obs_normalizer.weights, strict=True
+        )
+        for v, w in pairs:
+            np.testing.assert_allclose(v.numpy(), w.numpy(), rtol=1e-6)
+        assert metrics == pytest.approx(expected, rel=1e-5)
+        np.testing.assert_allclose(action, expected_action, atol=1e-5)
+    # A call without new observations leaves the statistics as they are.
+    stats = [v.numpy().copy() for v in in_call.sac.obs_normalizer.weights]
+    assert in_call.update(batch)["finite"]
+    for v, s in zip(in_call.sac.obs_normalizer.weights, stats, strict=True):
+        np.testing.assert_array_equal(v.numpy(), s)
+    assert in_call.sac.obs_normalizer.count.numpy() == 6
+
+
 def test_simba_options_are_checked():
     with pytest.raises(TfsacError, match="hidden_sizes needs one width for every block"):
         SACConfig(network="simba", hidden_sizes=(64, 32)).validate()

@@ -2,8 +2,9 @@
 
 What this adds around the algorithm (tfsac.algorithm.sac): batches arrive packed as one tensor per
 call (`replay.transition_layout`); one call runs K gradient steps; a finite flag over every
-loss and parameter comes back with the metrics; `update_and_act` also picks the next env
-step's actions with the updated policy, so a training step costs one dispatch; acting draws
+loss and acting variable comes back with the metrics; `update_and_act` also picks the next
+env step's actions with the updated policy, so a training step costs one dispatch (SimBa's
+new observations, too, are folded into its normaliser inside that call); acting draws
 from its own random stream (Gaussian, or gSDE's state-dependent noise), so evaluation never
 shifts the update's noise.
 """
@@ -90,10 +91,16 @@ class SACLearner:
         width = sum(w for _, w in self._layout)
         batches = tf.TensorSpec([None, None, width], tf.float32)  # [steps, batch, row]
         obs = tf.TensorSpec([None, obs_dim], tf.float32)
+        # SimBa's update calls also take the moments of the observations collected since
+        # the last call (ObservationNormalizer.moments) and fold them in first.
+        self._normalizer = self.sac.obs_normalizer
+        moments = [tf.TensorSpec([3, obs_dim], tf.float64)] if self._normalizer else []
         jit = config.jit_compile
-        self._update = tf.function(self._update_fn, input_signature=[batches], jit_compile=jit)
+        self._update = tf.function(
+            self._update_fn, input_signature=[batches, *moments], jit_compile=jit
+        )
         self._update_act = tf.function(
-            self._update_act_fn, input_signature=[batches, obs], jit_compile=jit
+            self._update_act_fn, input_signature=[batches, obs, *moments], jit_compile=jit
         )
         self._sample = tf.function(self.exploration.sample, input_signature=[obs], jit_compile=jit)
         self._mode = tf.function(self._mode_fn, input_signature=[obs], jit_compile=jit)
@@ -131,10 +138,11 @@ class SACLearner:
         }
 
     def _run(self, fn, *arrays):
-        concrete = self._concrete.get(fn)
-        if concrete is None:
-            concrete = self._concrete[fn] = fn.get_concrete_function()
-        return concrete(*[tf.convert_to_tensor(a, tf.float32) for a in arrays])
+        if fn not in self._concrete:
+            concrete = fn.get_concrete_function()
+            self._concrete[fn] = concrete, [s.dtype for s in fn.input_signature]
+        concrete, dtypes = self._concrete[fn]
+        return concrete(*[tf.convert_to_tensor(a, d) for a, d in zip(arrays, dtypes, strict=True)])
 
     def set_learning_rate_factor(self, factor: float) -> None:
         """Sets every optimizer's rate to its configured rate times `factor` (float32, as
@@ -157,7 +165,9 @@ class SACLearner:
             self._run(self._reset_noise)
 
     # ------------------------------------------------------------------ updating
-    def _update_fn(self, packed):
+    def _update_fn(self, packed, moments=None):
+        if moments is not None:
+            self._normalizer.merge(moments)
         names, widths = zip(*self._layout, strict=True)
         columns = tf.split(packed, widths, axis=-1)
         batches = {
@@ -167,18 +177,21 @@ class SACLearner:
         metrics = {name: tf.zeros([]) for name in self.metric_names}
         for i in tf.range(tf.shape(batches["reward"])[0]):
             metrics = self.sac.update({k: v[i] for k, v in batches.items()})
-        # One flag, checked by the loop after every call: a NaN/Inf in any loss or any
-        # parameter stops training before such a state can be checkpointed.
+        # One flag, checked by the loop after every call: a NaN/Inf in any loss or in what
+        # acting reads (the actor's variables) stops training at once. The critics are not
+        # read again for it (a pass over every parameter costs SimBa ~2% of a step): a
+        # non-finite critic makes the next call's critic loss non-finite, and the trainer
+        # checks every variable before it writes a checkpoint.
         finite = tf.reduce_all(
             [
                 tf.reduce_all(tf.math.is_finite(x))
-                for x in [*metrics.values(), *self.sac.trainable_state()]
+                for x in [*metrics.values(), *self.sac.actor.variables]
             ]
         )
         return tf.stack([metrics[k] for k in self.metric_names]), finite
 
-    def _update_act_fn(self, packed, observation):
-        values, finite = self._update_fn(packed)
+    def _update_act_fn(self, packed, observation, moments=None):
+        values, finite = self._update_fn(packed, moments)
         # Each collection phase starts with new gSDE noise, drawn from the updated log-std.
         if isinstance(self.exploration, GSDEExploration):
             with tf.control_dependencies([values]):
@@ -196,26 +209,37 @@ class SACLearner:
             return batches
         return pack_batch(batches, self.config.gamma)
 
-    def update(self, batches) -> Dict[str, float]:
+    def _moments(self, observed) -> list:
+        if self._normalizer is None:
+            return []
+        return [self._normalizer.moments([] if observed is None else observed, self.obs_dim)]
+
+    def update(self, batches, observed: Optional[np.ndarray] = None) -> Dict[str, float]:
         """One SAC gradient step per leading index of `batches`, in one compiled call;
         returns the last step's metrics as floats, plus `finite` (True when every loss and
-        every parameter is finite). `batches` is a dict of [steps, batch, ...] arrays (as
-        `ReplayBuffer.sample` returns) or, fastest, packed rows [steps, batch, width]
-        (`ReplayBuffer.sample_packed`)."""
-        return self._metrics(*self._run(self._update, self._as_packed(batches)))
+        every variable of the actor is finite). `batches` is a dict of [steps, batch, ...]
+        arrays (as `ReplayBuffer.sample` returns) or, fastest, packed rows [steps, batch,
+        width] (`ReplayBuffer.sample_packed`). `observed`, new observations [B, obs_dim],
+        goes into SimBa's normaliser first, as `sac.observe` would (ignored without one)."""
+        packed = self._as_packed(batches)
+        return self._metrics(*self._run(self._update, packed, *self._moments(observed)))
 
-    def update_and_act(self, batches, observation: np.ndarray):
-        """`update(batches)`, then `act(observation)` with the updated actor, in one
-        compiled call: the same result as the two calls, with one dispatch per env step."""
-        values, finite, action = self._run(self._update_act, self._as_packed(batches), observation)
+    def update_and_act(self, batches, observation: np.ndarray, observed=None):
+        """`update(batches, observed)`, then `act(observation)` with the updated actor, in
+        one compiled call: the same result as the two calls, with one dispatch per step."""
+        packed, moments = self._as_packed(batches), self._moments(observed)
+        values, finite, action = self._run(self._update_act, packed, observation, *moments)
         return self._metrics(values, finite), action.numpy()
 
-    def nonfinite_quantities(self, metrics: Mapping[str, float]) -> list:
-        """Names of the metrics and variables that hold a NaN or Inf."""
+    def nonfinite_quantities(self, metrics: Optional[Mapping[str, float]] = None) -> list:
+        """Names of the metrics and variables (every one an update or acting reads) that
+        hold a NaN or Inf."""
+        metrics = metrics or {}
         names = [k for k, v in metrics.items() if k != "finite" and not np.isfinite(float(v))]
+        variables = {id(v): v for v in [*self.sac.trainable_state(), *self.actor.variables]}
         names += [
             getattr(v, "path", v.name)
-            for v in self.sac.trainable_state()
+            for v in variables.values()
             if not np.all(np.isfinite(v.numpy()))
         ]
         return names

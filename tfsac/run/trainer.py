@@ -185,6 +185,7 @@ class Trainer:
 
     def _save_checkpoint(self) -> None:
         with self.learning_clock.paused():
+            self.updates.check_finite(self.loop.step)
             self.progress.flush()
             state = {
                 **self.loop.to_dict(),
@@ -238,6 +239,7 @@ class Trainer:
         try:
             with StopSignals() as stop, bar, lines_above(bar):
                 self._collect_and_learn(stop)
+                self.updates.check_finite(loop.step)
             # Closing the runners, the logs and the export are not the learning phase.
             self.learning_clock.stop()
         finally:
@@ -255,7 +257,7 @@ class Trainer:
             step_before = loop.step
             phase_ended, due = self._record(transitions, steps)
             updates.owed += due
-            updates.pay(source, loop.step, self.learning_clock)
+            updates.pay(source, loop.step, self.learning_clock, transitions.next_observation)
             source.after_chunk(phase_ended, due)
             self._bar.update(loop.step - step_before)
             self._after_step(step_before, stop.received)
@@ -269,7 +271,6 @@ class Trainer:
         if bad is not None:
             raise self._nonfinite(f"the env returned a non-finite {bad} at step {loop.step}")
         self.buffer.add(*transitions.as_tuple())
-        self.learner.sac.observe(transitions.next_observation)  # SimBa's normaliser
         for episode_return, length in transitions.finished_episodes:
             loop.record_episode(episode_return, length)
         if self.learning_clock.running:

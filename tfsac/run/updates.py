@@ -47,26 +47,32 @@ class Updates:
         self.count = int(self.learner.sac.critic_optimizer.iterations.numpy())
         return self.count
 
-    def pay(self, source, step: int, clock: Stopwatch) -> None:
+    def pay(self, source, step: int, clock: Stopwatch, observed: np.ndarray) -> None:
         """Runs the owed updates in calls of the source's size (the run's last call may be
         shorter: a new size, compiled once, off the clock), each followed by the source's
         `after_updates`; the clock starts after the session's first call, so that the
-        one-off XLA compilation does not count against throughput."""
+        one-off XLA compilation does not count against throughput. `observed`, the chunk's
+        new observations, goes into SimBa's normaliser before any update: inside the first
+        call, or here when no call is due."""
         per_call, at_end = source.updates_per_call, step >= self.config.total_steps
         while self.owed and (per_call is None or self.owed >= per_call or at_end):
             count = self.owed if per_call is None else min(per_call, self.owed)
             short = per_call is not None and count < per_call
             with clock.paused() if short else nullcontext():
-                action = self._call(count, step, source.observation)
+                action = self._call(count, step, source.observation, observed)
+            observed = None
             if not clock.running:
                 clock.start()
             self.owed -= count
             self.count += count
             source.after_updates(self.count, action)
+        if observed is not None:
+            self.learner.sac.observe(observed)
 
-    def _call(self, gradient_steps: int, step: int, observation) -> Optional[np.ndarray]:
-        """Runs `gradient_steps` updates; with `observation`, also picks the next step's
-        actions with the updated policy in the same compiled call and returns them."""
+    def _call(self, gradient_steps: int, step: int, observation, observed) -> Optional[np.ndarray]:
+        """Runs `gradient_steps` updates (after folding `observed` into SimBa's normaliser);
+        with `observation`, also picks the next step's actions with the updated policy in
+        the same compiled call and returns them."""
         factor = self.lr_schedule(step, self.config.total_steps)
         # The rates are variables read by the compiled update: set them only when they move.
         if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
@@ -75,10 +81,18 @@ class Updates:
         batches = self.buffer.sample_packed(self.config.batch_size, gradient_steps)
         action = None
         if observation is None:
-            self.metrics = self.learner.update(batches)
+            self.metrics = self.learner.update(batches, observed)
         else:
-            self.metrics, action = self.learner.update_and_act(batches, observation)
+            self.metrics, action = self.learner.update_and_act(batches, observation, observed)
         if not self.metrics["finite"]:
-            names = ", ".join(self.learner.nonfinite_quantities(self.metrics)[:6])
-            raise self.nonfinite(f"non-finite values at step {step} in: {names}")
+            self.check_finite(step, self.metrics, flagged=True)
         return action
+
+    def check_finite(self, step: int, metrics=None, flagged: bool = False) -> None:
+        """Raises naming the metrics and variables that hold a NaN or Inf: after a call's
+        flag, and over every variable before a checkpoint and at the end (the flag leaves
+        the critics to the next call's losses)."""
+        names = self.learner.nonfinite_quantities(metrics)
+        if names or flagged:
+            names = ", ".join(names[:6]) or "the update"
+            raise self.nonfinite(f"non-finite values at step {step} in: {names}")

@@ -239,7 +239,6 @@ class Trainer:
         try:
             with StopSignals() as stop, bar, lines_above(bar):
                 self._collect_and_learn(stop)
-                self.updates.check_finite(loop.step)
             # Closing the runners, the logs and the export are not the learning phase.
             self.learning_clock.stop()
         finally:

@@ -53,7 +53,7 @@ class Updates:
         `after_updates`; the clock starts after the session's first call, so that the
         one-off XLA compilation does not count against throughput. `observed`, the chunk's
         new observations, goes into SimBa's normaliser before any update: inside the first
-        call, or here when no call is due."""
+        call, or here when no call is due. At the run's end every variable is checked."""
         per_call, at_end = source.updates_per_call, step >= self.config.total_steps
         while self.owed and (per_call is None or self.owed >= per_call or at_end):
             count = self.owed if per_call is None else min(per_call, self.owed)
@@ -68,6 +68,8 @@ class Updates:
             source.after_updates(self.count, action)
         if observed is not None:
             self.learner.sac.observe(observed)
+        if at_end:  # no next call whose loss would show a non-finite critic
+            self.check_finite(step)
 
     def _call(self, gradient_steps: int, step: int, observation, observed) -> Optional[np.ndarray]:
         """Runs `gradient_steps` updates (after folding `observed` into SimBa's normaliser);

@@ -69,6 +69,13 @@ def _progress_steps(run_dir):
         return [int(row["step"]) for row in csv.DictReader(f)]
 
 
+def _last_progress_step(run_dir):
+    try:
+        return max(_progress_steps(run_dir), default=0)
+    except (OSError, KeyError, ValueError):  # not written yet, or a row being written
+        return 0
+
+
 def _wait_then_kill(proc, run_dir, export_dir, rng):
     """SIGKILLs `proc`: at a random instant, or as soon as a checkpoint save or the export
     is under way (one kill in three each). Returns where it landed."""
@@ -158,15 +165,20 @@ def test_killed_learner_with_env_runners_resumes_without_lost_steps(tmp_path):
         f"--export_dir={export_dir}",
         "--resume",
     ]
-    rng, kills = random.Random(1), 0
+    rng, kills, reached = random.Random(1), 0, 0
     for _ in range(4):
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(12.0, 25.0))
+        # Killed while it learns: after a new progress row (how long Ray and the runners take
+        # to start varies by machine), at a random instant within the next second.
+        while proc.poll() is None and _last_progress_step(run_dir) <= reached:
+            time.sleep(0.2)
+        time.sleep(rng.uniform(0.0, 1.0))
         if proc.poll() is not None:
             break
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         kills += 1
+        reached = _last_progress_step(run_dir)
     final = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert final.returncode == 0, final.stderr[-3000:]
     print(f"learner kills: {kills}")

@@ -253,7 +253,7 @@ def config_from_flags(tfsac=None, resume: bool = False):
 def check_runner_flags() -> None:
     """Exits with one line when an env runner flag is given without --num_actors (it would
     be ignored: without runners the envs step in this process)."""
-    from tfsac.options import DIST
+    from tfsac.config.options import DIST
 
     if flags.FLAGS.num_actors:
         return

@@ -50,6 +50,12 @@ from _cli import (  # noqa: E402
 )
 from absl import app, flags  # noqa: E402
 
+# TF-free: the variants' and architectures' declarations.
+from tfsac.algorithm.architectures import MLP, architecture_of  # noqa: E402
+from tfsac.algorithm.resolve import resolve  # noqa: E402
+from tfsac.algorithm.variants import variant_of  # noqa: E402
+from tfsac.algorithm.variants.sac import SoftDoubleQ  # noqa: E402
+
 define_training_flags()
 flags.DEFINE_integer("steps", 3200, "Total env steps of the measured run (as the peers').")
 flags.DEFINE_integer("update_calls", 50, "Compiled update calls timed for updates_per_s.")
@@ -83,8 +89,8 @@ BREAKDOWN_K = (1, 2, 4, 16)
 
 
 def update_flops(config, obs_dim, action_dim):
-    """FLOPs of one default SAC update's dense layers (2 per multiply-add), or None for the
-    variants whose update has another shape (v1, policy_delay > 1, CrossQ, SimBa).
+    """FLOPs of one default SAC update's dense layers (2 per multiply-add), or None for an
+    update of another shape (another variant or architecture, policy_delay > 1).
 
     Per sample, with A and C the multiply-adds of one actor and one critic-ensemble forward
     pass, A1 and C1 those of their first layers and Ca the critics' first layer restricted to
@@ -94,8 +100,9 @@ def update_flops(config, obs_dim, action_dim):
     (weights, inputs above the first layer): 2C - C1; and for the actor loss (inputs only,
     down to the action): C - C1 + Ca.
     """
-    plain = config.algorithm != "crossq" and config.network == "mlp"
-    if config.variant != "v2" or config.policy_delay != 1 or not plain:
+    config = resolve(config)
+    counted = variant_of(config) is SoftDoubleQ and architecture_of(config) is MLP
+    if not counted or config.policy_delay != 1:
         return None
     sizes, critic_sizes = list(config.hidden_sizes), list(config.critic_hidden_sizes)
     actor_dims = [obs_dim, *sizes]
@@ -232,25 +239,22 @@ def measure_tfsac(tfsac, config):
 
 def peer_arguments(config) -> list:
     """The peers' --algo, --policy and --kwargs for `config`'s algorithm, networks and
-    critics (SB3's and SBX's names: TQC's n_quantiles and n_critics are policy arguments;
-    CrossQ's batch-norm momentum too, its Adam beta_1 of 0.5 is both sides' default)."""
+    critics (the variant's peer and settings, the architecture's policy class)."""
+    variant = variant_of(config)
     actor, critic = list(config.hidden_sizes), list(config.critic_hidden_sizes)
     net_arch = actor if actor == critic else {"pi": actor, "qf": critic}
-    policy = {"net_arch": net_arch, "n_critics": config.num_critics}
-    kwargs = {"policy_kwargs": policy}
-    if config.algorithm == "tqc":
-        policy["n_quantiles"] = config.n_quantiles
-        kwargs["top_quantiles_to_drop_per_net"] = config.top_quantiles_to_drop_per_net
-    if config.algorithm == "crossq":
-        policy["batch_norm_momentum"] = config.batch_norm_momentum
-        kwargs["policy_delay"] = config.policy_delay
-    name = "SimbaPolicy" if config.network == "simba" else "MlpPolicy"
-    return ["--algo", config.algorithm, "--policy", name, "--kwargs", json.dumps(kwargs)]
+    policy_kwargs, kwargs = variant.peer_kwargs(config)
+    policy = {"net_arch": net_arch, "n_critics": config.num_critics, **policy_kwargs}
+    kwargs = {"policy_kwargs": policy, **kwargs}
+    policy_class = architecture_of(config).peer_policy
+    return ["--algo", variant.peer, "--policy", policy_class, "--kwargs", json.dumps(kwargs)]
 
 
 def measure_peer(lib, config):
-    if lib == "sb3" and config.network == "simba":
-        return {"lib": lib, "error": "SB3 has no SimBa policy"}
+    if variant_of(config).peer is None:
+        return {"lib": lib, "error": f"algorithm {config.algorithm} has no peer"}
+    if lib not in architecture_of(config).peers:
+        return {"lib": lib, "error": f"{lib} has no network {config.network}"}
     python = PEER_PYTHON[lib]
     script = os.path.join(FLAGS.peers_dir, "throughput.py")
     if not (os.path.exists(python) and os.path.exists(script)):
@@ -355,6 +359,10 @@ def main(argv):
     config.eval_episodes = 1
     config.checkpoint_every = 0
     config.log_every = FLAGS.steps
+    try:
+        config = resolve(config)
+    except tfsac.TfsacError as e:
+        fail(str(e))
     rounds = [run_round(tfsac, config) for _ in range(FLAGS.rounds)]
     if FLAGS.peers:
         ratios = {}

@@ -13,6 +13,7 @@ and with --idle_rates=tfsac=130,sbx=125 (learning-phase env steps/s measured sid
 on an idle machine, `scripts/benchmark.py --peers`) what that is in minutes at those rates.
 """
 
+import dataclasses
 import glob
 import json
 import os
@@ -23,6 +24,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from _cli import fail, import_tfsac, parse_flags_or_fail  # noqa: E402
 from absl import app, flags  # noqa: E402
+
+from tfsac.algorithm.architectures import ARCHITECTURES  # noqa: E402 - TF-free
+from tfsac.config import SACConfig  # noqa: E402
 
 flags.DEFINE_string("runs", None, "Glob of tfsac run directories.", required=True)
 flags.DEFINE_string("peer_results", "", "Glob of learn.py JSON files (one run each).")
@@ -52,7 +56,7 @@ def tfsac_runs(pattern):
         found.append(
             (
                 summary["env"],
-                label("tfsac", config.get("algorithm"), config.get("network") == "simba"),
+                label("tfsac", config.get("algorithm"), config.get("network")),
                 dict(
                     seed=summary["seed"],
                     steps=steps,
@@ -65,13 +69,15 @@ def tfsac_runs(pattern):
     return found
 
 
-def label(lib, algorithm, simba) -> str:
-    """'tfsac', or with the algorithm and network where they are not SAC's MLPs."""
-    return " ".join(
-        [lib]
-        + ([algorithm] if algorithm not in (None, "sac") else [])
-        + (["simba"] if simba else [])
-    )
+def label(lib, algorithm=None, network=None) -> str:
+    """'tfsac', or with the algorithm and network where they are not the defaults."""
+    defaults = {f.name: f.default for f in dataclasses.fields(SACConfig)}
+    shown = [
+        value
+        for value, option in ((algorithm, "algorithm"), (network, "network"))
+        if value not in (None, defaults[option])
+    ]
+    return " ".join([lib, *shown])
 
 
 def steps_to_reach(run, target):
@@ -104,8 +110,10 @@ def peer_runs(pattern):
             final=line["eval_return_mean"],
             steps_per_s=line["env_steps_per_s"],
         )
-        simba = line.get("policy") == "SimbaPolicy"
-        found.append((line["env"], label(line["lib"], line.get("algo"), simba), run))
+        # The peer's policy class names the architecture (MlpPolicy: mlp, SimbaPolicy: simba).
+        policies = {a.peer_policy: a.name for a in ARCHITECTURES.values()}
+        network = policies.get(line.get("policy"))
+        found.append((line["env"], label(line["lib"], line.get("algo"), network), run))
     return found
 
 

@@ -17,6 +17,7 @@ sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 from _cli import fail, import_tfsac, run_script  # noqa: E402
 from absl import flags  # noqa: E402
 
+from tfsac.config.run_options import EXPORT_FORMATS  # noqa: E402
 from tfsac.deploy.formats import (  # noqa: E402 - TF-free
     QUANTIZATIONS,
     check_available,
@@ -25,7 +26,6 @@ from tfsac.deploy.formats import (  # noqa: E402 - TF-free
 from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
 from tfsac.run.run_dir import check_writable, default_model_name, run_config  # noqa: E402
-from tfsac.run_options import EXPORT_FORMATS  # noqa: E402
 
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder: the files go beside it.")
 flags.DEFINE_string("run_dir", None, "A run directory: a new version from its latest checkpoint.")

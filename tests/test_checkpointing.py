@@ -125,11 +125,11 @@ def test_resume_refuses_incompatible_config(tmp_path):
         Trainer(_config(tmp_path / "run", hidden_sizes=(32, 32)), resume=True)
     with pytest.raises(TfsacError, match="env_id"):
         Trainer(_config(tmp_path / "run", env_id="MountainCarContinuous-v0"), resume=True)
-    with pytest.raises(TfsacError, match="variant='v1' differs from the resumed run's 'v2'"):
+    with pytest.raises(TfsacError, match="algorithm='sac_v1' differs from the resumed run's 'sac'"):
         Trainer(_config(tmp_path / "run", variant="v1"), resume=True)
     # Without config.json (removed), the checkpoint's own config is checked.
     (tmp_path / "run" / "config.json").unlink()
-    with pytest.raises(TfsacError, match="variant='v2'.*variant='v1'"):
+    with pytest.raises(TfsacError, match="algorithm='sac'.*algorithm='sac_v1'"):
         Trainer(_config(tmp_path / "run", variant="v1"), resume=True)
 
 

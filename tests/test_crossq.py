@@ -9,6 +9,7 @@ from conftest import random_batch, tiny_config
 
 from tfsac import SACConfig, SACLearner, TfsacError, Trainer, train
 from tfsac.algorithm.layers import BatchRenorm
+from tfsac.algorithm.resolve import resolve
 from tfsac.deploy.export import load_policy
 
 X = np.array([[0.0, 10.0], [2.0, 10.0], [4.0, 16.0], [6.0, 12.0]], np.float32)
@@ -82,19 +83,20 @@ def _stats(model):
 
 
 def test_crossq_defaults_are_the_papers_and_can_be_overridden():
-    config = SACConfig(algorithm="crossq").validate()
+    config = resolve(SACConfig(algorithm="crossq"))
     assert (config.policy_delay, config.adam_beta1, config.critic_hidden_sizes) == (
         3,
         0.5,
         (2048, 2048),
     )
-    assert SACConfig().policy_delay == 1 and SACConfig().critic_hidden_sizes == (256, 256)
+    assert resolve(SACConfig()).policy_delay == 1
+    assert resolve(SACConfig()).critic_hidden_sizes == (256, 256)
     own = SACConfig(algorithm="crossq", policy_delay="1", critic_hidden_sizes="512,512")
     assert (own.policy_delay, own.critic_hidden_sizes) == (1, (512, 512))
-    with pytest.raises(TfsacError, match="crossq needs variant v2"):
-        SACConfig(algorithm="crossq", variant="v1").validate()
+    with pytest.raises(TfsacError, match="variant v1 is SAC's own; algorithm crossq has none"):
+        resolve(SACConfig(algorithm="crossq", variant="v1"))
     with pytest.raises(TfsacError, match="crossq does not take use_sde"):
-        SACConfig(algorithm="crossq", use_sde=True).validate()
+        resolve(SACConfig(algorithm="crossq", use_sde=True))
     with pytest.raises(TfsacError, match="policy_delay must be 'auto' or an integer"):
         SACConfig(policy_delay="often")
 

@@ -15,6 +15,7 @@ import pytest
 from conftest import REPO_ROOT, env_without_ray, tiny_config
 
 import tfsac
+from tfsac.algorithm.resolve import resolve
 from tfsac.errors import TfsacError
 
 ray = pytest.importorskip("ray")
@@ -181,7 +182,7 @@ def test_more_runners_than_the_cluster_has_cpus_is_refused_before_writing(tmp_pa
 )
 def test_bad_runner_settings_are_one_line(tmp_path, overrides, message):
     with pytest.raises(TfsacError, match=message):
-        _config(tmp_path, **overrides).validate()
+        resolve(_config(tmp_path, **overrides))
 
 
 def test_train_script_with_runners_starts_its_own_ray_beside_a_foreign_one(tmp_path, ray_address):

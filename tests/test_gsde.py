@@ -7,6 +7,7 @@ import tensorflow as tf
 from conftest import tiny_config
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, Trainer, export_policy, load_policy
+from tfsac.algorithm.resolve import resolve
 from tfsac.data.envs import unit_to_bounds
 
 
@@ -154,4 +155,4 @@ def test_gsde_needs_the_built_in_actor():
 )
 def test_bad_gsde_settings(kw, message):
     with pytest.raises(TfsacError, match=message):
-        SACConfig(**kw).validate()
+        resolve(SACConfig(**kw))

@@ -58,9 +58,9 @@ def _constant_learner(gamma=0.9, tau=0.005, **kw):
     if learner.target_critic is not None:
         learner.target_critic.head.bias.assign([[[3.0]], [[5.0]]])
     else:
-        for v in learner.sac.critic_target.target_value.variables:
+        for v in learner.sac.variant.target_value.variables:
             v.assign(tf.zeros_like(v))
-        learner.sac.critic_target.target_value.head.bias.assign([4.0])
+        learner.sac.variant.target_value.head.bias.assign([4.0])
     return learner
 
 
@@ -120,7 +120,7 @@ def test_v1_losses_by_hand():
 
 def test_v1_learner_on_constant_networks():
     learner = _constant_learner(tau=0.5, variant="v1")
-    assert learner.target_critic is None and learner.sac.critic_target.value is not None
+    assert learner.target_critic is None and learner.sac.variant.value is not None
     metrics = learner.update(_batch([1.0, 2.0], [0.0, 1.0]))
     # Target V = 4: y = (4.6, 2); critic loss = 0.5 * ((1-4.6)^2 + (1-2)^2) / 2
     # + 0.5 * ((2-4.6)^2 + 0) / 2 = 3.49 + 1.69 = 5.18.
@@ -128,7 +128,7 @@ def test_v1_learner_on_constant_networks():
     # V = 0 against min Q - alpha log pi ~ 1 (alpha ~ 0): 0.5 * 1^2.
     assert metrics["value_loss"] == pytest.approx(0.5, abs=1e-4)
     # Polyak at tau = 0.5 on V (moved by one Adam step of 1e-6) and target V (4).
-    v_bias = float(learner.sac.critic_target.value.head.bias.numpy()[0])
-    assert float(learner.sac.critic_target.target_value.head.bias.numpy()[0]) == pytest.approx(
+    v_bias = float(learner.sac.variant.value.head.bias.numpy()[0])
+    assert float(learner.sac.variant.target_value.head.bias.numpy()[0]) == pytest.approx(
         0.5 * (v_bias + 4.0), abs=1e-7
     )

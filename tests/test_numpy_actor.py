@@ -13,7 +13,7 @@ from conftest import REPO_ROOT
 
 from tfsac import SACConfig
 from tfsac.algorithm.networks import build_actor
-from tfsac.scale.numpy_actor import NumpyActor, actor_plan
+from tfsac.scale.numpy_actor import NumpyActor
 
 ACTORS = {
     "mlp 8": dict(hidden_sizes=(8,)),
@@ -50,7 +50,7 @@ def test_numpy_actor_gives_the_keras_actors_mean_and_log_std(name):
     # Large log-std head weights, so that both clip bounds are reached on these inputs.
     actor.log_std.kernel.assign(actor.log_std.kernel * 50.0)
     bounds = (config.log_std_min, config.log_std_max)
-    twin = NumpyActor(actor_plan(config), bounds, seed=0)
+    twin = NumpyActor(actor.numpy_plan(), bounds, seed=0)
     twin.set_weights(actor.get_weights())
     mean, log_std = (t.numpy() for t in actor(obs))
     got_mean, got_log_std = twin.params(obs)
@@ -91,7 +91,7 @@ from tfsac.data.envs import env_factory, env_spec, make_env
 from tfsac.scale.runners import EnvRunner
 spec = env_spec("Pendulum-v1", make_env("Pendulum-v1"))
 config = SACConfig(hidden_sizes=(16,)).to_dict()
-runner = EnvRunner(0, env_factory("Pendulum-v1"), spec, config)
+runner = EnvRunner(0, env_factory("Pendulum-v1"), spec, config, plan={actor.numpy_plan()!r})
 weights = np.load({str(tmp_path / "weights.npz")!r})
 weights = [weights[f"arr_{{i}}"] for i in range(len(weights.files))]
 with mock.patch.dict(sys.modules, ray=mock.Mock(get=lambda ref: ref)):

@@ -10,6 +10,7 @@ from absl import flags
 from conftest import REPO_ROOT, random_batch
 
 from tfsac import SACConfig, SACLearner, TfsacError
+from tfsac.algorithm.resolve import resolve
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
 import _cli  # noqa: E402
@@ -89,7 +90,7 @@ def test_clipped_update_moves_like_adam_and_stays_finite():
 )
 def test_bad_option_values(field, value):
     with pytest.raises(TfsacError, match=field):
-        SACConfig(**{field: value}).validate()
+        resolve(SACConfig(**{field: value}))
 
 
 def _batch(g=1, seed=0):
@@ -151,7 +152,7 @@ def test_droq_critics_layer_norm_and_dropout():
 
 
 def test_schedules_parse_and_shape_the_rate():
-    from tfsac.algorithm.schedules import parse_schedule
+    from tfsac.config.schedules import parse_schedule
 
     linear = parse_schedule("linear")
     assert [linear(s, 100) for s in (0, 25, 100)] == [1.0, 0.75, 0.0]
@@ -159,7 +160,7 @@ def test_schedules_parse_and_shape_the_rate():
     assert [piecewise(s, 100) for s in (10, 50, 79, 80)] == [1.0, 0.5, 0.5, 0.1]
     for bad in ("cosine", "piecewise:10", "piecewise:10:-1"):
         with pytest.raises(TfsacError, match="lr_schedule"):
-            SACConfig(lr_schedule=bad).validate()
+            resolve(SACConfig(lr_schedule=bad))
 
 
 def test_linear_schedule_decays_rates_during_training(tmp_path):
@@ -256,15 +257,15 @@ def test_new_option_flags_reach_the_config():
         "--episodes_per_rollout=2",
         "--gradient_steps=-1",
     )
-    assert (config.variant, config.value_learning_rate) == ("v1", 1e-3)
+    assert (resolve(config).algorithm, config.value_learning_rate) == ("sac_v1", 1e-3)
     assert (config.use_sde, config.sde_sample_freq, config.use_sde_at_warmup) == (True, 4, True)
     assert (config.log_std_init, config.episodes_per_rollout, config.gradient_steps) == (
         -2.0,
         2,
         -1,
     )
-    learner = SACLearner(3, 1, config.validate())
-    assert float(learner.sac.critic_target.optimizer.learning_rate) == pytest.approx(1e-3)
+    learner = SACLearner(3, 1, resolve(config))
+    assert float(learner.sac.variant.optimizer.learning_rate) == pytest.approx(1e-3)
     np.testing.assert_allclose(learner.actor.log_std.numpy(), -2.0)
 
 
@@ -280,30 +281,24 @@ def test_new_option_flags_reach_the_config():
 )
 def test_bad_collection_and_variant_settings(kw, message):
     with pytest.raises(TfsacError, match=message):
-        SACConfig(**kw).validate()
+        resolve(SACConfig(**kw))
 
 
 @pytest.mark.slow
 def test_v1_updates_value_networks_and_not_without_updates():
     learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), variant="v1", tau=0.5))
     assert learner.target_critic is None
-    value_before = [v.numpy().copy() for v in learner.sac.critic_target.value.trainable_variables]
-    target_before = [
-        v.numpy().copy() for v in learner.sac.critic_target.target_value.trainable_variables
-    ]
+    value_before = [v.numpy().copy() for v in learner.sac.variant.value.trainable_variables]
+    target_before = [v.numpy().copy() for v in learner.sac.variant.target_value.trainable_variables]
     learner.act(np.ones((2, 3), np.float32))  # acting changes nothing
-    for v, before in zip(
-        learner.sac.critic_target.value.trainable_variables, value_before, strict=True
-    ):
+    for v, before in zip(learner.sac.variant.value.trainable_variables, value_before, strict=True):
         np.testing.assert_array_equal(v.numpy(), before)
     metrics = learner.update(_batch(g=2))
     assert metrics["finite"] and metrics["value_loss"] > 0
-    for v, before in zip(
-        learner.sac.critic_target.value.trainable_variables, value_before, strict=True
-    ):
+    for v, before in zip(learner.sac.variant.value.trainable_variables, value_before, strict=True):
         assert not np.array_equal(v.numpy(), before)
     for v, before in zip(
-        learner.sac.critic_target.target_value.trainable_variables, target_before, strict=True
+        learner.sac.variant.target_value.trainable_variables, target_before, strict=True
     ):
         assert not np.array_equal(v.numpy(), before)
 
@@ -312,7 +307,7 @@ def options_table() -> str:
     """docs/options.md's table of every option, rendered from SACConfig's fields."""
     import dataclasses
 
-    from tfsac.options import GROUPS
+    from tfsac.config.options import GROUPS
 
     rows = ["| flag (field) | default | meaning |", "| --- | --- | --- |"]
     for group in GROUPS:

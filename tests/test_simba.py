@@ -8,6 +8,7 @@ import tensorflow as tf
 from conftest import random_batch, tiny_config
 
 from tfsac import SACConfig, SACLearner, TfsacError, Trainer, train
+from tfsac.algorithm.resolve import resolve
 from tfsac.algorithm.simba import ObservationNormalizer
 from tfsac.deploy.export import load_policy
 
@@ -103,9 +104,9 @@ def test_an_update_call_folds_new_observations_in_as_observe_does(jit):
 
 def test_simba_options_are_checked():
     with pytest.raises(TfsacError, match="hidden_sizes needs one width for every block"):
-        SACConfig(network="simba", hidden_sizes=(64, 32)).validate()
+        resolve(SACConfig(network="simba", hidden_sizes=(64, 32)))
     with pytest.raises(TfsacError, match="leave critic_layer_norm and critic_dropout off"):
-        SACConfig(network="simba", critic_dropout=0.01).validate()
+        resolve(SACConfig(network="simba", critic_dropout=0.01))
     assert SACConfig(network="simba", weight_decay="0").weight_decay == 0.0
 
 

@@ -8,6 +8,7 @@ from conftest import random_batch, tiny_config
 
 from tfsac import SACConfig, SACLearner, TfsacError, train
 from tfsac.algorithm import losses
+from tfsac.algorithm.resolve import resolve
 
 
 def test_truncated_target_pools_the_atoms_and_drops_the_top_ones_per_critic():
@@ -81,11 +82,13 @@ def test_tqc_update_trains_quantile_critics_and_changes_every_network():
 
 def test_tqc_options_are_checked(tmp_path):
     with pytest.raises(TfsacError, match="smaller than n_quantiles"):
-        _tqc(top_quantiles_to_drop_per_net=5).validate()
-    with pytest.raises(TfsacError, match="tqc needs variant v2"):
-        _tqc(variant="v1").validate()
-    with pytest.raises(TfsacError, match="algorithm must be 'sac' or 'tqc' or 'crossq'"):
-        SACConfig(algorithm="qrsac").validate()
+        resolve(_tqc(top_quantiles_to_drop_per_net=5))
+    with pytest.raises(TfsacError, match="variant v1 is SAC's own; algorithm tqc has none"):
+        resolve(_tqc(variant="v1"))
+    with pytest.raises(
+        TfsacError, match="algorithm must be one of crossq, sac, sac_v1, tqc, got 'qrsac'"
+    ):
+        resolve(SACConfig(algorithm="qrsac"))
 
 
 def test_a_tqc_run_trains_checkpoints_resumes_and_exports(tmp_path):

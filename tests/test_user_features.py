@@ -18,6 +18,7 @@ import tensorflow as tf
 from conftest import REPO_ROOT, SpaceEnv, tiny_config
 
 from tfsac import TfsacError, train
+from tfsac.algorithm.resolve import resolve
 from tfsac.run import plotting as plot_module
 from tfsac.run.plotting import plot_runs
 
@@ -267,7 +268,7 @@ def test_presets_parse_into_valid_configs():
     for path in presets:
         fv.unparse_flags()
         fv(["train.py", f"--flagfile={path}"])
-        config = _cli.config_from_flags(tfsac).validate()
+        config = resolve(_cli.config_from_flags(tfsac))
         gym.spec(config.env_id)  # the id exists in gymnasium's registry
         seen.add(config.env_id)
         algorithms.add(config.algorithm)

@@ -17,49 +17,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfsac.algorithm.distributions import deterministic_action, policy_params, tanh_normal
+from tfsac.algorithm.distributions import deterministic_action
+from tfsac.algorithm.exploration import GaussianExploration, GSDEExploration
 from tfsac.algorithm.sac import SAC
 from tfsac.config import SACConfig
 from tfsac.data.replay import SCALAR_FIELDS, pack_batch, transition_layout
-
-
-class GaussianExploration:
-    """Actions sampled from the TanhNormal policy of `actor`, a fresh draw per env step
-    (the learner's acting, and env runners' with their own copy of the actor)."""
-
-    def __init__(self, actor: keras.Model, config: SACConfig, rng: tf.random.Generator):
-        self.actor, self.rng = actor, rng
-        self.log_std_bounds = (config.log_std_min, config.log_std_max)
-
-    def sample(self, observation):
-        loc, log_std = policy_params(self.actor, observation, self.log_std_bounds)
-        seed = tf.cast(self.rng.make_seeds(1)[:, 0], tf.int32)
-        return tanh_normal(loc, tf.exp(log_std)).sample(seed=seed)
-
-    def reset(self):
-        return tf.constant(True)
-
-
-class GSDEExploration:
-    """gSDE (arXiv:2005.05719): tanh(mean(s) + z(s) @ E), z(s) the actor's last hidden
-    features and E ~ N(0, exp(log_std)^2) one matrix per env copy, held until `reset`."""
-
-    def __init__(self, sac: SAC, rng: tf.random.Generator, num_envs: int):
-        self.sac, self.rng, self.num_envs = sac, rng, num_envs
-        self.noise = tf.Variable(
-            tf.zeros([num_envs, *sac.actor.log_std.shape]), trainable=False, name="exploration"
-        )
-
-    def sample(self, observation):
-        loc, features = self.sac.actor.mean_and_features(observation)
-        rows = tf.range(tf.shape(observation)[0]) % self.num_envs  # row i acts for env i
-        noise = tf.einsum("bf,bfa->ba", features, tf.gather(self.noise, rows))
-        return tf.tanh(loc + noise)
-
-    def reset(self):
-        sigma = tf.exp(self.sac.actor.log_std)
-        self.noise.assign(sigma * self.rng.normal(self.noise.shape))
-        return tf.constant(True)
 
 
 class SACLearner:
@@ -77,9 +39,9 @@ class SACLearner:
     ):
         """`actor_fn`/`critic_fn` build your own Keras models (see networks.build_networks
         for their contracts and docs/custom_networks.md for an example)."""
-        self.config = config
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.sac = SAC(obs_dim, action_dim, config, actor_fn, critic_fn)
+        self.config = config = self.sac.config  # resolved: the variant's defaults filled in
         self.metric_names = self.sac.metric_names
         self.act_rng = tf.random.Generator.from_seed(config.seed + 1)
         self.exploration = (
@@ -91,8 +53,8 @@ class SACLearner:
         width = sum(w for _, w in self._layout)
         batches = tf.TensorSpec([None, None, width], tf.float32)  # [steps, batch, row]
         obs = tf.TensorSpec([None, obs_dim], tf.float32)
-        # SimBa's update calls also take the moments of the observations collected since
-        # the last call (ObservationNormalizer.moments) and fold them in first.
+        # With an observation normaliser (SimBa's), update calls also take the moments of
+        # the observations collected since the last call and fold them in first.
         self._normalizer = self.sac.obs_normalizer
         moments = [tf.TensorSpec([3, obs_dim], tf.float64)] if self._normalizer else []
         jit = config.jit_compile
@@ -128,6 +90,15 @@ class SACLearner:
         if isinstance(self.exploration, GSDEExploration):
             objects["exploration"] = self.exploration.noise
         return objects
+
+    @property
+    def update_count(self) -> int:
+        """Gradient steps taken, over every session of a resumed run."""
+        return int(self.sac.critic_optimizer.iterations.numpy())
+
+    def observe(self, observations: np.ndarray) -> None:
+        """Folds collected observations into the observation normaliser (where there is one)."""
+        self.sac.observe(observations)
 
     def trace_counts(self) -> Dict[str, int]:
         """How often the update and the sampling policy were traced. Each trace is a new
@@ -178,10 +149,10 @@ class SACLearner:
         for i in tf.range(tf.shape(batches["reward"])[0]):
             metrics = self.sac.update({k: v[i] for k, v in batches.items()})
         # One flag, checked by the loop after every call: a NaN/Inf in any loss or in what
-        # acting reads (the actor's variables) stops training at once. The critics are not
-        # read again for it (a pass over every parameter took 2 of a SimBa call's 35
-        # thread-ms): a non-finite critic makes the next call's critic loss non-finite, and
-        # the trainer checks every variable before each checkpoint and at the run's end.
+        # acting reads (the actor's variables) stops training at once. The critics are left
+        # out (reading them every call is a measurable share of a call): a non-finite critic
+        # makes the next call's critic loss non-finite, and the trainer checks every
+        # variable before each checkpoint and at the run's end.
         finite = tf.reduce_all(
             [
                 tf.reduce_all(tf.math.is_finite(x))
@@ -220,7 +191,7 @@ class SACLearner:
         every variable of the actor is finite). `batches` is a dict of [steps, batch, ...]
         arrays (as `ReplayBuffer.sample` returns) or, fastest, packed rows [steps, batch,
         width] (`ReplayBuffer.sample_packed`). `observed`, new observations [B, obs_dim],
-        goes into SimBa's normaliser first, as `sac.observe` would (ignored without one)."""
+        goes into the observation normaliser first, as `observe` would (ignored without one)."""
         packed = self._as_packed(batches)
         return self._metrics(*self._run(self._update, packed, *self._moments(observed)))
 

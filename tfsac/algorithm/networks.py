@@ -1,5 +1,6 @@
-"""Keras models: the Gaussian actor and the critic ensemble (twin critics by default), and
-the builders that choose them from a config (SimBa's in tfsac.algorithm.simba)."""
+"""Keras models: the Gaussian actor and the critic ensemble (twin critics by default), gSDE's
+actor, v1's V network, and the builders that make a config's networks (its architecture's,
+tfsac.algorithm.architectures; SimBa's models are in tfsac.algorithm.simba)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Callable, Dict, Optional, Sequence
 import keras
 import tensorflow as tf
 
+from tfsac.algorithm.architectures import MLP, architecture_of
 from tfsac.algorithm.layers import BatchRenorm, EnsembleDense, EnsembleLayerNorm
-from tfsac.algorithm.simba import ObservationNormalizer, SimbaActor, SimbaCritic
+from tfsac.algorithm.variants import variant_of
 from tfsac.errors import TfsacError
 
 
@@ -87,7 +89,7 @@ class Actor(keras.Model):
         **kw,
     ):
         super().__init__(**kw)
-        self.action_dim = action_dim
+        self.action_dim, self.depth = action_dim, len(hidden_sizes)
         self.log_std_min = log_std_min
         self.log_std_max = log_std_max
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
@@ -100,6 +102,11 @@ class Actor(keras.Model):
         self.trunk = keras.Sequential(layers, name="trunk")
         self.mean = dense(action_dim, name="mean")
         self.log_std = dense(action_dim, name="log_std")
+
+    def numpy_plan(self) -> list:
+        """Its layers as tfsac.scale.numpy_actor runs them, in `get_weights()` order."""
+        renorm = ["batch_renorm"] if self.input_norm is not None else []
+        return renorm + [kind for _ in range(self.depth) for kind in ["dense_relu", *renorm]]
 
     def call(self, observations, training=None):
         x = observations
@@ -189,55 +196,26 @@ def build_value_networks(obs_dim: int, config) -> tuple[keras.Model, keras.Model
     return value, target_value
 
 
-def batch_norm_args(config) -> Optional[Dict]:
-    """BatchRenorm's arguments for CrossQ's networks; None for the other algorithms."""
-    if config.algorithm != "crossq":
-        return None
-    return {"momentum": config.batch_norm_momentum, "warmup_steps": config.renorm_warmup_steps}
-
-
 def build_actor(
     obs_dim: int,
     action_dim: int,
     config,
     actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
-    normalizer: Optional[ObservationNormalizer] = None,
+    normalizer=None,
 ) -> keras.Model:
-    """The actor alone (as env runners hold it): the built-in one (SimBa's with
-    `network='simba'`, reading `normalizer` or a new one), gSDE's, or
-    `actor_fn(obs_dim, action_dim)`'s (see build_networks for the contract)."""
+    """The actor alone (as env runners hold it): gSDE's, `actor_fn(obs_dim, action_dim)`'s
+    (see build_networks for the contract), or the config's architecture's (reading
+    `normalizer`, or a new one where the architecture normalises observations)."""
     if config.use_sde:
         if actor_fn is not None:
             raise TfsacError("use_sde needs the built-in actor (a custom actor_fn was given)")
         return GSDEActor(action_dim, config.hidden_sizes, config.log_std_init, name="actor")
     if actor_fn is not None:
         return actor_fn(obs_dim, action_dim)
-    bounds, batch_norm = (config.log_std_min, config.log_std_max), batch_norm_args(config)
-    if config.network == "simba":
-        normalizer = normalizer or ObservationNormalizer(name="obs_normalizer")
-        return SimbaActor(
-            action_dim, config.hidden_sizes, normalizer, bounds, batch_norm, name="actor"
-        )
-    return Actor(action_dim, config.hidden_sizes, *bounds, batch_norm=batch_norm, name="actor")
-
-
-def build_critic(
-    config, name: str, normalizer: Optional[ObservationNormalizer] = None
-) -> keras.Model:
-    """One built-in critic ensemble: the MLP (DroQ's, CrossQ's) or SimBa's."""
-    sizes, outputs = config.critic_hidden_sizes, critic_outputs(config)
-    batch_norm = batch_norm_args(config)
-    if config.network == "simba":
-        return SimbaCritic(config.num_critics, sizes, normalizer, outputs, batch_norm, name=name)
-    return Critic(
-        config.num_critics,
-        sizes,
-        config.critic_layer_norm,
-        config.critic_dropout,
-        outputs,
-        batch_norm,
-        name=name,
-    )
+    architecture = architecture_of(config)
+    normalizer = normalizer or architecture.normalizer()
+    batch_norm = variant_of(config).batch_norm(config)
+    return architecture.build_actor(action_dim, config, batch_norm, normalizer)
 
 
 def build_networks(
@@ -246,39 +224,43 @@ def build_networks(
     config,
     actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
     critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
-    normalizer: Optional[ObservationNormalizer] = None,
+    normalizer=None,
 ) -> tuple[keras.Model, keras.Model, keras.Model]:
     """Builds the actor, the critic ensemble and its target (a second critic, copied;
-    None for variant 'v1', whose TD target comes from a target V network instead, and for
-    CrossQ, which has none). SimBa's networks share `normalizer`.
+    None for a variant without target critics). The architecture's networks share
+    `normalizer` (or a new one where it normalises observations).
 
     `actor_fn(obs_dim, action_dim)` and `critic_fn(obs_dim, action_dim)` replace the
     built-in models. The contracts: the actor maps [B, obs_dim] to (mean, log_std), each
     [B, action_dim] (tfsac clips log_std to the config's bounds); the critic maps
     ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B], n_critics >= 2.
     """
-    if config.network == "simba" and normalizer is None:
-        normalizer = ObservationNormalizer(name="obs_normalizer")
+    architecture, variant = architecture_of(config), variant_of(config)
+    if actor_fn is not None and architecture is not MLP:
+        raise TfsacError(
+            f"network {config.network} builds its own actor and critics: leave network at "
+            "mlp with a custom actor_fn"
+        )
+    normalizer = normalizer or architecture.normalizer()
     actor = build_actor(obs_dim, action_dim, config, actor_fn, normalizer)
-    with_target = config.variant == "v2" and config.algorithm != "crossq"
+    outputs, batch_norm = variant.critic_outputs(config), variant.batch_norm(config)
     if critic_fn is None:
-        critic = build_critic(config, "critic", normalizer)
-        target_critic = build_critic(config, "target_critic", normalizer) if with_target else None
-    else:
+
+        def critic_fn(obs_dim, action_dim, name="critic"):
+            return architecture.build_critic(config, name, outputs, batch_norm, normalizer)
+
         critic = critic_fn(obs_dim, action_dim)
-        target_critic = critic_fn(obs_dim, action_dim) if with_target else None
-    _check_outputs(actor, (critic, target_critic), obs_dim, action_dim, critic_outputs(config))
+        make_target = partial(critic_fn, name="target_critic")
+    else:
+        critic, make_target = critic_fn(obs_dim, action_dim), critic_fn
+    target_critic = make_target(obs_dim, action_dim) if variant.has_target_critic else None
+    _check_outputs(actor, (critic, target_critic), obs_dim, action_dim, outputs)
     if target_critic is not None:
         for target, source in zip(
             target_critic.trainable_variables, critic.trainable_variables, strict=True
         ):
             target.assign(source)
     return actor, critic, target_critic
-
-
-def critic_outputs(config) -> int:
-    """Values per critic: one Q value, or TQC's `n_quantiles` atoms."""
-    return config.n_quantiles if config.algorithm == "tqc" else 1
 
 
 def _check_outputs(actor, critics, obs_dim: int, action_dim: int, per_critic: int = 1) -> None:

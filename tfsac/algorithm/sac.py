@@ -3,18 +3,14 @@
 `SAC.update(batch)` is the whole algorithm of Haarnoja et al. 2018 ("Soft Actor-Critic
 Algorithms and Applications", arXiv:1812.05905), read top to bottom: the TD target, the
 critic step, the actor and temperature steps (every `policy_delay` critic steps), the Polyak
-step (every `target_update_interval`). The variants are objects chosen once, here:
+step (every `target_update_interval`). Two parts are chosen once, here:
 
+- the algorithm variant (tfsac/algorithm/variants/, by `algorithm`): the critic rule (what
+  the critics learn against, the critic and actor losses), the critics' head, whether there
+  are target networks, and whatever the variant adds (networks, optimizers), which it names
+  for the checkpoint;
 - the temperature (TEMPERATURES in temperature.py, by `use_log_alpha`): fixed, learned in
-  log-alpha (the default) or learned in alpha itself;
-- the critic target (CRITIC_TARGETS in critic_targets.py, by `variant` and `algorithm`): soft
-  clipped double-Q
-  from target critics (v2, the default), the target V network of the original SAC (v1,
-  arXiv:1801.01290), which also trains V, or TQC's truncated pool of quantile atoms
-  (arXiv:2005.04269). It also names the critic's and the actor's losses.
-
-Each variant owns what it adds (variables, networks, optimizers) and names it for the
-checkpoint (`checkpoint_objects`), so a new one is a class and a registry entry.
+  log-alpha (the default) or learned in alpha itself.
 
 Compilation (XLA, packed batches, several steps per call) is tfsac.algorithm.learner's business.
 """
@@ -26,13 +22,17 @@ from typing import Callable, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from tfsac.algorithm.critic_targets import CRITIC_TARGETS, Batch, critic_target_name
+from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.distributions import policy_params, tanh_normal
 from tfsac.algorithm.networks import build_networks
-from tfsac.algorithm.simba import ObservationNormalizer
+from tfsac.algorithm.resolve import resolve
 from tfsac.algorithm.steps import apply_gradients, polyak_update
 from tfsac.algorithm.temperature import TEMPERATURES
+from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
+
+# observation, action, reward, next_observation, terminated, discount (transition_layout)
+Batch = Dict[str, tf.Tensor]
 
 
 class SAC:
@@ -53,19 +53,18 @@ class SAC:
         actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
-        self.config = config
-        # SimBa's running observation statistics, shared by its actor and critics.
-        self.obs_normalizer = (
-            ObservationNormalizer(name="obs_normalizer") if config.network == "simba" else None
-        )
+        self.config = config = resolve(config)
+        # The architecture's running observation statistics (SimBa's), shared by its
+        # actor and critics; None for the others.
+        self.obs_normalizer = architecture_of(config).normalizer()
         # Built first and in this order: their initial weights come from the global seed.
         self.actor, self.critic, self.target_critic = build_networks(
             obs_dim, action_dim, config, actor_fn, critic_fn, self.obs_normalizer
         )
         self.actor_optimizer = self._optimizer("actor")
         self.critic_optimizer = self._optimizer("critic")
-        self.critic_target = CRITIC_TARGETS[critic_target_name(config)](self, obs_dim)
-        self.metric_names = SAC.metric_names + self.critic_target.metric_names
+        self.variant = variant_of(config)(self, obs_dim)
+        self.metric_names = SAC.metric_names + self.variant.metric_names
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
         self.temperature = TEMPERATURES[config.use_log_alpha](config, initial_alpha)
         self.target_entropy = float(
@@ -89,41 +88,43 @@ class SAC:
 
     # --------------------------------------------------------------------- state
     def checkpoint_objects(self) -> Dict[str, tf.Module]:
-        """Every object a checkpoint holds, by the names checkpoints have always used."""
+        """Every object a checkpoint holds, by name."""
         objects = {
             "actor": self.actor,
             "critic": self.critic,
-            "target_critic": self.target_critic,  # None in v1
+            "target_critic": self.target_critic,  # None without target critics
             "actor_optimizer": self.actor_optimizer,
             "critic_optimizer": self.critic_optimizer,
             **self.temperature.checkpoint_objects(),
-            **self.critic_target.checkpoint_objects(),
+            **self.variant.checkpoint_objects(),
             "update_rng": self.update_rng,
-            "obs_normalizer": self.obs_normalizer,  # SimBa's (also inside the networks)
+            "obs_normalizer": self.obs_normalizer,  # also inside the networks
         }
         return {name: obj for name, obj in objects.items() if obj is not None}
 
     def observe(self, observations) -> None:
-        """Folds collected observations into SimBa's normaliser (a no-op otherwise)."""
+        """Folds collected observations into the observation normaliser (where there is one)."""
         if self.obs_normalizer is not None:
             self.obs_normalizer.update(observations)
 
     def trainable_state(self) -> List[tf.Variable]:
-        """Every variable an update writes (parameters, targets, the temperature)."""
-        models = (self.actor, self.critic, self.target_critic)  # no target critic in v1
+        """Every variable an update writes: the networks' (with their normalisation
+        statistics), the variant's, the temperature."""
+        models = (self.actor, self.critic, self.target_critic)
         return [
-            *(v for model in models if model is not None for v in model.trainable_variables),
-            *self.critic_target.trainable_variables(),
+            *(v for model in models if model is not None for v in model.variables),
+            *self.variant.trainable_variables(),
             self.temperature.variable,
         ]
 
     def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
-        """Each part's optimizer: actor, critic, alpha (and value for v1)."""
+        """Each part's optimizer, by its learning-rate part: actor, critic, alpha and the
+        variant's (v1's value)."""
         return {
             "actor": self.actor_optimizer,
             "critic": self.critic_optimizer,
             **self.temperature.optimizers(),
-            **self.critic_target.optimizers(),
+            **self.variant.optimizers(),
         }
 
     # ------------------------------------------------------------------- policy
@@ -139,18 +140,17 @@ class SAC:
         cfg = self.config
         obs = batch["observation"]
         alpha = self.temperature.alpha()
-        seeds = tf.cast(self.update_rng.make_seeds(self.critic_target.seeds_needed), tf.int32)
+        seeds = tf.cast(self.update_rng.make_seeds(self.variant.seeds_needed), tf.int32)
         reward = cfg.reward_scale * batch["reward"]
 
-        # Critic step (Eq. 5) on the TD target (Eqs. 2-3; v1: Eq. 8 of arXiv:1801.01290;
-        # CrossQ: the critics' own values at (s', a'), from the same joint batch as Q(s, a)),
-        # then v1's V step against the updated critics.
+        # Critic step (Eq. 5) on the variant's target (SAC's: Eqs. 2-3), then the
+        # variant's own step against the updated critics (v1's V).
         variables = self.critic.trainable_variables
         with tf.GradientTape() as tape:
-            q, target = self.critic_target.values_and_target(batch, reward, alpha, seeds[:, 0])
-            critic_loss = self.critic_target.critic_loss(q, target)
+            q, target = self.variant.values_and_target(batch, reward, alpha, seeds[:, 0])
+            critic_loss = self.variant.critic_loss(q, target)
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
-        extra = self.critic_target.after_critic_step(obs, alpha, seeds)
+        extra = self.variant.after_critic_step(obs, alpha, seeds)
 
         # Actor and temperature every `policy_delay` critic steps, targets every
         # `target_update_interval` (counted by the critic optimizer's step counter).
@@ -161,7 +161,7 @@ class SAC:
             lambda: self._actor_and_temperature_step(obs, alpha, seeds[:, 1]),
             lambda: tuple(tf.identity(v) for v in self._last_actor_metrics),
         )
-        if self.critic_target.target is not None:  # CrossQ has no target networks
+        if self.variant.polyak_pairs():
             self._every(
                 cfg.target_update_interval,
                 critic_steps,
@@ -193,8 +193,8 @@ class SAC:
         variables = self.actor.trainable_variables
         with tf.GradientTape() as tape:
             action, log_prob = self.sample_with_log_prob(obs, seed, training=True)
-            q_pi = self.critic_target.actor_q(obs, action)
-            actor_loss = self.critic_target.actor_loss(log_prob, q_pi, alpha)
+            q_pi = self.variant.actor_q(obs, action)
+            actor_loss = self.variant.actor_loss(log_prob, q_pi, alpha)
         apply_gradients(self.actor_optimizer, tape, actor_loss, variables)
         alpha_loss = self.temperature.step(log_prob, self.target_entropy)
         metrics = (actor_loss, alpha_loss, -tf.reduce_mean(log_prob))
@@ -205,8 +205,6 @@ class SAC:
 
     def _polyak_step(self):
         """Polyak-averages the parameters (not dropout's RNG state) into the targets."""
-        target = self.critic_target
-        polyak_update(
-            target.target.trainable_variables, target.online.trainable_variables, self.config.tau
-        )
+        for target, online in self.variant.polyak_pairs():
+            polyak_update(target.trainable_variables, online.trainable_variables, self.config.tau)
         return tf.constant(True)

@@ -138,6 +138,13 @@ class SimbaActor(keras.Model):
         self.mean = keras.layers.Dense(action_dim, name="mean")
         self.log_std = keras.layers.Dense(action_dim, name="log_std")
 
+    def numpy_plan(self) -> list:
+        """Its layers as tfsac.scale.numpy_actor runs them, in `get_weights()` order."""
+        renorm = ["batch_renorm"] if self.input_norm is not None else []
+        norm = "batch_renorm" if renorm else "layer_norm"
+        blocks = [f"block:{norm}"] * len(self.blocks.layers)
+        return ["normalize", *renorm, "dense", *blocks, norm]
+
     def call(self, observations, training=None):
         x = self.normalizer(observations)
         if self.input_norm is not None:

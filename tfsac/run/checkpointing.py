@@ -34,6 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
+from tfsac.algorithm.variants import VARIANTS
 from tfsac.data.replay import LEGACY_ARRAYS, ReplayBuffer
 from tfsac.errors import TfsacError, first_line
 
@@ -50,7 +51,6 @@ STRUCTURAL_FIELDS = (
     "critic_layer_norm",
     "use_log_alpha",
     "buffer_size",
-    "variant",
     "use_sde",
     "algorithm",
     "network",
@@ -302,7 +302,7 @@ def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None
     """Raises TfsacError naming the first structural field that differs."""
     # gSDE keeps one exploration matrix per env copy.
     fields = STRUCTURAL_FIELDS + (("num_envs",) if config_dict.get("use_sde") else ())
-    fields += ("n_quantiles",) if config_dict.get("algorithm") == "tqc" else ()
+    fields += VARIANTS[config_dict["algorithm"]].resume_keeps
     for field in fields:
         before = saved_config.get("hidden_sizes") if field == "critic_hidden_sizes" else None
         saved = saved_config.get(field, _BEFORE_THE_OPTION.get(field, before))

@@ -11,6 +11,7 @@ from typing import List, Optional
 
 import gymnasium as gym
 
+from tfsac.algorithm.resolve import resolve  # TF-free, as the variants' declarations
 from tfsac.config import SACConfig
 from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
 from tfsac.deploy.formats import check_available, parse_formats
@@ -50,7 +51,7 @@ def _env_name(env) -> str:
 
 @dataclasses.dataclass
 class Start:
-    """A run's start as checked: the config as the run uses it (validated, naming its env),
+    """A run's start as checked: the config as the run uses it (resolved, naming its env),
     its run directory, the env factory, an env for evaluations and its spec, and the
     changes a resume makes to the saved config (one line each)."""
 
@@ -69,7 +70,7 @@ def check_start(
     the arguments are `Trainer`'s."""
     if export is not None:
         config = dataclasses.replace(config, export=export)
-    config.validate()
+    config = resolve(config)
     make_env = env_fn or env_factory(config.env_id, config.env_kwargs)
     eval_env = checked_env(make_env, config.env_id if env_fn is None else "env_fn")
     if env_fn is not None:  # the config (and the default run dir) name the env it trains on

@@ -15,6 +15,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
+from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
 from tfsac.data.envs import EnvFn, EnvSpec, checked_env
@@ -71,11 +72,11 @@ class TrainResult:
 
 
 def _seeded(config: SACConfig, export: Optional[bool]) -> SACConfig:
-    """The config with `export` (when not None), validated; sets the Python, numpy and TF
+    """The config with `export` (when not None), resolved; sets the Python, numpy and TF
     seeds from it (before any env is made) and TF's op determinism when asked."""
     if export is not None:
         config = dataclasses.replace(config, export=export)
-    config.validate()
+    config = resolve(config)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)

@@ -9,8 +9,8 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.algorithm.schedules import parse_schedule
 from tfsac.config import SACConfig
+from tfsac.config.schedules import parse_schedule
 from tfsac.data.replay import ReplayBuffer
 from tfsac.run.run_dir import Stopwatch
 

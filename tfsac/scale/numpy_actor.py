@@ -2,13 +2,13 @@
 importing TensorFlow (seconds and hundreds of MB per process) and without TF's per-call cost
 (~100 µs a call against ~15 µs here at batch 1).
 
-An actor is a plan, the list of its layers in the order `get_weights()` gives their arrays
-(`actor_plan(config)`): the MLP's ReLU layers, CrossQ's batch renormalisation (with its
-moving statistics, as the actor acts), SimBa's observation normaliser, embedding, residual
-blocks and layer norms; then the mean and log-std heads. The learner sends the runners
-`get_weights()`. tests/test_numpy_actor.py checks every built-in actor against its Keras
-model to 1e-5. A custom `actor_fn` (and gSDE's actor) has no numpy twin: its runners act
-with TensorFlow.
+An actor is a plan, the list of its layers in the order `get_weights()` gives their arrays,
+which the actor model gives (its `numpy_plan()`): the MLP's ReLU layers, batch
+renormalisation (with its moving statistics, as the actor acts), SimBa's observation
+normaliser, embedding, residual blocks and layer norms; then the mean and log-std heads.
+The learner sends the runners `get_weights()`. tests/test_numpy_actor.py checks every
+built-in actor against its Keras model to 1e-5. A model without `numpy_plan` (a custom
+`actor_fn`'s) has no numpy twin: its runners act with TensorFlow.
 """
 
 from __future__ import annotations
@@ -27,16 +27,6 @@ ARRAYS = {
     "block:layer_norm": 2 + 4,  # the block's norm, then its two dense layers
     "block:batch_renorm": 5 + 4,
 }
-
-
-def actor_plan(config) -> List[str]:
-    """The layers of the built-in actor that `config` builds (tfsac.algorithm.networks)."""
-    renorm = ["batch_renorm"] if config.algorithm == "crossq" else []
-    if config.network == "simba":
-        norm = "batch_renorm" if renorm else "layer_norm"
-        blocks = [f"block:{norm}"] * len(config.hidden_sizes)
-        return ["normalize", *renorm, "dense", *blocks, norm]
-    return renorm + [layer for _ in config.hidden_sizes for layer in ["dense_relu", *renorm]]
 
 
 def _layer(kind: str, w: Sequence[np.ndarray], x: np.ndarray) -> np.ndarray:

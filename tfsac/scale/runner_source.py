@@ -45,7 +45,8 @@ class RunnerSource:
         )
         self.pool: Optional[RunnerPool] = None
         try:
-            self.pool = RunnerPool(config, env_fn, spec, actor_fn, resumes)
+            plan = getattr(learner.actor, "numpy_plan", lambda: None)()
+            self.pool = RunnerPool(config, env_fn, spec, actor_fn, resumes, plan)
         except BaseException:
             self.close()
             raise

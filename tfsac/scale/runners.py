@@ -38,7 +38,7 @@ from tfsac.data.collector import Collector, Transitions
 from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.errors import TfsacError, first_line
 from tfsac.run.logs import quiet_library_logs
-from tfsac.scale.numpy_actor import NumpyActor, actor_plan
+from tfsac.scale.numpy_actor import NumpyActor
 
 # Restarts of one runner's process before the run gives up on it.
 MAX_RESTARTS = 5
@@ -76,7 +76,7 @@ class TFPolicy:
     def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
         import tensorflow as tf
 
-        from tfsac.algorithm.learner import GaussianExploration
+        from tfsac.algorithm.exploration import GaussianExploration
         from tfsac.algorithm.networks import build_actor
 
         try:  # batch-1 acting: more threads only contend with the other runners
@@ -99,15 +99,17 @@ class TFPolicy:
         return self._sample(observation).numpy()
 
 
-def tf_reason(cfg: SACConfig, actor_fn: Optional[Callable]) -> Optional[str]:
+def tf_reason(plan: Optional[List[str]]) -> Optional[str]:
     """Why runners must act with TensorFlow; None where NumpyActor is the actor's twin."""
-    return "a custom actor_fn has no numpy twin" if actor_fn is not None else None
+    return "the actor has no numpy_plan (a custom actor_fn's)" if plan is None else None
 
 
-def runner_policy(spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
-    """A built-in actor in numpy, a custom one in TensorFlow (`tf_reason`)."""
-    if tf_reason(cfg, actor_fn) is None:
-        return NumpyActor(actor_plan(cfg), (cfg.log_std_min, cfg.log_std_max), seed)
+def runner_policy(
+    spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int, plan=None
+):
+    """The actor in numpy where its model gave its `numpy_plan`, else in TensorFlow."""
+    if plan is not None:
+        return NumpyActor(plan, (cfg.log_std_min, cfg.log_std_max), seed)
     return TFPolicy(spec, cfg, actor_fn, seed)
 
 
@@ -123,6 +125,7 @@ class EnvRunner:
         config: Dict,
         actor_fn: Optional[Callable] = None,
         resumes: int = 0,
+        plan: Optional[List[str]] = None,
     ):
         # Before the env is made: its imports' INFO lines and MuJoCo's notices about
         # gymnasium's own XML would reach the driver's terminal from every runner.
@@ -139,7 +142,7 @@ class EnvRunner:
         except Exception as e:  # noqa: BLE001 - any env error becomes one line
             self.error = self._env_error("could not make or reset its env", e)
             return
-        self.policy = runner_policy(spec, cfg, actor_fn, policy_seed)
+        self.policy = runner_policy(spec, cfg, actor_fn, policy_seed, plan)
         self.version = -1
 
     def _env_error(self, what: str, error: Exception) -> RunnerEnvError:
@@ -205,7 +208,9 @@ class RunnerPool:
         spec: EnvSpec,
         actor_fn: Optional[Callable] = None,
         resumes: int = 0,
+        plan: Optional[List[str]] = None,
     ):
+        """`plan`: the actor model's `numpy_plan()` (None: the runners act with TF)."""
         import ray
 
         self.config = config
@@ -216,14 +221,14 @@ class RunnerPool:
                 f"{self.num_runners} env runners need {self.num_runners} free CPUs in the Ray "
                 f"cluster; it has {free:g}"
             )
-        reason = tf_reason(config, actor_fn)
+        reason = tf_reason(plan)
         if reason is not None:
             logging.info("env runners act with TensorFlow: %s", reason)
         remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)
         runner_class = remote(EnvRunner)
         config_dict = config.to_dict()
         self.runners = [
-            runner_class.remote(i, env_fn, spec, config_dict, actor_fn, resumes)
+            runner_class.remote(i, env_fn, spec, config_dict, actor_fn, resumes, plan)
             for i in range(self.num_runners)
         ]
         self._pending: Dict = {}  # ObjectRef -> runner

@@ -18,6 +18,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 from absl import flags
 
+from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError
 from tfsac.run.run_dir import check_writable
@@ -186,7 +187,7 @@ class FlagConfigs:
                 flag = self._flags[name]
                 flag.value, flag.present, flag.using_default_value = value, present, default
         try:
-            return config.validate()
+            return resolve(config)
         except TfsacError as e:
             where = " ".join(f"--{k}={v}" for k, v in overrides.items() if k not in RESERVED_FLAGS)
             raise TfsacError(f"{where}: {e}" if where else str(e)) from None

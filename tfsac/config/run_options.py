@@ -8,13 +8,13 @@ import dataclasses
 import os
 from typing import Optional
 
-from tfsac.option_fields import (
+from tfsac.config.fields import (
     POSITIVE_INT,
     Check,
     at_least,
     option,
 )
-from tfsac.options import DIST, OUTPUT
+from tfsac.config.options import DIST, OUTPUT
 
 EXPORT_FORMATS = ("saved_model", "tflite", "onnx")
 

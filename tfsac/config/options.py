@@ -1,8 +1,8 @@
 """The options of a run, each declared once with everything about it: its default, help
 text, help group (scripts/train.py generates its flags and grouped --help from these), flag
 name, choices and the check of its own values. One dataclass per help group: the learning
-side's here, the outputs' and the env runners' in tfsac/run_options.py; SACConfig
-(tfsac/config.py) is all of them, plus the checks between options."""
+side's here, the outputs' and the env runners' in run_options.py; SACConfig
+(sac_config.py) is all of them, plus the checks between options."""
 
 from __future__ import annotations
 
@@ -10,18 +10,17 @@ import dataclasses
 import math
 from typing import Any, Dict, Optional, Tuple
 
-from tfsac.algorithm.schedules import parse_schedule
-from tfsac.option_fields import (  # noqa: F401 - Check and the rest are used with the options
+from tfsac.config.fields import (
     NON_EMPTY_TEXT,
     POSITIVE_FINITE,
     POSITIVE_INT,
     RATE,
     Check,
     at_least,
-    field_errors,
     interval,
     option,
 )
+from tfsac.config.schedules import parse_schedule
 
 # Help groups, in the order `--help` lists them.
 ENV = "Environment"
@@ -124,7 +123,7 @@ class OptimOptions:
         OPTIM,
         check=Check(lambda v: v > 0, "positive"),
     )
-    # A factor on every learning rate over env steps (tfsac/algorithm/schedules.py).
+    # A factor on every learning rate over env steps (schedules.py).
     lr_schedule: str = option(
         "constant",
         "constant | linear (to 0 at total_steps) | piecewise:<step>:<factor>,...",
@@ -145,7 +144,7 @@ class OptimOptions:
     tau: float = option(
         0.005, "Polyak coefficient of the target networks", OPTIM, check=interval(0, 1, "(]")
     )
-    # "auto" (or None) is the algorithm's own default (SACConfig.algorithm_defaults).
+    # "auto" (or None) is the algorithm's own default (its variant's `defaults`).
     policy_delay: int = option(
         None,
         "critic updates per actor and temperature update (auto: 1; crossq 3)",
@@ -205,20 +204,17 @@ class AlphaOptions:
 
 @dataclasses.dataclass
 class VariantOptions:
-    """The algorithm (SAC or TQC), SAC v1 or v2, and gSDE exploration."""
+    """The algorithm variant, its own options, and gSDE exploration."""
 
-    # 'tqc': Truncated Quantile Critics (Kuznetsov et al. 2020, arXiv:2005.04269): each
-    # critic predicts `n_quantiles` atoms of the return; the target pools the target
-    # critics' atoms and drops the top `top_quantiles_to_drop_per_net` per critic.
-    # 'crossq': CrossQ (Bhatt et al. 2024, arXiv:1902.05605): no target critics, batch
-    # renormalisation in the critics and the actor, current and next state-actions through
-    # the critics as one batch.
+    # The registered variants (tfsac/algorithm/variants/), checked when the config is
+    # resolved (tfsac.algorithm.resolve): a registered one of your own is a value too.
     algorithm: str = option(
         "sac",
-        "sac; tqc: distributional critics with the top atoms dropped from the target; "
-        "crossq: batch-renormalised critics without target networks",
+        "sac; sac_v1: the original SAC with V; tqc: distributional critics with the top "
+        "atoms dropped from the target; crossq: batch-renormalised critics without target "
+        "networks",
         VARIANT,
-        choices=("sac", "tqc", "crossq"),
+        check=NON_EMPTY_TEXT,
     )
     n_quantiles: int = option(25, "TQC: quantiles (atoms) per critic", VARIANT, check=POSITIVE_INT)
     top_quantiles_to_drop_per_net: int = option(
@@ -237,10 +233,12 @@ class VariantOptions:
         check=at_least(0),
     )
 
-    # 'v2': twin Q networks with target Q networks (arXiv:1812.05905);
-    # 'v1': the original SAC with a state-value network V and a target V (arXiv:1801.01290).
-    variant: str = option(
-        "v2", "v2: twin Q + target Q; v1: the original SAC with V", VARIANT, choices=("v1", "v2")
+    # Kept for SAC's two versions: v1 is algorithm sac_v1, v2 is sac.
+    variant: Optional[str] = option(
+        None,
+        "v1: algorithm sac_v1 (the original SAC with V); v2: sac",
+        VARIANT,
+        choices=("v1", "v2"),
     )
     # gSDE (arXiv:2005.05719): exploration noise z(s) @ E, z(s) the actor's last hidden
     # features, E ~ N(0, exp(log_std)^2) resampled at each collection phase's start and every

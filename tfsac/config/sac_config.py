@@ -1,7 +1,9 @@
 """The SAC configuration: one dataclass of every option (declared by help group in
-tfsac/options.py, each with its help text and the check of its own values, so
-scripts/train.py's flags are generated from the fields: an option is written once),
-validated before anything is built, and what a resume may change."""
+options.py and run_options.py, each with its help text and the check of its own values, so
+scripts/train.py's flags are generated from the fields: an option is written once), the
+checks between options that hold for every algorithm, and what a resume may change. What
+'auto' means for an algorithm, and its own checks, are its variant's
+(tfsac.algorithm.resolve)."""
 
 from __future__ import annotations
 
@@ -9,21 +11,8 @@ import dataclasses
 import json
 from typing import Any, Dict, List
 
-from tfsac.errors import TfsacError
-
-# The group names, GROUPS and option too: code that predates tfsac/options.py imports them
-# from here.
-from tfsac.options import (  # noqa: F401
-    ALPHA,
-    COLLECT,
-    COMPILE,
-    DIST,
-    ENV,
-    GROUPS,
-    NETS,
-    OPTIM,
-    OUTPUT,
-    VARIANT,
+from tfsac.config.fields import field_errors
+from tfsac.config.options import (
     AlphaOptions,
     CollectOptions,
     CompileOptions,
@@ -31,13 +20,10 @@ from tfsac.options import (  # noqa: F401
     NetOptions,
     OptimOptions,
     VariantOptions,
-    field_errors,
-    option,
 )
-from tfsac.run_options import DistOptions, OutputOptions
+from tfsac.config.run_options import DistOptions, OutputOptions
+from tfsac.errors import TfsacError
 
-# Fields of earlier versions, ignored in the config.json of their runs.
-REMOVED_FIELDS = {"graph_loop"}
 # What a resumed run may change (each change is said in one line): how long it runs, what
 # it reports and writes. Any other option would make it another run than the one saved.
 RESUME_ADJUSTABLE = (
@@ -125,27 +111,16 @@ class SACConfig(
             self.progress_bar = {"auto": None, "true": True, "false": False}[text]
         if isinstance(self.env_kwargs, str):
             self.env_kwargs = parse_env_kwargs(self.env_kwargs)
-        self._resolve_auto()
+        self._parse_auto()
 
-    def algorithm_defaults(self) -> Dict[str, Any]:
-        """What 'auto' means for the options whose default depends on the algorithm or the
-        network: CrossQ's paper settings (policy delay 3, Adam beta_1 0.5, critics of
-        2048), SimBa's AdamW (SBX's weight decay)."""
-        crossq = self.algorithm == "crossq"
-        return {
-            "policy_delay": 3 if crossq else 1,
-            "adam_beta1": 0.5 if crossq else 0.9,
-            "critic_hidden_sizes": (2048, 2048) if crossq else self.hidden_sizes,
-            "weight_decay": 1e-4 if self.network == "simba" else 0.0,
-        }
-
-    def _resolve_auto(self) -> None:
-        """Replaces None/'auto' by `algorithm_defaults()` and the rest's strings by values."""
+    def _parse_auto(self) -> None:
+        """The options whose 'auto' (None) the algorithm's variant fills in
+        (tfsac.algorithm.resolve): their string forms as values, 'auto' as None."""
         kinds = {"policy_delay": int, "adam_beta1": float, "weight_decay": float}
-        for name, default in self.algorithm_defaults().items():
+        for name in (*kinds, "critic_hidden_sizes"):
             value = getattr(self, name)
             if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
-                setattr(self, name, default)
+                setattr(self, name, None)
                 continue
             try:
                 if name == "critic_hidden_sizes":
@@ -168,7 +143,8 @@ class SACConfig(
 
     def validate(self) -> SACConfig:
         """Raises TfsacError naming the first bad option; returns self. Each option's own
-        values are declared with it (tfsac/options.py); here, the checks between options."""
+        values are declared with it (options.py); here, the checks between options that
+        hold for every algorithm (its own: tfsac.algorithm.resolve)."""
         error = field_errors(self)
         if error:
             raise TfsacError(error)
@@ -176,28 +152,6 @@ class SACConfig(
             raise TfsacError(
                 "train_freq and episodes_per_rollout both set: collection phases are either "
                 "train_freq env steps or episodes_per_rollout episodes"
-            )
-        if self.algorithm != "sac" and self.variant != "v2":
-            raise TfsacError(f"algorithm {self.algorithm} needs variant v2 (v1 is SAC's own)")
-        if self.algorithm == "crossq" and self.use_sde:
-            raise TfsacError("algorithm crossq does not take use_sde (its actor is batch-normed)")
-        if self.network == "simba" and self.use_sde:
-            raise TfsacError("network simba does not take use_sde (gSDE has its own actor)")
-        if self.network == "simba" and (self.critic_dropout or self.critic_layer_norm):
-            raise TfsacError(
-                "network simba has its own normalisation and no dropout: leave "
-                "critic_layer_norm and critic_dropout off"
-            )
-        for name in ("hidden_sizes", "critic_hidden_sizes"):
-            if self.network == "simba" and len(set(getattr(self, name))) > 1:
-                raise TfsacError(
-                    f"network simba adds each residual block to its input, so {name} needs "
-                    f"one width for every block, got {','.join(map(str, getattr(self, name)))}"
-                )
-        if self.top_quantiles_to_drop_per_net >= self.n_quantiles:
-            raise TfsacError(
-                f"top_quantiles_to_drop_per_net ({self.top_quantiles_to_drop_per_net}) must be "
-                f"smaller than n_quantiles ({self.n_quantiles}): no atom would be left"
             )
         if (self.sde_sample_freq != -1 or self.use_sde_at_warmup) and not self.use_sde:
             raise TfsacError("sde_sample_freq and use_sde_at_warmup need use_sde")
@@ -216,6 +170,16 @@ class SACConfig(
                 f"learning_starts ({self.learning_starts}) is larger than total_steps "
                 f"({self.total_steps}): no update would ever run; for a short run lower "
                 f"learning_starts too (e.g. --learning_starts={self.total_steps // 10})"
+            )
+        if self.n_steps > self.total_steps:
+            raise TfsacError(
+                f"n_steps ({self.n_steps}) is larger than total_steps ({self.total_steps}): "
+                "no return could sum that many rewards"
+            )
+        if not self.export and self.export_formats != "saved_model":
+            raise TfsacError(
+                f"export_formats ({self.export_formats}) needs export: with export=false "
+                "nothing is exported"
             )
         if self.batch_size > self.buffer_size:
             raise TfsacError(
@@ -272,10 +236,9 @@ class SACConfig(
 
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> SACConfig:
-        """A config from `to_dict()`'s output (a run's config.json), including one written
-        by an earlier tfsac whose fields have since been removed."""
+        """A config from `to_dict()`'s output (a run's config.json)."""
         known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(values) - known - REMOVED_FIELDS
+        unknown = set(values) - known
         if unknown:
             raise TfsacError(f"unknown config fields: {', '.join(sorted(unknown))}")
-        return cls(**{k: v for k, v in values.items() if k in known})
+        return cls(**values)

@@ -1,0 +1,116 @@
+"""The networks' architecture, the `network` option: plain MLPs (`mlp`, the default) or
+SimBa's (`simba`), each with any algorithm variant. Like a variant, an architecture
+declares its option defaults and checks TF-free (the start checks read them) and builds its
+actor and critics (tfsac.algorithm.networks, tfsac.algorithm.simba)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from tfsac.algorithm.variants.base import lazy_module
+from tfsac.config import SACConfig
+from tfsac.errors import TfsacError
+
+networks = lazy_module("tfsac.algorithm.networks")
+simba = lazy_module("tfsac.algorithm.simba")
+
+
+class MLP:
+    """ReLU MLPs: the Gaussian actor and the critic ensemble (DroQ's dropout and layer
+    norm, a variant's batch renormalisation)."""
+
+    name = "mlp"
+    peer_policy = "MlpPolicy"  # SB3's and SBX's policy class
+    peers: Tuple[str, ...] = ("sb3", "sbx")  # the peers that have it
+
+    @classmethod
+    def defaults(cls, config: SACConfig) -> Dict[str, Any]:
+        return {"weight_decay": 0.0}
+
+    @classmethod
+    def check(cls, config: SACConfig) -> None:
+        """Raises TfsacError for options this architecture cannot build."""
+
+    @classmethod
+    def normalizer(cls):
+        """The observation normaliser its actor and critics share, or None."""
+        return None
+
+    @classmethod
+    def build_actor(cls, action_dim, config, batch_norm: Optional[Dict], normalizer):
+        bounds = (config.log_std_min, config.log_std_max)
+        return networks.Actor(
+            action_dim, config.hidden_sizes, *bounds, batch_norm=batch_norm, name="actor"
+        )
+
+    @classmethod
+    def build_critic(cls, config, name: str, outputs: int, batch_norm, normalizer):
+        return networks.Critic(
+            config.num_critics,
+            config.critic_hidden_sizes,
+            config.critic_layer_norm,
+            config.critic_dropout,
+            outputs,
+            batch_norm,
+            name=name,
+        )
+
+
+class SimBa(MLP):
+    """SimBa (Lee et al. 2025, arXiv:2410.09754): a running observation normaliser shared
+    by the actor and critics, then residual pre-layer-norm blocks; AdamW (SBX's weight
+    decay of 1e-4)."""
+
+    name = "simba"
+    peer_policy = "SimbaPolicy"
+    peers = ("sbx",)
+
+    @classmethod
+    def defaults(cls, config: SACConfig) -> Dict[str, Any]:
+        return {"weight_decay": 1e-4}
+
+    @classmethod
+    def check(cls, config: SACConfig) -> None:
+        if config.use_sde:
+            raise TfsacError("network simba does not take use_sde (gSDE has its own actor)")
+        if config.critic_dropout or config.critic_layer_norm:
+            raise TfsacError(
+                "network simba has its own normalisation and no dropout: leave "
+                "critic_layer_norm and critic_dropout off"
+            )
+        for name in ("hidden_sizes", "critic_hidden_sizes"):
+            if len(set(getattr(config, name))) > 1:
+                raise TfsacError(
+                    f"network simba adds each residual block to its input, so {name} needs "
+                    f"one width for every block, got {','.join(map(str, getattr(config, name)))}"
+                )
+
+    @classmethod
+    def normalizer(cls):
+        return simba.ObservationNormalizer(name="obs_normalizer")
+
+    @classmethod
+    def build_actor(cls, action_dim, config, batch_norm, normalizer):
+        bounds = (config.log_std_min, config.log_std_max)
+        return simba.SimbaActor(
+            action_dim, config.hidden_sizes, normalizer, bounds, batch_norm, name="actor"
+        )
+
+    @classmethod
+    def build_critic(cls, config, name, outputs, batch_norm, normalizer):
+        sizes = config.critic_hidden_sizes
+        return simba.SimbaCritic(
+            config.num_critics, sizes, normalizer, outputs, batch_norm, name=name
+        )
+
+
+ARCHITECTURES = {cls.name: cls for cls in (MLP, SimBa)}
+
+
+def architecture_of(config: SACConfig):
+    """The architecture that `config.network` names."""
+    try:
+        return ARCHITECTURES[config.network]
+    except KeyError:
+        names = ", ".join(sorted(ARCHITECTURES))
+        raise TfsacError(f"network must be one of {names}, got {config.network!r}") from None

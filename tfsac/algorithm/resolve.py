@@ -1,0 +1,58 @@
+"""A config as a run uses it: the variant and the architecture it names, their defaults
+for the options left 'auto', and every check, resolved once before anything is built (the
+start checks call it without TensorFlow; `SAC` calls it again, which changes nothing)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tfsac.algorithm.architectures import architecture_of
+from tfsac.algorithm.variants import VARIANTS, variant_of
+from tfsac.config import SACConfig
+from tfsac.errors import TfsacError
+
+# What `variant` (kept as an alias of `algorithm`) selects.
+VARIANT_ALIASES = {"v1": "sac_v1", "v2": "sac"}
+
+
+def resolve(config: SACConfig) -> SACConfig:
+    """`config` with the `variant` alias folded into `algorithm` and the 'auto' options
+    filled in by the variant's and the architecture's defaults, checked (each option's own
+    values, the checks between options, the variant's and the architecture's, and options
+    the variant does not read); raises TfsacError naming the first bad option."""
+    config.validate()
+    if config.variant is not None:
+        algorithm = VARIANT_ALIASES.get(config.variant, config.variant)
+        if config.algorithm not in ("sac", algorithm):
+            raise TfsacError(
+                f"variant {config.variant} is SAC's own; algorithm {config.algorithm} has none "
+                "(leave variant out)"
+            )
+        config = dataclasses.replace(config, algorithm=algorithm, variant=None)
+    variant, architecture = variant_of(config), architecture_of(config)
+    defaults = {**variant.defaults(config), **architecture.defaults(config)}
+    auto = {name: value for name, value in defaults.items() if getattr(config, name) is None}
+    if auto:
+        config = dataclasses.replace(config, **auto)
+    _refuse_unread_options(config, variant)
+    variant.check(config)
+    architecture.check(config)
+    return config
+
+
+def _own_options(variant) -> set:
+    return {name for cls in variant.__mro__ for name in getattr(cls, "own_options", ())}
+
+
+def _refuse_unread_options(config: SACConfig, variant) -> None:
+    """An option set away from its default that the variant does not read is a mistake
+    (it would change nothing): refused in one line that names the variant."""
+    own = _own_options(variant)
+    others = {n for v in VARIANTS.values() if v is not variant for n in _own_options(v)}
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    for name in sorted((others - own) | set(variant.ignored_options)):
+        if getattr(config, name) != defaults[name]:
+            raise TfsacError(
+                f"algorithm {variant.name} does not read {name} (set to "
+                f"{getattr(config, name)!r}); leave it at its default {defaults[name]!r}"
+            )

@@ -1,0 +1,144 @@
+"""What an algorithm of the SAC family is to tfsac: one class, `Variant`, that declares
+everything about it and holds its critic rule, and the registry that `--algorithm` selects
+from.
+
+A variant's declarations (its name, option defaults and checks, the critics' head, whether
+it has target networks, its normalisation layers, what a resume must keep, its peer in
+SB3/SBX) are class attributes and classmethods that read a config: the start checks read
+them without TensorFlow. Its critic rule (the TD target, the critic and actor losses, what
+it adds to train and checkpoint) is the instance that `SAC` makes of it and calls inside
+the compiled update. Variant files therefore name their TensorFlow-side modules through
+`lazy_module`, which imports a module on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Dict, List, Optional, Tuple, Type
+
+from tfsac.config import SACConfig
+from tfsac.errors import TfsacError
+
+
+class lazy_module:  # noqa: N801 - stands where a module name stands
+    """A module imported on its first attribute access, so that importing a variant (for
+    its declarations, in the start checks) does not import TensorFlow."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attribute: str):
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+class Variant:
+    """An algorithm: its declarations (class level, TF-free) and its critic rule (an
+    instance per `SAC`, whose methods run inside the compiled update).
+
+    Subclass one of the built-in variants (tfsac/algorithm/variants/), override what
+    differs and `register` the class: `--algorithm=<name>` then selects it everywhere (the
+    learner, checkpoints, exports, env runners).
+    """
+
+    # ------------------------------------------------------------- declarations
+    name: str = ""  # the `algorithm` option's value
+    summary: str = ""  # one line for --help
+    has_target_critic: bool = True  # Polyak-averaged copies of the critics
+    # Config fields a checkpoint of this variant must match to be resumed (beyond the
+    # networks' shapes, which every variant's checkpoints must match).
+    resume_keeps: Tuple[str, ...] = ()
+    # The options only this variant reads: set away from their defaults under another
+    # variant, the start checks refuse them.
+    own_options: Tuple[str, ...] = ()
+    # Options the other variants read and this one does not (CrossQ: tau): refused too.
+    ignored_options: Tuple[str, ...] = ()
+    # ../shared/peers' `--algo` for the same algorithm in SB3 (sb3-contrib) and SBX.
+    peer: Optional[str] = None
+    metric_names: Tuple[str, ...] = ()  # what it reports beside SAC's metrics
+    seeds_needed = 2  # random seeds one update draws: the next action's, the actor's
+
+    @classmethod
+    def defaults(cls, config: SACConfig) -> Dict[str, Any]:
+        """Values for the options left 'auto' (policy_delay, adam_beta1, critic_hidden_sizes)."""
+        return {"policy_delay": 1, "adam_beta1": 0.9, "critic_hidden_sizes": config.hidden_sizes}
+
+    @classmethod
+    def check(cls, config: SACConfig) -> None:
+        """Raises TfsacError for a combination of options this variant cannot run."""
+
+    @classmethod
+    def critic_outputs(cls, config: SACConfig) -> int:
+        """Values per critic: 1 (a Q value) or a distribution's atoms."""
+        return 1
+
+    @classmethod
+    def batch_norm(cls, config: SACConfig) -> Optional[Dict[str, Any]]:
+        """BatchRenorm's arguments where the networks are batch-renormalised, else None."""
+        return None
+
+    @classmethod
+    def peer_kwargs(cls, config: SACConfig) -> Tuple[Dict, Dict]:
+        """(policy_kwargs, constructor kwargs) that give the peer this variant's settings."""
+        return {}, {}
+
+    # -------------------------------------------------------------- critic rule
+    def __init__(self, sac, obs_dim: int):
+        """`sac` is the `tfsac.algorithm.sac.SAC` whose update calls this rule."""
+        self.sac = sac
+
+    def checkpoint_objects(self) -> Dict[str, Any]:
+        """What the variant adds to a checkpoint, by name (networks, optimizers)."""
+        return {}
+
+    def optimizers(self) -> Dict[str, Any]:
+        """The optimizers it adds, by the learning-rate part they use (`config.rate`)."""
+        return {}
+
+    def trainable_variables(self) -> List:
+        """Variables its updates write beyond SAC's networks and temperature."""
+        return []
+
+    def polyak_pairs(self) -> List[Tuple[Any, Any]]:
+        """(target, online) models that the Polyak step averages; none, no step."""
+        if self.sac.target_critic is None:
+            return []
+        return [(self.sac.target_critic, self.sac.critic)]
+
+    def values_and_target(self, batch, reward, alpha, seed):
+        """The critics' values at (s, a), for the gradient, and what the critic loss
+        compares them with."""
+        raise NotImplementedError
+
+    def critic_loss(self, q, target):
+        raise NotImplementedError
+
+    def actor_q(self, obs, action):
+        """The critics' values the actor's loss reads."""
+        return self.sac.critic(obs, action, training=True)
+
+    def actor_loss(self, log_prob, q_pi, alpha):
+        raise NotImplementedError
+
+    def after_critic_step(self, obs, alpha, seeds) -> Dict[str, Any]:
+        """A step of its own after the critic step (v1's V); returns its metrics."""
+        return {}
+
+
+VARIANTS: Dict[str, Type[Variant]] = {}
+
+
+def register(cls: Type[Variant]) -> Type[Variant]:
+    """Makes `cls` selectable as `algorithm=cls.name` (a class decorator)."""
+    if not cls.name or not cls.name.replace("_", "").isalnum():
+        raise ValueError(f"a variant needs a name of letters, digits and _: {cls.name!r}")
+    VARIANTS[cls.name] = cls
+    return cls
+
+
+def variant_of(config: SACConfig) -> Type[Variant]:
+    """The registered variant that `config.algorithm` names."""
+    try:
+        return VARIANTS[config.algorithm]
+    except KeyError:
+        names = ", ".join(sorted(VARIANTS))
+        raise TfsacError(f"algorithm must be one of {names}, got {config.algorithm!r}") from None

@@ -1,0 +1,42 @@
+"""SAC (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications",
+arXiv:1812.05905), the default: twin critics and their Polyak-averaged targets, the soft
+clipped double-Q target (Eqs. 2-3), the critic loss of Eq. 5 and the actor loss of Eq. 7,
+both on the critics' minimum."""
+
+from __future__ import annotations
+
+from tfsac.algorithm.variants.base import Variant, lazy_module, register
+
+losses = lazy_module("tfsac.algorithm.losses")
+
+
+@register
+class SoftDoubleQ(Variant):
+    """y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), a' ~
+    pi(.|s'), from the target critics."""
+
+    name = "sac"
+    summary = "SAC: twin critics with target critics (arXiv:1812.05905)"
+    peer = "sac"
+
+    def next_values(self, batch, seed):
+        """The target critics' values at (s', a'), a' ~ pi(.|s'), and log pi(a'|s')."""
+        next_obs = batch["next_observation"]
+        next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
+        return self.sac.target_critic(next_obs, next_action, training=True), next_log_prob
+
+    def td_target(self, batch, reward, alpha, seed):
+        next_q, next_log_prob = self.next_values(batch, seed)
+        return losses.soft_td_target(
+            reward, batch["terminated"], next_q, next_log_prob, alpha, batch["discount"]
+        )
+
+    def values_and_target(self, batch, reward, alpha, seed):
+        target = self.td_target(batch, reward, alpha, seed)
+        return self.sac.critic(batch["observation"], batch["action"], training=True), target
+
+    def critic_loss(self, q, target):
+        return losses.critic_loss(q, target)
+
+    def actor_loss(self, log_prob, q_pi, alpha):
+        return losses.actor_loss(log_prob, q_pi, alpha)

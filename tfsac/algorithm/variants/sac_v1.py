@@ -1,0 +1,66 @@
+"""The original SAC (Haarnoja et al. 2018, arXiv:1801.01290): the critics learn against a
+Polyak-averaged target state-value network V' (Eq. 8), and V itself against the updated
+critics (Eq. 5). `--variant=v1` selects it too."""
+
+from __future__ import annotations
+
+from tfsac.algorithm.variants.base import lazy_module, register
+from tfsac.algorithm.variants.sac import SoftDoubleQ
+
+keras = lazy_module("keras")
+tf = lazy_module("tensorflow")
+losses = lazy_module("tfsac.algorithm.losses")
+networks = lazy_module("tfsac.algorithm.networks")
+steps = lazy_module("tfsac.algorithm.steps")
+
+
+@register
+class SoftValue(SoftDoubleQ):
+    """y = r + gamma (1 - terminated) V'(s'); after each critic step, V against
+    min_i Q_i(s, a) - alpha log pi(a|s), a ~ pi(.|s)."""
+
+    name = "sac_v1"
+    summary = "the original SAC with a state-value network V and its target (arXiv:1801.01290)"
+    has_target_critic = False  # its target is V'
+    own_options = ("value_learning_rate",)
+    peer = None  # neither SB3 nor SBX has it
+    metric_names = ("value_loss",)
+    seeds_needed = 3  # as SAC, plus the V loss's action sample
+
+    def __init__(self, sac, obs_dim: int):
+        super().__init__(sac, obs_dim)
+        config = sac.config
+        self.value, self.target_value = networks.build_value_networks(obs_dim, config)
+        self.optimizer = keras.optimizers.Adam(
+            config.rate("value"), global_clipnorm=config.max_grad_norm, name="value_adam"
+        )
+        self.optimizer.build(self.value.trainable_variables)
+
+    def checkpoint_objects(self):
+        return {
+            "value": self.value,
+            "target_value": self.target_value,
+            "value_optimizer": self.optimizer,
+        }
+
+    def optimizers(self):
+        return {"value": self.optimizer}
+
+    def trainable_variables(self):
+        return [*self.value.trainable_variables, *self.target_value.trainable_variables]
+
+    def polyak_pairs(self):
+        return [(self.target_value, self.value)]
+
+    def td_target(self, batch, reward, alpha, seed):
+        next_v = self.target_value(batch["next_observation"])
+        return losses.v1_q_target(reward, batch["terminated"], next_v, batch["discount"])
+
+    def after_critic_step(self, obs, alpha, seeds):
+        action, log_prob = self.sac.sample_with_log_prob(obs, seeds[:, 2])
+        q_pi = self.sac.critic(obs, action, training=True)
+        variables = self.value.trainable_variables
+        with tf.GradientTape() as tape:
+            loss = losses.value_loss(self.value(obs), q_pi, log_prob, alpha)
+        steps.apply_gradients(self.optimizer, tape, loss, variables)
+        return {"value_loss": loss}

@@ -41,7 +41,7 @@ _EXPORTS = {
     "export_policy": "deploy.export",
     "load_policy": "deploy.export",
     "make_env": "data.envs",
-    "polyak_update": "algorithm.steps",
+    "polyak_update": "algorithm.sac",
     "squash_bijector": "algorithm.distributions",
     "tanh_normal": "algorithm.distributions",
     "train": "run.trainer",

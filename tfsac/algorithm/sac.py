@@ -26,13 +26,23 @@ from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.distributions import policy_params, tanh_normal
 from tfsac.algorithm.networks import build_networks
 from tfsac.algorithm.resolve import resolve
-from tfsac.algorithm.steps import apply_gradients, polyak_update
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
 
 # observation, action, reward, next_observation, terminated, discount (transition_layout)
 Batch = Dict[str, tf.Tensor]
+
+
+def polyak_update(target_variables, source_variables, tau: float):
+    """target <- tau * source + (1 - tau) * target, variable by variable."""
+    for target, source in zip(target_variables, source_variables, strict=True):
+        target.assign(tau * source + (1.0 - tau) * target)
+
+
+def apply_gradients(optimizer, tape, loss, variables) -> None:
+    """One optimizer step on `loss`'s gradient with respect to `variables`."""
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
 
 
 class SAC:

@@ -12,16 +12,22 @@ and SB3's n-step buffers).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Tuple
+from typing import Protocol, Tuple
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from tfsac.data.replay import ReplayBuffer
+
+class EpisodeLinks(Protocol):
+    """What the walk reads of a replay buffer (tfsac.data.replay.ReplayBuffer)."""
+
+    reward: np.ndarray
+    terminated: np.ndarray
+    next_index: np.ndarray  # the row whose observation is this row's next one; capacity: none
+    capacity: int
 
 
 def n_step_returns(
-    buffer: ReplayBuffer, slots: np.ndarray, n_steps: int, gamma: float
+    buffer: EpisodeLinks, slots: np.ndarray, n_steps: int, gamma: float
 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For the transitions in `slots` (any shape): the discounted sum of their next m <= n
     rewards, sum_k gamma^k r_{t+k}, the slot of the m-th transition (its terminated flag and
@@ -42,6 +48,6 @@ def n_step_returns(
     return total.astype(np.float32), last, discount.astype(np.float32)
 
 
-def _continues(buffer: ReplayBuffer, slots: np.ndarray) -> np.ndarray:
+def _continues(buffer: EpisodeLinks, slots: np.ndarray) -> np.ndarray:
     """Whether the episode goes on past these transitions within the buffer."""
     return (buffer.terminated[slots] == 0.0) & (buffer.next_index[slots] < buffer.capacity)

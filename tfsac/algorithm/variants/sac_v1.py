@@ -11,7 +11,7 @@ keras = lazy_module("keras")
 tf = lazy_module("tensorflow")
 losses = lazy_module("tfsac.algorithm.losses")
 networks = lazy_module("tfsac.algorithm.networks")
-steps = lazy_module("tfsac.algorithm.steps")
+sac_step = lazy_module("tfsac.algorithm.sac")
 
 
 @register
@@ -62,5 +62,5 @@ class SoftValue(SoftDoubleQ):
         variables = self.value.trainable_variables
         with tf.GradientTape() as tape:
             loss = losses.value_loss(self.value(obs), q_pi, log_prob, alpha)
-        steps.apply_gradients(self.optimizer, tape, loss, variables)
+        sac_step.apply_gradients(self.optimizer, tape, loss, variables)
         return {"value_loss": loss}

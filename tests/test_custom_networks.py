@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 from conftest import CUSTOM_NETWORKS_DOC, docs_example, random_batch
 
-from tfsac import SACConfig, SACLearner, TfsacError
+from tfsac import SACConfig, SACLearner, TfsacError, train
 
 
 def test_docs_example_trains_checkpoints_and_exports(tmp_path, monkeypatch):
@@ -32,6 +32,17 @@ def test_bad_actor_is_refused():
 
     with pytest.raises(TfsacError, match=r"actor must return \(mean, log_std\)"):
         SACLearner(3, 1, SACConfig(), actor_fn=actor_fn)
+
+
+def test_a_custom_actor_with_simba_networks_is_refused_before_anything_is_written(tmp_path):
+    def actor_fn(obs_dim, action_dim):
+        raise AssertionError("never called: SimBa builds its own actor")
+
+    run_dir = str(tmp_path / "run")
+    config = SACConfig(network="simba", run_dir=run_dir, total_steps=10, learning_starts=5)
+    with pytest.raises(TfsacError, match="network simba builds its own actor and critics"):
+        train(config, actor_fn=actor_fn, quiet=True)
+    assert not os.path.exists(tmp_path / "run")
 
 
 def test_single_critic_is_refused():

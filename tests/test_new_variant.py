@@ -3,7 +3,9 @@ whose critic rule averages its critics instead of taking their minimum. It train
 target is the one it declares (checked by hand), it checkpoints and resumes, exports every
 format, acts through env runners, and refuses what it does not read."""
 
+import ast
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -106,3 +108,28 @@ def test_a_new_variant_acts_through_env_runners(tmp_path, ray_address):
 def test_a_new_variant_refuses_the_options_of_others(tmp_path):
     with pytest.raises(TfsacError, match="algorithm mean_q does not read n_quantiles"):
         resolve(_config(tmp_path, n_quantiles=7))
+
+
+def test_no_code_outside_the_algorithm_layer_compares_with_a_variant_name():
+    """What differs between variants (and architectures) is declared by them: code outside
+    tfsac/algorithm/ asks them, never compares an option with their names."""
+    from conftest import REPO_ROOT
+
+    from tfsac.algorithm.architectures import ARCHITECTURES
+    from tfsac.algorithm.resolve import VARIANT_ALIASES
+
+    names = set(VARIANTS) | set(ARCHITECTURES) | set(VARIANT_ALIASES)
+    root = pathlib.Path(REPO_ROOT)
+    paths = [*(root / "tfsac").rglob("*.py"), *(root / "scripts").rglob("*.py")]
+    found = []
+    for path in paths:
+        if (root / "tfsac" / "algorithm") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in (node.left, *node.comparators):
+                for leaf in ast.walk(side):
+                    if isinstance(leaf, ast.Constant) and leaf.value in names:
+                        found.append(f"{path.relative_to(root)}:{node.lineno} {leaf.value!r}")
+    assert not found, "\n".join(found)

@@ -19,7 +19,6 @@ from tfsac.algorithm.variants import VARIANTS, register
 from tfsac.algorithm.variants.sac import SoftDoubleQ
 
 
-@register
 class MeanQ(SoftDoubleQ):
     """y = r + gamma (1 - terminated) (mean_i Q'_i(s', a') - alpha log pi(a'|s')); the actor
     maximises the critics' mean."""
@@ -37,6 +36,15 @@ class MeanQ(SoftDoubleQ):
 
     def actor_loss(self, log_prob, q_pi, alpha):
         return losses.actor_loss(log_prob, tf.reduce_mean(q_pi, axis=0, keepdims=True), alpha)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _registered():
+    """MeanQ is selectable while this module's tests run (`register` is what a user's
+    module calls, usually as a class decorator); other modules see the built-ins only."""
+    register(MeanQ)
+    yield
+    del VARIANTS[MeanQ.name]
 
 
 def _config(tmp_path, **overrides):

@@ -41,6 +41,7 @@ CASES = [
     ("train", ["--total_steps=100", "--learning_starts=10", "--n_steps=500"], "n_steps (500)"),
     ("train", ["--algorithm=qrsac"], "algorithm must be one of crossq, sac, sac_v1, tqc"),
     ("train", ["--algorithm=tqc", "--variant=v1"], "variant v1 is SAC's own"),
+    ("train", ["--normalize_observations=maybe"], "normalize_observations must be auto, true"),
     ("train", ["--env_kwargs={bad"], "env_kwargs is not valid JSON"),
     ("train", ["--model_name=a/b"], "model_name must be a folder name"),
     ("train", ["--export_formats=tflite,pb"], "export_formats must be a comma list of saved_model"),

@@ -51,17 +51,21 @@ VARIANTS = {
     "droq": dict(env_id="Pendulum-v1", critic_dropout=0.01, critic_layer_norm=True),
     "custom": dict(env_id="Pendulum-v1", actor_fn=layer_norm_actor),
     # Batch renormalisation (moving statistics), the observation normaliser, residual blocks.
+    "mlp_normalized": dict(env_id="Pendulum-v1", normalize_observations=True),
     "crossq_simba": dict(
         env_id="Pendulum-v1", algorithm="crossq", network="simba", critic_hidden_sizes=(8,)
     ),
 }
 
 
-# gSDE's, DroQ's and the custom actor with -m slow: their conversions take the same path.
+# gSDE's, DroQ's, the custom actor and the normalised MLP with -m slow: their conversions
+# take the same paths as the others (crossq_simba's holds the observation normaliser).
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(n, marks=pytest.mark.slow) if n in ("gsde", "droq", "custom") else n
+        pytest.param(n, marks=pytest.mark.slow)
+        if n in ("gsde", "droq", "custom", "mlp_normalized")
+        else n
         for n in sorted(VARIANTS)
     ],
 )

@@ -58,6 +58,7 @@ OPTIONS = {
     "algorithm=tqc,num_critics=5,top_quantiles_to_drop_per_net=0": dict(
         algorithm="tqc", num_critics=5, top_quantiles_to_drop_per_net=0
     ),
+    "normalize_observations": dict(normalize_observations=True),
     "use_sde": dict(use_sde=True),
     "use_sde_at_warmup,sde_sample_freq=8": dict(
         use_sde=True, use_sde_at_warmup=True, sde_sample_freq=8

@@ -22,6 +22,9 @@ ACTORS = {
     "crossq": dict(algorithm="crossq", hidden_sizes=(64, 32)),
     "simba": dict(network="simba", hidden_sizes=(32, 32)),
     "simba crossq": dict(network="simba", algorithm="crossq", hidden_sizes=(32,)),
+    "mlp normalized": dict(hidden_sizes=(32, 16), normalize_observations=True),
+    "crossq normalized": dict(algorithm="crossq", hidden_sizes=(16,), normalize_observations=True),
+    "simba unnormalized": dict(network="simba", hidden_sizes=(32,), normalize_observations=False),
 }
 
 

@@ -5,12 +5,11 @@ restored from checkpoints and inside the export (a served model takes raw observ
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import random_batch, tiny_config
+from conftest import random_batch
 
-from tfsac import SACConfig, SACLearner, TfsacError, Trainer, train
+from tfsac import SACConfig, SACLearner, TfsacError
+from tfsac.algorithm.observation_normalizer import ObservationNormalizer
 from tfsac.algorithm.resolve import resolve
-from tfsac.algorithm.simba import ObservationNormalizer
-from tfsac.deploy.export import load_policy
 
 
 def test_the_normaliser_keeps_the_mean_and_variance_of_everything_it_saw():
@@ -108,22 +107,3 @@ def test_simba_options_are_checked():
     with pytest.raises(TfsacError, match="leave critic_layer_norm and critic_dropout off"):
         resolve(SACConfig(network="simba", critic_dropout=0.01))
     assert SACConfig(network="simba", weight_decay="0").weight_decay == 0.0
-
-
-def test_a_simba_run_normalises_what_it_collects_exports_and_resumes_it(tmp_path):
-    config = tiny_config(tmp_path, "Pendulum-v1", network="simba", checkpoint_every=20)
-    result = train(config)
-    norm = result.learner.sac.obs_normalizer
-    assert norm.count.numpy() == 40  # every collected step's observation, warm-up included
-    seen = result.buffer.observation[1:40]  # rows 1.. are the earlier rows' next observations
-    np.testing.assert_allclose(norm.mean.numpy(), seen.mean(0), atol=0.1)
-    # The export takes raw observations: the normaliser is inside it.
-    obs = np.random.default_rng(2).normal([0.0, 0.0, 0.0], [1.0, 1.0, 4.0], (5, 3))
-    served = load_policy(result.saved_model_path).signatures["serving_default"]
-    action = served(observation=tf.constant(obs, tf.float32))["action"].numpy()
-    np.testing.assert_allclose(action, 2.0 * result.learner.act(obs, deterministic=True), atol=1e-5)
-    # A resumed run starts from the checkpointed statistics.
-    again = SACConfig.from_dict({**config.to_dict(), "total_steps": 60})
-    restored = Trainer(again, resume=True).learner.sac.obs_normalizer
-    for v, saved in zip(restored.weights, norm.weights, strict=True):
-        np.testing.assert_array_equal(v.numpy(), saved.numpy())

@@ -13,11 +13,12 @@ from tfsac.errors import TfsacError
 
 networks = lazy_module("tfsac.algorithm.networks")
 simba = lazy_module("tfsac.algorithm.simba")
+observation_normalizer = lazy_module("tfsac.algorithm.observation_normalizer")
 
 
 class MLP:
     """ReLU MLPs: the Gaussian actor and the critic ensemble (DroQ's dropout and layer
-    norm, a variant's batch renormalisation)."""
+    norm, a variant's batch renormalisation, the observation normaliser when asked)."""
 
     name = "mlp"
     peer_policy = "MlpPolicy"  # SB3's and SBX's policy class
@@ -25,22 +26,31 @@ class MLP:
 
     @classmethod
     def defaults(cls, config: SACConfig) -> Dict[str, Any]:
-        return {"weight_decay": 0.0}
+        return {"weight_decay": 0.0, "normalize_observations": False}
 
     @classmethod
     def check(cls, config: SACConfig) -> None:
         """Raises TfsacError for options this architecture cannot build."""
+        if config.use_sde and config.normalize_observations:
+            raise TfsacError(
+                "use_sde has an actor of its own, without the observation normaliser: leave "
+                "normalize_observations off"
+            )
 
     @classmethod
-    def normalizer(cls):
-        """The observation normaliser its actor and critics share, or None."""
-        return None
+    def normalizer(cls, config: SACConfig):
+        """The observation normaliser its actor and critics share (normalize_observations,
+        'auto' its default), or None."""
+        on = config.normalize_observations
+        if on is None:
+            on = cls.defaults(config)["normalize_observations"]
+        return observation_normalizer.ObservationNormalizer(name="obs_normalizer") if on else None
 
     @classmethod
     def build_actor(cls, action_dim, config, batch_norm: Optional[Dict], normalizer):
         bounds = (config.log_std_min, config.log_std_max)
         return networks.Actor(
-            action_dim, config.hidden_sizes, *bounds, batch_norm=batch_norm, name="actor"
+            action_dim, config.hidden_sizes, *bounds, batch_norm, normalizer, name="actor"
         )
 
     @classmethod
@@ -52,14 +62,15 @@ class MLP:
             config.critic_dropout,
             outputs,
             batch_norm,
+            normalizer,
             name=name,
         )
 
 
 class SimBa(MLP):
     """SimBa (Lee et al. 2025, arXiv:2410.09754): a running observation normaliser shared
-    by the actor and critics, then residual pre-layer-norm blocks; AdamW (SBX's weight
-    decay of 1e-4)."""
+    by the actor and critics (on unless normalize_observations=false), then residual
+    pre-layer-norm blocks; AdamW (SBX's weight decay of 1e-4)."""
 
     name = "simba"
     peer_policy = "SimbaPolicy"
@@ -67,12 +78,13 @@ class SimBa(MLP):
 
     @classmethod
     def defaults(cls, config: SACConfig) -> Dict[str, Any]:
-        return {"weight_decay": 1e-4}
+        return {"weight_decay": 1e-4, "normalize_observations": True}
 
     @classmethod
     def check(cls, config: SACConfig) -> None:
         if config.use_sde:
             raise TfsacError("network simba does not take use_sde (gSDE has its own actor)")
+        super().check(config)
         if config.critic_dropout or config.critic_layer_norm:
             raise TfsacError(
                 "network simba has its own normalisation and no dropout: leave "
@@ -84,10 +96,6 @@ class SimBa(MLP):
                     f"network simba adds each residual block to its input, so {name} needs "
                     f"one width for every block, got {','.join(map(str, getattr(config, name)))}"
                 )
-
-    @classmethod
-    def normalizer(cls):
-        return simba.ObservationNormalizer(name="obs_normalizer")
 
     @classmethod
     def build_actor(cls, action_dim, config, batch_norm, normalizer):

@@ -42,10 +42,12 @@ class Critic(keras.Model):
         dropout: float = 0.0,
         outputs: int = 1,
         batch_norm: Optional[Dict] = None,
+        normalizer: Optional[keras.layers.Layer] = None,
         **kw,
     ):
         super().__init__(**kw)
         self.num_critics, self.outputs = num_critics, outputs
+        self.normalizer = normalizer  # the actor's, shared
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         dense = partial(EnsembleDense, kernel_init=_kernel_init(batch_norm))
         layers = []
@@ -67,6 +69,8 @@ class Critic(keras.Model):
         self.head = dense(num_critics, outputs, name="q")
 
     def call(self, observations, actions, training=None):
+        if self.normalizer is not None:
+            observations = self.normalizer(observations)
         x = tf.concat([observations, actions], axis=-1)
         if self.input_norm is not None:  # each member renormalises (and scales) on its own
             x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
@@ -77,7 +81,8 @@ class Critic(keras.Model):
 class Actor(keras.Model):
     """Observation -> (mean, log_std) of the pre-tanh Gaussian, log_std clipped to bounds.
     With `batch_norm` (BatchRenorm's arguments) the observation and each hidden layer's
-    output are batch-renormalised, CrossQ's actor (kernels LeCun normal, as its critic's)."""
+    output are batch-renormalised, CrossQ's actor (kernels LeCun normal, as its critic's).
+    With `normalizer` (an ObservationNormalizer) observations are normalised first."""
 
     def __init__(
         self,
@@ -86,9 +91,11 @@ class Actor(keras.Model):
         log_std_min: float = -20.0,
         log_std_max: float = 2.0,
         batch_norm: Optional[Dict] = None,
+        normalizer: Optional[keras.layers.Layer] = None,
         **kw,
     ):
         super().__init__(**kw)
+        self.normalizer = normalizer  # first: its statistics lead get_weights()
         self.action_dim, self.depth = action_dim, len(hidden_sizes)
         self.log_std_min = log_std_min
         self.log_std_max = log_std_max
@@ -105,11 +112,13 @@ class Actor(keras.Model):
 
     def numpy_plan(self) -> list:
         """Its layers as tfsac.scale.numpy_actor runs them, in `get_weights()` order."""
+        normalize = ["normalize"] if self.normalizer is not None else []
         renorm = ["batch_renorm"] if self.input_norm is not None else []
-        return renorm + [kind for _ in range(self.depth) for kind in ["dense_relu", *renorm]]
+        hidden = [kind for _ in range(self.depth) for kind in ["dense_relu", *renorm]]
+        return [*normalize, *renorm, *hidden]
 
     def call(self, observations, training=None):
-        x = observations
+        x = observations if self.normalizer is None else self.normalizer(observations)
         if self.input_norm is not None:
             x = self.input_norm(x, training=training)
         x = self.trunk(x, training=training)
@@ -213,7 +222,7 @@ def build_actor(
     if actor_fn is not None:
         return actor_fn(obs_dim, action_dim)
     architecture = architecture_of(config)
-    normalizer = normalizer or architecture.normalizer()
+    normalizer = normalizer or architecture.normalizer(config)
     batch_norm = variant_of(config).batch_norm(config)
     return architecture.build_actor(action_dim, config, batch_norm, normalizer)
 
@@ -241,7 +250,12 @@ def build_networks(
             f"network {config.network} builds its own actor and critics: leave network at "
             "mlp with a custom actor_fn"
         )
-    normalizer = normalizer or architecture.normalizer()
+    normalizer = normalizer or architecture.normalizer(config)
+    if actor_fn is not None and normalizer is not None:
+        raise TfsacError(
+            "normalize_observations needs the built-in actor (a custom actor_fn was given): "
+            "put the normaliser into your model or leave the option off"
+        )
     actor = build_actor(obs_dim, action_dim, config, actor_fn, normalizer)
     outputs, batch_norm = variant.critic_outputs(config), variant.batch_norm(config)
     if critic_fn is None:

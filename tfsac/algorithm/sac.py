@@ -64,9 +64,9 @@ class SAC:
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
         self.config = config = resolve(config)
-        # The architecture's running observation statistics (SimBa's), shared by its
-        # actor and critics; None for the others.
-        self.obs_normalizer = architecture_of(config).normalizer()
+        # The running observation statistics (normalize_observations), shared by the
+        # actor and the critics; None without.
+        self.obs_normalizer = architecture_of(config).normalizer(config)
         # Built first and in this order: their initial weights come from the global seed.
         self.actor, self.critic, self.target_critic = build_networks(
             obs_dim, action_dim, config, actor_fn, critic_fn, self.obs_normalizer

@@ -1,81 +1,19 @@
 """SimBa networks (Lee et al. 2025, "SimBa: Simplicity Bias for Scaling Up Parameters in
-Deep Reinforcement Learning", arXiv:2410.09754): a running observation normaliser, a linear
-embedding, residual blocks x + Dense(ReLU(Dense(Norm(x), 4h)), h) and a last Norm before
-the heads. Norm is layer normalisation, or with CrossQ batch renormalisation (as SBX's
-SimBa CrossQ policy); the normaliser is shared by the actor and the critics."""
+Deep Reinforcement Learning", arXiv:2410.09754): a running observation normaliser (on by
+default; SBX's SimbaPolicy has none), a linear embedding, residual blocks
+x + Dense(ReLU(Dense(Norm(x), 4h)), h) and a last Norm before the heads. Norm is layer
+normalisation, or with CrossQ batch renormalisation (as SBX's SimBa CrossQ policy); the
+normaliser is shared by the actor and the critics."""
 
 from __future__ import annotations
 
 from typing import Dict, Optional
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from tfsac.algorithm.layers import BatchRenorm, EnsembleDense, EnsembleLayerNorm
-
-
-def combine_moments(count, mean, variance, n, batch_mean, batch_var):
-    """The running (count, mean, variance) with a batch's (n, mean, variance) folded in (Chan
-    et al.'s parallel update), in float64, on numpy arrays or TF tensors alike. With count 0
-    it is the batch's own: the initial variance of 1 is a neutral start, not data."""
-    total = count + n
-    delta = batch_mean - mean
-    new_mean = mean + delta * n / total
-    new_var = (count * variance + n * batch_var + delta**2 * count * n / total) / total
-    return total, new_mean, new_var
-
-
-class ObservationNormalizer(keras.layers.Layer):
-    """(s - mean) / sqrt(var + 1e-8) with the running mean and variance of every observation
-    the run has collected (SimBa's RSNorm). New observations are folded in on the host
-    (`update`), or inside a compiled call from their `moments` (`merge`: the learner's
-    update call, which saves a training step six eager variable operations). The statistics
-    are non-trainable weights, so they travel with the actor's weights to env runners, into
-    checkpoints and into every export."""
-
-    epsilon = 1e-8
-
-    def build(self, input_shape):
-        dim = int(input_shape[-1])
-        fixed = dict(trainable=False)
-        self.mean = self.add_weight(name="mean", shape=(dim,), initializer="zeros", **fixed)
-        self.variance = self.add_weight(name="variance", shape=(dim,), initializer="ones", **fixed)
-        self.count = self.add_weight(name="count", shape=(), initializer="zeros", **fixed)
-
-    def call(self, observations):
-        return (observations - self.mean) * tf.math.rsqrt(self.variance + self.epsilon)
-
-    @staticmethod
-    def moments(observations, dim: int) -> np.ndarray:
-        """A batch [B, dim] as float64 rows (B repeated, mean, variance): `merge`'s input."""
-        batch = np.asarray(observations, np.float64).reshape(-1, dim)
-        if not len(batch):
-            return np.zeros([3, dim])
-        return np.stack([np.full(dim, float(len(batch))), batch.mean(0), batch.var(0)])
-
-    def update(self, observations: np.ndarray) -> None:
-        """Folds a batch [B, dim] into the statistics, on the host."""
-        n, batch_mean, batch_var = self.moments(observations, self.mean.shape[0])
-        if not n[0]:
-            return
-        old = (np.float64(v.numpy()) for v in (self.count, self.mean, self.variance))
-        new = combine_moments(*old, n[0], batch_mean, batch_var)
-        self._assign(*(np.float32(x) for x in new))
-
-    def merge(self, moments: tf.Tensor) -> None:
-        """`update` inside a compiled call, from the batch's `moments` (B = 0: no change)."""
-        n = moments[0, 0]
-        old = [tf.cast(v, tf.float64) for v in (self.count, self.mean, self.variance)]
-        new = combine_moments(*old, n, moments[1], moments[2])
-        self._assign(
-            *(tf.cast(tf.where(n > 0, a, b), tf.float32) for a, b in zip(new, old, strict=True))
-        )
-
-    def _assign(self, count, mean, variance):
-        self.count.assign(count)
-        self.mean.assign(mean)
-        self.variance.assign(variance)
+from tfsac.algorithm.observation_normalizer import ObservationNormalizer
 
 
 def _norm(batch_norm: Optional[Dict], ensemble: int, name: str):
@@ -117,7 +55,7 @@ class SimbaActor(keras.Model):
         self,
         action_dim: int,
         hidden_sizes,
-        normalizer: ObservationNormalizer,
+        normalizer: Optional[ObservationNormalizer],
         log_std_bounds=(-20.0, 2.0),
         batch_norm: Optional[Dict] = None,
         **kw,
@@ -140,13 +78,14 @@ class SimbaActor(keras.Model):
 
     def numpy_plan(self) -> list:
         """Its layers as tfsac.scale.numpy_actor runs them, in `get_weights()` order."""
+        normalize = ["normalize"] if self.normalizer is not None else []
         renorm = ["batch_renorm"] if self.input_norm is not None else []
         norm = "batch_renorm" if renorm else "layer_norm"
         blocks = [f"block:{norm}"] * len(self.blocks.layers)
-        return ["normalize", *renorm, "dense", *blocks, norm]
+        return [*normalize, *renorm, "dense", *blocks, norm]
 
     def call(self, observations, training=None):
-        x = self.normalizer(observations)
+        x = observations if self.normalizer is None else self.normalizer(observations)
         if self.input_norm is not None:
             x = self.input_norm(x, training=training)
         x = self.out_norm(self.blocks(self.embed(x), training=training), training=training)
@@ -160,7 +99,7 @@ class SimbaCritic(keras.Model):
         self,
         num_critics: int,
         hidden_sizes,
-        normalizer: ObservationNormalizer,
+        normalizer: Optional[ObservationNormalizer],
         outputs: int = 1,
         batch_norm: Optional[Dict] = None,
         **kw,
@@ -181,7 +120,9 @@ class SimbaCritic(keras.Model):
         self.head = EnsembleDense(num_critics, outputs, name="q")
 
     def call(self, observations, actions, training=None):
-        x = tf.concat([self.normalizer(observations), actions], axis=-1)
+        if self.normalizer is not None:
+            observations = self.normalizer(observations)
+        x = tf.concat([observations, actions], axis=-1)
         if self.input_norm is not None:
             x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
         x = self.blocks(self.embed(x), training=training)

@@ -275,6 +275,15 @@ class NetOptions:
         NETS,
         choices=("mlp", "simba"),
     )
+    # A running mean/std of every collected observation, subtracted and divided first in
+    # the actor and the critics (so in every export too): raw observations in, always.
+    normalize_observations: Optional[bool] = option(
+        None,
+        "normalise observations by their running mean and std inside the networks and every "
+        "export: auto (on with simba), true or false",
+        NETS,
+        text="auto",
+    )
     critic_hidden_sizes: Tuple[int, ...] = option(
         None,
         "the critics' hidden layer sizes (auto: hidden_sizes; crossq 2048,2048)",

@@ -102,13 +102,13 @@ class SACConfig(
                 raise TfsacError(f"alpha must be {ALPHA_FORMS}, got {self.alpha!r}") from None
         self.alpha = _auto_or_float("alpha", self.alpha, ALPHA_FORMS)
         self.target_entropy = _auto_or_float("target_entropy", self.target_entropy)
-        if isinstance(self.progress_bar, str):
-            text = self.progress_bar.strip().lower()
-            if text not in ("auto", "true", "false"):
-                raise TfsacError(
-                    f"progress_bar must be auto, true or false, got {self.progress_bar!r}"
-                )
-            self.progress_bar = {"auto": None, "true": True, "false": False}[text]
+        for name in ("progress_bar", "normalize_observations"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                text = value.strip().lower()
+                if text not in ("auto", "true", "false"):
+                    raise TfsacError(f"{name} must be auto, true or false, got {value!r}")
+                setattr(self, name, {"auto": None, "true": True, "false": False}[text])
         if isinstance(self.env_kwargs, str):
             self.env_kwargs = parse_env_kwargs(self.env_kwargs)
         self._parse_auto()

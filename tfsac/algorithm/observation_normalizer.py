@@ -1,0 +1,72 @@
+"""A running mean/std normaliser of observations (SimBa's RSNorm, SB3's VecNormalize of
+observations) as a Keras layer: the first layer of the actor and the critics, so it travels
+with the actor's weights to env runners, into checkpoints and into every export."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+def combine_moments(count, mean, variance, n, batch_mean, batch_var):
+    """The running (count, mean, variance) with a batch's (n, mean, variance) folded in (Chan
+    et al.'s parallel update), in float64, on numpy arrays or TF tensors alike. With count 0
+    it is the batch's own: the initial variance of 1 is a neutral start, not data."""
+    total = count + n
+    delta = batch_mean - mean
+    new_mean = mean + delta * n / total
+    new_var = (count * variance + n * batch_var + delta**2 * count * n / total) / total
+    return total, new_mean, new_var
+
+
+class ObservationNormalizer(keras.layers.Layer):
+    """(s - mean) / sqrt(var + 1e-8) with the running mean and variance of every observation
+    the run has collected (SimBa's RSNorm). New observations are folded in on the host
+    (`update`), or inside a compiled call from their `moments` (`merge`: the learner's
+    update call, which saves a training step six eager variable operations). The statistics
+    are non-trainable weights, so they travel with the actor's weights to env runners, into
+    checkpoints and into every export."""
+
+    epsilon = 1e-8
+
+    def build(self, input_shape):
+        dim = int(input_shape[-1])
+        fixed = dict(trainable=False)
+        self.mean = self.add_weight(name="mean", shape=(dim,), initializer="zeros", **fixed)
+        self.variance = self.add_weight(name="variance", shape=(dim,), initializer="ones", **fixed)
+        self.count = self.add_weight(name="count", shape=(), initializer="zeros", **fixed)
+
+    def call(self, observations):
+        return (observations - self.mean) * tf.math.rsqrt(self.variance + self.epsilon)
+
+    @staticmethod
+    def moments(observations, dim: int) -> np.ndarray:
+        """A batch [B, dim] as float64 rows (B repeated, mean, variance): `merge`'s input."""
+        batch = np.asarray(observations, np.float64).reshape(-1, dim)
+        if not len(batch):
+            return np.zeros([3, dim])
+        return np.stack([np.full(dim, float(len(batch))), batch.mean(0), batch.var(0)])
+
+    def update(self, observations: np.ndarray) -> None:
+        """Folds a batch [B, dim] into the statistics, on the host."""
+        n, batch_mean, batch_var = self.moments(observations, self.mean.shape[0])
+        if not n[0]:
+            return
+        old = (np.float64(v.numpy()) for v in (self.count, self.mean, self.variance))
+        new = combine_moments(*old, n[0], batch_mean, batch_var)
+        self._assign(*(np.float32(x) for x in new))
+
+    def merge(self, moments: tf.Tensor) -> None:
+        """`update` inside a compiled call, from the batch's `moments` (B = 0: no change)."""
+        n = moments[0, 0]
+        old = [tf.cast(v, tf.float64) for v in (self.count, self.mean, self.variance)]
+        new = combine_moments(*old, n, moments[1], moments[2])
+        self._assign(
+            *(tf.cast(tf.where(n > 0, a, b), tf.float32) for a, b in zip(new, old, strict=True))
+        )
+
+    def _assign(self, count, mean, variance):
+        self.count.assign(count)
+        self.mean.assign(mean)
+        self.variance.assign(variance)

@@ -24,6 +24,7 @@ from tfsac.deploy.formats import (  # noqa: E402 - TF-free
 )
 from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
+from tfsac.paths import check_plain_name  # noqa: E402
 from tfsac.run.run_dir import check_writable, default_model_name, run_config  # noqa: E402
 from tfsac.run_options import EXPORT_FORMATS  # noqa: E402
 
@@ -52,6 +53,10 @@ def _checked():
         raise TfsacError(
             f"--formats must be a comma list of {', '.join(EXPORT_FORMATS)}, got {FLAGS.formats!r}"
         )
+    if FLAGS.model_name is not None:
+        if FLAGS.saved_model:
+            raise TfsacError("--model_name applies to --run_dir (a new version of that model)")
+        check_plain_name("--model_name", FLAGS.model_name)
     if FLAGS.quantize != "none" and "tflite" not in formats:
         raise TfsacError("--quantize applies to tflite: add it to --formats")
     check_available(formats)
@@ -60,10 +65,13 @@ def _checked():
         check_writable(FLAGS.saved_model)
         return formats, None
     config = run_config(FLAGS.run_dir, need_checkpoint=True)
-    check_writable(
-        os.path.join(FLAGS.export_dir, FLAGS.model_name or default_model_name(config.env_id))
-    )
+    check_writable(os.path.join(FLAGS.export_dir, _model_name(config)))
     return formats, config
+
+
+def _model_name(config) -> str:
+    """--model_name, else the run's own model_name, else the env's default name."""
+    return FLAGS.model_name or config.model_name or default_model_name(config.env_id)
 
 
 def main(argv):
@@ -90,7 +98,7 @@ def main(argv):
             learner.actor,
             spec,
             FLAGS.export_dir,
-            FLAGS.model_name or default_model_name(config.env_id),
+            _model_name(config),
             policy_metadata(config, spec, final),
             (config.log_std_min, config.log_std_max),
             ("saved_model", *formats),

@@ -32,6 +32,7 @@ from tfsac.data.envs import EnvSpec, space_from_json
 from tfsac.deploy.formats import parse_formats, write_formats
 from tfsac.deploy.policy import check_saved_model
 from tfsac.errors import TfsacError, first_line
+from tfsac.paths import check_plain_name
 from tfsac.run.logs import absl_verbosity
 from tfsac.run.run_dir import check_writable, default_model_name  # noqa: F401 - public here too
 
@@ -163,7 +164,7 @@ def export_policy(
     The SavedModel is written to a hidden temporary folder and renamed into place, so a
     failure never leaves a partial version folder for TF Serving to pick up.
     """
-    model_dir = os.path.join(export_dir, model_name)
+    model_dir = os.path.join(export_dir, check_plain_name("model_name", model_name))
     check_writable(model_dir)
     os.makedirs(model_dir, exist_ok=True)  # the check created it and removed it again
     final = os.path.join(model_dir, str(next_version(model_dir)))

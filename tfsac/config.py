@@ -10,6 +10,7 @@ import json
 from typing import Any, Dict, List
 
 from tfsac.errors import TfsacError
+from tfsac.option_fields import check_field_types
 
 # The group names, GROUPS and option too: code that predates tfsac/options.py imports them
 # from here.
@@ -126,6 +127,7 @@ class SACConfig(
         if isinstance(self.env_kwargs, str):
             self.env_kwargs = parse_env_kwargs(self.env_kwargs)
         self._resolve_auto()
+        check_field_types(self)  # after the string forms above are parsed
 
     def algorithm_defaults(self) -> Dict[str, Any]:
         """What 'auto' means for the options whose default depends on the algorithm or the

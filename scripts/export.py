@@ -81,6 +81,12 @@ def main(argv):
         formats, config = _checked()
     except TfsacError as e:
         fail(str(e))
+    if FLAGS.saved_model and set(formats) <= {"saved_model"}:
+        print(
+            f"nothing to do: {FLAGS.saved_model} is a SavedModel already; --formats=tflite,onnx "
+            "writes the other formats beside it"
+        )
+        return
     tfsac = import_tfsac()
     from tfsac.deploy.export import export_policy, policy_metadata
     from tfsac.deploy.formats import add_formats

@@ -44,9 +44,13 @@ def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") ->
     with float16 weights, or dynamic-range int8 (int8 weights, float activations)."""
     import tensorflow as tf
 
-    converter = tf.lite.TFLiteConverter.from_saved_model(
-        saved_model_dir, signature_keys=["serving_default"]
-    )
+    try:  # it loads the SavedModel: a failure here is a read failure, said as one
+        converter = tf.lite.TFLiteConverter.from_saved_model(
+            saved_model_dir, signature_keys=["serving_default"]
+        )
+    except Exception as e:  # noqa: BLE001 - OSError, IndexError, TF's errors: one line
+        error = f"cannot read the SavedModel at {saved_model_dir!r}: {first_line(e)}"
+        raise TfsacError(error) from None
     if quantization != "none":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantization == "float16":
@@ -94,14 +98,21 @@ def write_formats(saved_model_dir: str, formats: Sequence[str], metadata: Dict) 
 
 
 def _metadata(version_dir: str) -> Dict:
-    """The version's tfsac_metadata.json ({} where it has none or it does not parse)."""
+    """The version's tfsac_metadata.json ({} where it has none); TfsacError where it does
+    not read as a JSON object (a converted file would carry no metadata without a word)."""
     from tfsac.deploy.export import METADATA_FILE
 
-    try:
-        with open(os.path.join(version_dir, METADATA_FILE)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+    path = os.path.join(version_dir, METADATA_FILE)
+    if not os.path.lexists(path):
         return {}
+    try:
+        with open(path) as f:
+            metadata = json.load(f)
+    except (OSError, ValueError) as e:
+        raise TfsacError(f"cannot read {path!r}: {getattr(e, 'strerror', None) or e}") from None
+    if not isinstance(metadata, dict):
+        raise TfsacError(f"cannot read {path!r}: not a JSON object")
+    return metadata
 
 
 def quantization_error(version_dir: str, count: int = 1000) -> float:
@@ -124,10 +135,30 @@ def quantization_error(version_dir: str, count: int = 1000) -> float:
     return float(abs(got - expected).max())
 
 
+def check_readable(version_dir: str) -> None:
+    """TfsacError unless the SavedModel's graph parses and every saved variable reads whole
+    (a truncated or corrupt file is said as a read failure, before any converter runs)."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    variables = os.path.join(version_dir, "variables", "variables")
+    try:
+        with open(os.path.join(version_dir, "saved_model.pb"), "rb") as f:
+            saved_model_pb2.SavedModel.FromString(f.read())
+        if os.path.exists(variables + ".index"):
+            reader = tf.train.load_checkpoint(variables)
+            for name in reader.get_variable_to_shape_map():
+                reader.get_tensor(name)
+    except Exception as e:  # noqa: BLE001 - DecodeError, IndexError, TF's errors: one line
+        error = f"cannot read the SavedModel at {version_dir!r}: {first_line(e)}"
+        raise TfsacError(error) from None
+
+
 def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "none") -> list:
     """Converts an exported version's SavedModel into `formats` beside it (LiteRT with
     `quantization`), each file written under a temporary name and renamed into place (a
     server reading the folder never sees half a file); returns the paths written."""
+    check_readable(version_dir)
     metadata = _metadata(version_dir)
     written = []
     for name in (n for n in formats if n in FILES):

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac.data.envs import space_from_json
-from tfsac.errors import TfsacError
+from tfsac.errors import TfsacError, first_line
 
 # (flat float32 observations [N, obs_dim], deterministic) -> actions [N, action_dim]
 ActFn = Callable[[np.ndarray, bool], np.ndarray]
@@ -94,7 +94,7 @@ class Policy:
         """([N, obs_dim] float32, whether it was one observation)."""
         space = self.observation_space
         if space is None or (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
-            array = np.asarray(observation, np.float32)
+            array = _numbers(observation)
             if array.ndim in (1, 2) and array.shape[-1] == self.obs_dim:
                 return array.reshape(-1, self.obs_dim), array.ndim == 1
             raise TfsacError(
@@ -104,9 +104,9 @@ class Policy:
         if _contains(space, observation):
             return gym.spaces.flatten(space, observation)[None].astype(np.float32), True
         if isinstance(space, gym.spaces.Box):
-            array = np.asarray(observation)
-            if array.shape[1:] == space.shape:
-                return array.reshape(len(array), -1).astype(np.float32), False
+            array = _numbers(observation)
+            if array.ndim and array.shape[1:] == space.shape:
+                return array.reshape(len(array), -1), False
         try:
             items = list(observation)
         except TypeError:
@@ -117,6 +117,16 @@ class Policy:
         raise TfsacError(
             f"expected an observation of {space} or a list of them, got {observation!r}"[:300]
         )
+
+
+def _numbers(observation: Any) -> np.ndarray:
+    """`observation` as a float32 array; TfsacError naming it where it is not numbers."""
+    try:
+        return np.asarray(observation, np.float32)
+    except (TypeError, ValueError) as e:
+        raise TfsacError(
+            f"the observation must be numbers ({first_line(e)}), got {observation!r}"[:300]
+        ) from None
 
 
 def check_saved_model(path: str) -> None:

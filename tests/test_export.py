@@ -326,3 +326,78 @@ def test_quantized_litert_files_are_smaller_and_their_action_error_is_measured(e
     assert sizes["none"] > sizes["float16"] > sizes["int8"], sizes
     assert errors["none"] <= 1e-5, errors
     assert all(0 <= e < 0.1 * (HIGH - LOW).max() for e in errors.values()), errors
+
+
+def _broken_copies(exported, root):
+    """Copies of the exported version: variables truncated, saved_model.pb cut short,
+    tfsac_metadata.json not JSON."""
+    import shutil
+
+    _, path = exported
+    copies = {}
+    for name in ("truncated", "bad_pb", "bad_metadata"):
+        copies[name] = str(root / name)
+        shutil.copytree(path, copies[name])
+    with open(
+        os.path.join(copies["truncated"], "variables", "variables.data-00000-of-00001"), "r+b"
+    ) as f:
+        f.truncate(100)
+    with open(os.path.join(copies["bad_pb"], "saved_model.pb"), "r+b") as f:
+        f.truncate(500)
+    with open(os.path.join(copies["bad_metadata"], export_module.METADATA_FILE), "w") as f:
+        f.write('{"env_id": ')
+    return copies
+
+
+def test_export_script_says_a_broken_saved_model_in_one_line_and_writes_nothing(exported, tmp_path):
+    import concurrent.futures
+
+    from conftest import REPO_ROOT
+
+    copies = _broken_copies(exported, tmp_path)
+    cases = [
+        ("truncated", "tflite", "cannot read the SavedModel at .*Read less bytes than requested"),
+        ("truncated", "onnx", "cannot read the SavedModel at .*Read less bytes than requested"),
+        ("bad_pb", "tflite", "cannot read the SavedModel at .*tensorflow.SavedModel"),
+        ("bad_metadata", "onnx", "cannot read .*tfsac_metadata.json.: Expecting value"),
+    ]
+    before = {name: sorted(os.listdir(path)) for name, path in copies.items()}
+
+    def run(case):
+        name, fmt, _ = case
+        script = os.path.join(REPO_ROOT, "scripts", "export.py")
+        args = [f"--saved_model={copies[name]}", f"--formats={fmt}"]
+        return subprocess.run(
+            [sys.executable, script, *args], capture_output=True, text=True, timeout=300
+        )
+
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        done = list(pool.map(run, cases))
+    for (name, fmt, message), proc in zip(cases, done, strict=True):
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert len(lines) == 1 and re.match(f"error: {message}", lines[0]), (name, fmt, lines)
+    assert before == {name: sorted(os.listdir(path)) for name, path in copies.items()}
+
+
+def test_export_script_says_when_there_is_nothing_to_do(exported):
+    from conftest import REPO_ROOT
+
+    _, path = exported
+    before = sorted(os.listdir(path))
+    script = os.path.join(REPO_ROOT, "scripts", "export.py")
+    done = subprocess.run(
+        [sys.executable, script, f"--saved_model={path}", "--formats=saved_model"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith(f"nothing to do: {path} is a SavedModel already")
+    assert sorted(os.listdir(path)) == before
+
+
+def test_a_non_finite_observation_is_nan_in_every_runtime_and_refused_by_policy(converted):
+    from conftest import assert_nan_contract
+
+    assert_nan_contract(converted, _obs(8, seed=5))

@@ -63,19 +63,25 @@ def build_archive(
     high = np.asarray(spec.action_high, np.float32)
     obs_spec = tf.TensorSpec([None, spec.obs_dim], tf.float32, name="observation")
 
-    def to_bounds(pre_squash):
-        # The clip only guards float rounding at the edges.
-        return tf.clip_by_value(bijector.forward(pre_squash), low, high)
+    def to_bounds(pre_squash, observation):
+        # The clip only guards float rounding at the edges. A row whose observation holds
+        # a NaN or an infinity gets NaN actions in every runtime (docs/serving.md), never
+        # a plausible action clipped from garbage: |x| <= float32 max is false for both,
+        # in ops that LiteRT and ONNX have built in.
+        action = tf.clip_by_value(bijector.forward(pre_squash), low, high)
+        finite = tf.reduce_all(tf.abs(observation) <= np.finfo(np.float32).max, -1, True)
+        return tf.where(finite, action, tf.constant(np.nan, action.dtype))
 
     @tf.function(input_signature=[obs_spec])
     def serving_default(observation):
         loc, _ = actor(observation)
-        return {"action": to_bounds(loc)}
+        return {"action": to_bounds(loc, observation)}
 
     @tf.function(input_signature=[obs_spec])
     def sample(observation):
         loc, log_std = policy_params(actor, observation, log_std_bounds)
-        return {"action": to_bounds(loc + tf.exp(log_std) * tf.random.normal(tf.shape(loc)))}
+        noise = tf.exp(log_std) * tf.random.normal(tf.shape(loc))
+        return {"action": to_bounds(loc + noise, observation)}
 
     metadata_json = json.dumps(metadata, sort_keys=True)
 

@@ -85,6 +85,10 @@ class Policy:
 
     def predict(self, observation: Any, deterministic: bool = True) -> np.ndarray:
         batch, single = self._flat_batch(observation)
+        if not np.isfinite(batch).all():  # the exported files answer NaN (docs/serving.md)
+            rows = np.flatnonzero(~np.isfinite(batch).all(axis=1)).tolist()
+            where = "" if single else f" (batch rows {rows[:10]})"
+            raise TfsacError(f"the observation holds NaN or infinite values{where}")
         actions = np.asarray(self._act(batch, deterministic))
         return actions[0] if single else actions
 

@@ -14,7 +14,7 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
-from _cli import fail, import_tfsac, run_script  # noqa: E402
+from _cli import fail, import_tfsac, run_script, version_note  # noqa: E402
 from absl import flags  # noqa: E402
 
 from tfsac.deploy.formats import (  # noqa: E402 - TF-free
@@ -114,6 +114,7 @@ def main(argv):
     except tfsac.TfsacError as e:
         fail(str(e))
     print(f"{os.path.abspath(path)} (from {info['checkpoint']})")
+    print(f"  {version_note(path)}")
     _say_quantization_error(path)
 
 

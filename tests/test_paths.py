@@ -103,7 +103,7 @@ def test_hostile_names_write_nothing_outside_the_named_folders(trained, monkeypa
         refused.append(("train", "--total_steps=40", f"--model_name={name}", "--run_dir=run2"))
         refused.append(("sweep", "--sweep_dir=sweep", f"--grid=model_name=m2,{name}"))
     accepted = [
-        ("export", f"--run_dir={result.run_dir}", "--formats=saved_model", "--export_dir=ex2"),
+        ("export", f"--run_dir={result.run_dir}", "--formats=saved_model", "--export_dir=export"),
         ("evaluate", f"--run_dir={result.run_dir}", "--episodes=1", "--video_dir=videos"),
     ]
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
@@ -116,11 +116,12 @@ def test_hostile_names_write_nothing_outside_the_named_folders(trained, monkeypa
         assert proc.returncode == 0, (name, args, proc.stderr[-2000:])
 
     new = _tree(root) - before
-    named = ["named/export", "named/ex2", "named/videos"]
+    named = ["named/export", "named/videos"]
     assert _outside(new, named) == [], "written outside the named folders"
     assert not (root / "outside").exists() and not (root / "evil").exists()
-    # --run_dir's export takes the run's own model_name.
-    assert (root / "named/ex2/m/1/saved_model.pb").is_file()
+    # --run_dir's export takes the run's own model_name, and says what TF Serving serves.
+    assert (root / "named/export/m/2/saved_model.pb").is_file()
+    assert "TF Serving serves the highest: so this one replaces version 1." in done[0][2].stdout
     assert any(p.endswith(".mp4") for p in new)
 
 

@@ -401,3 +401,87 @@ def test_a_non_finite_observation_is_nan_in_every_runtime_and_refused_by_policy(
     from conftest import assert_nan_contract
 
     assert_nan_contract(converted, _obs(8, seed=5))
+
+
+def test_new_files_of_a_version_are_written_beside_it_never_inside(exported, tmp_path, monkeypatch):
+    import shutil
+
+    from tfsac.deploy import formats
+
+    _, path = exported
+    version = str(tmp_path / "m" / "1")
+    shutil.copytree(path, version)
+    before = sorted(os.listdir(version))
+    seen = []
+
+    def fake_write(saved_model_dir, out, *args):
+        seen.append((os.path.dirname(out), sorted(os.listdir(version))))
+        with open(out, "w") as f:
+            f.write("converted")
+
+    monkeypatch.setattr(formats, "write_tflite", fake_write)
+    monkeypatch.setattr(formats, "write_onnx", fake_write)
+    formats.add_formats(version, ("tflite", "onnx"))
+    for folder, _ in seen:
+        assert os.path.dirname(folder) == str(tmp_path / "m")
+        assert os.path.basename(folder).startswith(formats.TEMP_PREFIX)
+    assert seen[0][1] == before and seen[1][1] == sorted([*before, "policy.tflite"])
+    assert sorted(os.listdir(tmp_path / "m")) == ["1"]  # the temporary folders are gone
+    assert sorted(os.listdir(version)) == sorted([*before, "policy.onnx", "policy.tflite"])
+
+
+def test_an_export_removes_the_temporary_folders_of_dead_exports_only(exported, tmp_path):
+    from tfsac.deploy import formats
+
+    learner, _ = exported
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], **_TEXT)
+    dead_pid = int(dead.stdout)
+    model_dir = tmp_path / "m"
+    live = f"{formats.TEMP_PREFIX}{formats._HOST}-{os.getpid()}-live"
+    left = [
+        f"{formats.TEMP_PREFIX}{formats._HOST}-{dead_pid}-dead",
+        f"{formats.TEMP_PREFIX}otherhost-{dead_pid}-other",  # another host's: its pid says nothing
+        f"{formats.TEMP_PREFIX}old",  # an earlier tfsac's, without a process id
+        live,
+    ]
+    for name in left:
+        (model_dir / name).mkdir(parents=True)
+        (model_dir / name / "policy.onnx").write_text("half")
+    path = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    assert sorted(os.listdir(model_dir)) == sorted(["1", *left[1:]])
+    assert os.path.basename(path) == "1"
+
+
+_TEXT = dict(capture_output=True, text=True, timeout=60)
+
+
+def test_the_converter_process_dies_with_its_parent():
+    import signal
+    import time
+
+    from conftest import REPO_ROOT
+
+    # A parent that runs a long child the way write_onnx runs tf2onnx, and says its pid.
+    parent = (
+        "import os, subprocess, sys\n"
+        f"sys.path.insert(0, {REPO_ROOT!r})\n"
+        "from tfsac.deploy.formats import _die_with_parent\n"
+        "child = 'import os, time; print(os.getpid(), flush=True); time.sleep(120)'\n"
+        "subprocess.run([sys.executable, '-c', child], preexec_fn=_die_with_parent(os.getpid()))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    child = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(child):
+        time.sleep(0.05)
+    assert not _running(child), "the converter outlived its parent"
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 
 import gymnasium as gym
 import keras
@@ -29,7 +28,7 @@ from absl import logging
 
 from tfsac.algorithm.distributions import policy_params, squash_bijector
 from tfsac.data.envs import EnvSpec, space_from_json
-from tfsac.deploy.formats import parse_formats, write_formats
+from tfsac.deploy.formats import parse_formats, temp_folder, write_formats
 from tfsac.deploy.policy import check_saved_model
 from tfsac.errors import TfsacError, first_line
 from tfsac.paths import check_plain_name
@@ -174,7 +173,7 @@ def export_policy(
     check_writable(model_dir)
     os.makedirs(model_dir, exist_ok=True)  # the check created it and removed it again
     final = os.path.join(model_dir, str(next_version(model_dir)))
-    tmp = tempfile.mkdtemp(prefix=".export-", dir=model_dir)
+    tmp = temp_folder(model_dir)  # removes those that dead exports left
     try:
         # The SavedModel writer logs several INFO lines per export through absl.
         with absl_verbosity(logging.WARNING):

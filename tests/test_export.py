@@ -1,5 +1,6 @@
 """SavedModel round trips, in process and through saved_model_cli's C++ loader."""
 
+import dataclasses
 import json
 import os
 import re
@@ -485,3 +486,24 @@ def _running(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
     except OSError:
         return False
+
+
+def test_a_resume_after_a_kill_before_summary_json_publishes_no_second_version(tmp_path):
+    from conftest import tiny_config
+
+    from tfsac import train
+
+    config = tiny_config(tmp_path, "Pendulum-v1", model_name="m")
+    first = train(config, quiet=True)
+    with open(os.path.join(first.saved_model_path, export_module.METADATA_FILE)) as f:
+        recorded = json.load(f)["checkpoint"]
+    assert recorded["path"] == first.summary["checkpoint"]
+    os.remove(os.path.join(first.run_dir, "summary.json"))  # killed after the export's rename
+    again = train(config, resume=True, quiet=True)
+    assert again.saved_model_path == first.saved_model_path
+    assert os.listdir(tmp_path / "export" / "m") == ["1"]
+    assert os.path.isfile(os.path.join(first.run_dir, "summary.json"))
+    # Another run's final checkpoint in the same folder has other weights: a new version.
+    os.rename(first.run_dir, tmp_path / "first")
+    other = train(dataclasses.replace(config, seed=1), quiet=True)
+    assert os.path.basename(other.saved_model_path) == "2"

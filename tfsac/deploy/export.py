@@ -16,9 +16,11 @@ C++ loader that TF Serving and `saved_model_cli run` share.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+from typing import Optional
 
 import gymnasium as gym
 import keras
@@ -195,11 +197,24 @@ def export_policy(
     return final
 
 
-def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict) -> str:
+def export_trained_policy(
+    config, learner, spec: EnvSpec, final_evaluation: dict, checkpoint: Optional[str] = None
+) -> str:
     """Exports a training run's policy as the next version of its model (config.model_name
-    or the env's default name) in config.export_dir; returns the version's absolute path."""
+    or the env's default name) in config.export_dir; returns the version's absolute path.
+
+    With `checkpoint` (the run's final checkpoint), the version records it, and where the
+    model's newest version already holds that checkpoint's weights (a resume after a kill
+    between the export and summary.json) that version is returned: the same weights are
+    not published twice."""
     model_name = config.model_name or default_model_name(config.env_id)
     metadata = policy_metadata(config, spec, final_evaluation)
+    if checkpoint:
+        metadata["checkpoint"] = _checkpoint_identity(checkpoint)
+        published = _newest_version_from(config.export_dir, model_name, metadata["checkpoint"])
+        if published:
+            logging.info("the final checkpoint's policy is already exported as %s", published)
+            return published
     bounds = (config.log_std_min, config.log_std_max)
     formats = parse_formats(config.export_formats)
     path = export_policy(
@@ -207,6 +222,26 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
     )
     logging.info("exported SavedModel to %s", os.path.abspath(path))
     return os.path.abspath(path)
+
+
+def _checkpoint_identity(checkpoint: str) -> dict:
+    """The checkpoint's path and the SHA-1 of its index file (which holds every tensor's
+    checksum): another run in the same folder has other weights, hence another digest."""
+    with open(f"{checkpoint}.index", "rb") as f:
+        digest = hashlib.sha1(f.read()).hexdigest()
+    return {"path": os.path.abspath(checkpoint), "index_sha1": digest}
+
+
+def _newest_version_from(export_dir: str, model_name: str, identity: dict) -> Optional[str]:
+    """The model's newest version folder where it was exported from `identity`, or None."""
+    model_dir = os.path.join(export_dir, model_name)
+    newest = os.path.join(model_dir, str(next_version(model_dir) - 1))
+    try:
+        with open(os.path.join(newest, METADATA_FILE)) as f:
+            recorded = json.load(f).get("checkpoint")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return os.path.abspath(newest) if recorded == identity else None
 
 
 def load_policy(path: str):

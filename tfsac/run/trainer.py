@@ -317,7 +317,9 @@ class Trainer:
             resumed_from=self.resumed_from,
             # Absolute, as saved_model_path: usable from any directory.
             checkpoint=latest and os.path.abspath(latest),
-            saved_model_path=export_trained_policy(self.config, self.learner, self.spec, final)
+            saved_model_path=export_trained_policy(
+                self.config, self.learner, self.spec, final, latest
+            )
             if self.config.export
             else None,
         )

@@ -95,7 +95,8 @@ def check_memory(config, obs_dim: int, action_dim: int, memory: Optional[int] = 
     name, size, what = max(estimates, key=lambda e: e[1])
     raise TfsacError(
         f"{name}={_value(getattr(config, name))} needs about {_bytes(size)} for {what}; the run "
-        f"needs about {_bytes(total)}, more than this machine's {_bytes(memory)} of memory"
+        f"needs about {_bytes(total)}, more than {SHARE:.0%} of this machine's "
+        f"{_bytes(memory)} of memory"
     )
 
 

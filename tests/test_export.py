@@ -379,6 +379,13 @@ def test_export_script_says_a_broken_saved_model_in_one_line_and_writes_nothing(
         assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert len(lines) == 1 and re.match(f"error: {message}", lines[0]), (name, fmt, lines)
     assert before == {name: sorted(os.listdir(path)) for name, path in copies.items()}
+    # Nor does a policy load with its metadata unread (it says how to flatten observations).
+    from tfsac import Policy
+    from tfsac.run.evaluation import saved_model_policy
+
+    for load in (Policy.load, saved_model_policy):
+        with pytest.raises(TfsacError, match="cannot read .*tfsac_metadata.json"):
+            load(copies["bad_metadata"])
 
 
 def test_export_script_says_when_there_is_nothing_to_do(exported):

@@ -168,7 +168,7 @@ def write_formats(saved_model_dir: str, formats: Sequence[str], metadata: Dict) 
         write_onnx(saved_model_dir, os.path.join(saved_model_dir, FILES["onnx"]), metadata)
 
 
-def _metadata(version_dir: str) -> Dict:
+def read_metadata(version_dir: str) -> Dict:
     """The version's tfsac_metadata.json ({} where it has none); TfsacError where it does
     not read as a JSON object (a converted file would carry no metadata without a word)."""
     from tfsac.deploy.export import METADATA_FILE
@@ -194,7 +194,7 @@ def quantization_error(version_dir: str, count: int = 1000) -> float:
 
     from tfsac.deploy.export import sample_observations
 
-    metadata = _metadata(version_dir)
+    metadata = read_metadata(version_dir)
     served = tf.saved_model.load(version_dir).signatures["serving_default"]
     dim = metadata.get("observation_dim")
     if dim is None:
@@ -231,7 +231,7 @@ def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "n
     (never inside the folder TF Serving serves) and renamed into place (a server reading
     the folder never sees half a file); returns the paths written."""
     check_readable(version_dir)
-    metadata = _metadata(version_dir)
+    metadata = read_metadata(version_dir)
     written = []
     for name in (n for n in formats if n in FILES):
         path = os.path.join(version_dir, FILES[name])

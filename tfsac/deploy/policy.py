@@ -4,7 +4,6 @@ version folder or a run directory (its newest checkpoint that restores), then
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable, Dict, Optional
 
@@ -48,16 +47,13 @@ class Policy:
     def _from_saved_model(cls, path: str) -> Policy:
         import tensorflow as tf
 
-        from tfsac.deploy.export import METADATA_FILE, load_policy
+        from tfsac.deploy.export import load_policy
+        from tfsac.deploy.formats import read_metadata
 
         model = load_policy(path)
         signatures = {True: model.signatures["serving_default"], False: None}
         signatures[False] = model.signatures["sample"]
-        try:
-            with open(os.path.join(path, METADATA_FILE)) as f:
-                metadata = json.load(f)
-        except (OSError, ValueError):
-            metadata = {}
+        metadata = read_metadata(path)  # TfsacError where it does not read
 
         def act(batch, deterministic):
             return signatures[deterministic](observation=tf.constant(batch))["action"].numpy()

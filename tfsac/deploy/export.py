@@ -197,18 +197,17 @@ def export_policy(
     return final
 
 
-def export_trained_policy(
-    config, learner, spec: EnvSpec, final_evaluation: dict, checkpoint: Optional[str] = None
-) -> str:
+def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict) -> str:
     """Exports a training run's policy as the next version of its model (config.model_name
     or the env's default name) in config.export_dir; returns the version's absolute path.
 
-    With `checkpoint` (the run's final checkpoint), the version records it, and where the
-    model's newest version already holds that checkpoint's weights (a resume after a kill
-    between the export and summary.json) that version is returned: the same weights are
-    not published twice."""
+    With final_evaluation["checkpoint"] (the run's final checkpoint), the version records
+    it, and where the model's newest version already holds that checkpoint's weights (a
+    resume after a kill between the export and summary.json) that version is returned: the
+    same weights are not published twice."""
     model_name = config.model_name or default_model_name(config.env_id)
     metadata = policy_metadata(config, spec, final_evaluation)
+    checkpoint = final_evaluation.get("checkpoint")
     if checkpoint:
         metadata["checkpoint"] = _checkpoint_identity(checkpoint)
         published = _newest_version_from(config.export_dir, model_name, metadata["checkpoint"])

@@ -307,8 +307,8 @@ class Trainer:
         wall_time = self.session_clock.seconds()
         for part in (self.evaluator, self.progress):
             part.close()
-        final = self.loop.evaluations[-1]
-        latest = self.checkpointer.latest
+        latest = self.checkpointer.latest  # the final evaluation's (export_trained_policy)
+        final = {**self.loop.evaluations[-1], "checkpoint": latest}
         summary = run_summary(
             self.config,
             self.loop,
@@ -317,9 +317,7 @@ class Trainer:
             resumed_from=self.resumed_from,
             # Absolute, as saved_model_path: usable from any directory.
             checkpoint=latest and os.path.abspath(latest),
-            saved_model_path=export_trained_policy(
-                self.config, self.learner, self.spec, final, latest
-            )
+            saved_model_path=export_trained_policy(self.config, self.learner, self.spec, final)
             if self.config.export
             else None,
         )

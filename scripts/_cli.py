@@ -32,6 +32,24 @@ _HELP_GROUPS: Dict[str, List[str]] = {}
 _HELP_ARGS = ("-h", "-?", "-help", "--help", "--helpshort")
 
 
+def version_note(version_dir: str) -> str:
+    """Which version of its model `version_dir` is, and whether TF Serving serves it (the
+    highest) and so replaces the one served until now."""
+    model_dir, version = os.path.split(os.path.normpath(version_dir))
+    versions = sorted(int(n) for n in os.listdir(model_dir) if n.isdigit())
+    served = versions[-1]
+    if int(version) != served:
+        note = f"version {served}, not this one"
+    elif len(versions) > 1:
+        note = f"so this one replaces version {versions[-2]}"
+    else:
+        note = "this one"
+    return (
+        f"version {version} of {model_dir} (versions there: {', '.join(map(str, versions))}); "
+        f"TF Serving serves the highest: {note}."
+    )
+
+
 def parse_flags_or_fail(argv: List[str]) -> List[str]:
     """An `app.run` flags parser whose errors are one line (absl's add a usage hint), and
     whose --help lists the script's own flags by group and exits 0 (absl's lists only the

@@ -14,7 +14,7 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
-from _cli import fail, import_tfsac, run_script  # noqa: E402
+from _cli import fail, import_tfsac, run_script, version_note  # noqa: E402
 from absl import flags  # noqa: E402
 
 from tfsac.config.run_options import EXPORT_FORMATS  # noqa: E402
@@ -25,6 +25,7 @@ from tfsac.deploy.formats import (  # noqa: E402 - TF-free
 )
 from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
+from tfsac.paths import check_plain_name  # noqa: E402
 from tfsac.run.run_dir import check_writable, default_model_name, run_config  # noqa: E402
 
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder: the files go beside it.")
@@ -52,6 +53,10 @@ def _checked():
         raise TfsacError(
             f"--formats must be a comma list of {', '.join(EXPORT_FORMATS)}, got {FLAGS.formats!r}"
         )
+    if FLAGS.model_name is not None:
+        if FLAGS.saved_model:
+            raise TfsacError("--model_name applies to --run_dir (a new version of that model)")
+        check_plain_name("--model_name", FLAGS.model_name)
     if FLAGS.quantize != "none" and "tflite" not in formats:
         raise TfsacError("--quantize applies to tflite: add it to --formats")
     check_available(formats)
@@ -60,10 +65,13 @@ def _checked():
         check_writable(FLAGS.saved_model)
         return formats, None
     config = run_config(FLAGS.run_dir, need_checkpoint=True)
-    check_writable(
-        os.path.join(FLAGS.export_dir, FLAGS.model_name or default_model_name(config.env_id))
-    )
+    check_writable(os.path.join(FLAGS.export_dir, _model_name(config)))
     return formats, config
+
+
+def _model_name(config) -> str:
+    """--model_name, else the run's own model_name, else the env's default name."""
+    return FLAGS.model_name or config.model_name or default_model_name(config.env_id)
 
 
 def main(argv):
@@ -73,6 +81,12 @@ def main(argv):
         formats, config = _checked()
     except TfsacError as e:
         fail(str(e))
+    if FLAGS.saved_model and set(formats) <= {"saved_model"}:
+        print(
+            f"nothing to do: {FLAGS.saved_model} is a SavedModel already; --formats=tflite,onnx "
+            "writes the other formats beside it"
+        )
+        return
     tfsac = import_tfsac()
     from tfsac.deploy.export import export_policy, policy_metadata
     from tfsac.deploy.formats import add_formats
@@ -90,7 +104,7 @@ def main(argv):
             learner.actor,
             spec,
             FLAGS.export_dir,
-            FLAGS.model_name or default_model_name(config.env_id),
+            _model_name(config),
             policy_metadata(config, spec, final),
             (config.log_std_min, config.log_std_max),
             ("saved_model", *formats),
@@ -100,6 +114,7 @@ def main(argv):
     except tfsac.TfsacError as e:
         fail(str(e))
     print(f"{os.path.abspath(path)} (from {info['checkpoint']})")
+    print(f"  {version_note(path)}")
     _say_quantization_error(path)
 
 

@@ -18,6 +18,7 @@ from _cli import (  # noqa: E402
     fail,
     import_tfsac,
     run_script,
+    version_note,
 )
 from absl import flags  # noqa: E402
 
@@ -53,20 +54,8 @@ def main(argv):
     if not os.path.isdir(result.saved_model_path):  # a finished run's, since removed
         print(f"saved_model: {result.saved_model_path} (no longer there)")
         return
-    model_dir, version = os.path.split(result.saved_model_path)
-    versions = sorted(int(n) for n in os.listdir(model_dir) if n.isdigit())
-    served = versions[-1]
-    if int(version) != served:
-        note = f"version {served}, not this one"
-    elif len(versions) > 1:
-        note = f"so this one replaces version {versions[-2]}"
-    else:
-        note = "this one"
     print(f"saved_model: {result.saved_model_path}")
-    print(
-        f"  version {version} of {model_dir} (versions there: {', '.join(map(str, versions))}); "
-        f"TF Serving serves the highest: {note}. --export=false trains without exporting."
-    )
+    print(f"  {version_note(result.saved_model_path)} --export=false trains without exporting.")
 
 
 def run() -> None:

@@ -144,3 +144,50 @@ def ray_address():
     )
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
+
+
+def assert_nan_contract(version_dir, finite_obs, raw_bad=None):
+    """docs/serving.md's contract for a bad observation, in every runtime that loads the
+    version: a row holding NaN or an infinity gets all-NaN actions from the SavedModel
+    (both signatures), LiteRT and ONNX Runtime, the other rows their usual actions; and
+    tfsac.Policy refuses it with a TfsacError. `finite_obs` is [N >= 5, obs_dim] float32;
+    `raw_bad`, a raw observation of the env's space with a NaN, where rows are not raw."""
+    import onnxruntime
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tfsac import Policy, TfsacError
+
+    obs = np.array(finite_obs[:5], np.float32)
+    want = ~np.zeros(len(obs), bool)
+    for row, value in zip(range(1, len(obs)), (np.nan, np.inf, -np.inf, np.nan), strict=False):
+        obs[row, row % obs.shape[1]] = value
+        want[row] = False
+    served = tf.saved_model.load(version_dir).signatures
+    lite = Interpreter(model_path=os.path.join(version_dir, "policy.tflite"))
+    lite = lite.get_signature_runner("serving_default")
+    session = onnxruntime.InferenceSession(os.path.join(version_dir, "policy.onnx"))
+    clean = served["serving_default"](observation=tf.constant(finite_obs[:5]))["action"].numpy()
+    runtimes = {
+        "saved_model": lambda x: served["serving_default"](observation=tf.constant(x))["action"],
+        "sample": lambda x: served["sample"](observation=tf.constant(x))["action"],
+        "litert": lambda x: lite(observation=x)["action"],
+        "onnx": lambda x: session.run(["action"], {"observation": x})[0],
+    }
+    for name, run in runtimes.items():
+        for batch in (obs, *(obs[i : i + 1] for i in range(len(obs)))):
+            action = np.asarray(run(batch))
+            finite_rows = np.isfinite(batch).all(axis=1)
+            assert np.isnan(action[~finite_rows]).all(), (name, batch, action)
+            assert np.isfinite(action[finite_rows]).all(), (name, batch, action)
+        action = np.asarray(run(obs))
+        if name != "sample":
+            np.testing.assert_allclose(action[want], clean[want], atol=1e-5, err_msg=name)
+    policy = Policy.load(version_dir)
+    if raw_bad is None:  # flat rows are the env's own observations
+        assert policy.predict(obs[0]).shape == clean[0].shape
+        with pytest.raises(TfsacError, match=r"NaN or infinite values \(batch rows \[1, 2"):
+            policy.predict(obs)
+        raw_bad = obs[1]
+    with pytest.raises(TfsacError, match="NaN or infinite"):
+        policy.predict(raw_bad)

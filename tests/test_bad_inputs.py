@@ -13,6 +13,8 @@ import sys
 import pytest
 from conftest import REPO_ROOT
 
+from tfsac.errors import TfsacError
+
 SCRIPTS = os.path.join(REPO_ROOT, "scripts")
 PRESET = os.path.join(SCRIPTS, "presets", "halfcheetah_v5.flags")
 
@@ -44,6 +46,13 @@ CASES = [
     ("train", ["--normalize_observations=maybe"], "normalize_observations must be auto, true"),
     ("train", ["--env_kwargs={bad"], "env_kwargs is not valid JSON"),
     ("train", ["--model_name=a/b"], "model_name must be a folder name"),
+    ("train", ["--model_name=.hidden"], "model_name must be a folder name"),
+    (
+        "train",
+        ["--algorithm=tqc", "--n_quantiles=100000"],
+        "n_quantiles=100000 needs about 37.3 TiB",
+    ),
+    ("train", ["--buffer_size=100000000000"], "buffer_size=100000000000 needs about 2.5 TiB"),
     ("train", ["--export_formats=tflite,pb"], "export_formats must be a comma list of saved_model"),
     ("train", ["--vector_mode=threads"], "vector_mode"),
     ("train", ["extra"], "unexpected arguments: extra"),
@@ -85,6 +94,7 @@ CASES = [
     ("sweep", ['--grid=env_kwargs={"g":9.8};{"no_such":1}'], "no_such"),
     ("sweep", ["--sweep_dir=/proc/tfsac-sweep"], "cannot write to '/proc/tfsac-sweep'"),
     ("sweep", ["--sweep_dir=blocker/sweep"], "cannot write"),
+    ("sweep", ["--grid=model_name=a,../b"], "model_name must be a folder name"),
     ("sweep", ["--num_actors=2"], "env runners (--num_actors) do not run inside sweep trials"),
     # export.py
     ("export", [], "give exactly one of --saved_model and --run_dir"),
@@ -93,6 +103,13 @@ CASES = [
     ("export", ["--run_dir=missing"], "not a tfsac run directory"),
     ("export", ["--saved_model=blocker", "--formats=tflite,pb"], "--formats must be a comma list"),
     ("export", ["--saved_model=blocker", "--formats=onnx", "--quantize=int8"], "applies to tflite"),
+    ("export", ["--run_dir=oldrun", "--model_name=../evil"], "--model_name must be a folder name"),
+    (
+        "export",
+        ["--run_dir=oldrun", "--model_name=/tmp/evil"],
+        "--model_name must be a folder name",
+    ),
+    ("export", ["--saved_model=blocker", "--model_name=m"], "--model_name applies to --run_dir"),
     # plot.py
     ("plot", ["--run_dirs=missing"], "missing"),
     ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "cannot write"),
@@ -165,3 +182,24 @@ def test_a_mistake_is_one_error_line_and_writes_nothing(outcomes, index):
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-3000:]
     assert message in lines[0], lines[0]
     assert unchanged, "the case wrote files"
+
+
+def test_the_memory_estimate_refuses_only_what_clearly_cannot_fit():
+    from tfsac import SACConfig
+    from tfsac.run.memory_check import check_memory, memory_estimates
+
+    gib = 2**30
+    default = SACConfig()
+    total = sum(size for _, size, _ in memory_estimates(default, 17, 6))
+    assert 50 * 2**20 < total < 200 * 2**20  # HalfCheetah's sizes: the 1M-row buffer's ~100 MiB
+    check_memory(default, 17, 6, memory=gib)
+    with pytest.raises(TfsacError, match=r"^buffer_size=1000000 needs about 9\d\.\d MiB"):
+        check_memory(default, 17, 6, memory=100 * 2**20)
+    tqc = SACConfig(algorithm="tqc", n_quantiles=2000)  # 4000 x 256 x 4000 floats: 15.3 GiB
+    check_memory(tqc, 17, 6, memory=64 * gib)
+    message = r"^n_quantiles=2000 needs about 15\.3 GiB .* than 80% of this machine's 16\.0 GiB"
+    with pytest.raises(TfsacError, match=message):
+        check_memory(tqc, 17, 6, memory=16 * gib)
+    wide = SACConfig(hidden_sizes=(20000, 20000))
+    with pytest.raises(TfsacError, match=r"^hidden_sizes=20000,20000 needs about"):
+        check_memory(wide, 17, 6, memory=16 * gib)

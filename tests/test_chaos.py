@@ -24,6 +24,7 @@ pytestmark = pytest.mark.chaos
 
 TRAIN = os.path.join(REPO_ROOT, "scripts", "train.py")
 SWEEP = os.path.join(REPO_ROOT, "scripts", "sweep.py")
+EXPORT = os.path.join(REPO_ROOT, "scripts", "export.py")
 PLAIN = [
     "--env=Pendulum-v1",
     "--total_steps=3000",
@@ -141,6 +142,64 @@ def test_twenty_kills_of_a_plain_run_end_bit_identical_to_an_uninterrupted_one(t
     # temporary folders, which TF Serving ignores).
     for version in glob.glob(os.path.join(export_dir, "*", "[0-9]*")):
         assert os.path.isfile(os.path.join(version, "saved_model.pb")), version
+    # The final export removed the temporary folders that the killed ones left.
+    assert glob.glob(os.path.join(export_dir, "*", ".*")) == []
+
+
+def _children(pid):
+    """The process ids whose parent is `pid`."""
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.split("/")[2]))
+    return found
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_kills_inside_onnx_exports_leave_no_temporary_file_or_converter(tmp_path):
+    """export.py --saved_model --formats=onnx SIGKILLed while tf2onnx converts: the version
+    folder TF Serving serves never holds a temporary file, the converter dies with its
+    parent, and the next export of the model leaves no temporary folder."""
+    from tfsac import EnvSpec, SACConfig, SACLearner, export_policy
+
+    spec = EnvSpec("Test-v0", 3, 1, (-2.0,), (2.0,), "Box(3)", "Box(1)", "none")
+    learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,)))
+    version = export_policy(learner.actor, spec, str(tmp_path), "m", {"env_id": "Test-v0"})
+    before = sorted(os.listdir(version))
+    command = [sys.executable, EXPORT, f"--saved_model={version}", "--formats=onnx"]
+    temp = os.path.join(tmp_path, "m", ".export-*")
+    rng, kills = random.Random(2), 0
+    while kills < 3:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while proc.poll() is None and not (glob.glob(temp) and _children(proc.pid)):
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 1.0))
+        converters = _children(proc.pid)
+        if proc.poll() is not None or not converters:
+            continue  # finished first: try again
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        assert sorted(os.listdir(version)) in (before, sorted([*before, "policy.onnx"]))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(map(_running, converters)):
+            time.sleep(0.05)
+        assert not any(map(_running, converters)), "the converter outlived its parent"
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert glob.glob(temp) == [] and sorted(os.listdir(version)) == sorted([*before, "policy.onnx"])
 
 
 def test_killed_learner_with_env_runners_resumes_without_lost_steps(tmp_path):

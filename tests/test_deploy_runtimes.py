@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import SpaceEnv, tiny_config
+from conftest import SpaceEnv, assert_nan_contract, tiny_config
 
 from tfsac import train
 from tfsac.deploy.export import METADATA_FILE, sample_observations
@@ -99,3 +99,8 @@ def test_litert_and_onnx_give_the_saved_models_actions(tmp_path, name):
             np.testing.assert_allclose(lite(observation=rows)["action"], want, atol=1e-5)
             got = session.run(["action"], {"observation": rows})[0]
             np.testing.assert_allclose(got, want, atol=1e-5)
+    # docs/serving.md's contract for an observation with a NaN or an infinity.
+    raw_bad = None
+    if name == "dict":
+        raw_bad = {"pos": np.array([np.nan, 0.0], np.float32), "mode": 1, "grid": np.ones(4)}
+    assert_nan_contract(version, obs[:8], raw_bad)

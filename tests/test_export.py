@@ -1,5 +1,6 @@
 """SavedModel round trips, in process and through saved_model_cli's C++ loader."""
 
+import dataclasses
 import json
 import os
 import re
@@ -326,3 +327,190 @@ def test_quantized_litert_files_are_smaller_and_their_action_error_is_measured(e
     assert sizes["none"] > sizes["float16"] > sizes["int8"], sizes
     assert errors["none"] <= 1e-5, errors
     assert all(0 <= e < 0.1 * (HIGH - LOW).max() for e in errors.values()), errors
+
+
+def _broken_copies(exported, root):
+    """Copies of the exported version: variables truncated, saved_model.pb cut short,
+    tfsac_metadata.json not JSON."""
+    import shutil
+
+    _, path = exported
+    copies = {}
+    for name in ("truncated", "bad_pb", "bad_metadata"):
+        copies[name] = str(root / name)
+        shutil.copytree(path, copies[name])
+    with open(
+        os.path.join(copies["truncated"], "variables", "variables.data-00000-of-00001"), "r+b"
+    ) as f:
+        f.truncate(100)
+    with open(os.path.join(copies["bad_pb"], "saved_model.pb"), "r+b") as f:
+        f.truncate(500)
+    with open(os.path.join(copies["bad_metadata"], export_module.METADATA_FILE), "w") as f:
+        f.write('{"env_id": ')
+    return copies
+
+
+def test_export_script_says_a_broken_saved_model_in_one_line_and_writes_nothing(exported, tmp_path):
+    import concurrent.futures
+
+    from conftest import REPO_ROOT
+
+    copies = _broken_copies(exported, tmp_path)
+    cases = [
+        ("truncated", "tflite", "cannot read the SavedModel at .*Read less bytes than requested"),
+        ("truncated", "onnx", "cannot read the SavedModel at .*Read less bytes than requested"),
+        ("bad_pb", "tflite", "cannot read the SavedModel at .*tensorflow.SavedModel"),
+        ("bad_metadata", "onnx", "cannot read .*tfsac_metadata.json.: Expecting value"),
+    ]
+    before = {name: sorted(os.listdir(path)) for name, path in copies.items()}
+
+    def run(case):
+        name, fmt, _ = case
+        script = os.path.join(REPO_ROOT, "scripts", "export.py")
+        args = [f"--saved_model={copies[name]}", f"--formats={fmt}"]
+        return subprocess.run(
+            [sys.executable, script, *args], capture_output=True, text=True, timeout=300
+        )
+
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        done = list(pool.map(run, cases))
+    for (name, fmt, message), proc in zip(cases, done, strict=True):
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert len(lines) == 1 and re.match(f"error: {message}", lines[0]), (name, fmt, lines)
+    assert before == {name: sorted(os.listdir(path)) for name, path in copies.items()}
+    # Nor does a policy load with its metadata unread (it says how to flatten observations).
+    from tfsac import Policy
+    from tfsac.run.evaluation import saved_model_policy
+
+    for load in (Policy.load, saved_model_policy):
+        with pytest.raises(TfsacError, match="cannot read .*tfsac_metadata.json"):
+            load(copies["bad_metadata"])
+
+
+def test_export_script_says_when_there_is_nothing_to_do(exported):
+    from conftest import REPO_ROOT
+
+    _, path = exported
+    before = sorted(os.listdir(path))
+    script = os.path.join(REPO_ROOT, "scripts", "export.py")
+    done = subprocess.run(
+        [sys.executable, script, f"--saved_model={path}", "--formats=saved_model"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith(f"nothing to do: {path} is a SavedModel already")
+    assert sorted(os.listdir(path)) == before
+
+
+def test_a_non_finite_observation_is_nan_in_every_runtime_and_refused_by_policy(converted):
+    from conftest import assert_nan_contract
+
+    assert_nan_contract(converted, _obs(8, seed=5))
+
+
+def test_new_files_of_a_version_are_written_beside_it_never_inside(exported, tmp_path, monkeypatch):
+    import shutil
+
+    from tfsac.deploy import formats
+
+    _, path = exported
+    version = str(tmp_path / "m" / "1")
+    shutil.copytree(path, version)
+    before = sorted(os.listdir(version))
+    seen = []
+
+    def fake_write(saved_model_dir, out, *args):
+        seen.append((os.path.dirname(out), sorted(os.listdir(version))))
+        with open(out, "w") as f:
+            f.write("converted")
+
+    monkeypatch.setattr(formats, "write_tflite", fake_write)
+    monkeypatch.setattr(formats, "write_onnx", fake_write)
+    formats.add_formats(version, ("tflite", "onnx"))
+    for folder, _ in seen:
+        assert os.path.dirname(folder) == str(tmp_path / "m")
+        assert os.path.basename(folder).startswith(formats.TEMP_PREFIX)
+    assert seen[0][1] == before and seen[1][1] == sorted([*before, "policy.tflite"])
+    assert sorted(os.listdir(tmp_path / "m")) == ["1"]  # the temporary folders are gone
+    assert sorted(os.listdir(version)) == sorted([*before, "policy.onnx", "policy.tflite"])
+
+
+def test_an_export_removes_the_temporary_folders_of_dead_exports_only(exported, tmp_path):
+    from tfsac.deploy import formats
+
+    learner, _ = exported
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], **_TEXT)
+    dead_pid = int(dead.stdout)
+    model_dir = tmp_path / "m"
+    live = f"{formats.TEMP_PREFIX}{formats._HOST}-{os.getpid()}-live"
+    left = [
+        f"{formats.TEMP_PREFIX}{formats._HOST}-{dead_pid}-dead",
+        f"{formats.TEMP_PREFIX}otherhost-{dead_pid}-other",  # another host's: its pid says nothing
+        f"{formats.TEMP_PREFIX}old",  # an earlier tfsac's, without a process id
+        live,
+    ]
+    for name in left:
+        (model_dir / name).mkdir(parents=True)
+        (model_dir / name / "policy.onnx").write_text("half")
+    path = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    assert sorted(os.listdir(model_dir)) == sorted(["1", *left[1:]])
+    assert os.path.basename(path) == "1"
+
+
+_TEXT = dict(capture_output=True, text=True, timeout=60)
+
+
+def test_the_converter_process_dies_with_its_parent():
+    import signal
+    import time
+
+    from conftest import REPO_ROOT
+
+    # A parent that runs a long child the way write_onnx runs tf2onnx, and says its pid.
+    parent = (
+        "import os, subprocess, sys\n"
+        f"sys.path.insert(0, {REPO_ROOT!r})\n"
+        "from tfsac.deploy.formats import _die_with_parent\n"
+        "child = 'import os, time; print(os.getpid(), flush=True); time.sleep(120)'\n"
+        "subprocess.run([sys.executable, '-c', child], preexec_fn=_die_with_parent(os.getpid()))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    child = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(child):
+        time.sleep(0.05)
+    assert not _running(child), "the converter outlived its parent"
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
+def test_a_resume_after_a_kill_before_summary_json_publishes_no_second_version(tmp_path):
+    from conftest import tiny_config
+
+    from tfsac import train
+
+    config = tiny_config(tmp_path, "Pendulum-v1", model_name="m")
+    first = train(config, quiet=True)
+    with open(os.path.join(first.saved_model_path, export_module.METADATA_FILE)) as f:
+        recorded = json.load(f)["checkpoint"]
+    assert recorded["path"] == first.summary["checkpoint"]
+    os.remove(os.path.join(first.run_dir, "summary.json"))  # killed after the export's rename
+    again = train(config, resume=True, quiet=True)
+    assert again.saved_model_path == first.saved_model_path
+    assert os.listdir(tmp_path / "export" / "m") == ["1"]
+    assert os.path.isfile(os.path.join(first.run_dir, "summary.json"))
+    # Another run's final checkpoint in the same folder has other weights: a new version.
+    os.rename(first.run_dir, tmp_path / "first")
+    other = train(dataclasses.replace(config, seed=1), quiet=True)
+    assert os.path.basename(other.saved_model_path) == "2"

@@ -1,5 +1,7 @@
 """Options users of other SAC implementations expect: how each reaches the learner."""
 
+import dataclasses
+import json
 import os
 import sys
 
@@ -337,3 +339,34 @@ def test_options_doc_lists_every_config_field():
     start = doc.index("<!-- options table -->\n") + len("<!-- options table -->\n")
     table = doc[start : doc.index("<!-- end of options table -->")]
     assert table == options_table(), "docs/options.md's table should read:\n" + options_table()
+
+
+@pytest.mark.parametrize(
+    "field, value, must",
+    [
+        ("learning_rate", "3e-4", "a number"),
+        ("batch_size", True, "an integer"),
+        ("batch_size", 64.5, "an integer"),
+        ("use_sde", 1, "a bool"),
+        ("env_id", 3, "a string"),
+        ("env_kwargs", ["g", 9.8], "a dict"),
+        ("actor_learning_rate", "1e-3", "a number"),
+        ("hidden_sizes", 64, "integers"),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_refused_when_the_config_is_made(field, value, must):
+    with pytest.raises(TfsacError, match=f"^{field} must be {must}"):
+        SACConfig(**{field: value})
+    with pytest.raises(TfsacError, match=f"^{field} must be {must}"):
+        dataclasses.replace(SACConfig(), **{field: value})
+
+
+def test_numbers_of_other_types_become_the_fields_types():
+    config = SACConfig(
+        learning_rate=np.float32(1e-3), batch_size=np.int64(64), buffer_size=1e5, gamma=1
+    )
+    assert type(config.learning_rate) is float
+    assert (config.batch_size, config.buffer_size) == (64, 100000)
+    assert type(config.batch_size) is int and type(config.buffer_size) is int
+    assert config.gamma == 1  # an int where a float goes
+    json.dumps(config.to_dict())  # numpy scalars would not write into config.json

@@ -81,3 +81,14 @@ def test_what_a_policy_refuses_is_one_line(runs, tmp_path):
         Policy.load(str(tmp_path))
     with pytest.raises(TfsacError, match="expected an observation of Dict"):
         Policy.load(runs["dict"].saved_model_path).predict({"pos": [0.0, 0.0]})
+
+
+@pytest.mark.parametrize("space", [None, BOX2D_SPACE], ids=["flat", "box2d"])
+@pytest.mark.parametrize("observation", [["a", "b", "c"], "abc", [[0.0, "x", 1.0]], {"x": 1}])
+def test_an_observation_that_is_not_numbers_is_a_tfsac_error_naming_it(space, observation):
+    dim = 3 if space is None else 6
+    policy = Policy(lambda batch, deterministic: np.zeros((len(batch), 2)), dim, space, {})
+    with pytest.raises(TfsacError, match="observation") as error:
+        policy.predict(observation)
+    assert repr(observation)[:20] in str(error.value)
+    assert policy.predict(np.zeros(dim) if space is None else np.zeros((2, 3))).shape == (2,)

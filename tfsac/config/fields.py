@@ -5,8 +5,15 @@ them, and `field_errors` applies the checks."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import numbers
+import typing
 from typing import Any, Callable, Optional
+
+import numpy as np
+
+from tfsac.errors import TfsacError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,3 +79,70 @@ def field_errors(config) -> Optional[str]:
         if check is not None and (error := check.error(field.name, value)):
             return error
     return None
+
+
+_KINDS = {bool: "a bool", int: "an integer", float: "a number", str: "a string", dict: "a dict"}
+
+
+def _typed(hint, value):
+    """`value` as a field of type `hint` takes it (numpy scalars become Python's), or
+    raises TypeError with what the field takes."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union:  # Optional[X]
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _typed(inner, value)
+    if origin is tuple:  # Tuple[int, ...]
+        what = f"a tuple of {_KINDS[args[0]].split(' ', 1)[1]}s"
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(what)
+        try:
+            return tuple(_typed(args[0], v) for v in value)
+        except TypeError:
+            raise TypeError(what) from None
+    kind = origin or hint
+    if kind is bool:
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+    elif kind in (int, float) and isinstance(value, (bool, np.bool_)):
+        pass  # a bool is no number here
+    elif kind is int:
+        if isinstance(value, numbers.Integral):
+            return value if type(value) is int else int(value)
+        # 1e6 as the flags take '1e6' (scripts/_cli.py's IntegralParser); not 1.5 or nan.
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            return int(value)
+    elif kind is float:
+        if isinstance(value, numbers.Real):
+            return value if type(value) in (int, float) else float(value)
+    elif kind in (str, dict):
+        if isinstance(value, kind):
+            return value
+    else:  # a type no option has had so far: no check
+        return value
+    raise TypeError(_KINDS[kind])
+
+
+def check_field_types(config) -> None:
+    """Checks every field of the dataclass `config` against its type hint (bool, int
+    (not bool), float (an int too), str, dict, Optional[...] and Tuple[int, ...]); raises
+    TfsacError naming the first field of another type. Numpy scalars become Python's."""
+    hints = _hints(type(config))
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if value is None and field.default is None:
+            continue  # 'auto' or 'off'
+        try:
+            typed = _typed(hints[field.name], value)
+        except TypeError as e:
+            raise TfsacError(
+                f"{field.name} must be {e}, got {value!r} ({type(value).__name__})"
+            ) from None
+        if typed is not value:
+            setattr(config, field.name, typed)
+
+
+@functools.cache
+def _hints(cls) -> dict:
+    return typing.get_type_hints(cls)

@@ -5,7 +5,6 @@ tfsac/options.py, which names the help groups)."""
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Optional
 
 from tfsac.config.fields import (
@@ -15,6 +14,7 @@ from tfsac.config.fields import (
     option,
 )
 from tfsac.config.options import DIST, OUTPUT
+from tfsac.paths import PLAIN_NAME, is_plain_name
 
 EXPORT_FORMATS = ("saved_model", "tflite", "onnx")
 
@@ -56,11 +56,7 @@ class OutputOptions:
         None,
         "model name under export_dir (default from env)",
         OUTPUT,
-        check=Check(
-            lambda v: v not in ("", ".", "..") and not any(s in v for s in ("/", "\\", os.sep)),
-            "a folder name without path separators",
-            "{!r}",
-        ),
+        check=Check(is_plain_name, PLAIN_NAME, "{!r}"),
     )
     export: bool = option(
         True,

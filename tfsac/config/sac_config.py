@@ -11,7 +11,7 @@ import dataclasses
 import json
 from typing import Any, Dict, List
 
-from tfsac.config.fields import field_errors
+from tfsac.config.fields import check_field_types, field_errors
 from tfsac.config.options import (
     AlphaOptions,
     CollectOptions,
@@ -112,6 +112,7 @@ class SACConfig(
         if isinstance(self.env_kwargs, str):
             self.env_kwargs = parse_env_kwargs(self.env_kwargs)
         self._parse_auto()
+        check_field_types(self)  # after the string forms above are parsed
 
     def _parse_auto(self) -> None:
         """The options whose 'auto' (None) the algorithm's variant fills in

@@ -16,10 +16,11 @@ C++ loader that TF Serving and `saved_model_cli run` share.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
-import tempfile
+from typing import Optional
 
 import gymnasium as gym
 import keras
@@ -29,9 +30,10 @@ from absl import logging
 
 from tfsac.algorithm.distributions import policy_params, squash_bijector
 from tfsac.data.envs import EnvSpec, space_from_json
-from tfsac.deploy.formats import parse_formats, write_formats
+from tfsac.deploy.formats import parse_formats, temp_folder, write_formats
 from tfsac.deploy.policy import check_saved_model
 from tfsac.errors import TfsacError, first_line
+from tfsac.paths import check_plain_name
 from tfsac.run.logs import absl_verbosity
 from tfsac.run.run_dir import check_writable, default_model_name  # noqa: F401 - public here too
 
@@ -62,19 +64,25 @@ def build_archive(
     high = np.asarray(spec.action_high, np.float32)
     obs_spec = tf.TensorSpec([None, spec.obs_dim], tf.float32, name="observation")
 
-    def to_bounds(pre_squash):
-        # The clip only guards float rounding at the edges.
-        return tf.clip_by_value(bijector.forward(pre_squash), low, high)
+    def to_bounds(pre_squash, observation):
+        # The clip only guards float rounding at the edges. A row whose observation holds
+        # a NaN or an infinity gets NaN actions in every runtime (docs/serving.md), never
+        # a plausible action clipped from garbage: |x| <= float32 max is false for both,
+        # in ops that LiteRT and ONNX have built in.
+        action = tf.clip_by_value(bijector.forward(pre_squash), low, high)
+        finite = tf.reduce_all(tf.abs(observation) <= np.finfo(np.float32).max, -1, True)
+        return tf.where(finite, action, tf.constant(np.nan, action.dtype))
 
     @tf.function(input_signature=[obs_spec])
     def serving_default(observation):
         loc, _ = actor(observation)
-        return {"action": to_bounds(loc)}
+        return {"action": to_bounds(loc, observation)}
 
     @tf.function(input_signature=[obs_spec])
     def sample(observation):
         loc, log_std = policy_params(actor, observation, log_std_bounds)
-        return {"action": to_bounds(loc + tf.exp(log_std) * tf.random.normal(tf.shape(loc)))}
+        noise = tf.exp(log_std) * tf.random.normal(tf.shape(loc))
+        return {"action": to_bounds(loc + noise, observation)}
 
     metadata_json = json.dumps(metadata, sort_keys=True)
 
@@ -163,11 +171,11 @@ def export_policy(
     The SavedModel is written to a hidden temporary folder and renamed into place, so a
     failure never leaves a partial version folder for TF Serving to pick up.
     """
-    model_dir = os.path.join(export_dir, model_name)
+    model_dir = os.path.join(export_dir, check_plain_name("model_name", model_name))
     check_writable(model_dir)
     os.makedirs(model_dir, exist_ok=True)  # the check created it and removed it again
     final = os.path.join(model_dir, str(next_version(model_dir)))
-    tmp = tempfile.mkdtemp(prefix=".export-", dir=model_dir)
+    tmp = temp_folder(model_dir)  # removes those that dead exports left
     try:
         # The SavedModel writer logs several INFO lines per export through absl.
         with absl_verbosity(logging.WARNING):
@@ -191,9 +199,21 @@ def export_policy(
 
 def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict) -> str:
     """Exports a training run's policy as the next version of its model (config.model_name
-    or the env's default name) in config.export_dir; returns the version's absolute path."""
+    or the env's default name) in config.export_dir; returns the version's absolute path.
+
+    With final_evaluation["checkpoint"] (the run's final checkpoint), the version records
+    it, and where the model's newest version already holds that checkpoint's weights (a
+    resume after a kill between the export and summary.json) that version is returned: the
+    same weights are not published twice."""
     model_name = config.model_name or default_model_name(config.env_id)
     metadata = policy_metadata(config, spec, final_evaluation)
+    checkpoint = final_evaluation.get("checkpoint")
+    if checkpoint:
+        metadata["checkpoint"] = _checkpoint_identity(checkpoint)
+        published = _newest_version_from(config.export_dir, model_name, metadata["checkpoint"])
+        if published:
+            logging.info("the final checkpoint's policy is already exported as %s", published)
+            return published
     bounds = (config.log_std_min, config.log_std_max)
     formats = parse_formats(config.export_formats)
     path = export_policy(
@@ -201,6 +221,26 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
     )
     logging.info("exported SavedModel to %s", os.path.abspath(path))
     return os.path.abspath(path)
+
+
+def _checkpoint_identity(checkpoint: str) -> dict:
+    """The checkpoint's path and the SHA-1 of its index file (which holds every tensor's
+    checksum): another run in the same folder has other weights, hence another digest."""
+    with open(f"{checkpoint}.index", "rb") as f:
+        digest = hashlib.sha1(f.read()).hexdigest()
+    return {"path": os.path.abspath(checkpoint), "index_sha1": digest}
+
+
+def _newest_version_from(export_dir: str, model_name: str, identity: dict) -> Optional[str]:
+    """The model's newest version folder where it was exported from `identity`, or None."""
+    model_dir = os.path.join(export_dir, model_name)
+    newest = os.path.join(model_dir, str(next_version(model_dir) - 1))
+    try:
+        with open(os.path.join(newest, METADATA_FILE)) as f:
+            recorded = json.load(f).get("checkpoint")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return os.path.abspath(newest) if recorded == identity else None
 
 
 def load_policy(path: str):

@@ -6,10 +6,16 @@ sidecar `tfsac_metadata.json` beside it, and for ONNX the same in `metadata_prop
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import re
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 from typing import Dict, Sequence
 
 from tfsac.errors import TfsacError, first_line
@@ -19,6 +25,67 @@ QUANTIZATIONS = ("none", "float16", "int8")  # LiteRT's post-training options
 ONNX_OPSET = 17
 # The packages each format needs at export time (the `deploy` extra installs them).
 _NEEDS = {"tflite": ("ai_edge_litert",), "onnx": ("tf2onnx", "onnx", "onnxruntime")}
+
+
+# Exports write into a temporary folder in the model folder, <model_dir>/.export-<host>-
+# <pid>-<random>, and rename what they wrote into place; a later export of the model
+# removes those of this host's processes that have died (a SIGKILL runs no cleanup).
+TEMP_PREFIX = ".export-"
+_HOST = re.sub(r"[^A-Za-z0-9_]+", "_", socket.gethostname()) or "host"
+_TEMP_NAME = re.compile(rf"{re.escape(TEMP_PREFIX)}(?P<host>.+)-(?P<pid>\d+)-[^-]+")
+
+
+def temp_folder(model_dir: str) -> str:
+    """A new private temporary folder in `model_dir`, named after this process, after the
+    temporary folders that dead exports left there are removed."""
+    remove_dead_exports(model_dir)
+    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-", dir=model_dir)
+
+
+def remove_dead_exports(model_dir: str) -> list:
+    """Removes the temporary folders in `model_dir` of this host's exports whose process
+    is gone (a live one's, or another host's, is never touched); returns their names."""
+    try:
+        names = os.listdir(model_dir)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        match = _TEMP_NAME.fullmatch(name)
+        if match and match["host"] == _HOST and not _alive(int(match["pid"])):
+            shutil.rmtree(os.path.join(model_dir, name), ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: another user's process, alive
+        return True
+    return True
+
+
+try:  # resolved here: the child between fork and exec only makes the call
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _prctl = None
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int):
+    """A preexec_fn: the child gets SIGKILL when its parent dies (Linux), and exits at
+    once where the parent died before that was set up."""
+
+    def setup():
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return setup
 
 
 def parse_formats(text: str) -> tuple:
@@ -44,9 +111,13 @@ def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") ->
     with float16 weights, or dynamic-range int8 (int8 weights, float activations)."""
     import tensorflow as tf
 
-    converter = tf.lite.TFLiteConverter.from_saved_model(
-        saved_model_dir, signature_keys=["serving_default"]
-    )
+    try:  # it loads the SavedModel: a failure here is a read failure, said as one
+        converter = tf.lite.TFLiteConverter.from_saved_model(
+            saved_model_dir, signature_keys=["serving_default"]
+        )
+    except Exception as e:  # noqa: BLE001 - OSError, IndexError, TF's errors: one line
+        error = f"cannot read the SavedModel at {saved_model_dir!r}: {first_line(e)}"
+        raise TfsacError(error) from None
     if quantization != "none":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantization == "float16":
@@ -68,7 +139,11 @@ def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> str:
     command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", saved_model_dir]
     command += ["--signature_def", "serving_default", "--opset", str(ONNX_OPSET)]
     done = subprocess.run(
-        [*command, "--output", path], capture_output=True, text=True, env=_quiet_env()
+        [*command, "--output", path],
+        capture_output=True,
+        text=True,
+        env=_quiet_env(),
+        preexec_fn=_die_with_parent(os.getpid()),  # never writes on after a kill of this one
     )
     if done.returncode != 0 or not os.path.isfile(path):
         lines = [line for line in done.stderr.splitlines() if line.strip()] or ["no output"]
@@ -93,15 +168,22 @@ def write_formats(saved_model_dir: str, formats: Sequence[str], metadata: Dict) 
         write_onnx(saved_model_dir, os.path.join(saved_model_dir, FILES["onnx"]), metadata)
 
 
-def _metadata(version_dir: str) -> Dict:
-    """The version's tfsac_metadata.json ({} where it has none or it does not parse)."""
+def read_metadata(version_dir: str) -> Dict:
+    """The version's tfsac_metadata.json ({} where it has none); TfsacError where it does
+    not read as a JSON object (a converted file would carry no metadata without a word)."""
     from tfsac.deploy.export import METADATA_FILE
 
-    try:
-        with open(os.path.join(version_dir, METADATA_FILE)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+    path = os.path.join(version_dir, METADATA_FILE)
+    if not os.path.lexists(path):
         return {}
+    try:
+        with open(path) as f:
+            metadata = json.load(f)
+    except (OSError, ValueError) as e:
+        raise TfsacError(f"cannot read {path!r}: {getattr(e, 'strerror', None) or e}") from None
+    if not isinstance(metadata, dict):
+        raise TfsacError(f"cannot read {path!r}: not a JSON object")
+    return metadata
 
 
 def quantization_error(version_dir: str, count: int = 1000) -> float:
@@ -112,7 +194,7 @@ def quantization_error(version_dir: str, count: int = 1000) -> float:
 
     from tfsac.deploy.export import sample_observations
 
-    metadata = _metadata(version_dir)
+    metadata = read_metadata(version_dir)
     served = tf.saved_model.load(version_dir).signatures["serving_default"]
     dim = metadata.get("observation_dim")
     if dim is None:
@@ -124,15 +206,40 @@ def quantization_error(version_dir: str, count: int = 1000) -> float:
     return float(abs(got - expected).max())
 
 
+def check_readable(version_dir: str) -> None:
+    """TfsacError unless the SavedModel's graph parses and every saved variable reads whole
+    (a truncated or corrupt file is said as a read failure, before any converter runs)."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    variables = os.path.join(version_dir, "variables", "variables")
+    try:
+        with open(os.path.join(version_dir, "saved_model.pb"), "rb") as f:
+            saved_model_pb2.SavedModel.FromString(f.read())
+        if os.path.exists(variables + ".index"):
+            reader = tf.train.load_checkpoint(variables)
+            for name in reader.get_variable_to_shape_map():
+                reader.get_tensor(name)
+    except Exception as e:  # noqa: BLE001 - DecodeError, IndexError, TF's errors: one line
+        error = f"cannot read the SavedModel at {version_dir!r}: {first_line(e)}"
+        raise TfsacError(error) from None
+
+
 def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "none") -> list:
     """Converts an exported version's SavedModel into `formats` beside it (LiteRT with
-    `quantization`), each file written under a temporary name and renamed into place (a
-    server reading the folder never sees half a file); returns the paths written."""
-    metadata = _metadata(version_dir)
+    `quantization`), each file written in a temporary folder beside the version folder
+    (never inside the folder TF Serving serves) and renamed into place (a server reading
+    the folder never sees half a file); returns the paths written."""
+    check_readable(version_dir)
+    metadata = read_metadata(version_dir)
     written = []
     for name in (n for n in formats if n in FILES):
         path = os.path.join(version_dir, FILES[name])
-        tmp = os.path.join(version_dir, f".{FILES[name]}.tmp")
+        try:
+            tmp_dir = temp_folder(os.path.dirname(os.path.abspath(version_dir)))
+        except OSError as e:
+            raise TfsacError(f"cannot write {path!r}: {e.strerror or e}") from None
+        tmp = os.path.join(tmp_dir, FILES[name])
         try:
             if name == "tflite":
                 write_tflite(version_dir, tmp, quantization)
@@ -142,7 +249,6 @@ def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "n
         except OSError as e:
             raise TfsacError(f"cannot write {path!r}: {e.strerror or e}") from None
         finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            shutil.rmtree(tmp_dir, ignore_errors=True)
         written.append(path)
     return written

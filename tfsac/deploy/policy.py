@@ -4,7 +4,6 @@ version folder or a run directory (its newest checkpoint that restores), then
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable, Dict, Optional
 
@@ -12,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac.data.envs import space_from_json
-from tfsac.errors import TfsacError
+from tfsac.errors import TfsacError, first_line
 
 # (flat float32 observations [N, obs_dim], deterministic) -> actions [N, action_dim]
 ActFn = Callable[[np.ndarray, bool], np.ndarray]
@@ -48,16 +47,13 @@ class Policy:
     def _from_saved_model(cls, path: str) -> Policy:
         import tensorflow as tf
 
-        from tfsac.deploy.export import METADATA_FILE, load_policy
+        from tfsac.deploy.export import load_policy
+        from tfsac.deploy.formats import read_metadata
 
         model = load_policy(path)
         signatures = {True: model.signatures["serving_default"], False: None}
         signatures[False] = model.signatures["sample"]
-        try:
-            with open(os.path.join(path, METADATA_FILE)) as f:
-                metadata = json.load(f)
-        except (OSError, ValueError):
-            metadata = {}
+        metadata = read_metadata(path)  # TfsacError where it does not read
 
         def act(batch, deterministic):
             return signatures[deterministic](observation=tf.constant(batch))["action"].numpy()
@@ -85,6 +81,10 @@ class Policy:
 
     def predict(self, observation: Any, deterministic: bool = True) -> np.ndarray:
         batch, single = self._flat_batch(observation)
+        if not np.isfinite(batch).all():  # the exported files answer NaN (docs/serving.md)
+            rows = np.flatnonzero(~np.isfinite(batch).all(axis=1)).tolist()
+            where = "" if single else f" (batch rows {rows[:10]})"
+            raise TfsacError(f"the observation holds NaN or infinite values{where}")
         actions = np.asarray(self._act(batch, deterministic))
         return actions[0] if single else actions
 
@@ -94,7 +94,7 @@ class Policy:
         """([N, obs_dim] float32, whether it was one observation)."""
         space = self.observation_space
         if space is None or (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
-            array = np.asarray(observation, np.float32)
+            array = _numbers(observation)
             if array.ndim in (1, 2) and array.shape[-1] == self.obs_dim:
                 return array.reshape(-1, self.obs_dim), array.ndim == 1
             raise TfsacError(
@@ -104,9 +104,9 @@ class Policy:
         if _contains(space, observation):
             return gym.spaces.flatten(space, observation)[None].astype(np.float32), True
         if isinstance(space, gym.spaces.Box):
-            array = np.asarray(observation)
-            if array.shape[1:] == space.shape:
-                return array.reshape(len(array), -1).astype(np.float32), False
+            array = _numbers(observation)
+            if array.ndim and array.shape[1:] == space.shape:
+                return array.reshape(len(array), -1), False
         try:
             items = list(observation)
         except TypeError:
@@ -117,6 +117,16 @@ class Policy:
         raise TfsacError(
             f"expected an observation of {space} or a list of them, got {observation!r}"[:300]
         )
+
+
+def _numbers(observation: Any) -> np.ndarray:
+    """`observation` as a float32 array; TfsacError naming it where it is not numbers."""
+    try:
+        return np.asarray(observation, np.float32)
+    except (TypeError, ValueError) as e:
+        raise TfsacError(
+            f"the observation must be numbers ({first_line(e)}), got {observation!r}"[:300]
+        ) from None
 
 
 def check_saved_model(path: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -131,15 +130,12 @@ def record_video(
 def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
     """A policy from an exported SavedModel (its `serving_default` or `sample` signature)
     and the metadata exported with it."""
-    from tfsac.deploy.export import METADATA_FILE, load_policy
+    from tfsac.deploy.export import load_policy
+    from tfsac.deploy.formats import read_metadata
 
     model = load_policy(path)
     fn = model.signatures["sample" if stochastic else "serving_default"]
-    try:
-        with open(os.path.join(path, METADATA_FILE)) as f:
-            metadata = json.load(f)
-    except (OSError, ValueError):
-        metadata = {}
+    metadata = read_metadata(path)  # TfsacError where it does not read
 
     def policy(obs):
         return fn(observation=tf.constant(obs, tf.float32))["action"].numpy()

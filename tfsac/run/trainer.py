@@ -308,8 +308,8 @@ class Trainer:
         wall_time = self.session_clock.seconds()
         for part in (self.evaluator, self.progress):
             part.close()
-        final = self.loop.evaluations[-1]
-        latest = self.checkpointer.latest
+        latest = self.checkpointer.latest  # the final evaluation's (export_trained_policy)
+        final = {**self.loop.evaluations[-1], "checkpoint": latest}
         summary = run_summary(
             self.config,
             self.loop,

@@ -21,6 +21,7 @@ from absl import flags
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError
+from tfsac.paths import check_plain_name
 from tfsac.run.run_dir import check_writable
 
 SEARCH_METHODS = ("optuna",)
@@ -219,7 +220,10 @@ class TrialFactory:
     threads: int
 
     def __call__(self, tag: str, overrides: Dict[str, str], seed: int, **extra) -> Dict:
-        run_dir = os.path.join(self.sweep_dir, tag, f"seed{seed}")
+        # The trial's folders are <sweep_dir>/<tag>/seed<n>: never outside the sweep's.
+        run_dir = os.path.join(
+            self.sweep_dir, check_plain_name("a sweep run name", tag), f"seed{seed}"
+        )
         per_trial = {
             "seed": str(seed),
             "run_dir": run_dir,

@@ -1,0 +1,42 @@
+"""The rule for a name that becomes one folder or file name inside a folder the user chose
+(a model name under export_dir, a sweep trial's folder under sweep_dir): one plain path
+component, so that nothing is ever written outside that folder."""
+
+from __future__ import annotations
+
+import ntpath
+from typing import Optional
+
+from tfsac.errors import TfsacError
+
+PLAIN_NAME = (
+    "a folder name: one plain path component (no path separators or drive, not '.' or '..', "
+    "not hidden, not empty)"
+)
+
+
+def name_problem(name) -> Optional[str]:
+    """Why `name` is not one plain path component, or None where it is."""
+    if not isinstance(name, str):
+        return f"it is a {type(name).__name__}, not a string"
+    if not name:
+        return "it is empty"
+    if name.startswith("."):  # '.', '..' and hidden names ('.export-*' temp folders)
+        return "it starts with '.' (hidden, '.' or '..')"
+    if any(sep in name for sep in ("/", "\\", "\0")):
+        return "it holds a path separator"
+    if ntpath.splitdrive(name)[0]:  # 'C:x' is relative to a drive's current folder
+        return "it names a drive"
+    return None
+
+
+def is_plain_name(name) -> bool:
+    return name_problem(name) is None
+
+
+def check_plain_name(what: str, name) -> str:
+    """`name` where it is one plain path component; TfsacError naming `what` otherwise."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise TfsacError(f"{what} must be {PLAIN_NAME}, got {name!r}: {problem}")
+    return name

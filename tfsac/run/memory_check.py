@@ -1,0 +1,114 @@
+"""The sizes that set a run's memory, estimated from its options and its env's sizes before
+anything is written, and a run refused in one line where they clearly cannot fit in this
+machine's memory (TensorFlow would otherwise fail mid-build with chained tracebacks, after
+the run folder exists). TF-free."""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional, Tuple
+
+from tfsac.algorithm.variants import variant_of
+from tfsac.errors import TfsacError
+
+FLOAT = 4  # bytes of a float32
+# Refused above this share of physical memory: only what clearly cannot fit.
+SHARE = 0.8
+# Copies of every network parameter during training: the weights, Adam's two moments and
+# the target network's copy.
+PARAMETER_COPIES = 4
+
+
+def physical_memory() -> Optional[int]:
+    """Bytes of this machine's memory, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _mlp_parameters(sizes: List[int]) -> int:
+    return sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:], strict=False))
+
+
+def memory_estimates(config, obs_dim: int, action_dim: int) -> List[Tuple[str, int, str]]:
+    """(option, bytes, what) for each of a run's largest allocations: the replay buffer,
+    the networks' parameters (with their optimizer and target copies), the widest hidden
+    activations of a batch, and TQC's pairwise quantile loss."""
+    critics = config.num_critics
+    critic_out = variant_of(config).critic_outputs(config)
+    actor = _mlp_parameters([obs_dim, *config.hidden_sizes, 2 * action_dim])
+    critic = _mlp_parameters([obs_dim + action_dim, *config.critic_hidden_sizes, critic_out])
+    widest = max([*config.hidden_sizes, *config.critic_hidden_sizes])
+    # The critics' sizes are the actor's unless set apart ('auto').
+    critic_option = (
+        "critic_hidden_sizes"
+        if tuple(config.critic_hidden_sizes) != tuple(config.hidden_sizes)
+        else "hidden_sizes"
+    )
+    widest_option = "hidden_sizes" if max(config.hidden_sizes) == widest else critic_option
+    estimates = [
+        (
+            "buffer_size",
+            # A row: [observation | action | reward | terminated] and its next-row link.
+            config.buffer_size * (obs_dim + action_dim + 3) * FLOAT,
+            f"the replay buffer ({config.buffer_size} transitions of {obs_dim} observation "
+            f"and {action_dim} action floats)",
+        ),
+        (
+            "hidden_sizes" if actor >= critics * critic else critic_option,
+            (actor + critics * critic) * PARAMETER_COPIES * FLOAT,
+            f"the networks' {actor + critics * critic} parameters (each with its Adam "
+            "moments and target copy)",
+        ),
+        (
+            "batch_size" if config.batch_size >= widest else widest_option,
+            config.batch_size * widest * (critics + 1) * FLOAT,
+            f"a batch's widest hidden activations ({config.batch_size} x {widest} floats "
+            "per network)",
+        ),
+    ]
+    if critic_out > 1:  # a distributional variant's atoms (TQC's quantiles)
+        atoms = critics * critic_out
+        estimates.append(
+            (
+                "n_quantiles",
+                # Eq. 12 of TQC compares every critic's atoms with every pooled target atom.
+                atoms * config.batch_size * atoms * FLOAT,
+                f"the quantile loss (num_critics x batch_size x n_quantiles x "
+                f"num_critics x n_quantiles = {atoms} x {config.batch_size} x {atoms} floats)",
+            )
+        )
+    return estimates
+
+
+def check_memory(config, obs_dim: int, action_dim: int, memory: Optional[int] = None) -> None:
+    """Raises TfsacError, naming the option behind the largest allocation and the
+    estimated bytes, where the run's estimated memory exceeds SHARE of `memory` (default:
+    this machine's physical memory; nothing is refused where that is unknown)."""
+    memory = physical_memory() if memory is None else memory
+    if not memory:
+        return
+    estimates = memory_estimates(config, obs_dim, action_dim)
+    total = sum(size for _, size, _ in estimates)
+    if total <= SHARE * memory:
+        return
+    name, size, what = max(estimates, key=lambda e: e[1])
+    raise TfsacError(
+        f"{name}={_value(getattr(config, name))} needs about {_bytes(size)} for {what}; the run "
+        f"needs about {_bytes(total)}, more than {SHARE:.0%} of this machine's "
+        f"{_bytes(memory)} of memory"
+    )
+
+
+def _bytes(n: float) -> str:
+    """'37.3 TiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024:
+            return f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"
+
+
+def _value(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, tuple) else repr(value)

@@ -186,20 +186,23 @@ def test_a_mistake_is_one_error_line_and_writes_nothing(outcomes, index):
 
 def test_the_memory_estimate_refuses_only_what_clearly_cannot_fit():
     from tfsac import SACConfig
+    from tfsac.algorithm.resolve import resolve
     from tfsac.run.memory_check import check_memory, memory_estimates
 
     gib = 2**30
-    default = SACConfig()
+    default = resolve(SACConfig())
     total = sum(size for _, size, _ in memory_estimates(default, 17, 6))
     assert 50 * 2**20 < total < 200 * 2**20  # HalfCheetah's sizes: the 1M-row buffer's ~100 MiB
     check_memory(default, 17, 6, memory=gib)
     with pytest.raises(TfsacError, match=r"^buffer_size=1000000 needs about 9\d\.\d MiB"):
         check_memory(default, 17, 6, memory=100 * 2**20)
-    tqc = SACConfig(algorithm="tqc", n_quantiles=2000)  # 4000 x 256 x 4000 floats: 15.3 GiB
+    tqc = resolve(
+        SACConfig(algorithm="tqc", n_quantiles=2000)
+    )  # 4000 x 256 x 4000 floats: 15.3 GiB
     check_memory(tqc, 17, 6, memory=64 * gib)
     message = r"^n_quantiles=2000 needs about 15\.3 GiB .* than 80% of this machine's 16\.0 GiB"
     with pytest.raises(TfsacError, match=message):
         check_memory(tqc, 17, 6, memory=16 * gib)
-    wide = SACConfig(hidden_sizes=(20000, 20000))
+    wide = resolve(SACConfig(hidden_sizes=(20000, 20000)))
     with pytest.raises(TfsacError, match=r"^hidden_sizes=20000,20000 needs about"):
         check_memory(wide, 17, 6, memory=16 * gib)

@@ -224,11 +224,12 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
 
 
 def _checkpoint_identity(checkpoint: str) -> dict:
-    """The checkpoint's path and the SHA-1 of its index file (which holds every tensor's
-    checksum): another run in the same folder has other weights, hence another digest."""
+    """The checkpoint's name and the SHA-1 of its index file (which holds every tensor's
+    checksum): other weights have another digest. No path: the metadata is served, and
+    the training machine's folders are none of a client's business."""
     with open(f"{checkpoint}.index", "rb") as f:
         digest = hashlib.sha1(f.read()).hexdigest()
-    return {"path": os.path.abspath(checkpoint), "index_sha1": digest}
+    return {"name": os.path.basename(checkpoint), "index_sha1": digest}
 
 
 def _newest_version_from(export_dir: str, model_name: str, identity: dict) -> Optional[str]:

@@ -32,7 +32,7 @@ def _mlp_parameters(sizes: List[int]) -> int:
 
 
 def memory_estimates(config, obs_dim: int, action_dim: int) -> List[Tuple[str, int, str]]:
-    """(option, bytes, what) for each of a run's largest allocations: the replay buffer,
+    """(option, bytes, what) for each of a resolved config's largest allocations: the replay buffer,
     the networks' parameters (with their optimizer and target copies), the widest hidden
     activations of a batch, and TQC's pairwise quantile loss."""
     critics = config.num_critics

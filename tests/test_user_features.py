@@ -93,6 +93,26 @@ def test_env_from_a_user_module(tmp_path, monkeypatch):
     assert not (tmp_path / "bad").exists() and not (tmp_path / "export").exists()
 
 
+def test_a_script_run_by_its_path_finds_an_env_module_in_the_current_directory(tmp_path):
+    """As `python -m` does: scripts/train.py puts its own folder on sys.path, not the
+    current directory; the module is found there all the same (and nowhere else first)."""
+    (tmp_path / "here_envs.py").write_text(
+        'import gymnasium as gym\ngym.register("HerePendulum-v0", '
+        'entry_point="gymnasium.envs.classic_control:PendulumEnv")\n'
+    )
+    (tmp_path / "elsewhere").mkdir()
+    script = tmp_path / "elsewhere" / "make.py"  # sys.path[0] is its folder, as for train.py
+    script.write_text(
+        "import sys\nfrom tfsac.data.envs import make_env\n"
+        "print(make_env('here_envs:HerePendulum-v0').spec.id)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert done.stdout.strip() == "HerePendulum-v0"
+
+
 def _scalar_tags(run_dir):
     tags = set()
     for path in glob.glob(os.path.join(run_dir, "tensorboard", "events.out.tfevents.*")):

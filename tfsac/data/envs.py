@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import os
+import sys
 import time
+from importlib.machinery import PathFinder
 from typing import Callable, Optional, Tuple
 
 import gymnasium as gym
@@ -144,6 +147,7 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     kwargs = dict(env_kwargs or {})
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
+    _find_modules_in_the_current_directory(env_id)
     try:
         env = gym.make(env_id, **kwargs)
     except gym.error.Error as e:
@@ -153,6 +157,20 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     except TypeError as e:
         raise TfsacError(f"environment {env_id!r} rejects its arguments: {e}") from None
     return _checked(env, env_id)
+
+
+def _find_modules_in_the_current_directory(env_id: str) -> None:
+    """Appends the current directory to sys.path where the module that 'module:Id-v0' names
+    is found there and nowhere else: `python -m` and an interactive Python look there, a
+    script run by its path (scripts/train.py) does not."""
+    if ":" not in env_id:
+        return
+    top = env_id.split(":", 1)[0].split(".")[0]
+    here = os.getcwd()
+    if not top.isidentifier() or here in sys.path or "" in sys.path:
+        return
+    if importlib.util.find_spec(top) is None and PathFinder.find_spec(top, [here]) is not None:
+        sys.path.append(here)
 
 
 def _checked(env: gym.Env, name: str) -> gym.Env:

@@ -304,7 +304,7 @@ def inference(tfsac, config):
     """--inference: the latency table of an exported policy (see the docstring)."""
     from tfsac.data.envs import env_spec, make_env
     from tfsac.deploy import formats, latency
-    from tfsac.deploy.export import check_saved_model
+    from tfsac.deploy.metadata import check_saved_model
 
     try:
         formats.check_available(("tflite", "onnx"))

@@ -16,8 +16,8 @@ from conftest import REPO_ROOT
 
 from tfsac import SACConfig, TfsacError, Trainer
 from tfsac.data.replay import FIELDS
-from tfsac.run.evaluation import checkpoint_policy
-from tfsac.run.trainer import NonFiniteError
+from tfsac.deploy.loading import checkpoint_policy
+from tfsac.run.updates import NonFiniteError
 
 METRICS = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
 

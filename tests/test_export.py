@@ -13,7 +13,7 @@ import tensorflow as tf
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
 from tfsac.data.envs import unit_to_bounds
 from tfsac.deploy import export as export_module
-from tfsac.deploy.export import check_writable
+from tfsac.files import check_writable
 
 SPEC = EnvSpec(
     "Test-v0",

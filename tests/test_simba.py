@@ -9,7 +9,7 @@ from conftest import random_batch, tiny_config
 
 from tfsac import SACConfig, SACLearner, TfsacError, Trainer, train
 from tfsac.algorithm.simba import ObservationNormalizer
-from tfsac.deploy.export import load_policy
+from tfsac.deploy.loading import load_policy
 
 
 def test_the_normaliser_keeps_the_mean_and_variance_of_everything_it_saw():

@@ -129,6 +129,15 @@ class SACLearner:
             objects["exploration"] = self.exploration.noise
         return objects
 
+    @property
+    def update_count(self) -> int:
+        """The gradient steps this learner has taken, over all sessions of its run."""
+        return int(self.sac.critic_optimizer.iterations)
+
+    def observe(self, observations: np.ndarray) -> None:
+        """Folds new observations into the observation normaliser (a no-op without one)."""
+        self.sac.observe(observations)
+
     def trace_counts(self) -> Dict[str, int]:
         """How often the update and the sampling policy were traced. Each trace is a new
         XLA compilation; more than one means the calls' shapes kept changing."""

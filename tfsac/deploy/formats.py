@@ -12,6 +12,7 @@ import subprocess
 import sys
 from typing import Dict, Sequence
 
+from tfsac.deploy.metadata import read_metadata, sample_observations
 from tfsac.errors import TfsacError, first_line
 
 FILES = {"tflite": "policy.tflite", "onnx": "policy.onnx"}
@@ -93,26 +94,13 @@ def write_formats(saved_model_dir: str, formats: Sequence[str], metadata: Dict) 
         write_onnx(saved_model_dir, os.path.join(saved_model_dir, FILES["onnx"]), metadata)
 
 
-def _metadata(version_dir: str) -> Dict:
-    """The version's tfsac_metadata.json ({} where it has none or it does not parse)."""
-    from tfsac.deploy.export import METADATA_FILE
-
-    try:
-        with open(os.path.join(version_dir, METADATA_FILE)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
 def quantization_error(version_dir: str, count: int = 1000) -> float:
     """The largest action difference between the version's policy.tflite and its
     SavedModel on `count` observations sampled from the observation space."""
     import tensorflow as tf
     from ai_edge_litert.interpreter import Interpreter
 
-    from tfsac.deploy.export import sample_observations
-
-    metadata = _metadata(version_dir)
+    metadata = read_metadata(version_dir)
     served = tf.saved_model.load(version_dir).signatures["serving_default"]
     dim = metadata.get("observation_dim")
     if dim is None:
@@ -128,7 +116,7 @@ def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "n
     """Converts an exported version's SavedModel into `formats` beside it (LiteRT with
     `quantization`), each file written under a temporary name and renamed into place (a
     server reading the folder never sees half a file); returns the paths written."""
-    metadata = _metadata(version_dir)
+    metadata = read_metadata(version_dir)
     written = []
     for name in (n for n in formats if n in FILES):
         path = os.path.join(version_dir, FILES[name])

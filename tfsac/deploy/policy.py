@@ -4,14 +4,16 @@ version folder or a run directory (its newest checkpoint that restores), then
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Callable, Dict, Optional
 
 import gymnasium as gym
 import numpy as np
+import tensorflow as tf
 
-from tfsac.data.envs import space_from_json
+from tfsac.data.envs import space_from_json, unit_to_bounds
+from tfsac.deploy.loading import checkpoint_learner, load_policy
+from tfsac.deploy.metadata import read_metadata
 from tfsac.errors import TfsacError
 
 # (flat float32 observations [N, obs_dim], deterministic) -> actions [N, action_dim]
@@ -46,18 +48,10 @@ class Policy:
 
     @classmethod
     def _from_saved_model(cls, path: str) -> Policy:
-        import tensorflow as tf
-
-        from tfsac.deploy.export import METADATA_FILE, load_policy
-
         model = load_policy(path)
         signatures = {True: model.signatures["serving_default"], False: None}
         signatures[False] = model.signatures["sample"]
-        try:
-            with open(os.path.join(path, METADATA_FILE)) as f:
-                metadata = json.load(f)
-        except (OSError, ValueError):
-            metadata = {}
+        metadata = read_metadata(path)
 
         def act(batch, deterministic):
             return signatures[deterministic](observation=tf.constant(batch))["action"].numpy()
@@ -71,9 +65,6 @@ class Policy:
 
     @classmethod
     def _from_run_dir(cls, run_dir: str) -> Policy:
-        from tfsac.data.envs import unit_to_bounds
-        from tfsac.run.evaluation import checkpoint_learner
-
         learner, spec, info = checkpoint_learner(run_dir)
 
         def act(batch, deterministic):
@@ -117,12 +108,6 @@ class Policy:
         raise TfsacError(
             f"expected an observation of {space} or a list of them, got {observation!r}"[:300]
         )
-
-
-def check_saved_model(path: str) -> None:
-    """TfsacError unless `path` holds a SavedModel (without loading it, or TensorFlow)."""
-    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
-        raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
 
 
 def _contains(space: gym.Space, observation) -> bool:

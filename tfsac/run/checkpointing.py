@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -35,14 +35,13 @@ from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
 from tfsac.data.replay import LEGACY_ARRAYS, ReplayBuffer
+from tfsac.deploy.loading import STATE_FILE, CheckpointReader
 from tfsac.errors import TfsacError, first_line
 
-STATE_FILE = "state.json"
 INDEX_FILE = "checkpoint"  # CheckpointManager's state file
 BROKEN_DIR = "broken"
 # Config fields that change the shape of the saved state: a checkpoint made with other
 # values cannot be restored into this run.
-_INDEX_NAME = re.compile(r"ckpt-(\d+)\.index")
 STRUCTURAL_FIELDS = (
     "env_id",
     "hidden_sizes",
@@ -78,13 +77,11 @@ def _save_array(path: str, array: np.ndarray) -> None:
         os.fsync(f.fileno())
 
 
-class Checkpointer:
+class Checkpointer(CheckpointReader):
     """Saves and restores a run's complete training state under `directory`."""
 
     def __init__(self, directory: str, learner: SACLearner, max_to_keep: int = 3):
-        self.directory = directory
-        self.step = tf.Variable(0, dtype=tf.int64, name="step")
-        self.checkpoint = tf.train.Checkpoint(step=self.step, **learner.checkpoint_objects())
+        super().__init__(directory, learner)
         self.max_to_keep = max_to_keep
         self._new_manager()
 
@@ -97,16 +94,6 @@ class Checkpointer:
     @property
     def latest(self) -> Optional[str]:
         return self.manager.latest_checkpoint
-
-    def candidates(self) -> List[str]:
-        """Prefixes of the checkpoints whose TF files are complete (TF writes a checkpoint's
-        index file last), newest first; whether they restore is for `restore` to say."""
-        try:
-            names = os.listdir(self.directory)
-        except OSError:
-            return []
-        steps = [int(m.group(1)) for m in map(_INDEX_NAME.fullmatch, names) if m]
-        return [os.path.join(self.directory, f"ckpt-{s}") for s in sorted(steps, reverse=True)]
 
     def restore_newest(
         self,
@@ -180,10 +167,6 @@ class Checkpointer:
                 os.replace(path + ".tmp", path)
         self._new_manager()
 
-    @staticmethod
-    def extra_dir(prefix: str) -> str:
-        return prefix + ".extra"
-
     def save(
         self, step: int, buffer: ReplayBuffer, state: Dict, blobs: Optional[Dict] = None
     ) -> str:
@@ -251,23 +234,6 @@ class Checkpointer:
                 return f.read()
         except OSError:
             return None
-
-    def read_state(self, prefix: str) -> Dict:
-        try:
-            with open(os.path.join(self.extra_dir(prefix), STATE_FILE)) as f:
-                return json.load(f)
-        except (OSError, ValueError) as e:
-            raise TfsacError(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
-
-    def restore_learner(self, prefix: str) -> Dict:
-        """Restores only the learner's state (for evaluation: no replay buffer); returns
-        the saved loop state."""
-        state = self.read_state(prefix)
-        try:
-            self.checkpoint.restore(prefix).expect_partial()
-        except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
-            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}") from None
-        return state
 
     def restore(self, prefix: str, buffer: ReplayBuffer) -> Dict:
         """Restores learner and buffer from `prefix`; returns the saved loop state."""

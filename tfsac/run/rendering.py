@@ -271,8 +271,8 @@ if __name__ == "__main__":
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     # MuJoCo's notices about deprecated attributes of the envs' own model files, as in the
-    # training process (tfsac.run.logs).
-    from tfsac.run.logs import quiet_library_logs
+    # training process (tfsac.logs).
+    from tfsac.logs import quiet_library_logs
 
     quiet_library_logs()
     _serve(sys.stdin.buffer, replies)

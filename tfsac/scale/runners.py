@@ -37,7 +37,7 @@ from tfsac.config import SACConfig
 from tfsac.data.collector import Collector, Transitions
 from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.errors import TfsacError, first_line
-from tfsac.run.logs import quiet_library_logs
+from tfsac.logs import quiet_library_logs
 from tfsac.scale.numpy_actor import NumpyActor, actor_plan
 
 # Restarts of one runner's process before the run gives up on it.

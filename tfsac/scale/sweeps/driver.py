@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
-from tfsac.run.run_dir import StopSignals
+from tfsac.run.signals import StopSignals
 from tfsac.scale.ray_cluster import start_ray
 from tfsac.scale.sweeps.plan import TAG_LENGTH, Plan, config_tag
 from tfsac.scale.sweeps.results import trial_outcome, write_results

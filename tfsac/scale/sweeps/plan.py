@@ -20,7 +20,7 @@ from absl import flags
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError
-from tfsac.run.run_dir import check_writable
+from tfsac.files import check_writable
 
 SEARCH_METHODS = ("optuna",)
 OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}

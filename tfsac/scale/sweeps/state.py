@@ -7,7 +7,7 @@ import json
 import os
 from typing import Dict
 
-from tfsac.run.run_dir import read_json
+from tfsac.files import read_json
 
 SWEEP_FILE = "sweep.json"  # what the sweep is: a --resume must ask for the same
 TRIALS_FILE = "trials.json"  # each trial's spec and status, as the driver saw them

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
-from tfsac.run.logs import OwnInfoOnly
+from tfsac.logs import OwnInfoOnly
 from tfsac.scale.sweeps.state import TRIAL_FILE, read_json, write_atomic
 
 

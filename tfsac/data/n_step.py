@@ -12,18 +12,17 @@ and SB3's n-step buffers).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Tuple
+from typing import Tuple
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from tfsac.data.replay import ReplayBuffer
-
 
 def n_step_returns(
-    buffer: ReplayBuffer, slots: np.ndarray, n_steps: int, gamma: float
+    buffer, slots: np.ndarray, n_steps: int, gamma: float
 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For the transitions in `slots` (any shape): the discounted sum of their next m <= n
+    """For the transitions in `slots` (any shape) of `buffer` (a ReplayBuffer: its reward,
+    terminated and next_index arrays and its capacity, which this module reads without
+    importing it, as the buffer calls it): the discounted sum of their next m <= n
     rewards, sum_k gamma^k r_{t+k}, the slot of the m-th transition (its terminated flag and
     next observation close the target), and gamma^m, the discount of that bootstrap."""
     slots = np.asarray(slots)
@@ -42,6 +41,6 @@ def n_step_returns(
     return total.astype(np.float32), last, discount.astype(np.float32)
 
 
-def _continues(buffer: ReplayBuffer, slots: np.ndarray) -> np.ndarray:
+def _continues(buffer, slots: np.ndarray) -> np.ndarray:
     """Whether the episode goes on past these transitions within the buffer."""
     return (buffer.terminated[slots] == 0.0) & (buffer.next_index[slots] < buffer.capacity)

@@ -11,6 +11,7 @@ from typing import Dict
 import gymnasium as gym
 import numpy as np
 
+from tfsac import __version__
 from tfsac.data.envs import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
 
@@ -36,8 +37,6 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
     """What the SavedModel says about itself (tfsac_metadata.json, `metadata` signature):
     the env, its spaces and bounds, how observations are flattened, the training, and what
     scripts/evaluate.py needs to repeat the final evaluation."""
-    from tfsac import __version__
-
     return {
         "tfsac_version": __version__,
         "env_id": config.env_id,

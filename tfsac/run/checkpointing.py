@@ -34,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.data.replay import LEGACY_ARRAYS, ReplayBuffer
+from tfsac.data.replay import ReplayBuffer
 from tfsac.deploy.loading import STATE_FILE, CheckpointReader
 from tfsac.errors import TfsacError, first_line
 
@@ -55,9 +55,6 @@ STRUCTURAL_FIELDS = (
     "network",
     "critic_hidden_sizes",
 )
-# What a checkpoint made before a structural option existed was made with (critics as wide
-# as the actor before critic_hidden_sizes).
-_BEFORE_THE_OPTION = {"algorithm": "sac", "network": "mlp"}
 
 
 def _fsync_dir(path: str) -> None:
@@ -250,12 +247,10 @@ class Checkpointer(CheckpointReader):
             )
         extra = self.extra_dir(prefix)
         try:
-            # Memory-mapped reads, copied straight into the preallocated arrays. A checkpoint
-            # from before the buffer shared next observations names no arrays: it has
-            # LEGACY_ARRAYS, which the buffer converts.
+            # Memory-mapped reads, copied straight into the preallocated arrays.
             arrays = {
                 name: np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
-                for name in replay.get("arrays", LEGACY_ARRAYS)
+                for name in replay["arrays"]
             }
             buffer.load_state_arrays(arrays, replay["size"], replay["cursor"])
         except (OSError, ValueError) as e:
@@ -270,8 +265,7 @@ def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None
     fields = STRUCTURAL_FIELDS + (("num_envs",) if config_dict.get("use_sde") else ())
     fields += ("n_quantiles",) if config_dict.get("algorithm") == "tqc" else ()
     for field in fields:
-        before = saved_config.get("hidden_sizes") if field == "critic_hidden_sizes" else None
-        saved = saved_config.get(field, _BEFORE_THE_OPTION.get(field, before))
+        saved = saved_config.get(field)
         current = config_dict.get(field)
         if isinstance(saved, list):
             saved = tuple(saved)

@@ -9,6 +9,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from tfsac import __version__
+
 
 @dataclasses.dataclass
 class LoopState:
@@ -57,8 +59,6 @@ class LoopState:
 
 def run_summary(config, loop: LoopState, wall_time: float, learning_time: float, **paths) -> Dict:
     """summary.json of a finished run; `paths`: resumed_from, checkpoint, saved_model_path."""
-    from tfsac import __version__
-
     final = loop.evaluations[-1]
     return {
         "env": config.env_id,

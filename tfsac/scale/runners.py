@@ -74,6 +74,7 @@ class TFPolicy:
     import TensorFlow)."""
 
     def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
+        # Here only: the runners of the built-in actors never import TensorFlow.
         import tensorflow as tf
 
         from tfsac.algorithm.learner import GaussianExploration

@@ -19,6 +19,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 from absl import flags
 
 from tfsac.config import SACConfig
+from tfsac.data.envs import checked_env, env_factory
 from tfsac.errors import TfsacError
 from tfsac.files import check_writable
 
@@ -324,8 +325,6 @@ def _check_runs(plan: Plan, base: Dict) -> None:
             "env runners (--num_actors) do not run inside sweep trials: a trial is one "
             "process with --cpus_per_trial CPUs; sweep without --num_actors"
         )
-    from tfsac.data.envs import checked_env, env_factory
-
     envs = {json.dumps([c["env_id"], c["env_kwargs"]], sort_keys=True) for c in configs}
     for env_id, env_kwargs in (json.loads(e) for e in sorted(envs)):
         checked_env(env_factory(env_id, env_kwargs), env_id).close()

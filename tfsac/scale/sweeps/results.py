@@ -10,6 +10,7 @@ import os
 import re
 from typing import Dict, Iterable, List, Optional
 
+from tfsac.run.plotting import plot_runs
 from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run, read_json, write_atomic
 
 
@@ -106,8 +107,6 @@ def _std(values: List[float]) -> float:
 
 def write_results(sweep_dir: str, trials: Dict[str, Dict], sort: bool = False) -> List[str]:
     """results.csv, results.md and a learning-curve PNG per config; each written atomically."""
-    from tfsac.run.plotting import plot_runs
-
     rows = summarize(trials)
     if sort:
         rows.sort(

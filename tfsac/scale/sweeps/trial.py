@@ -65,7 +65,7 @@ def run_trial(tune_config: Dict) -> None:
     from absl import logging as absl_logging
     from ray import tune
 
-    from tfsac.run.trainer import train
+    from tfsac.run.trainer import train  # TensorFlow: in the trial's worker only
 
     config = SACConfig.from_dict(spec["config"])
     run_dir = config.run_dir

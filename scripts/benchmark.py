@@ -32,8 +32,7 @@ the formats it lacks.
 revision and from this working tree, alternately, `--rounds` times (scripts/_baseline.py),
 and prints each round's env steps/s of both and their ratio, then the median ratio:
 
-    python scripts/benchmark.py --env=HalfCheetah-v5 --steps=1300 --learning_starts=300 \
-        --baseline=main --rounds=3
+    python scripts/benchmark.py --env=HalfCheetah-v5 --baseline=main --rounds=3
 """
 
 import json

@@ -77,12 +77,18 @@ def read_json(path: str, default=None):
         raise TfsacError(f"cannot read {path}: {e}") from None
 
 
-def write_json(path: str, data: Dict) -> None:
-    """Writes JSON atomically (temp file + rename) so readers never see half a file."""
-    tmp = path + ".tmp"
+def write_atomic(path: str, text: str) -> None:
+    """Writes `text` to `path` through a temporary file: readers never see half a file, and
+    a killed writer leaves the old one."""
+    tmp = f"{path}.tmp"
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=2)
+        f.write(text)
     os.replace(tmp, path)
+
+
+def write_json(path: str, data: Dict) -> None:
+    """Writes JSON atomically (`write_atomic`)."""
+    write_atomic(path, json.dumps(data, indent=2))
 
 
 class RunDir:

@@ -96,47 +96,42 @@ class Checkpointer(CheckpointReader):
         self,
         restore: Callable[[str], Dict],
         check: Callable[[Dict, str], None] = lambda state, prefix: None,
-        set_aside: bool = True,
     ) -> Optional[Tuple[str, Dict]]:
         """Restores the newest checkpoint that `restore(prefix)` (which raises TfsacError on
         a damaged one) accepts; returns (prefix, its saved state), or None when there is
         none. `check(state, prefix)` may refuse a checkpoint made with other settings: its
         error is raised, not skipped. Each damaged checkpoint tried before is said in one
-        line and, with `set_aside`, moved to broken/ (kept, never deleted); then the state
+        line and moved to broken/ (kept, never deleted); then the state
         file is rewritten to name the restored checkpoint and the complete ones before it."""
         for prefix in self.candidates():
             try:
                 state = self.read_state(prefix)
             except TfsacError as e:
-                self._skip(prefix, e, set_aside)
+                self._set_aside(prefix, e)
                 continue
             check(state, prefix)
             try:
                 state = restore(prefix)
             except TfsacError as e:
-                self._skip(prefix, e, set_aside)
+                self._set_aside(prefix, e)
                 continue
-            if set_aside:
-                self._write_index(prefix)
+            self._write_index(prefix)
             return prefix, state
-        if set_aside and os.path.exists(os.path.join(self.directory, INDEX_FILE)):
+        if os.path.exists(os.path.join(self.directory, INDEX_FILE)):
             self._write_index(None)  # it named checkpoints that are gone or broken
         return None
 
-    def _skip(self, prefix: str, error: TfsacError, set_aside: bool) -> None:
-        where = ""
-        if set_aside:
-            broken = os.path.join(self.directory, BROKEN_DIR)
-            os.makedirs(broken, exist_ok=True)
-            stamp = (
-                f".{int(time.time())}"
-                if os.path.exists(os.path.join(broken, os.path.basename(prefix) + ".index"))
-                else ""
-            )
-            for path in glob.glob(glob.escape(prefix) + ".*"):
-                os.replace(path, os.path.join(broken, os.path.basename(path) + stamp))
-            where = f"; moved to {broken}"
-        logging.warning("skipping a damaged checkpoint: %s%s", error, where)
+    def _set_aside(self, prefix: str, error: TfsacError) -> None:
+        broken = os.path.join(self.directory, BROKEN_DIR)
+        os.makedirs(broken, exist_ok=True)
+        stamp = (
+            f".{int(time.time())}"
+            if os.path.exists(os.path.join(broken, os.path.basename(prefix) + ".index"))
+            else ""
+        )
+        for path in glob.glob(glob.escape(prefix) + ".*"):
+            os.replace(path, os.path.join(broken, os.path.basename(path) + stamp))
+        logging.warning("skipping a damaged checkpoint: %s; moved to %s", error, broken)
 
     def _write_index(self, latest: Optional[str]) -> None:
         """Makes the state file name `latest` and the complete checkpoints before it (all

@@ -40,7 +40,7 @@ class Updates:
         self.count = 0  # updates the learner has run, over all sessions
 
     def load_state(self, state: Dict, step: int) -> None:
-        self.owed = state.get("owed_updates", 0)
+        self.owed = state["owed_updates"]
         # The checkpoint holds the rates of its step; the config of this run decides them.
         self.lr_factor = self.lr_schedule(step, self.config.total_steps)
         self.learner.set_learning_rate_factor(self.lr_factor)

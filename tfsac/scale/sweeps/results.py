@@ -10,8 +10,9 @@ import os
 import re
 from typing import Dict, Iterable, List, Optional
 
+from tfsac.files import read_json, write_atomic
 from tfsac.run.plotting import plot_runs
-from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run, read_json, write_atomic
+from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
 
 
 def trial_outcome(entry: Dict) -> Dict:

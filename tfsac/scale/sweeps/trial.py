@@ -13,8 +13,9 @@ from typing import Any, Dict, List, Optional
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
+from tfsac.files import read_json, write_atomic
 from tfsac.logs import OwnInfoOnly
-from tfsac.scale.sweeps.state import TRIAL_FILE, read_json, write_atomic
+from tfsac.scale.sweeps.state import TRIAL_FILE
 
 
 def _thread_names() -> Dict[str, int]:

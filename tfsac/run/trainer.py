@@ -66,11 +66,17 @@ class Trainer:
         on_evaluation: Optional[Callable[[Dict], None]] = None,
         callbacks: Sequence[Callback] = (),
     ):
-        options = dict(on_log=on_log, actor_fn=actor_fn, critic_fn=critic_fn, env_fn=env_fn)
-        parts = build_run(
-            config, export, resume, on_evaluation=on_evaluation, callbacks=callbacks, **options
+        self.parts = parts = build_run(
+            config,
+            export,
+            resume,
+            on_log=on_log,
+            actor_fn=actor_fn,
+            critic_fn=critic_fn,
+            env_fn=env_fn,
+            on_evaluation=on_evaluation,
+            callbacks=callbacks,
         )
-        self.parts = parts
         self.config, self.run_dir, self.spec = parts.config, parts.run_dir, parts.spec
         self.learner, self.buffer, self.source = parts.learner, parts.buffer, parts.source
         self.evaluator, self.checkpointer = parts.evaluator, parts.checkpointer

@@ -14,7 +14,7 @@ from typing import Dict, List, NoReturn, Optional, Tuple
 
 from absl import app, flags
 
-from tfsac.run.logs import native_stderr_captured  # TF-free
+from tfsac.logs import native_stderr_captured  # TF-free
 
 # TF's C++ log filter; the lines printed before absl::InitializeLog ignore it (see
 # import_tfsac, which also lowers it again for --verbosity=1).
@@ -140,11 +140,11 @@ def run_script(main) -> None:
 
 
 def quiet_logs() -> None:
-    """Hides libraries' INFO chatter and shortens absl's lines (tfsac.run.logs), unless
+    """Hides libraries' INFO chatter and shortens absl's lines (tfsac.logs), unless
     `--verbosity=1` (or `-v 1`) asks for everything in absl's full form. TF-free."""
     if flags.FLAGS.is_parsed() and flags.FLAGS.verbosity >= 1:
         return
-    from tfsac.run.logs import quiet_library_logs, short_lines
+    from tfsac.logs import quiet_library_logs, short_lines
 
     quiet_library_logs(own_dirs=[os.path.dirname(os.path.abspath(__file__))])
     short_lines()
@@ -186,7 +186,7 @@ def keep_freed_memory() -> None:
 def import_tfsac():
     """Imports tfsac (and TF) without the C++ start-up lines that TF prints before its
     log filter is set up (CUDA probing on CPU machines, oneDNN notices), and hides
-    libraries' INFO chatter (tfsac.run.logs). `--verbosity=1` (or `-v 1`) keeps all of it."""
+    libraries' INFO chatter (tfsac.logs). `--verbosity=1` (or `-v 1`) keeps all of it."""
     keep_freed_memory()
     verbose = flags.FLAGS.is_parsed() and flags.FLAGS.verbosity >= 1
     if verbose:
@@ -252,7 +252,7 @@ def config_from_flags(tfsac=None, resume: bool = False):
     flag that was not given."""
     from tfsac.config import SACConfig
     from tfsac.errors import TfsacError
-    from tfsac.run.run_dir import RunDir
+    from tfsac.files import RunDir
 
     try:
         saved = (

@@ -27,6 +27,12 @@ LiteRT and ONNX Runtime (tfsac/deploy/latency.py):
 Without --saved_model it exports an untrained policy of the env's sizes and the network
 flags (latency does not depend on the weights); with it, a copy of the version folder gets
 the formats it lacks.
+
+`--baseline=<git revision>` runs the same benchmark from a temporary worktree of that
+revision and from this working tree, alternately, `--rounds` times (scripts/_baseline.py),
+and prints each round's env steps/s of both and their ratio, then the median ratio:
+
+    python scripts/benchmark.py --env=HalfCheetah-v5 --baseline=main --rounds=3
 """
 
 import json
@@ -41,6 +47,7 @@ from itertools import pairwise
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+import _baseline  # noqa: E402
 from _cli import (  # noqa: E402
     config_from_flags,
     define_training_flags,
@@ -79,6 +86,12 @@ flags.DEFINE_string(
     "peers_dir",
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers"),
     "Folder of the peers' throughput.py.",
+)
+flags.DEFINE_string(
+    "baseline",
+    None,
+    "A git revision to compare with: rounds alternate between it (a temporary worktree) "
+    "and this working tree, each in its own process.",
 )
 flags.DEFINE_bool("inference", False, "Time the exported policy in each runtime instead.")
 flags.DEFINE_string("saved_model", None, "With --inference: an exported version folder.")
@@ -308,7 +321,7 @@ def inference(tfsac, config):
     """--inference: the latency table of an exported policy (see the docstring)."""
     from tfsac.data.envs import env_spec, make_env
     from tfsac.deploy import formats, latency
-    from tfsac.deploy.export import check_saved_model
+    from tfsac.deploy.metadata import check_saved_model
 
     try:
         formats.check_available(("tflite", "onnx"))
@@ -336,9 +349,26 @@ def inference(tfsac, config):
     print(latency.table(rows))
 
 
+def against_baseline() -> None:
+    """--baseline: this benchmark, alternately from that revision and this working tree."""
+    if FLAGS.peers or FLAGS.inference:
+        fail("--baseline compares tfsac's training throughput: leave out --peers and --inference")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        with _baseline.checked_out(repo, FLAGS.baseline) as tree:
+            trees = {"baseline": tree, "working": repo}
+            _baseline.compare(trees, _baseline.forwarded(sys.argv[1:]), FLAGS.rounds)
+    except subprocess.CalledProcessError as e:
+        fail(f"cannot check out {FLAGS.baseline!r}: {e.stderr.decode().strip()}")
+    except (RuntimeError, ValueError) as e:
+        fail(str(e))
+
+
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    if FLAGS.baseline:
+        return against_baseline()
     if FLAGS.inference:
         tfsac = import_tfsac()
         return inference(tfsac, config_from_flags(tfsac))

@@ -16,9 +16,9 @@ sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 from _cli import env_kwargs_from_flag, fail, import_tfsac, run_script  # noqa: E402
 from absl import flags  # noqa: E402
 
-from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
+from tfsac.deploy.metadata import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
-from tfsac.run.run_dir import run_config  # noqa: E402 - TF-free
+from tfsac.files import run_config  # noqa: E402 - TF-free
 
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder exported by tfsac.")
 flags.DEFINE_string("run_dir", None, "A run directory: its latest checkpoint is used.")
@@ -55,13 +55,14 @@ def main(argv):
     except TfsacError as e:
         fail(str(e))
     tfsac = import_tfsac()
+    from tfsac.deploy import loading
     from tfsac.run import evaluation
 
     try:
         if FLAGS.saved_model:
-            policy, info = evaluation.saved_model_policy(FLAGS.saved_model, FLAGS.stochastic)
+            policy, info = loading.saved_model_policy(FLAGS.saved_model, FLAGS.stochastic)
         else:
-            policy, info = evaluation.checkpoint_policy(FLAGS.run_dir, FLAGS.stochastic)
+            policy, info = loading.checkpoint_policy(FLAGS.run_dir, FLAGS.stochastic)
             print(f"checkpoint: {info['checkpoint']} (step {info['checkpoint_step']})")
         env_id = FLAGS.env or info.get("env_id")
         if not env_id:

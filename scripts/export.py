@@ -23,10 +23,10 @@ from tfsac.deploy.formats import (  # noqa: E402 - TF-free
     check_available,
     parse_formats,
 )
-from tfsac.deploy.policy import check_saved_model  # noqa: E402 - TF-free
+from tfsac.deploy.metadata import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
+from tfsac.files import check_writable, default_model_name, run_config  # noqa: E402
 from tfsac.paths import check_plain_name  # noqa: E402
-from tfsac.run.run_dir import check_writable, default_model_name, run_config  # noqa: E402
 
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder: the files go beside it.")
 flags.DEFINE_string("run_dir", None, "A run directory: a new version from its latest checkpoint.")
@@ -88,9 +88,10 @@ def main(argv):
         )
         return
     tfsac = import_tfsac()
-    from tfsac.deploy.export import export_policy, policy_metadata
+    from tfsac.deploy.export import export_policy
     from tfsac.deploy.formats import add_formats
-    from tfsac.run.evaluation import checkpoint_learner
+    from tfsac.deploy.loading import checkpoint_learner
+    from tfsac.deploy.metadata import policy_metadata
 
     try:
         if FLAGS.saved_model:

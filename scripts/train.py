@@ -24,6 +24,7 @@ from absl import flags  # noqa: E402
 
 from tfsac.errors import TfsacError  # noqa: E402
 from tfsac.run.preflight import check_start  # noqa: E402 - TF-free
+from tfsac.scale import runner_source  # noqa: E402, F401 - registers the env runners, TF-free
 
 define_training_flags()
 FLAGS = flags.FLAGS

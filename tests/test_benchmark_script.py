@@ -116,3 +116,57 @@ def test_inference_latency_table_covers_every_runtime_at_both_batch_sizes(tmp_pa
         assert 0 < row["p50_us"] <= row["p99_us"], row
     assert lines[-6].startswith("| runtime | batch 1 p50")  # then one line per runtime
     assert [line.split(" | ")[0] for line in lines[-4:]] == [f"| {n}" for n in runtimes]
+
+
+def _baseline_module():
+    sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+    try:
+        import _baseline
+    finally:
+        sys.path.pop(0)
+    return _baseline
+
+
+def test_baseline_rounds_alternate_the_two_trees_and_print_their_ratios(tmp_path):
+    baseline = _baseline_module()
+    argv = ["--env=Pendulum-v1", "--baseline", "HEAD", "--rounds=3", "--steps=240"]
+    args = baseline.forwarded(argv)
+    assert args == ["--env=Pendulum-v1", "--steps=240"]
+    trees = {"baseline": str(tmp_path / "old"), "working": str(tmp_path / "new")}
+    calls, lines = [], []
+
+    class Done:
+        returncode, stderr = 0, ""
+
+    def run(command, cwd, env, **kwargs):
+        calls.append((cwd, env["PYTHONPATH"], command))
+        done = Done()
+        rate = 100.0 if cwd == trees["baseline"] else 110.0
+        done.stdout = f'noise\n{{"lib": "tfsac", "env_steps_per_s": {rate}}}\n'
+        return done
+
+    median = baseline.compare(trees, args, 3, run=run, say=lines.append)
+    first = ["baseline", "working", "working", "baseline", "baseline", "working"]
+    assert [cwd for cwd, _, _ in calls] == [trees[side] for side in first]
+    for cwd, path, command in calls:  # each imports its own tfsac, one round each
+        assert path == cwd and command[1] == os.path.join(cwd, "scripts", "benchmark.py")
+        assert command[2:] == [*args, "--rounds=1"]
+    rounds = [json.loads(line) for line in lines]
+    assert [r["ratio"] for r in rounds[:3]] == [1.1, 1.1, 1.1] and median == pytest.approx(1.1)
+    assert rounds[0]["baseline_env_steps_per_s"] == 100.0 and rounds[0]["env_steps_per_s"] == 110.0
+    assert rounds[-1] == {"median_ratio": 1.1, "ratios": [1.1, 1.1, 1.1]}
+
+
+def test_the_baseline_worktree_holds_the_revision_and_is_removed_afterwards():
+    baseline = _baseline_module()
+    with baseline.checked_out(REPO_ROOT, "HEAD") as tree:
+        assert os.path.isfile(os.path.join(tree, "scripts", "benchmark.py"))
+        listed = subprocess.run(
+            ["git", "-C", REPO_ROOT, "worktree", "list"], capture_output=True, text=True
+        ).stdout
+        assert tree in listed
+    assert not os.path.exists(os.path.dirname(tree))
+    listed = subprocess.run(
+        ["git", "-C", REPO_ROOT, "worktree", "list"], capture_output=True, text=True
+    ).stdout
+    assert tree not in listed

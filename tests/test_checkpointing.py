@@ -1,6 +1,5 @@
 """Checkpoints: full round trip, exact resume, determinism, refusals, faults."""
 
-import json
 import os
 import shutil
 import signal
@@ -15,9 +14,8 @@ import tensorflow as tf
 from conftest import REPO_ROOT
 
 from tfsac import SACConfig, TfsacError, Trainer
-from tfsac.data.replay import FIELDS
-from tfsac.run.evaluation import checkpoint_policy
-from tfsac.run.trainer import NonFiniteError
+from tfsac.deploy.loading import checkpoint_policy
+from tfsac.run.updates import NonFiniteError
 
 METRICS = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
 
@@ -256,33 +254,6 @@ def test_a_damaged_latest_checkpoint_is_set_aside_and_the_one_before_restores(
     assert tf.train.latest_checkpoint(str(checkpoints)).endswith("ckpt-100")
     trainer.run()
     assert trainer.loop.step == 300 and (checkpoints / "broken" / "ckpt-200.index").exists()
-
-
-def test_a_checkpoint_with_every_next_observation_resumes_with_the_same_buffer(
-    tmp_path, two_checkpoints
-):
-    # A checkpoint from before the buffer stored next observations once: one .npy file per
-    # field of the filled rows, no array names in state.json.
-    shutil.copytree(two_checkpoints, tmp_path / "run")
-    reference = Trainer(_config(tmp_path / "ref", total_steps=300), export=False)
-    reference.checkpointer.restore(
-        str(tmp_path / "run" / "checkpoints" / "ckpt-200"), reference.buffer
-    )
-    extra = tmp_path / "run" / "checkpoints" / "ckpt-200.extra"
-    state = json.loads((extra / "state.json").read_text())
-    for name in state["replay"].pop("arrays"):
-        (extra / f"{name}.npy").unlink()
-    for name in FIELDS:
-        np.save(extra / f"{name}.npy", getattr(reference.buffer, name)[:200])
-    (extra / "state.json").write_text(json.dumps(state))
-    resumed = Trainer(_config(tmp_path / "run", total_steps=300), export=False, resume=True)
-    assert resumed.loop.step == 200 and resumed.resumed_from.endswith("ckpt-200")
-    # Converted to the buffer the run had (and saves again), sampling the same batches.
-    for name, array in reference.buffer.state_arrays().items():
-        np.testing.assert_array_equal(resumed.buffer.state_arrays()[name], array, err_msg=name)
-    np.testing.assert_array_equal(
-        resumed.buffer.sample_packed(32, 4), reference.buffer.sample_packed(32, 4)
-    )
 
 
 def test_a_corrupt_replay_buffer_is_set_aside_and_the_checkpoint_before_restores(

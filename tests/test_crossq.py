@@ -10,7 +10,7 @@ from conftest import random_batch, tiny_config
 from tfsac import SACConfig, SACLearner, TfsacError, Trainer, train
 from tfsac.algorithm.layers import BatchRenorm
 from tfsac.algorithm.resolve import resolve
-from tfsac.deploy.export import load_policy
+from tfsac.deploy.loading import load_policy
 
 X = np.array([[0.0, 10.0], [2.0, 10.0], [4.0, 16.0], [6.0, 12.0]], np.float32)
 EPS = 1e-3

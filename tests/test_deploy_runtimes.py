@@ -15,7 +15,7 @@ import tensorflow as tf
 from conftest import SpaceEnv, assert_nan_contract, tiny_config
 
 from tfsac import train
-from tfsac.deploy.export import METADATA_FILE, sample_observations
+from tfsac.deploy.metadata import METADATA_FILE, sample_observations
 
 DICT_SPACE = gym.spaces.Dict(
     {

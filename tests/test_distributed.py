@@ -96,7 +96,7 @@ def test_update_ratio_holds_for_any_number_of_runners(tmp_path, num_actors, mode
 
 
 def test_a_killed_runner_is_restarted_and_no_step_is_lost_or_doubled(tmp_path):
-    from tfsac.run.trainer import Trainer
+    from tfsac import Trainer
 
     config = _config(tmp_path, total_steps=640, runner_mode="async", log_every=128)
     killed = []

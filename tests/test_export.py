@@ -14,7 +14,7 @@ import tensorflow as tf
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
 from tfsac.data.envs import unit_to_bounds
 from tfsac.deploy import export as export_module
-from tfsac.deploy.export import check_writable
+from tfsac.files import check_writable
 
 SPEC = EnvSpec(
     "Test-v0",
@@ -381,7 +381,7 @@ def test_export_script_says_a_broken_saved_model_in_one_line_and_writes_nothing(
     assert before == {name: sorted(os.listdir(path)) for name, path in copies.items()}
     # Nor does a policy load with its metadata unread (it says how to flatten observations).
     from tfsac import Policy
-    from tfsac.run.evaluation import saved_model_policy
+    from tfsac.deploy.loading import saved_model_policy
 
     for load in (Policy.load, saved_model_policy):
         with pytest.raises(TfsacError, match="cannot read .*tfsac_metadata.json"):

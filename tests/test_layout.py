@@ -8,12 +8,26 @@ from conftest import REPO_ROOT
 
 PACKAGE = pathlib.Path(REPO_ROOT) / "tfsac"
 MAX_LINES = {"module": 400, "class": 250, "function": 60}
-# What each lower layer may import from tfsac (the upper ones, run, scale and deploy, use
-# one another: a run exports, a policy reads a run, a sweep runs a trainer).
-ALLOWED = {
-    "data": {"config", "options", "errors", "data"},
-    "algorithm": {"config", "options", "errors", "data", "algorithm"},
-}
+# The one-way stack, top to bottom: each subpackage imports only itself and the layers
+# below it, config (the options and SACConfig) the lowest. The foundation (errors, path
+# names, the run directory's format in files.py, the console's lines in logs.py) is the
+# modules outside the subpackages: they may read the config, nothing above it.
+STACK = ("scale", "run", "deploy", ("algorithm", "data"), "config")
+LOWER = {"algorithm": {"data"}, "data": set()}  # algorithm reads data's batches and envs
+
+
+def _allowed(layer: str) -> set:
+    below = set()
+    for level in reversed(STACK):
+        names = {level} if isinstance(level, str) else set(level)
+        if layer in names:
+            return below | {layer} | LOWER.get(layer, set())
+        below |= names
+    raise AssertionError(f"{layer} is not in the stack")
+
+
+SUBPACKAGES = {"scale", "run", "deploy", "algorithm", "data", "config"}
+FOUNDATION = ("errors.py", "paths.py", "files.py", "logs.py")
 
 
 def _modules():
@@ -50,22 +64,96 @@ def test_the_checks_see_every_module_and_count_what_they_should():
     assert 1 < sizes["tfsac/run/callbacks.py:IntervalTrigger"] < sizes["tfsac/run/callbacks.py"]
 
 
-def _tfsac_imports(path: pathlib.Path):
+def _imported_modules(path: pathlib.Path):
+    """Every tfsac module `path` imports, at the top or inside a function."""
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tfsac."):
-            yield node.module.split(".")[1]
+            yield node.module
+            for alias in node.names:  # `from tfsac.run import evaluation`
+                yield f"{node.module}.{alias.name}"
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("tfsac."):
-                    yield alias.name.split(".")[1]
+                    yield alias.name
 
 
-def test_lower_layers_do_not_import_upper_ones():
+def _tfsac_imports(path: pathlib.Path):
+    for module in _imported_modules(path):
+        yield module.split(".")[1]
+
+
+def test_each_layer_imports_only_itself_and_the_layers_below():
     wrong = [
         f"{path.relative_to(REPO_ROOT)} imports tfsac.{name}"
-        for layer, allowed in ALLOWED.items()
+        for layer in sorted(SUBPACKAGES)
         for path in sorted((PACKAGE / layer).rglob("*.py"))
         for name in _tfsac_imports(path)
-        if name not in allowed
+        if name in SUBPACKAGES and name not in _allowed(layer)
+    ]
+    wrong += [
+        f"tfsac/{name} imports tfsac.{layer}"
+        for name in FOUNDATION
+        for layer in _tfsac_imports(PACKAGE / name)
+        if layer in SUBPACKAGES - {"config"}
     ]
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_stack_rule_says_what_the_layers_may_import():
+    assert _allowed("run") == {"run", "deploy", "algorithm", "data", "config"}
+    assert _allowed("deploy") == {"deploy", "algorithm", "data", "config"}
+    assert _allowed("algorithm") == {"algorithm", "data", "config"}
+    assert _allowed("data") == {"data", "config"} and _allowed("config") == {"config"}
+    assert "run" in _allowed("scale")
+
+
+def _import_graph():
+    names = {
+        ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in _modules()
+    }
+    return {
+        name: {m for m in _imported_modules(path) if m in names and m != name}
+        for name, path in names.items()
+    }
+
+
+def _circles(graph):
+    """The strongly connected components of more than one module (Tarjan's)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_tfsac_modules_import_each_other_in_a_circle():
+    circles = _circles(_import_graph())
+    assert not circles, "\n".join(" <-> ".join(sorted(c)) for c in circles)
+
+
+def test_the_circle_check_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(graph) == [frozenset({"a", "b", "c"})]

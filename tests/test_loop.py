@@ -221,7 +221,7 @@ def test_train_prints_the_scripts_progress_lines_unless_quiet_and_calls_callback
 def test_info_lines_pass_from_every_tfsac_subpackage_and_not_from_libraries():
     import logging
 
-    from tfsac.run.logs import OwnInfoOnly
+    from tfsac.logs import OwnInfoOnly
 
     def passes(path, level=logging.INFO):
         return OwnInfoOnly().filter(logging.LogRecord("absl", level, path, 1, "m", (), None))

@@ -10,7 +10,7 @@ from conftest import tiny_config
 
 from tfsac import SACConfig, SACLearner, TfsacError, Trainer, train
 from tfsac.algorithm.resolve import resolve
-from tfsac.deploy.export import load_policy
+from tfsac.deploy.loading import load_policy
 
 NORMALISED = {
     "mlp": dict(normalize_observations=True),

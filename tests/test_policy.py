@@ -8,7 +8,7 @@ import tensorflow as tf
 from conftest import SpaceEnv, tiny_config
 
 from tfsac import Policy, TfsacError, train
-from tfsac.deploy.export import load_policy
+from tfsac.deploy.loading import load_policy
 
 DICT_SPACE = gym.spaces.Dict(
     {"pos": gym.spaces.Box(-1, 1, (2,), np.float32), "mode": gym.spaces.Discrete(3)}

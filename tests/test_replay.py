@@ -191,30 +191,6 @@ def test_single_adds_match_the_reference_and_state_arrays_round_trip():
         _same_bits(restored.sample_packed(8), buffer.sample_packed(8))
 
 
-@pytest.mark.parametrize("rows", [30, 40, 97])  # partly filled, just full, wrapped
-def test_a_checkpoint_with_every_next_observation_converts_exactly(rows):
-    buffer, reference = ReplayBuffer(40, 3, 1, seed=4), _Reference(40, seed=4)
-    steps = list(_steps(np.random.default_rng(3), num_envs=1, steps=rows))
-    for step in steps:
-        buffer.add(*step)
-        reference.add(*step)
-    # The arrays a checkpoint saved before issue #28: every field of the filled rows.
-    stored = np.stack(reference.rows)
-    legacy = {
-        "observation": stored[:, 0:3],
-        "action": stored[:, 3:4],
-        "reward": stored[:, 4],
-        "next_observation": stored[:, 5:8],
-        "terminated": stored[:, 8],
-    }
-    converted = ReplayBuffer(40, 3, 1, seed=4)
-    converted.load_state_arrays(legacy, len(stored), reference.cursor)
-    _check(converted, reference)
-    # Linked as if it had been filled by these adds: saves the same arrays.
-    for name, array in converted.state_arrays().items():
-        np.testing.assert_array_equal(array, buffer.state_arrays()[name], err_msg=name)
-
-
 def test_state_arrays_that_do_not_fit_are_refused():
     buffer = ReplayBuffer(10, 3, 1)
     for step in _steps(np.random.default_rng(4), num_envs=1, steps=6):

@@ -139,7 +139,7 @@ def test_a_sweep_says_each_trial_event_as_it_happens(grid_sweep):
 def test_the_summary_line_counts_trials_and_names_the_best(tmp_path, monkeypatch, capsys):
     from types import SimpleNamespace
 
-    from tfsac.run.run_dir import StopSignals
+    from tfsac.run.signals import StopSignals
     from tfsac.scale.sweeps import driver
     from tfsac.scale.sweeps.state import SweepState
 

@@ -1,8 +1,10 @@
 """tfsac: Soft Actor-Critic for TensorFlow 2 / Keras 3.
 
-The package is split by layer: `algorithm` (the update, losses, networks), `data` (envs,
-collection, replay), `run` (the trainer, checkpoints, evaluation, logs), `scale` (Ray env
-runners, sweeps) and `deploy` (exports, the policy object); docs/architecture.md draws it.
+The package is split into layers, each importing only those below it: `scale` (Ray env
+runners, sweeps) above `run` (the builder, the trainer's loop, checkpoints, evaluation)
+above `deploy` (exports, loading a policy) above `algorithm` (the update, losses,
+networks) and `data` (envs, collection, replay), above the config, the run directory's
+format (`files`) and the console's lines (`logs`); docs/architecture.md draws it.
 The names below load their module (and TensorFlow) on first use, so that tools which need
 no TensorFlow (the render worker, plotting) start fast and stay out of TF's process.
 """
@@ -22,7 +24,7 @@ _EXPORTS = {
     "EnvSpec": "data.envs",
     "GSDEActor": "algorithm.networks",
     "Interrupted": "run.trainer",
-    "NonFiniteError": "run.trainer",
+    "NonFiniteError": "run.updates",
     "Policy": "deploy.policy",
     "ReplayBuffer": "data.replay",
     "RunnerPool": "scale.runners",
@@ -39,7 +41,7 @@ _EXPORTS = {
     "env_factory": "data.envs",
     "env_spec": "data.envs",
     "export_policy": "deploy.export",
-    "load_policy": "deploy.export",
+    "load_policy": "deploy.loading",
     "make_env": "data.envs",
     "polyak_update": "algorithm.sac",
     "squash_bijector": "algorithm.distributions",
@@ -47,12 +49,17 @@ _EXPORTS = {
     "train": "run.trainer",
 }
 __all__ = sorted(_EXPORTS)
+# The training entry points come with the env runners that tfsac.scale registers with
+# the run layer (which cannot import the layer above it).
+_WITH = {"run.trainer": "scale.runner_source"}
 
 
 def __getattr__(name):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tfsac' has no attribute {name!r}")
+    if module in _WITH:
+        importlib.import_module(f"tfsac.{_WITH[module]}")
     value = getattr(importlib.import_module(f"tfsac.{module}"), name)
     globals()[name] = value
     return value

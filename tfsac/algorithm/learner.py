@@ -136,9 +136,13 @@ class SACLearner:
             self._run(self._reset_noise)
 
     # ------------------------------------------------------------------ updating
-    def _update_fn(self, packed, moments=None):
-        if moments is not None:
-            self._normalizer.merge(moments)
+    # `moments` is empty without a normaliser: the traced functions take exactly their
+    # input signature's arguments (with a parameter the signature lacks, every call of the
+    # concrete function fails to bind and formats its inputs' values into an error message
+    # before it falls back).
+    def _update_fn(self, packed, *moments):
+        if moments:
+            self._normalizer.merge(moments[0])
         names, widths = zip(*self._layout, strict=True)
         columns = tf.split(packed, widths, axis=-1)
         batches = {
@@ -161,8 +165,8 @@ class SACLearner:
         )
         return tf.stack([metrics[k] for k in self.metric_names]), finite
 
-    def _update_act_fn(self, packed, observation, moments=None):
-        values, finite = self._update_fn(packed, moments)
+    def _update_act_fn(self, packed, observation, *moments):
+        values, finite = self._update_fn(packed, *moments)
         # Each collection phase starts with new gSDE noise, drawn from the updated log-std.
         if isinstance(self.exploration, GSDEExploration):
             with tf.control_dependencies([values]):

@@ -13,11 +13,6 @@ from tfsac.data.n_step import n_step_returns
 FIELDS = ("observation", "action", "reward", "next_observation", "terminated")
 # One value per transition (the others are vectors).
 SCALAR_FIELDS = ("reward", "terminated", "discount")
-# The arrays of a checkpoint made before next observations were shared: FIELDS, one row
-# per transition. `ReplayBuffer.load_state_arrays` still takes them.
-LEGACY_ARRAYS = FIELDS
-# Rows a legacy checkpoint is converted in at a time (bounds the copies of the conversion).
-_LEGACY_CHUNK = 65536
 
 
 def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], ...]:
@@ -254,9 +249,8 @@ class ReplayBuffer:
         }
 
     def load_state_arrays(self, arrays: Mapping[str, np.ndarray], size: int, cursor: int) -> None:
-        """Fills the buffer with `state_arrays()` (or a checkpoint's LEGACY_ARRAYS) of a
-        buffer of this capacity holding `size` rows, `cursor` the next slot to write.
-        Raises ValueError naming what does not fit."""
+        """Fills the buffer with `state_arrays()` of a buffer of this capacity holding `size`
+        rows, `cursor` the next slot to write. Raises ValueError naming what does not fit."""
         size, cursor = int(size), int(cursor)
         if not (0 <= size <= self.capacity and 0 <= cursor < self.capacity) or (
             size < self.capacity and cursor != size
@@ -264,14 +258,7 @@ class ReplayBuffer:
             raise ValueError(f"size {size} and cursor {cursor} do not fit capacity {self.capacity}")
         self.next_index[:] = 0
         self._clear_side()
-        self.size, self.cursor = 0, cursor
-        if "next_observation" in arrays:
-            self._load_legacy(arrays, size)
-        else:
-            self._load_compact(arrays, size)
-        self.size, self.cursor = size, cursor
-
-    def _load_compact(self, arrays: Mapping[str, np.ndarray], size: int) -> None:
+        self.size = 0
         rows, ref = _checked(arrays, {"rows": (size, self._rows.shape[1]), "next_index": (size,)})
         ref = np.asarray(ref, np.int64)
         in_side = ref >= self.capacity
@@ -295,19 +282,7 @@ class ReplayBuffer:
         self._side[:k] = side
         for row in waiting.tolist():
             self._pending[self._side[ref[row] - self.capacity].tobytes()] = row
-
-    def _load_legacy(self, arrays: Mapping[str, np.ndarray], size: int) -> None:
-        """Adds a legacy checkpoint's rows again, oldest first, into the slots they held."""
-        shapes = {
-            n: (size,) if n in SCALAR_FIELDS else (size, w) for n, w in self.layout if n in FIELDS
-        }
-        fields = _checked(arrays, shapes)
-        # The oldest row is at the cursor once the ring is full, at 0 before.
-        self.cursor = (self.cursor - size) % self.capacity
-        order = (self.cursor + np.arange(size)) % self.capacity
-        for start in range(0, size, _LEGACY_CHUNK):
-            slots = order[start : start + _LEGACY_CHUNK]
-            self.add(*(field[slots] for field in fields))
+        self.size, self.cursor = size, cursor
 
 
 def _checked(arrays: Mapping[str, np.ndarray], shapes: Dict[str, tuple]) -> List[np.ndarray]:

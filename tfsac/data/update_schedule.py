@@ -102,5 +102,5 @@ class UpdateSchedule:
 
     def load_state(self, state: Dict[str, int]) -> None:
         self.pending_env_steps = state["pending_env_steps"]
-        self.rollout_steps = state.get("rollout_steps", 0)
-        self.rollout_episodes = state.get("rollout_episodes", 0)
+        self.rollout_steps = state["rollout_steps"]
+        self.rollout_episodes = state["rollout_episodes"]

@@ -22,22 +22,20 @@ import os
 import shutil
 from typing import Optional
 
-import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.distributions import policy_params, squash_bijector
-from tfsac.data.envs import EnvSpec, space_from_json
+from tfsac.data.envs import EnvSpec
 from tfsac.deploy.formats import parse_formats, temp_folder, write_formats
-from tfsac.deploy.policy import check_saved_model
+from tfsac.deploy.metadata import METADATA_FILE, policy_metadata, sample_observations
 from tfsac.errors import TfsacError, first_line
+from tfsac.files import check_writable, default_model_name
+from tfsac.logs import absl_verbosity
 from tfsac.paths import check_plain_name
-from tfsac.run.logs import absl_verbosity
-from tfsac.run.run_dir import check_writable, default_model_name  # noqa: F401 - public here too
 
-METADATA_FILE = "tfsac_metadata.json"
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_BATCHES = (1, 64)  # one client's request, and a batch as TF Serving's batching makes
 
@@ -96,42 +94,6 @@ def build_archive(
     archive.add_endpoint("sample", sample)
     archive.add_endpoint("metadata", metadata_fn)
     return archive
-
-
-def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
-    """What the SavedModel says about itself (tfsac_metadata.json, `metadata` signature):
-    the env, its spaces and bounds, how observations are flattened, the training, and what
-    scripts/evaluate.py needs to repeat the final evaluation."""
-    from tfsac import __version__
-
-    return {
-        "tfsac_version": __version__,
-        "env_id": config.env_id,
-        "env_kwargs": config.env_kwargs,
-        "training_steps": config.total_steps,
-        "observation_dim": spec.obs_dim,
-        "observation_space": spec.observation_space,
-        "observation_flattening": spec.observation_flattening,
-        "observation_space_json": spec.observation_space_json,
-        "action_space": spec.action_space,
-        "action_low": list(spec.action_low),
-        "action_high": list(spec.action_high),
-        "eval_return_mean": final_evaluation["return_mean"],
-        "eval_seed": final_evaluation["seed"],
-        "eval_episodes": config.eval_episodes,
-    }
-
-
-def sample_observations(space_json, obs_dim: int, batch: int, seed: int = 0) -> np.ndarray:
-    """`batch` observations sampled from an observation space (its JSON, as EnvSpec and
-    the metadata carry it), flattened as the networks take them (standard normal where
-    there is no space)."""
-    if space_json is None:
-        return np.random.default_rng(seed).standard_normal((batch, obs_dim), np.float32)
-    space = space_from_json(space_json)
-    space.seed(seed)
-    rows = [gym.spaces.flatten(space, space.sample()) for _ in range(batch)]
-    return np.asarray(rows, np.float32).reshape(batch, obs_dim)
 
 
 def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> str:
@@ -242,13 +204,3 @@ def _newest_version_from(export_dir: str, model_name: str, identity: dict) -> Op
     except (OSError, ValueError, AttributeError):
         return None
     return os.path.abspath(newest) if recorded == identity else None
-
-
-def load_policy(path: str):
-    """Loads an exported policy; returns the SavedModel object (`.signatures[...]`)."""
-    check_saved_model(path)
-    try:
-        return tf.saved_model.load(path)
-    # IndexError: a truncated variables file ("Read less bytes than requested").
-    except (OSError, ValueError, IndexError, tf.errors.OpError) as e:
-        raise TfsacError(f"cannot load the SavedModel at {path!r}: {first_line(e)}") from None

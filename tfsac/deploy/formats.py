@@ -18,6 +18,7 @@ import sys
 import tempfile
 from typing import Dict, Sequence
 
+from tfsac.deploy.metadata import read_metadata, sample_observations
 from tfsac.errors import TfsacError, first_line
 
 FILES = {"tflite": "policy.tflite", "onnx": "policy.onnx"}
@@ -168,31 +169,11 @@ def write_formats(saved_model_dir: str, formats: Sequence[str], metadata: Dict) 
         write_onnx(saved_model_dir, os.path.join(saved_model_dir, FILES["onnx"]), metadata)
 
 
-def read_metadata(version_dir: str) -> Dict:
-    """The version's tfsac_metadata.json ({} where it has none); TfsacError where it does
-    not read as a JSON object (a converted file would carry no metadata without a word)."""
-    from tfsac.deploy.export import METADATA_FILE
-
-    path = os.path.join(version_dir, METADATA_FILE)
-    if not os.path.lexists(path):
-        return {}
-    try:
-        with open(path) as f:
-            metadata = json.load(f)
-    except (OSError, ValueError) as e:
-        raise TfsacError(f"cannot read {path!r}: {getattr(e, 'strerror', None) or e}") from None
-    if not isinstance(metadata, dict):
-        raise TfsacError(f"cannot read {path!r}: not a JSON object")
-    return metadata
-
-
 def quantization_error(version_dir: str, count: int = 1000) -> float:
     """The largest action difference between the version's policy.tflite and its
     SavedModel on `count` observations sampled from the observation space."""
     import tensorflow as tf
     from ai_edge_litert.interpreter import Interpreter
-
-    from tfsac.deploy.export import sample_observations
 
     metadata = read_metadata(version_dir)
     served = tf.saved_model.load(version_dir).signatures["serving_default"]

@@ -9,8 +9,11 @@ from typing import Any, Callable, Dict, Optional
 
 import gymnasium as gym
 import numpy as np
+import tensorflow as tf
 
-from tfsac.data.envs import space_from_json
+from tfsac.data.envs import space_from_json, unit_to_bounds
+from tfsac.deploy.loading import checkpoint_learner, load_policy
+from tfsac.deploy.metadata import read_metadata
 from tfsac.errors import TfsacError, first_line
 
 # (flat float32 observations [N, obs_dim], deterministic) -> actions [N, action_dim]
@@ -45,11 +48,6 @@ class Policy:
 
     @classmethod
     def _from_saved_model(cls, path: str) -> Policy:
-        import tensorflow as tf
-
-        from tfsac.deploy.export import load_policy
-        from tfsac.deploy.formats import read_metadata
-
         model = load_policy(path)
         signatures = {True: model.signatures["serving_default"], False: None}
         signatures[False] = model.signatures["sample"]
@@ -67,9 +65,6 @@ class Policy:
 
     @classmethod
     def _from_run_dir(cls, run_dir: str) -> Policy:
-        from tfsac.data.envs import unit_to_bounds
-        from tfsac.run.evaluation import checkpoint_learner
-
         learner, spec, info = checkpoint_learner(run_dir)
 
         def act(batch, deterministic):
@@ -127,12 +122,6 @@ def _numbers(observation: Any) -> np.ndarray:
         raise TfsacError(
             f"the observation must be numbers ({first_line(e)}), got {observation!r}"[:300]
         ) from None
-
-
-def check_saved_model(path: str) -> None:
-    """TfsacError unless `path` holds a SavedModel (without loading it, or TensorFlow)."""
-    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
-        raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
 
 
 def _contains(space: gym.Space, observation) -> bool:

@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -35,15 +35,14 @@ from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
 from tfsac.algorithm.variants import VARIANTS
-from tfsac.data.replay import LEGACY_ARRAYS, ReplayBuffer
+from tfsac.data.replay import ReplayBuffer
+from tfsac.deploy.loading import STATE_FILE, CheckpointReader
 from tfsac.errors import TfsacError, first_line
 
-STATE_FILE = "state.json"
 INDEX_FILE = "checkpoint"  # CheckpointManager's state file
 BROKEN_DIR = "broken"
 # Config fields that change the shape of the saved state: a checkpoint made with other
 # values cannot be restored into this run.
-_INDEX_NAME = re.compile(r"ckpt-(\d+)\.index")
 STRUCTURAL_FIELDS = (
     "env_id",
     "hidden_sizes",
@@ -56,9 +55,6 @@ STRUCTURAL_FIELDS = (
     "network",
     "critic_hidden_sizes",
 )
-# What a checkpoint made before a structural option existed was made with (critics as wide
-# as the actor before critic_hidden_sizes).
-_BEFORE_THE_OPTION = {"algorithm": "sac", "network": "mlp"}
 
 
 def _fsync_dir(path: str) -> None:
@@ -78,13 +74,11 @@ def _save_array(path: str, array: np.ndarray) -> None:
         os.fsync(f.fileno())
 
 
-class Checkpointer:
+class Checkpointer(CheckpointReader):
     """Saves and restores a run's complete training state under `directory`."""
 
     def __init__(self, directory: str, learner: SACLearner, max_to_keep: int = 3):
-        self.directory = directory
-        self.step = tf.Variable(0, dtype=tf.int64, name="step")
-        self.checkpoint = tf.train.Checkpoint(step=self.step, **learner.checkpoint_objects())
+        super().__init__(directory, learner)
         self.max_to_keep = max_to_keep
         self._new_manager()
 
@@ -98,61 +92,46 @@ class Checkpointer:
     def latest(self) -> Optional[str]:
         return self.manager.latest_checkpoint
 
-    def candidates(self) -> List[str]:
-        """Prefixes of the checkpoints whose TF files are complete (TF writes a checkpoint's
-        index file last), newest first; whether they restore is for `restore` to say."""
-        try:
-            names = os.listdir(self.directory)
-        except OSError:
-            return []
-        steps = [int(m.group(1)) for m in map(_INDEX_NAME.fullmatch, names) if m]
-        return [os.path.join(self.directory, f"ckpt-{s}") for s in sorted(steps, reverse=True)]
-
     def restore_newest(
         self,
         restore: Callable[[str], Dict],
         check: Callable[[Dict, str], None] = lambda state, prefix: None,
-        set_aside: bool = True,
     ) -> Optional[Tuple[str, Dict]]:
         """Restores the newest checkpoint that `restore(prefix)` (which raises TfsacError on
         a damaged one) accepts; returns (prefix, its saved state), or None when there is
         none. `check(state, prefix)` may refuse a checkpoint made with other settings: its
         error is raised, not skipped. Each damaged checkpoint tried before is said in one
-        line and, with `set_aside`, moved to broken/ (kept, never deleted); then the state
+        line and moved to broken/ (kept, never deleted); then the state
         file is rewritten to name the restored checkpoint and the complete ones before it."""
         for prefix in self.candidates():
             try:
                 state = self.read_state(prefix)
             except TfsacError as e:
-                self._skip(prefix, e, set_aside)
+                self._set_aside(prefix, e)
                 continue
             check(state, prefix)
             try:
                 state = restore(prefix)
             except TfsacError as e:
-                self._skip(prefix, e, set_aside)
+                self._set_aside(prefix, e)
                 continue
-            if set_aside:
-                self._write_index(prefix)
+            self._write_index(prefix)
             return prefix, state
-        if set_aside and os.path.exists(os.path.join(self.directory, INDEX_FILE)):
+        if os.path.exists(os.path.join(self.directory, INDEX_FILE)):
             self._write_index(None)  # it named checkpoints that are gone or broken
         return None
 
-    def _skip(self, prefix: str, error: TfsacError, set_aside: bool) -> None:
-        where = ""
-        if set_aside:
-            broken = os.path.join(self.directory, BROKEN_DIR)
-            os.makedirs(broken, exist_ok=True)
-            stamp = (
-                f".{int(time.time())}"
-                if os.path.exists(os.path.join(broken, os.path.basename(prefix) + ".index"))
-                else ""
-            )
-            for path in glob.glob(glob.escape(prefix) + ".*"):
-                os.replace(path, os.path.join(broken, os.path.basename(path) + stamp))
-            where = f"; moved to {broken}"
-        logging.warning("skipping a damaged checkpoint: %s%s", error, where)
+    def _set_aside(self, prefix: str, error: TfsacError) -> None:
+        broken = os.path.join(self.directory, BROKEN_DIR)
+        os.makedirs(broken, exist_ok=True)
+        stamp = (
+            f".{int(time.time())}"
+            if os.path.exists(os.path.join(broken, os.path.basename(prefix) + ".index"))
+            else ""
+        )
+        for path in glob.glob(glob.escape(prefix) + ".*"):
+            os.replace(path, os.path.join(broken, os.path.basename(path) + stamp))
+        logging.warning("skipping a damaged checkpoint: %s; moved to %s", error, broken)
 
     def _write_index(self, latest: Optional[str]) -> None:
         """Makes the state file name `latest` and the complete checkpoints before it (all
@@ -179,10 +158,6 @@ class Checkpointer:
                     os.fsync(f.fileno())
                 os.replace(path + ".tmp", path)
         self._new_manager()
-
-    @staticmethod
-    def extra_dir(prefix: str) -> str:
-        return prefix + ".extra"
 
     def save(
         self, step: int, buffer: ReplayBuffer, state: Dict, blobs: Optional[Dict] = None
@@ -252,23 +227,6 @@ class Checkpointer:
         except OSError:
             return None
 
-    def read_state(self, prefix: str) -> Dict:
-        try:
-            with open(os.path.join(self.extra_dir(prefix), STATE_FILE)) as f:
-                return json.load(f)
-        except (OSError, ValueError) as e:
-            raise TfsacError(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
-
-    def restore_learner(self, prefix: str) -> Dict:
-        """Restores only the learner's state (for evaluation: no replay buffer); returns
-        the saved loop state."""
-        state = self.read_state(prefix)
-        try:
-            self.checkpoint.restore(prefix).expect_partial()
-        except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
-            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}") from None
-        return state
-
     def restore(self, prefix: str, buffer: ReplayBuffer) -> Dict:
         """Restores learner and buffer from `prefix`; returns the saved loop state."""
         state = self.read_state(prefix)
@@ -284,12 +242,10 @@ class Checkpointer:
             )
         extra = self.extra_dir(prefix)
         try:
-            # Memory-mapped reads, copied straight into the preallocated arrays. A checkpoint
-            # from before the buffer shared next observations names no arrays: it has
-            # LEGACY_ARRAYS, which the buffer converts.
+            # Memory-mapped reads, copied straight into the preallocated arrays.
             arrays = {
                 name: np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
-                for name in replay.get("arrays", LEGACY_ARRAYS)
+                for name in replay["arrays"]
             }
             buffer.load_state_arrays(arrays, replay["size"], replay["cursor"])
         except (OSError, ValueError) as e:
@@ -304,8 +260,7 @@ def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None
     fields = STRUCTURAL_FIELDS + (("num_envs",) if config_dict.get("use_sde") else ())
     fields += VARIANTS[config_dict["algorithm"]].resume_keeps
     for field in fields:
-        before = saved_config.get("hidden_sizes") if field == "critic_hidden_sizes" else None
-        saved = saved_config.get(field, _BEFORE_THE_OPTION.get(field, before))
+        saved = saved_config.get(field)
         current = config_dict.get(field)
         if isinstance(saved, list):
             saved = tuple(saved)

@@ -8,15 +8,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import gymnasium as gym
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
+from tfsac.data.envs import env_spec, make_env, unit_to_bounds
 from tfsac.errors import TfsacError
-from tfsac.run.logs import progress_bar
+from tfsac.logs import progress_bar
 from tfsac.run.rendering import RenderedEnv
-
-Policy = Callable[[np.ndarray], np.ndarray]
-
 
 # Env copies an evaluation runs side by side (more episodes queue on them).
 EVAL_COPIES = 10
@@ -127,84 +124,9 @@ def record_video(
     return returns
 
 
-def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
-    """A policy from an exported SavedModel (its `serving_default` or `sample` signature)
-    and the metadata exported with it."""
-    from tfsac.deploy.export import load_policy
-    from tfsac.deploy.formats import read_metadata
-
-    model = load_policy(path)
-    fn = model.signatures["sample" if stochastic else "serving_default"]
-    metadata = read_metadata(path)  # TfsacError where it does not read
-
-    def policy(obs):
-        return fn(observation=tf.constant(obs, tf.float32))["action"].numpy()
-
-    return policy, metadata
-
-
-def checkpoint_learner(run_dir: str):
-    """(learner, env spec, info) from a run directory's newest checkpoint that restores;
-    info: the run's config (a dict), the checkpoint and its step, the final evaluation's
-    seed and return."""
-    from tfsac.algorithm.learner import SACLearner
-    from tfsac.data.envs import env_spec, make_env
-    from tfsac.run.checkpointing import Checkpointer
-    from tfsac.run.run_dir import run_config
-
-    config = run_config(run_dir)
-    env = make_env(config.env_id, env_kwargs=config.env_kwargs)
-    spec = env_spec(config.env_id, env)
-    env.close()
-    learner = SACLearner(spec.obs_dim, spec.action_dim, config)
-    checkpointer = Checkpointer(os.path.join(run_dir, "checkpoints"), learner)
-    # A reader: a damaged checkpoint is skipped (and said), not moved.
-    restored = checkpointer.restore_newest(checkpointer.restore_learner, set_aside=False)
-    if restored is None:
-        raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
-    prefix, state = restored
-    info = config.to_dict()
-    info.update(
-        observation_dim=spec.obs_dim,
-        action_low=list(spec.action_low),
-        action_high=list(spec.action_high),
-        checkpoint=prefix,
-        checkpoint_step=state["step"],
-    )
-    evaluations = state.get("evaluations") or []
-    if evaluations:  # the checkpoint's last evaluation, for scripts/evaluate.py to repeat
-        info.update(
-            eval_seed=final_eval_seed(config.seed, evaluations),
-            eval_return_mean=evaluations[-1]["return_mean"],
-        )
-    return learner, spec, info
-
-
-def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
-    """A policy from a run directory's newest checkpoint that restores, and the run's
-    config (a dict, with what checkpoint_learner adds)."""
-    from tfsac.data.envs import unit_to_bounds
-
-    learner, spec, info = checkpoint_learner(run_dir)
-
-    def policy(obs):
-        unit = learner.act(obs, deterministic=not stochastic)
-        return unit_to_bounds(unit, spec.action_low, spec.action_high)
-
-    return policy, info
-
-
-def final_eval_seed(seed: int, evaluations: List[Dict]) -> int:
-    """The seed of the last of a run's `evaluations` (runs before it was recorded seeded
-    evaluation k with seed + 100 + k)."""
-    return evaluations[-1].get("seed", seed + 100 + len(evaluations) - 1)
-
-
 def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
     """Raises TfsacError when `env_id`'s observations or action bounds are not those of the
     policy that `info` (a policy's metadata) describes."""
-    from tfsac.data.envs import env_spec, make_env
-
     if "observation_dim" not in info:  # nothing to compare with
         return
     env = make_env(env_id, env_kwargs=env_kwargs)
@@ -255,8 +177,6 @@ class Evaluator:
         return [self.env, *self._copies]
 
     def policy(self, obs: np.ndarray) -> np.ndarray:
-        from tfsac.data.envs import unit_to_bounds
-
         unit = self.learner.act(obs, deterministic=True)
         return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)
 

@@ -16,9 +16,9 @@ from tfsac.config import SACConfig
 from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
 from tfsac.deploy.formats import check_available, parse_formats
 from tfsac.errors import TfsacError
+from tfsac.files import RunDir, check_writable, default_model_name
 from tfsac.run.memory_check import check_memory
-from tfsac.run.run_dir import RunDir, check_writable, default_model_name
-from tfsac.scale.ray_cluster import check_address, require_ray
+from tfsac.run.source import env_runners
 
 
 def default_run_dir(config: SACConfig) -> str:
@@ -86,6 +86,5 @@ def check_start(
     spec = env_spec(config.env_id, eval_env)
     check_memory(config, spec.obs_dim, spec.action_dim)
     if config.num_actors:
-        require_ray("env runners (num_actors > 0)", config.ray_address)
-        check_address(config.ray_address)
+        env_runners("check")(config)
     return Start(config, run_dir, make_env, eval_env, spec, changes)

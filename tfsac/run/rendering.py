@@ -25,9 +25,9 @@ import numpy as np
 from tfsac.data.envs import needs_flattening
 from tfsac.errors import TfsacError
 
-# MuJoCo's defaults, a 4096x4096 shadow map and 4x multisampling, cost about 140 ms of CPU
-# per 480x480 HalfCheetah frame in Mesa's software renderer; a 1024x1024 map without
-# multisampling costs about 33 ms and looks nearly the same (docs/performance.md).
+# MuJoCo's defaults (a 4096x4096 shadow map, 4x multisampling) dominate a frame's cost in a
+# software renderer; a smaller map without multisampling looks nearly the same at a
+# fraction of it (figures in docs/performance.md).
 SOFTWARE_GL_SHADOW_SIZE = 1024
 
 
@@ -271,8 +271,8 @@ if __name__ == "__main__":
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     # MuJoCo's notices about deprecated attributes of the envs' own model files, as in the
-    # training process (tfsac.run.logs).
-    from tfsac.run.logs import quiet_library_logs
+    # training process (tfsac.logs).
+    from tfsac.logs import quiet_library_logs
 
     quiet_library_logs()
     _serve(sys.stdin.buffer, replies)

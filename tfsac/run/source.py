@@ -1,6 +1,7 @@
 """Where a run's env steps come from: the one interface the trainer collects through, and
 its local implementation (env copies in this process). The other one, env runners on Ray,
-is tfsac.scale.runner_source.RunnerSource; the trainer cannot tell them apart.
+lives in tfsac.scale (above this layer), which registers it here with
+`register_env_runners`; the trainer cannot tell them apart.
 
 The trainer's loop, whatever the source:
 
@@ -13,11 +14,31 @@ The trainer's loop, whatever the source:
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Tuple
 
 import numpy as np
 
 from tfsac.data.collector import Collector, Transitions
+from tfsac.errors import TfsacError
+
+_ENV_RUNNERS: Dict[str, Callable] = {}
+
+
+def register_env_runners(check: Callable, make: Callable) -> None:
+    """How tfsac.scale gives runs their env runners: `check(config)` refuses a start without
+    TensorFlow (run/preflight.py), `make(config, env_fn, spec, learner, schedule, actor_fn,
+    resumes)` builds the source."""
+    _ENV_RUNNERS.update(check=check, make=make)
+
+
+def env_runners(part: str) -> Callable:
+    """The registered env runners' `check` or `make`."""
+    if part not in _ENV_RUNNERS:
+        raise TfsacError(
+            "env runners (num_actors > 0) come with tfsac.scale: import "
+            "tfsac.scale.runner_source first (tfsac.train and tfsac.Trainer do)"
+        )
+    return _ENV_RUNNERS[part]
 
 
 class CollectionSource(Protocol):

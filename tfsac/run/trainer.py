@@ -1,54 +1,32 @@
-"""The training loop: `Trainer` wires the pieces (as acme's builder does) and `run()`
-alternates env steps and the updates they owe, with evaluation, logging, checkpoints and
-the SavedModel export around them."""
+"""The training loop: `Trainer` runs the parts that tfsac.run.builder makes, alternating
+env steps and the updates they owe, with evaluation, logging, checkpoints and the
+SavedModel export around them."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import signal
-from functools import partial
 from typing import Callable, Dict, Optional, Sequence
 
-import keras
-import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
-from tfsac.data.collector import Collector
-from tfsac.data.envs import EnvFn, EnvSpec, checked_env
+from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.data.replay import ReplayBuffer
-from tfsac.data.update_schedule import UpdateSchedule
 from tfsac.deploy.export import export_trained_policy
 from tfsac.errors import TfsacError
-from tfsac.run.callbacks import Callback, CallbackList, FunctionCallback, IntervalTrigger
-from tfsac.run.checkpointing import Checkpointer, check_compatible
-from tfsac.run.evaluation import Evaluator
-from tfsac.run.logs import lines_above, progress_bar, progress_lines
-from tfsac.run.preflight import check_start
-from tfsac.run.run_dir import (
-    CHECKPOINTS_DIR,
-    CONFIG_FILE,
-    SUMMARY_FILE,
-    VIDEOS_DIR,
-    LoopState,
-    ProgressLog,
-    RunDir,
-    StopSignals,
-    Stopwatch,
-    run_summary,
-    write_json,
-)
-from tfsac.run.source import CollectionSource, LocalSource
-from tfsac.run.updates import Updates
+from tfsac.files import SUMMARY_FILE, write_json
+from tfsac.logs import lines_above, progress_bar, progress_lines
+from tfsac.run.builder import ENVS_FILE, build_run
+from tfsac.run.callbacks import Callback, IntervalTrigger
+from tfsac.run.clock import Stopwatch
+from tfsac.run.loop_state import run_summary
+from tfsac.run.signals import StopSignals
+from tfsac.run.updates import NonFiniteError
 
-ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
-
-
-class NonFiniteError(TfsacError):
-    """A NaN or Inf appeared in a loss, a parameter, an observation or a reward."""
+__all__ = ["Interrupted", "NonFiniteError", "TrainResult", "Trainer", "train"]
 
 
 class Interrupted(TfsacError):
@@ -71,23 +49,10 @@ class TrainResult:
     summary: Dict
 
 
-def _seeded(config: SACConfig, export: Optional[bool]) -> SACConfig:
-    """The config with `export` (when not None), resolved; sets the Python, numpy and TF
-    seeds from it (before any env is made) and TF's op determinism when asked."""
-    if export is not None:
-        config = dataclasses.replace(config, export=export)
-    config = resolve(config)
-    if config.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    keras.utils.set_random_seed(config.seed)
-    return config
-
-
 class Trainer:
-    """One SAC run: builds everything from `config`, optionally resumes, then `run()`s one
-    loop over a collection source (env copies here, or env runners on Ray). Every check
-    that can refuse the start (run/preflight.py, then a checkpoint to resume) runs before
-    anything is written."""
+    """One SAC run: the parts tfsac.run.builder makes from `config` (resumed from the newest
+    checkpoint with `resume`), then `run()`: one loop over a collection source (env copies
+    here, or env runners on Ray)."""
 
     def __init__(
         self,
@@ -101,89 +66,32 @@ class Trainer:
         on_evaluation: Optional[Callable[[Dict], None]] = None,
         callbacks: Sequence[Callback] = (),
     ):
-        start = check_start(_seeded(config, export), None, resume, env_fn)
-        for change in start.resume_changes:
-            logging.info("resume with %s", change)
-        self.config = config = start.config
-        self.run_dir, self.env_fn, self.spec = start.run_dir, start.env_fn, start.spec
-        spec = self.spec
-        self.files = RunDir(self.run_dir)
-        self.callbacks = CallbackList([FunctionCallback(on_log, on_evaluation), *callbacks])
-        self.learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
-        videos, copy_env = self.files.file(VIDEOS_DIR), partial(checked_env, self.env_fn)
-        self.evaluator = Evaluator(start.eval_env, self.learner, spec, config, videos, copy_env)
-        shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
-        self.buffer = ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
-        self.checkpointer = Checkpointer(
-            self.files.file(CHECKPOINTS_DIR), self.learner, config.keep_checkpoints
+        self.parts = parts = build_run(
+            config,
+            export,
+            resume,
+            on_log=on_log,
+            actor_fn=actor_fn,
+            critic_fn=critic_fn,
+            env_fn=env_fn,
+            on_evaluation=on_evaluation,
+            callbacks=callbacks,
         )
-        self.schedule = UpdateSchedule.from_config(config)
-        self.updates = Updates(self.learner, self.buffer, config, self._nonfinite)
-        self.loop = LoopState()
-        self.resumed_from: Optional[str] = None
-        restored = self._restore_latest() if resume else None
-        self.source: Optional[CollectionSource] = None
-        if not self._finished():
-            self.source = self._make_source(actor_fn)
-            if restored is not None:
-                self.source.load_state(*restored)
-        # Created once the start can no longer be refused: these write files.
-        os.makedirs(self.run_dir, exist_ok=True)
-        self.progress = ProgressLog(
-            self.files,
-            self.learner.metric_names,
-            config.total_steps,
-            config.tensorboard and not self._finished(),  # a finished run stays as it was
-            self.callbacks.on_log,
-            extra_fields=self.source.stats_fields() if self.source else (),
-        )
-        if resume:  # rows a killed session wrote after its last checkpoint
-            self.progress.truncate(self.loop.step)
-        if not self._finished():  # a finished run's config.json stays as it was
-            write_json(self.files.file(CONFIG_FILE), config.to_dict())
+        self.config, self.run_dir, self.spec = parts.config, parts.run_dir, parts.spec
+        self.learner, self.buffer, self.source = parts.learner, parts.buffer, parts.source
+        self.evaluator, self.checkpointer = parts.evaluator, parts.checkpointer
+        self.schedule, self.updates, self.progress = parts.schedule, parts.updates, parts.progress
+        self.loop, self.resumed_from = parts.loop, parts.resumed_from
+        self.callbacks = parts.callbacks
         self.learning_clock = Stopwatch(before=self.loop.learning_time_s)
+        cfg = self.config
         self.triggers = [  # in this order: a checkpoint holds its step's evaluation
-            IntervalTrigger(config.eval_every, self._evaluate_and_record, at_end=True),
-            IntervalTrigger(config.log_every, self._log),
-            IntervalTrigger(config.checkpoint_every, self._save_checkpoint, at_end=True),
+            IntervalTrigger(cfg.eval_every, self._evaluate_and_record, at_end=True),
+            IntervalTrigger(cfg.log_every, self._log),
+            IntervalTrigger(cfg.checkpoint_every, self._save_checkpoint, at_end=True),
         ]
 
-    def _make_source(self, actor_fn) -> CollectionSource:
-        cfg = self.config
-        if not cfg.num_actors:
-            collector = Collector(self.env_fn, self.spec, cfg.num_envs, cfg.vector_mode, cfg.seed)
-            return LocalSource(collector, self.learner, self.schedule, cfg.seed, cfg.total_steps)
-        from tfsac.scale.runner_source import RunnerSource  # Ray's side only when asked for
-
-        return RunnerSource(
-            cfg, self.env_fn, self.spec, self.learner, self.schedule, actor_fn, self.loop.resumes
-        )
-
-    def _finished(self) -> bool:
-        return self.loop.step >= self.config.total_steps and bool(self.files.read_summary())
-
     # --------------------------------------------------------------- checkpoints
-    def _restore_latest(self) -> Optional[tuple]:
-        """Restores the newest checkpoint that restores; returns the source's part of it
-        (state, env snapshot), or None when there is none."""
-        restored = self.checkpointer.restore_newest(
-            lambda prefix: self.checkpointer.restore(prefix, self.buffer),
-            lambda state, prefix: check_compatible(state["config"], self.config.to_dict(), prefix),
-        )
-        if restored is None:
-            logging.info("no checkpoint in %s: starting a new run", self.run_dir)
-            return None
-        prefix, state = restored
-        self.loop = LoopState.from_dict(state)
-        self.loop.resumes += 1
-        self.schedule.load_state(state)
-        self.updates.load_state(state, self.loop.step)
-        self.resumed_from = prefix
-        logging.info(
-            "resumed from %s at step %d (%d episodes)", prefix, self.loop.step, self.loop.episodes
-        )
-        return state, self.checkpointer.read_blob(prefix, ENVS_FILE)
-
     def _save_checkpoint(self) -> None:
         with self.learning_clock.paused():
             self.updates.check_finite(self.loop.step)
@@ -226,9 +134,9 @@ class Trainer:
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
         """Trains from the current step to `total_steps`; returns the finished run."""
-        if self._finished():
+        if self.parts.finished():
             logging.info("run in %s is already complete", self.run_dir)
-            summary = self.files.read_summary()
+            summary = self.parts.files.read_summary()
             saved = summary.get("saved_model_path")
             return TrainResult(self.learner, self.spec, self.buffer, self.run_dir, saved, summary)
         cfg, loop = self.config, self.loop
@@ -257,7 +165,15 @@ class Trainer:
             step_before = loop.step
             phase_ended, due = self._record(transitions, steps)
             updates.owed += due
-            updates.pay(source, loop.step, self.learning_clock, transitions.next_observation)
+            paid = updates.pay(
+                loop.step,
+                self.learning_clock,
+                source.updates_per_call,
+                source.observation,
+                transitions.next_observation,
+            )
+            for action in paid:
+                source.after_updates(updates.count, action)
             source.after_chunk(phase_ended, due)
             self._bar.update(loop.step - step_before)
             self._after_step(step_before, stop.received)
@@ -269,7 +185,7 @@ class Trainer:
         step_before, loop.step = loop.step, loop.step + steps
         bad = transitions.first_nonfinite()
         if bad is not None:
-            raise self._nonfinite(f"the env returned a non-finite {bad} at step {loop.step}")
+            raise self.updates.nonfinite(f"the env returned a non-finite {bad} at step {loop.step}")
         self.buffer.add(*transitions.as_tuple())
         for episode_return, length in transitions.finished_episodes:
             loop.record_episode(episode_return, length)
@@ -277,10 +193,6 @@ class Trainer:
             loop.learning_steps += steps
         finished = len(transitions.finished_episodes)
         return self.schedule.after_env_step(step_before, loop.step, finished)
-
-    def _nonfinite(self, what: str) -> NonFiniteError:
-        latest = self.checkpointer.latest or "none"
-        return NonFiniteError(f"{what}; training stopped, last good checkpoint: {latest}")
 
     def _after_step(self, step_before: int, stop: Optional[int]) -> None:
         """The triggers whose intervals the env steps from `step_before` crossed (all at
@@ -322,7 +234,7 @@ class Trainer:
             if self.config.export
             else None,
         )
-        write_json(self.files.file(SUMMARY_FILE), summary)
+        write_json(self.parts.files.file(SUMMARY_FILE), summary)
         logging.info(
             "done: eval return %.1f +- %.1f, %.1fs, %.0f env steps/s; summary in %s",
             final["return_mean"],

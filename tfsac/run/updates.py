@@ -4,7 +4,7 @@ from the replay buffer, the learning-rate schedule applied, non-finite values re
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Iterator, Optional
 
 import numpy as np
 
@@ -12,7 +12,12 @@ from tfsac.algorithm.learner import SACLearner
 from tfsac.config import SACConfig
 from tfsac.config.schedules import parse_schedule
 from tfsac.data.replay import ReplayBuffer
-from tfsac.run.run_dir import Stopwatch
+from tfsac.errors import TfsacError
+from tfsac.run.clock import Stopwatch
+
+
+class NonFiniteError(TfsacError):
+    """A NaN or Inf appeared in a loss, a parameter, an observation or a reward."""
 
 
 class Updates:
@@ -35,7 +40,7 @@ class Updates:
         self.count = 0  # updates the learner has run, over all sessions
 
     def load_state(self, state: Dict, step: int) -> None:
-        self.owed = state.get("owed_updates", 0)
+        self.owed = state["owed_updates"]
         # The checkpoint holds the rates of its step; the config of this run decides them.
         self.lr_factor = self.lr_schedule(step, self.config.total_steps)
         self.learner.set_learning_rate_factor(self.lr_factor)
@@ -44,30 +49,38 @@ class Updates:
         return {"owed_updates": self.owed}
 
     def start(self) -> int:
-        self.count = int(self.learner.sac.critic_optimizer.iterations.numpy())
+        self.count = self.learner.update_count
         return self.count
 
-    def pay(self, source, step: int, clock: Stopwatch, observed: np.ndarray) -> None:
-        """Runs the owed updates in calls of the source's size (the run's last call may be
-        shorter: a new size, compiled once, off the clock), each followed by the source's
-        `after_updates`; the clock starts after the session's first call, so that the
-        one-off XLA compilation does not count against throughput. `observed`, the chunk's
-        new observations, goes into SimBa's normaliser before any update: inside the first
-        call, or here when no call is due. At the run's end every variable is checked."""
-        per_call, at_end = source.updates_per_call, step >= self.config.total_steps
+    def pay(
+        self,
+        step: int,
+        clock: Stopwatch,
+        per_call: Optional[int],
+        observation: Optional[np.ndarray],
+        observed: Optional[np.ndarray],
+    ) -> Iterator[Optional[np.ndarray]]:
+        """Runs the owed updates in calls of `per_call` updates (None: all that are owed, in
+        one call; the run's last call may be shorter: a new size, compiled once, off the
+        clock) and yields after each the actions it picked for `observation` (None without
+        one). The clock starts after the session's first call, so that the one-off XLA
+        compilation does not count against throughput. `observed`, the chunk's new
+        observations, goes into the normaliser before any update: inside the first call,
+        or here when no call is due. At the run's end every variable is checked."""
+        at_end = step >= self.config.total_steps
         while self.owed and (per_call is None or self.owed >= per_call or at_end):
             count = self.owed if per_call is None else min(per_call, self.owed)
             short = per_call is not None and count < per_call
             with clock.paused() if short else nullcontext():
-                action = self._call(count, step, source.observation, observed)
+                action = self._call(count, step, observation, observed)
             observed = None
             if not clock.running:
                 clock.start()
             self.owed -= count
             self.count += count
-            source.after_updates(self.count, action)
+            yield action
         if observed is not None:
-            self.learner.sac.observe(observed)
+            self.learner.observe(observed)
         if at_end:  # no next call whose loss would show a non-finite critic
             self.check_finite(step)
 

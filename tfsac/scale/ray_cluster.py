@@ -15,7 +15,7 @@ import sys
 from typing import Any, Dict, Optional
 
 from tfsac.errors import TfsacError, first_line
-from tfsac.run.logs import native_stderr_captured
+from tfsac.logs import native_stderr_captured
 
 
 def require_ray(

@@ -1,5 +1,6 @@
 """Env runners on Ray as the trainer's collection source (tfsac.run.source): the Ray
-lifecycle, the runner pool, weight pushes and what the progress log shows about runners."""
+lifecycle, the runner pool, weight pushes and what the progress log shows about runners.
+Importing this module registers them with the run layer (`register_env_runners`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from tfsac.config import SACConfig
 from tfsac.data.collector import Transitions
 from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.data.update_schedule import UpdateSchedule, crossed
-from tfsac.scale.ray_cluster import start_ray
+from tfsac.run.source import register_env_runners
+from tfsac.scale.ray_cluster import check_address, require_ray, start_ray
 from tfsac.scale.runners import RunnerPool
 
 
@@ -101,3 +103,12 @@ class RunnerSource:
 
             ray.shutdown()
             self._started_ray = False
+
+
+def check_start(config: SACConfig) -> None:
+    """The env runners' start checks, without TensorFlow or Ray's import."""
+    require_ray("env runners (num_actors > 0)", config.ray_address)
+    check_address(config.ray_address)
+
+
+register_env_runners(check_start, RunnerSource)

@@ -37,7 +37,7 @@ from tfsac.config import SACConfig
 from tfsac.data.collector import Collector, Transitions
 from tfsac.data.envs import EnvFn, EnvSpec
 from tfsac.errors import TfsacError, first_line
-from tfsac.run.logs import quiet_library_logs
+from tfsac.logs import quiet_library_logs
 from tfsac.scale.numpy_actor import NumpyActor
 
 # Restarts of one runner's process before the run gives up on it.
@@ -74,6 +74,7 @@ class TFPolicy:
     import TensorFlow)."""
 
     def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
+        # Here only: the runners of the built-in actors never import TensorFlow.
         import tensorflow as tf
 
         from tfsac.algorithm.exploration import GaussianExploration

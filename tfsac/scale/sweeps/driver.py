@@ -16,11 +16,12 @@ from typing import Callable, Dict, List, Optional
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
-from tfsac.run.run_dir import StopSignals
+from tfsac.files import read_json, write_atomic
+from tfsac.run.signals import StopSignals
 from tfsac.scale.ray_cluster import start_ray
 from tfsac.scale.sweeps.plan import TAG_LENGTH, Plan, config_tag
 from tfsac.scale.sweeps.results import trial_outcome, write_results
-from tfsac.scale.sweeps.state import SWEEP_FILE, SweepState, read_json, write_atomic
+from tfsac.scale.sweeps.state import SWEEP_FILE, SweepState
 from tfsac.scale.sweeps.trial import run_trial
 
 SUMMARY_EVERY_S = 60.0  # between the sweep's one-line summaries

@@ -20,9 +20,10 @@ from absl import flags
 
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
+from tfsac.data.envs import checked_env, env_factory
 from tfsac.errors import TfsacError
+from tfsac.files import check_writable
 from tfsac.paths import check_plain_name
-from tfsac.run.run_dir import check_writable
 
 SEARCH_METHODS = ("optuna",)
 OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}
@@ -329,8 +330,6 @@ def _check_runs(plan: Plan, base: Dict) -> None:
             "env runners (--num_actors) do not run inside sweep trials: a trial is one "
             "process with --cpus_per_trial CPUs; sweep without --num_actors"
         )
-    from tfsac.data.envs import checked_env, env_factory
-
     envs = {json.dumps([c["env_id"], c["env_kwargs"]], sort_keys=True) for c in configs}
     for env_id, env_kwargs in (json.loads(e) for e in sorted(envs)):
         checked_env(env_factory(env_id, env_kwargs), env_id).close()

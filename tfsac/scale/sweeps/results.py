@@ -10,7 +10,9 @@ import os
 import re
 from typing import Dict, Iterable, List, Optional
 
-from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run, read_json, write_atomic
+from tfsac.files import read_json, write_atomic
+from tfsac.run.plotting import plot_runs
+from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
 
 
 def trial_outcome(entry: Dict) -> Dict:
@@ -106,8 +108,6 @@ def _std(values: List[float]) -> float:
 
 def write_results(sweep_dir: str, trials: Dict[str, Dict], sort: bool = False) -> List[str]:
     """results.csv, results.md and a learning-curve PNG per config; each written atomically."""
-    from tfsac.run.plotting import plot_runs
-
     rows = summarize(trials)
     if sort:
         rows.sort(

@@ -7,20 +7,12 @@ import json
 import os
 from typing import Dict
 
-from tfsac.run.run_dir import read_json
+from tfsac.files import read_json, write_atomic
 
 SWEEP_FILE = "sweep.json"  # what the sweep is: a --resume must ask for the same
 TRIALS_FILE = "trials.json"  # each trial's spec and status, as the driver saw them
 TRIAL_FILE = "trial.json"  # in a run directory: the trial's attempts and evaluations
 DONE = ("finished", "stopped")  # not run again by --resume
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Writes `text` to `path` through a temporary file: a killed writer leaves the old one."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 class SweepState:

@@ -13,8 +13,9 @@ from typing import Any, Dict, List, Optional
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
-from tfsac.run.logs import OwnInfoOnly
-from tfsac.scale.sweeps.state import TRIAL_FILE, read_json, write_atomic
+from tfsac.files import read_json, write_atomic
+from tfsac.logs import OwnInfoOnly
+from tfsac.scale.sweeps.state import TRIAL_FILE
 
 
 def _thread_names() -> Dict[str, int]:
@@ -65,7 +66,7 @@ def run_trial(tune_config: Dict) -> None:
     from absl import logging as absl_logging
     from ray import tune
 
-    from tfsac.run.trainer import train
+    from tfsac.run.trainer import train  # TensorFlow: in the trial's worker only
 
     config = SACConfig.from_dict(spec["config"])
     run_dir = config.run_dir

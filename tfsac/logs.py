@@ -1,5 +1,6 @@
 """Console output: tfsac's lines and real warnings, without third-party chatter, and log
-lines that a progress bar does not garble. TF-free (the render worker uses it too)."""
+lines that a progress bar does not garble. TF-free (the render worker uses it too), and
+below every layer: each of them logs."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import time
 
 from absl import logging as absl_logging
 
-# The tfsac package, every subpackage of it (this module is in tfsac/run/).
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The tfsac package, every subpackage of it.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class OwnInfoOnly(logging.Filter):

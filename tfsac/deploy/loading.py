@@ -1,0 +1,140 @@
+"""Loading a trained policy: from an exported SavedModel, or from a run directory's
+newest checkpoint that restores (`CheckpointReader` reads the checkpoint files that
+tfsac.run.checkpointing writes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from tfsac.algorithm.learner import SACLearner
+from tfsac.data.envs import env_spec, make_env, unit_to_bounds
+from tfsac.deploy.metadata import check_saved_model, read_metadata
+from tfsac.errors import TfsacError, first_line
+from tfsac.files import CHECKPOINTS_DIR, run_config
+
+Policy = Callable[[np.ndarray], np.ndarray]
+
+STATE_FILE = "state.json"  # in a checkpoint's sidecar folder: the loop's saved state
+_INDEX_NAME = re.compile(r"ckpt-(\d+)\.index")
+
+
+class CheckpointReader:
+    """The checkpoints under `directory` as a reader sees them: which are complete, the
+    state each saved, and the learner's variables restored from one."""
+
+    def __init__(self, directory: str, learner: SACLearner):
+        self.directory = directory
+        self.step = tf.Variable(0, dtype=tf.int64, name="step")
+        self.checkpoint = tf.train.Checkpoint(step=self.step, **learner.checkpoint_objects())
+
+    def candidates(self) -> List[str]:
+        """Prefixes of the checkpoints whose TF files are complete (TF writes a checkpoint's
+        index file last), newest first; whether they restore is for `restore` to say."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        steps = [int(m.group(1)) for m in map(_INDEX_NAME.fullmatch, names) if m]
+        return [os.path.join(self.directory, f"ckpt-{s}") for s in sorted(steps, reverse=True)]
+
+    @staticmethod
+    def extra_dir(prefix: str) -> str:
+        return prefix + ".extra"
+
+    def read_state(self, prefix: str) -> Dict:
+        try:
+            with open(os.path.join(self.extra_dir(prefix), STATE_FILE)) as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            raise TfsacError(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
+
+    def restore_learner(self, prefix: str) -> Dict:
+        """Restores only the learner's state (for evaluation: no replay buffer); returns
+        the saved loop state."""
+        state = self.read_state(prefix)
+        try:
+            self.checkpoint.restore(prefix).expect_partial()
+        except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
+            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}") from None
+        return state
+
+    def restore_newest_learner(self) -> Optional[Tuple[str, Dict]]:
+        """(prefix, saved state) of the newest checkpoint whose learner state restores, or
+        None; a damaged one is said in one line and skipped (a reader moves nothing)."""
+        for prefix in self.candidates():
+            try:
+                return prefix, self.restore_learner(prefix)
+            except TfsacError as e:
+                logging.warning("skipping a damaged checkpoint: %s", e)
+        return None
+
+
+def load_policy(path: str):
+    """Loads an exported policy; returns the SavedModel object (`.signatures[...]`)."""
+    check_saved_model(path)
+    try:
+        return tf.saved_model.load(path)
+    # IndexError: a truncated variables file ("Read less bytes than requested").
+    except (OSError, ValueError, IndexError, tf.errors.OpError) as e:
+        raise TfsacError(f"cannot load the SavedModel at {path!r}: {first_line(e)}") from None
+
+
+def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
+    """A policy from an exported SavedModel (its `serving_default` or `sample` signature)
+    and the metadata exported with it."""
+    fn = load_policy(path).signatures["sample" if stochastic else "serving_default"]
+
+    def policy(obs):
+        return fn(observation=tf.constant(obs, tf.float32))["action"].numpy()
+
+    return policy, read_metadata(path)
+
+
+def checkpoint_learner(run_dir: str):
+    """(learner, env spec, info) from a run directory's newest checkpoint that restores;
+    info: the run's config (a dict), the checkpoint and its step, the final evaluation's
+    seed and return."""
+    config = run_config(run_dir)
+    env = make_env(config.env_id, env_kwargs=config.env_kwargs)
+    spec = env_spec(config.env_id, env)
+    env.close()
+    learner = SACLearner(spec.obs_dim, spec.action_dim, config)
+    reader = CheckpointReader(os.path.join(run_dir, CHECKPOINTS_DIR), learner)
+    restored = reader.restore_newest_learner()
+    if restored is None:
+        raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
+    prefix, state = restored
+    info = config.to_dict()
+    info.update(
+        observation_dim=spec.obs_dim,
+        action_low=list(spec.action_low),
+        action_high=list(spec.action_high),
+        checkpoint=prefix,
+        checkpoint_step=state["step"],
+    )
+    evaluations = state.get("evaluations") or []
+    if evaluations:  # the checkpoint's last evaluation, for scripts/evaluate.py to repeat
+        info.update(
+            eval_seed=evaluations[-1]["seed"],
+            eval_return_mean=evaluations[-1]["return_mean"],
+        )
+    return learner, spec, info
+
+
+def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
+    """A policy from a run directory's newest checkpoint that restores, and the run's
+    config (a dict, with what checkpoint_learner adds)."""
+    learner, spec, info = checkpoint_learner(run_dir)
+
+    def policy(obs):
+        unit = learner.act(obs, deterministic=not stochastic)
+        return unit_to_bounds(unit, spec.action_low, spec.action_high)
+
+    return policy, info

@@ -1,0 +1,74 @@
+"""An exported version's files as readers see them, without TensorFlow: whether a folder
+holds a SavedModel, what its tfsac_metadata.json says about the policy, and observations
+sampled from the policy's observation space (for warm-up requests and conversion checks)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict
+
+import gymnasium as gym
+import numpy as np
+
+from tfsac import __version__
+from tfsac.data.envs import EnvSpec, space_from_json
+from tfsac.errors import TfsacError
+
+METADATA_FILE = "tfsac_metadata.json"
+
+
+def check_saved_model(path: str) -> None:
+    """TfsacError unless `path` holds a SavedModel (without loading it, or TensorFlow)."""
+    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
+
+
+def read_metadata(version_dir: str) -> Dict:
+    """The version's tfsac_metadata.json ({} where it has none); TfsacError where it does
+    not read as a JSON object (a converted file would carry no metadata without a word)."""
+    path = os.path.join(version_dir, METADATA_FILE)
+    if not os.path.lexists(path):
+        return {}
+    try:
+        with open(path) as f:
+            metadata = json.load(f)
+    except (OSError, ValueError) as e:
+        raise TfsacError(f"cannot read {path!r}: {getattr(e, 'strerror', None) or e}") from None
+    if not isinstance(metadata, dict):
+        raise TfsacError(f"cannot read {path!r}: not a JSON object")
+    return metadata
+
+
+def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
+    """What the SavedModel says about itself (tfsac_metadata.json, `metadata` signature):
+    the env, its spaces and bounds, how observations are flattened, the training, and what
+    scripts/evaluate.py needs to repeat the final evaluation."""
+    return {
+        "tfsac_version": __version__,
+        "env_id": config.env_id,
+        "env_kwargs": config.env_kwargs,
+        "training_steps": config.total_steps,
+        "observation_dim": spec.obs_dim,
+        "observation_space": spec.observation_space,
+        "observation_flattening": spec.observation_flattening,
+        "observation_space_json": spec.observation_space_json,
+        "action_space": spec.action_space,
+        "action_low": list(spec.action_low),
+        "action_high": list(spec.action_high),
+        "eval_return_mean": final_evaluation["return_mean"],
+        "eval_seed": final_evaluation["seed"],
+        "eval_episodes": config.eval_episodes,
+    }
+
+
+def sample_observations(space_json, obs_dim: int, batch: int, seed: int = 0) -> np.ndarray:
+    """`batch` observations sampled from an observation space (its JSON, as EnvSpec and
+    the metadata carry it), flattened as the networks take them (standard normal where
+    there is no space)."""
+    if space_json is None:
+        return np.random.default_rng(seed).standard_normal((batch, obs_dim), np.float32)
+    space = space_from_json(space_json)
+    space.seed(seed)
+    rows = [gym.spaces.flatten(space, space.sample()) for _ in range(batch)]
+    return np.asarray(rows, np.float32).reshape(batch, obs_dim)

@@ -1,0 +1,120 @@
+"""A run directory's format: the names of its files, JSON written atomically and read
+back, and the checks and names a run's folders need. Below every layer that reads or
+writes a run directory (deploy loads a policy from one, scale sweeps over them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from typing import Dict, Optional
+
+from tfsac.config import SACConfig
+from tfsac.errors import TfsacError
+
+CONFIG_FILE = "config.json"
+PROGRESS_FILE = "progress.csv"
+SUMMARY_FILE = "summary.json"
+TENSORBOARD_DIR = "tensorboard"
+CHECKPOINTS_DIR = "checkpoints"
+VIDEOS_DIR = "videos"
+PROGRESS_FIELDS = ("step", "episodes", "episode_return", "episode_length", "env_steps_per_s")
+
+
+def check_writable(directory: str) -> None:
+    """Raises TfsacError unless `directory` can be created and written to. Leaves no trace:
+    the folders it creates for the check are removed again (a start that fails later must
+    not leave empty run or model folders behind); writers create them when they write."""
+    missing = []  # deepest first
+    path = os.path.abspath(directory)
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".tfsac-write-check-"):
+            pass
+    except OSError as e:
+        raise TfsacError(f"cannot write to {directory!r}: {e.strerror or e}") from None
+    finally:
+        for path in missing:
+            try:
+                os.rmdir(path)
+            except OSError:  # not created after all, or no longer empty
+                pass
+
+
+def default_model_name(env_id: str) -> str:
+    """'HalfCheetah-v5' -> 'halfcheetah_v5' (a name TF Serving accepts in URLs)."""
+    return re.sub(r"[^a-z0-9]+", "_", env_id.lower()).strip("_") or "policy"
+
+
+def run_config(run_dir: str, need_checkpoint: bool = False):
+    """The SACConfig of the run in `run_dir`; TfsacError where it holds none, or with
+    `need_checkpoint` where it holds no checkpoint files (it reads none of them)."""
+    try:
+        with open(os.path.join(run_dir, CONFIG_FILE)) as f:
+            config = SACConfig.from_dict(json.load(f))
+    except (OSError, ValueError, TypeError, TfsacError) as e:
+        raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
+    checkpoints = os.path.join(run_dir, CHECKPOINTS_DIR)
+    if need_checkpoint and not (
+        os.path.isdir(checkpoints) and any(n.endswith(".index") for n in os.listdir(checkpoints))
+    ):
+        raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
+    return config
+
+
+def read_json(path: str, default=None):
+    """The JSON in `path`, `default` where there is no such file; TfsacError if unreadable."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return default
+    except (OSError, ValueError) as e:
+        raise TfsacError(f"cannot read {path}: {e}") from None
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Writes `text` to `path` through a temporary file: readers never see half a file, and
+    a killed writer leaves the old one."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def write_json(path: str, data: Dict) -> None:
+    """Writes JSON atomically (`write_atomic`)."""
+    write_atomic(path, json.dumps(data, indent=2))
+
+
+class RunDir:
+    """Paths inside one run directory."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __str__(self) -> str:
+        return self.path
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def holds_a_run(self) -> bool:
+        """Whether it has files of an earlier run (which a new run would overwrite)."""
+        names = (CONFIG_FILE, SUMMARY_FILE, PROGRESS_FILE, CHECKPOINTS_DIR)
+        return any(os.path.exists(self.file(name)) for name in names)
+
+    def read_config(self) -> Optional[Dict]:
+        """The run's config.json (a SACConfig dict), or None before a run started here."""
+        return self._read(CONFIG_FILE)
+
+    def read_summary(self) -> Optional[Dict]:
+        """The finished run's summary, or None while the run is not finished."""
+        return self._read(SUMMARY_FILE)
+
+    def _read(self, name: str) -> Optional[Dict]:
+        return read_json(self.file(name))

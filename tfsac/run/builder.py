@@ -1,0 +1,184 @@
+"""Wiring a run (as acme's builders do): the parts a `Trainer` loops over, made from the
+config and its checked start, with the newest checkpoint restored into them on a resume.
+Every check that can refuse the start (run/preflight.py, then the checkpoint to resume)
+runs before anything is written."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from functools import partial
+from typing import Callable, Optional, Sequence
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from tfsac.algorithm.learner import SACLearner
+from tfsac.algorithm.resolve import resolve
+from tfsac.config import SACConfig
+from tfsac.data.collector import Collector
+from tfsac.data.envs import EnvFn, EnvSpec, checked_env
+from tfsac.data.replay import ReplayBuffer
+from tfsac.data.update_schedule import UpdateSchedule
+from tfsac.files import CHECKPOINTS_DIR, CONFIG_FILE, VIDEOS_DIR, RunDir, write_json
+from tfsac.run.callbacks import Callback, CallbackList, FunctionCallback
+from tfsac.run.checkpointing import Checkpointer, check_compatible
+from tfsac.run.evaluation import Evaluator
+from tfsac.run.loop_state import LoopState
+from tfsac.run.preflight import Start, check_start
+from tfsac.run.progress import ProgressLog
+from tfsac.run.source import CollectionSource, LocalSource, env_runners
+from tfsac.run.updates import NonFiniteError, Updates
+
+ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
+
+
+@dataclasses.dataclass
+class RunParts:
+    """What a run is made of. `source` is None for a run that is already finished."""
+
+    config: SACConfig
+    run_dir: str
+    spec: EnvSpec
+    files: RunDir
+    callbacks: CallbackList
+    learner: SACLearner
+    evaluator: Evaluator
+    buffer: ReplayBuffer
+    checkpointer: Checkpointer
+    schedule: UpdateSchedule
+    updates: Updates
+    loop: LoopState
+    resumed_from: Optional[str]
+    source: Optional[CollectionSource]
+    progress: ProgressLog
+
+    def finished(self) -> bool:
+        return self.source is None
+
+
+def seeded(config: SACConfig, export: Optional[bool]) -> SACConfig:
+    """The config with `export` (when not None), resolved (tfsac.algorithm.resolve); sets the
+    Python, numpy and TF seeds from it (before any env is made) and TF's op determinism when
+    asked."""
+    if export is not None:
+        config = dataclasses.replace(config, export=export)
+    config = resolve(config)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+    return config
+
+
+def build_run(
+    config: SACConfig,
+    export: Optional[bool] = None,
+    resume: bool = False,
+    on_log: Optional[Callable] = None,
+    actor_fn: Optional[Callable] = None,
+    critic_fn: Optional[Callable] = None,
+    env_fn: Optional[EnvFn] = None,
+    on_evaluation: Optional[Callable] = None,
+    callbacks: Sequence[Callback] = (),
+) -> RunParts:
+    """The run's parts (the arguments are `Trainer`'s), restored from the newest checkpoint
+    that restores when `resume`; writes the run's config.json once the start is sure."""
+    start = check_start(seeded(config, export), None, resume, env_fn)
+    for change in start.resume_changes:
+        logging.info("resume with %s", change)
+    config, spec, files = start.config, start.spec, RunDir(start.run_dir)
+    learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
+    copy_env = partial(checked_env, start.env_fn)
+    evaluator = Evaluator(start.eval_env, learner, spec, config, files.file(VIDEOS_DIR), copy_env)
+    shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
+    buffer = ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
+    checkpointer = Checkpointer(files.file(CHECKPOINTS_DIR), learner, config.keep_checkpoints)
+    schedule = UpdateSchedule.from_config(config)
+    updates = Updates(learner, buffer, config, partial(_nonfinite, checkpointer))
+    loop, resumed_from, restored = LoopState(), None, None
+    if resume:
+        restore = _restore_latest(config, start.run_dir, checkpointer, buffer, schedule, updates)
+        if restore is not None:
+            loop, resumed_from, restored = restore
+    finished = loop.step >= config.total_steps and bool(files.read_summary())
+    source = None
+    if not finished:
+        source = _make_source(config, start, learner, schedule, actor_fn, loop.resumes)
+        if restored is not None:
+            source.load_state(*restored)
+    calls = CallbackList([FunctionCallback(on_log, on_evaluation), *callbacks])
+    progress = _open_run_dir(start, learner, source, calls, loop.step if resume else None)
+    return RunParts(
+        config=config,
+        run_dir=start.run_dir,
+        spec=spec,
+        files=files,
+        callbacks=calls,
+        learner=learner,
+        evaluator=evaluator,
+        buffer=buffer,
+        checkpointer=checkpointer,
+        schedule=schedule,
+        updates=updates,
+        loop=loop,
+        resumed_from=resumed_from,
+        source=source,
+        progress=progress,
+    )
+
+
+def _open_run_dir(start: Start, learner, source, calls: CallbackList, resumed_at) -> ProgressLog:
+    """The run directory with the progress log open, once the start can no longer be
+    refused (these write files); a finished run's files stay as they were. `resumed_at`:
+    the step a resumed run continues from, whose later rows a killed session wrote."""
+    config, files = start.config, RunDir(start.run_dir)
+    os.makedirs(start.run_dir, exist_ok=True)
+    progress = ProgressLog(
+        files,
+        learner.metric_names,
+        config.total_steps,
+        config.tensorboard and source is not None,
+        calls.on_log,
+        extra_fields=source.stats_fields() if source else (),
+    )
+    if resumed_at is not None:
+        progress.truncate(resumed_at)
+    if source is not None:
+        write_json(files.file(CONFIG_FILE), config.to_dict())
+    return progress
+
+
+def _nonfinite(checkpointer: Checkpointer, what: str) -> NonFiniteError:
+    latest = checkpointer.latest or "none"
+    return NonFiniteError(f"{what}; training stopped, last good checkpoint: {latest}")
+
+
+def _make_source(config, start: Start, learner, schedule, actor_fn, resumes) -> CollectionSource:
+    if config.num_actors:
+        make = env_runners("make")
+        return make(config, start.env_fn, start.spec, learner, schedule, actor_fn, resumes)
+    collector = Collector(
+        start.env_fn, start.spec, config.num_envs, config.vector_mode, config.seed
+    )
+    return LocalSource(collector, learner, schedule, config.seed, config.total_steps)
+
+
+def _restore_latest(config, run_dir, checkpointer, buffer, schedule, updates):
+    """Restores the newest checkpoint that restores into the learner, `buffer`, `schedule`
+    and `updates`; returns (the loop's state, the checkpoint, the source's part of it:
+    state and env snapshot), or None when there is none."""
+    restored = checkpointer.restore_newest(
+        lambda prefix: checkpointer.restore(prefix, buffer),
+        lambda state, prefix: check_compatible(state["config"], config.to_dict(), prefix),
+    )
+    if restored is None:
+        logging.info("no checkpoint in %s: starting a new run", run_dir)
+        return None
+    prefix, state = restored
+    loop = LoopState.from_dict(state)
+    loop.resumes += 1
+    schedule.load_state(state)
+    updates.load_state(state, loop.step)
+    logging.info("resumed from %s at step %d (%d episodes)", prefix, loop.step, loop.episodes)
+    return loop, prefix, (state, checkpointer.read_blob(prefix, ENVS_FILE))

@@ -1,0 +1,82 @@
+"""The training loop's Python state, as checkpoints keep it, and the summary of a
+finished run made from it."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from tfsac import __version__
+
+
+@dataclasses.dataclass
+class LoopState:
+    """The training loop's Python state; checkpoints save `to_dict()` (JSON)."""
+
+    step: int = 0
+    episodes: int = 0
+    recent_returns: collections.deque = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=10)
+    )
+    recent_lengths: collections.deque = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=10)
+    )
+    evaluations: List[Dict] = dataclasses.field(default_factory=list)
+    wall_time_s: float = 0.0  # of the sessions before this one
+    # Learning-phase throughput: env steps from learning_starts on and their wall time
+    # (evaluations and checkpoint writes left out), over all sessions of the run.
+    learning_steps: int = 0
+    learning_time_s: float = 0.0
+    resumes: int = 0  # sessions after the first (env runners seed from it)
+
+    def record_episode(self, episode_return: float, length: int) -> None:
+        self.recent_returns.append(episode_return)
+        self.recent_lengths.append(length)
+        self.episodes += 1
+
+    def mean_recent_return(self) -> Optional[float]:
+        return float(np.mean(self.recent_returns)) if self.recent_returns else None
+
+    def mean_recent_length(self) -> Optional[float]:
+        return float(np.mean(self.recent_lengths)) if self.recent_lengths else None
+
+    def to_dict(self) -> Dict:
+        state = dataclasses.asdict(self)
+        state["recent_returns"] = list(self.recent_returns)
+        state["recent_lengths"] = list(self.recent_lengths)
+        return state
+
+    @classmethod
+    def from_dict(cls, state: Dict) -> LoopState:
+        loop = cls(**{f.name: state[f.name] for f in dataclasses.fields(cls) if f.name in state})
+        loop.recent_returns = collections.deque(state.get("recent_returns", []), maxlen=10)
+        loop.recent_lengths = collections.deque(state.get("recent_lengths", []), maxlen=10)
+        return loop
+
+
+def run_summary(config, loop: LoopState, wall_time: float, learning_time: float, **paths) -> Dict:
+    """summary.json of a finished run; `paths`: resumed_from, checkpoint, saved_model_path."""
+    final = loop.evaluations[-1]
+    return {
+        "env": config.env_id,
+        "seed": config.seed,
+        "total_steps": config.total_steps,
+        "episodes": loop.episodes,
+        "eval_return_mean": final["return_mean"],
+        "eval_return_std": final["return_std"],
+        "eval_episodes": config.eval_episodes,
+        "evaluations": loop.evaluations,
+        "wall_time_s": wall_time,
+        "env_steps_per_s": config.total_steps / wall_time,
+        # From learning_starts on: acting, env steps and updates, evaluations excluded.
+        "learning_env_steps_per_s": (
+            loop.learning_steps / learning_time if loop.learning_steps else None
+        ),
+        "resumed_from": paths["resumed_from"],
+        "checkpoint": paths["checkpoint"],
+        "saved_model_path": paths["saved_model_path"],
+        "tfsac_version": __version__,
+    }

@@ -1,0 +1,139 @@
+"""The progress log: one record per log interval to progress.csv, TensorBoard, the
+console and a callback."""
+
+from __future__ import annotations
+
+import csv
+import os
+from typing import Callable, Dict, List, Optional, Sequence
+
+import tensorflow as tf
+from absl import logging
+
+from tfsac.files import PROGRESS_FIELDS, PROGRESS_FILE, TENSORBOARD_DIR, RunDir
+from tfsac.run.loop_state import LoopState
+
+
+def _runner_text(extra: Dict[str, Optional[float]]) -> str:
+    """' | policy lag 96 | runners 130, 128 steps/s' for env runners' statistics."""
+    if not extra:
+        return ""
+    lag = extra.get("policy_lag")
+    rates = [v for k, v in extra.items() if k.startswith("runner")]
+    rates_text = ", ".join("-" if v is None else f"{v:.0f}" for v in rates)
+    lag_text = "-" if lag is None else f"{lag:.0f}"
+    return f" | policy lag {lag_text} | runners {rates_text} steps/s"
+
+
+class ProgressLog:
+    """One record per log interval to progress.csv, TensorBoard, the console and `on_log`;
+    TensorBoard scalars of evaluations and the learner."""
+
+    def __init__(
+        self,
+        run_dir: RunDir,
+        metric_names: Sequence[str],
+        total_steps: int,
+        tensorboard: bool,
+        on_log: Optional[Callable[[Dict], None]] = None,
+        extra_fields: Sequence[str] = (),
+    ):
+
+        self.run_dir = run_dir
+        self.metric_names = tuple(metric_names)
+        self.extra_fields = tuple(extra_fields)  # e.g. env runners' statistics
+        self.total_steps = total_steps
+        self.on_log = on_log
+        self.writer = (
+            tf.summary.create_file_writer(run_dir.file(TENSORBOARD_DIR)) if tensorboard else None
+        )
+
+    def truncate(self, step: int) -> None:
+        """Drops progress rows after `step` (those of a session after the checkpoint that a
+        resumed run continues from)."""
+        path = self.run_dir.file(PROGRESS_FILE)
+        if not os.path.exists(path):
+            return
+        with open(path, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if int(r["step"]) <= step]
+        self._write_rows(rows, mode="w")
+
+    def _write_rows(self, rows: List[Dict], mode: str = "a") -> None:
+        path = self.run_dir.file(PROGRESS_FILE)
+        new_file = mode == "w" or not os.path.exists(path)
+        with open(path, mode, newline="") as f:
+            writer = csv.DictWriter(
+                f,
+                (*PROGRESS_FIELDS, *self.metric_names, *self.extra_fields),
+                extrasaction="ignore",
+            )
+            if new_file:
+                writer.writeheader()
+            writer.writerows(rows)
+
+    def log(
+        self,
+        loop: LoopState,
+        metrics: Optional[Dict],
+        steps_per_s: Optional[float],
+        lr_factor: float,
+        extra: Optional[Dict[str, Optional[float]]] = None,
+    ):
+        """One progress record; `extra` holds the values of `extra_fields`."""
+        extra = extra or {}
+        record = {
+            "step": loop.step,
+            "episodes": loop.episodes,
+            "episode_return": loop.mean_recent_return(),
+            "episode_length": loop.mean_recent_length(),
+            "env_steps_per_s": steps_per_s,
+        }
+        if metrics is not None:
+            record.update({k: float(metrics[k]) for k in self.metric_names})
+        record.update(extra)
+        self._write_rows([record])
+        self.scalars(
+            loop.step,
+            {
+                "train/episode_return": record["episode_return"],
+                "train/episode_length": record["episode_length"],
+                "train/env_steps_per_s": steps_per_s,
+                "learner/learning_rate_factor": lr_factor,
+                **{f"learner/{k}": record.get(k) for k in self.metric_names},
+                **{f"runners/{k}": v for k, v in extra.items()},
+            },
+        )
+        ret = record["episode_return"]
+        logging.info(
+            "step %d/%d | episodes %d | return %s | %s%s%s",
+            loop.step,
+            self.total_steps,
+            loop.episodes,
+            "-" if ret is None else f"{ret:.1f}",
+            "warm-up" if steps_per_s is None else f"{steps_per_s:.0f} steps/s",
+            "".join(
+                f" | {k} {record[k]:.4g}"
+                for k in ("critic_loss", "actor_loss", "alpha", "entropy")
+                if k in record
+            ),
+            _runner_text(extra),
+        )
+        if self.on_log is not None:
+            self.on_log(record)
+
+    def scalars(self, step: int, scalars: Dict[str, Optional[float]]) -> None:
+        """TensorBoard scalars at env step `step` (None values are skipped)."""
+        if self.writer is None:
+            return
+        with self.writer.as_default(step=step):
+            for name, value in scalars.items():
+                if value is not None:
+                    tf.summary.scalar(name, value)
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()

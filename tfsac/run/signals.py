@@ -1,0 +1,33 @@
+"""SIGINT and SIGTERM as a flag a loop polls, so that it can save and stop cleanly."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Callable, Optional
+
+
+class StopSignals:
+    """SIGINT and SIGTERM as a flag that a loop polls (so that it can save and stop
+    cleanly) instead of an exception anywhere; `on_signal(signum)` runs at the first one.
+    Outside the main thread (where signals cannot be caught) it never fires."""
+
+    def __init__(self, on_signal: Optional[Callable[[int], None]] = None):
+        self.received: Optional[int] = None
+        self.on_signal = on_signal
+        self._old_handlers = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old_handlers[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.received is None and self.on_signal is not None:
+            self.on_signal(signum)
+        self.received = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self._old_handlers.items():
+            signal.signal(sig, handler)

@@ -186,12 +186,13 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
 
 
 def _checkpoint_identity(checkpoint: str) -> dict:
-    """The checkpoint's name and the SHA-1 of its index file (which holds every tensor's
-    checksum): other weights have another digest. No path: the metadata is served, and
-    the training machine's folders are none of a client's business."""
+    """The checkpoint's name, a digest of its absolute path (another run's checkpoint of the
+    same name and weights is another export) and the SHA-1 of its index file (which holds
+    every tensor's checksum). The path itself stays out: the metadata is served."""
     with open(f"{checkpoint}.index", "rb") as f:
         digest = hashlib.sha1(f.read()).hexdigest()
-    return {"name": os.path.basename(checkpoint), "index_sha1": digest}
+    where = hashlib.sha1(os.path.abspath(checkpoint).encode()).hexdigest()
+    return {"name": os.path.basename(checkpoint), "path_sha1": where, "index_sha1": digest}
 
 
 def _newest_version_from(export_dir: str, model_name: str, identity: dict) -> Optional[str]:

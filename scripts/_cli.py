@@ -14,6 +14,7 @@ from typing import Dict, List, NoReturn, Optional, Tuple
 
 from absl import app, flags
 
+from tfsac.algorithm.variants import VARIANTS  # TF-free: the declarations only
 from tfsac.logs import native_stderr_captured  # TF-free
 
 # TF's C++ log filter; the lines printed before absl::InitializeLog ignore it (see
@@ -212,6 +213,13 @@ def _config_fields():
     return [(f, hints[f.name]) for f in dataclasses.fields(SACConfig)]
 
 
+def _help(field) -> str:
+    """A training flag's help: its option's, the algorithm's listing the registered variants."""
+    if field.name != "algorithm":
+        return field.metadata["help"]
+    return "; ".join(f"{name}: {cls.summary}" for name, cls in sorted(VARIANTS.items()))
+
+
 def define_training_flags() -> None:
     """The flags of scripts/train.py, which every script that trains or measures shares:
     one per SACConfig field, generated from the field's type, default and metadata."""
@@ -219,11 +227,12 @@ def define_training_flags() -> None:
         meta = field.metadata
         name = meta["flag"] or field.name
         default = field.default_factory() if field.default is dataclasses.MISSING else field.default
-        args = (name, default, meta["help"])
+        text = _help(field)
+        args = (name, default, text)
         if meta["text"] is not None:
-            flags.DEFINE_string(name, meta["text"], meta["help"])
+            flags.DEFINE_string(name, meta["text"], text)
         elif meta["choices"]:
-            flags.DEFINE_enum(name, default, meta["choices"], meta["help"])
+            flags.DEFINE_enum(name, default, meta["choices"], text)
         elif hint is bool:
             flags.DEFINE_bool(*args)
         elif hint is int:
@@ -233,7 +242,7 @@ def define_training_flags() -> None:
         elif hint in (str, Optional[str]):
             flags.DEFINE_string(*args)
         elif hint == Tuple[int, ...]:
-            flags.DEFINE_list(name, [str(v) for v in default], meta["help"])
+            flags.DEFINE_list(name, [str(v) for v in default], text)
         else:
             raise TypeError(f"no flag type for SACConfig.{field.name}: {hint}")
         _HELP_GROUPS.setdefault(meta["group"], []).append(name)

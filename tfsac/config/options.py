@@ -210,9 +210,8 @@ class VariantOptions:
     # resolved (tfsac.algorithm.resolve): a registered one of your own is a value too.
     algorithm: str = option(
         "sac",
-        "sac; sac_v1: the original SAC with V; tqc: distributional critics with the top "
-        "atoms dropped from the target; crossq: batch-renormalised critics without target "
-        "networks",
+        "the algorithm: a variant registered in tfsac/algorithm/variants/ (train.py --help "
+        "lists them)",
         VARIANT,
         check=NON_EMPTY_TEXT,
     )

@@ -1,7 +1,13 @@
 """The algorithm variants, one module each, and the registry `--algorithm` selects from
-(see base.py for what a variant declares; docs/architecture.md, "Adding an algorithm")."""
+(see base.py for what a variant declares; docs/architecture.md, "Adding an algorithm").
+Every module of this package is imported here, so a built-in variant is its file alone."""
 
-from tfsac.algorithm.variants import crossq, sac, sac_v1, tqc  # noqa: F401 - registers them
+import importlib
+import pkgutil
+
 from tfsac.algorithm.variants.base import VARIANTS, Variant, lazy_module, register, variant_of
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")  # each registers its variant
 
 __all__ = ["VARIANTS", "Variant", "lazy_module", "register", "variant_of"]

@@ -28,13 +28,15 @@ Without --saved_model it exports an untrained policy of the env's sizes and the 
 flags (latency does not depend on the weights); with it, a copy of the version folder gets
 the formats it lacks.
 
-`--baseline=<git revision>` runs the same benchmark from a temporary worktree of that
-revision and from this working tree, alternately, `--rounds` times (scripts/_baseline.py),
-and prints each round's env steps/s of both and their ratio, then the median ratio:
+`--baseline=<git revision>` runs the same training run from a temporary worktree of that
+revision and from this working tree, alternately, `--rounds` times, each timed the same way
+by one probe (scripts/_baseline.py), and prints each round's env steps/s of both and their
+ratio, then the median ratio:
 
     python scripts/benchmark.py --env=HalfCheetah-v5 --baseline=main --rounds=3
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -350,14 +352,25 @@ def inference(tfsac, config):
 
 
 def against_baseline() -> None:
-    """--baseline: this benchmark, alternately from that revision and this working tree."""
-    if FLAGS.peers or FLAGS.inference:
-        fail("--baseline compares tfsac's training throughput: leave out --peers and --inference")
+    """--baseline: the same run, alternately from that revision and this working tree."""
+    if FLAGS.peers or FLAGS.breakdown or FLAGS.env_delay_ms:
+        fail(
+            "--baseline compares tfsac's training throughput: leave out --peers, --breakdown "
+            "and --env_delay_ms"
+        )
+    if FLAGS.steps < FLAGS.learning_starts + _baseline.WINDOW_START + 2 * _baseline.LOG_EVERY:
+        fail(
+            f"--baseline times env steps from learning_starts + {_baseline.WINDOW_START}: "
+            f"give --steps of at least {FLAGS.learning_starts + _baseline.WINDOW_START + 200}"
+        )
+    config = dataclasses.replace(config_from_flags(), total_steps=FLAGS.steps)
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    fields = _baseline.probe_fields(dataclasses.asdict(config), defaults)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         with _baseline.checked_out(repo, FLAGS.baseline) as tree:
             trees = {"baseline": tree, "working": repo}
-            _baseline.compare(trees, _baseline.forwarded(sys.argv[1:]), FLAGS.rounds)
+            _baseline.compare(trees, fields, FLAGS.rounds)
     except subprocess.CalledProcessError as e:
         fail(f"cannot check out {FLAGS.baseline!r}: {e.stderr.decode().strip()}")
     except (RuntimeError, ValueError) as e:
@@ -367,8 +380,6 @@ def against_baseline() -> None:
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
-    if FLAGS.baseline:
-        return against_baseline()
     if FLAGS.inference:
         tfsac = import_tfsac()
         return inference(tfsac, config_from_flags(tfsac))
@@ -380,6 +391,8 @@ def main(argv):
             f"--steps ({FLAGS.steps}) must be larger than --learning_starts "
             f"({FLAGS.learning_starts}): only the steps after it are measured"
         )
+    if FLAGS.baseline:
+        return against_baseline()
     if FLAGS.env_delay_ms and FLAGS.peers:
         fail("--env_delay_ms slows tfsac's envs only: leave out --peers")
     tfsac = import_tfsac()

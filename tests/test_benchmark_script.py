@@ -129,9 +129,12 @@ def _baseline_module():
 
 def test_baseline_rounds_alternate_the_two_trees_and_print_their_ratios(tmp_path):
     baseline = _baseline_module()
-    argv = ["--env=Pendulum-v1", "--baseline", "HEAD", "--rounds=3", "--steps=240"]
-    args = baseline.forwarded(argv)
-    assert args == ["--env=Pendulum-v1", "--steps=240"]
+    fields = baseline.probe_fields(
+        {"env_id": "Pendulum-v1", "total_steps": 600, "seed": 0, "run_dir": "x"},
+        {"env_id": "Pendulum-v1", "total_steps": 20000, "seed": 0},
+    )
+    assert fields["total_steps"] == 600 and "env_id" not in fields and "run_dir" not in fields
+    assert fields["eval_every"] == 600 and fields["log_every"] == baseline.LOG_EVERY
     trees = {"baseline": str(tmp_path / "old"), "working": str(tmp_path / "new")}
     calls, lines = [], []
 
@@ -142,19 +145,31 @@ def test_baseline_rounds_alternate_the_two_trees_and_print_their_ratios(tmp_path
         calls.append((cwd, env["PYTHONPATH"], command))
         done = Done()
         rate = 100.0 if cwd == trees["baseline"] else 110.0
-        done.stdout = f'noise\n{{"lib": "tfsac", "env_steps_per_s": {rate}}}\n'
+        done.stdout = f'noise\n{{"env_steps_per_s": {rate}}}\n'
         return done
 
-    median = baseline.compare(trees, args, 3, run=run, say=lines.append)
+    median = baseline.compare(trees, fields, 3, run=run, say=lines.append)
     first = ["baseline", "working", "working", "baseline", "baseline", "working"]
     assert [cwd for cwd, _, _ in calls] == [trees[side] for side in first]
-    for cwd, path, command in calls:  # each imports its own tfsac, one round each
-        assert path == cwd and command[1] == os.path.join(cwd, "scripts", "benchmark.py")
-        assert command[2:] == [*args, "--rounds=1"]
+    for cwd, path, command in calls:  # each imports its own tfsac, the same probe
+        assert path == cwd and command[1:3] == ["-c", baseline.PROBE]
+        assert json.loads(command[3]) == fields
     rounds = [json.loads(line) for line in lines]
     assert [r["ratio"] for r in rounds[:3]] == [1.1, 1.1, 1.1] and median == pytest.approx(1.1)
     assert rounds[0]["baseline_env_steps_per_s"] == 100.0 and rounds[0]["env_steps_per_s"] == 110.0
     assert rounds[-1] == {"median_ratio": 1.1, "ratios": [1.1, 1.1, 1.1]}
+
+
+def test_the_probe_times_the_learning_phase_of_a_real_run():
+    baseline = _baseline_module()
+    fields = baseline.probe_fields(
+        dict(total_steps=500, learning_starts=100, hidden_sizes=[8], batch_size=16),
+        dict(total_steps=20000, learning_starts=1000, hidden_sizes=[256, 256], batch_size=256),
+    )
+    command, env = baseline.side_command(REPO_ROOT, fields)
+    done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert 0 < baseline.probe_rate(done.stdout) < 1e5
 
 
 def test_the_baseline_worktree_holds_the_revision_and_is_removed_afterwards():

@@ -53,23 +53,48 @@ def _metrics(evaluations: List[Dict], finished: bool) -> Dict[str, Any]:
     }
 
 
-def run_trial(tune_config: Dict) -> None:
-    """The Tune trainable: one tfsac run, resumed from its own checkpoint when there is one
-    (a retry), reporting each evaluation to Tune (which may stop it there)."""
-    spec = tune_config["trial"]
+class TrialRecord:
+    """The trial's own record in its run directory (TRIAL_FILE): its attempts (a retry is
+    another), the evaluations it reported, and an error or its threads and CPU time."""
+
+    def __init__(self, run_dir: str, name: str):
+        self.path = os.path.join(run_dir, TRIAL_FILE)
+        self.data = read_json(self.path, None) or {"name": name, "evaluations": []}
+        self.data.setdefault("attempts", []).append(
+            {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        )
+        self.save()
+
+    def save(self) -> None:
+        write_atomic(self.path, json.dumps(self.data, indent=2))
+
+    def evaluated(self, evaluation: Dict) -> List[Dict]:
+        """Records an evaluation; returns the evaluations so far. A retry resumes from a
+        checkpoint that may predate evaluations already recorded: those are replaced."""
+        kept = [e for e in self.data["evaluations"] if e["step"] < evaluation["step"]]
+        self.data["evaluations"] = [*kept, evaluation]
+        self.save()
+        return self.data["evaluations"]
+
+    def failed(self, error: str) -> None:
+        self.data["error"] = error
+        self.save()
+
+    def finished(self, evaluations: List[Dict]) -> None:
+        self.data["evaluations"] = evaluations
+        self.data["attempts"][-1].update(threads_by_name=_thread_names(), cpu_s=_cpu_seconds())
+        self.save()
+
+
+def _set_up_worker(threads: int, run_dir: str) -> None:
+    """TF's thread pools (before its first op in this worker process, which fixes their
+    sizes), and the run's train.log with tfsac's own lines."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-
-    # Before TF's first op in this worker process, which fixes the pools' sizes.
-    tf.config.threading.set_intra_op_parallelism_threads(spec["threads"])
-    tf.config.threading.set_inter_op_parallelism_threads(spec["threads"])
+    import tensorflow as tf  # in the trial's worker only
     from absl import logging as absl_logging
-    from ray import tune
 
-    from tfsac.run.trainer import train  # TensorFlow: in the trial's worker only
-
-    config = SACConfig.from_dict(spec["config"])
-    run_dir = config.run_dir
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
     os.makedirs(run_dir, exist_ok=True)
     handler = logging.FileHandler(os.path.join(run_dir, "train.log"))
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -77,35 +102,33 @@ def run_trial(tune_config: Dict) -> None:
     absl_logging.get_absl_logger().addHandler(handler)
     absl_logging.set_verbosity(absl_logging.INFO)
 
-    record_path = os.path.join(run_dir, TRIAL_FILE)
-    record = read_json(record_path, None) or {"name": spec["name"], "evaluations": []}
-    record.setdefault("attempts", []).append(
-        {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
-    )
-    write_atomic(record_path, json.dumps(record, indent=2))
+
+def run_trial(tune_config: Dict) -> None:
+    """The Tune trainable: one tfsac run, resumed from its own checkpoint when there is one
+    (a retry), reporting each evaluation to Tune (which may stop it there)."""
+    spec = tune_config["trial"]
+    config = SACConfig.from_dict(spec["config"])
+    _set_up_worker(spec["threads"], config.run_dir)
+    from ray import tune
+
+    from tfsac.run.trainer import train  # TensorFlow: in the trial's worker only
+
+    record = TrialRecord(config.run_dir, spec["name"])
 
     def on_evaluation(evaluation: Dict) -> None:
-        if evaluation["step"] >= config.total_steps:
-            return  # reported with the summary, below
-        # A retry resumes from a checkpoint that may predate evaluations already recorded.
-        kept = [e for e in record["evaluations"] if e["step"] < evaluation["step"]]
-        record["evaluations"] = [*kept, evaluation]
-        write_atomic(record_path, json.dumps(record, indent=2))
-        tune.report(_metrics(record["evaluations"], finished=False))
+        if evaluation["step"] < config.total_steps:  # the last: with the summary, below
+            tune.report(_metrics(record.evaluated(evaluation), finished=False))
 
     try:
         result = train(config, resume=True, on_evaluation=on_evaluation)
     except TfsacError as e:
         # A bad env, NaN losses, an unwritable disk: a retry would fail the same way.
-        record["error"] = first_line(e)
-        write_atomic(record_path, json.dumps(record, indent=2))
+        record.failed(first_line(e))
         failed = {"eval_return": math.nan, "best_eval_return": math.nan, "env_steps": 0}
-        tune.report({**failed, "error": record["error"]})
+        tune.report({**failed, "error": record.data["error"]})
         return
     summary = result.summary
-    record["evaluations"] = summary["evaluations"]
-    record["attempts"][-1].update(threads_by_name=_thread_names(), cpu_s=_cpu_seconds())
-    write_atomic(record_path, json.dumps(record, indent=2))
+    record.finished(summary["evaluations"])
     tune.report(
         {
             **_metrics(summary["evaluations"], finished=True),

@@ -104,8 +104,8 @@ def compare(
                 {
                     "round": i + 1,
                     "first": order[0],
-                    "baseline_env_steps_per_s": rates["baseline"],
-                    "env_steps_per_s": rates["working"],
+                    "baseline_env_steps_per_s": round(rates["baseline"], 2),
+                    "env_steps_per_s": round(rates["working"], 2),
                     "ratio": round(ratios[-1], 3),
                 }
             )

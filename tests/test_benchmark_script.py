@@ -160,6 +160,7 @@ def test_baseline_rounds_alternate_the_two_trees_and_print_their_ratios(tmp_path
     assert rounds[-1] == {"median_ratio": 1.1, "ratios": [1.1, 1.1, 1.1]}
 
 
+@pytest.mark.slow
 def test_the_probe_times_the_learning_phase_of_a_real_run():
     baseline = _baseline_module()
     fields = baseline.probe_fields(

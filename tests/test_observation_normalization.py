@@ -49,7 +49,12 @@ def test_the_mlp_networks_share_one_normaliser_and_only_without_it_are_unchanged
     assert not np.allclose(learner.act(obs, deterministic=True), before)
 
 
-@pytest.mark.parametrize("options", sorted(NORMALISED))
+# CrossQ's with -m slow: its normaliser is the MLP's, ahead of the batch renormalisation
+# (whose numpy twin tests/test_numpy_actor.py checks).
+@pytest.mark.parametrize(
+    "options",
+    [pytest.param(n, marks=pytest.mark.slow) if n == "crossq" else n for n in sorted(NORMALISED)],
+)
 def test_a_run_normalises_what_it_collects_exports_and_resumes_it(tmp_path, options):
     options = NORMALISED[options]
     config = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=20, **options)

@@ -71,7 +71,8 @@ def test_the_actor_normalises_raw_observations_itself():
     )
 
 
-@pytest.mark.parametrize("jit", [True, False])
+# Without XLA (a debugging path) with -m slow: the same graph, another 10 s.
+@pytest.mark.parametrize("jit", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_an_update_call_folds_new_observations_in_as_observe_does(jit):
     """The training loop hands each chunk's observations to the update call, which merges
     them (in float64, in the compiled call) before its gradient step: the same statistics

@@ -83,6 +83,18 @@ class SpaceEnv(gym.Env):
         return self.observation_space.sample(), float(np.sum(action)), False, self.t >= 10, {}
 
 
+def run_script(name, args, cwd):
+    """scripts/<name>.py with `args` in `cwd`, as a user runs it: the finished process, its
+    output captured."""
+    import subprocess
+    import sys
+
+    script = os.path.join(REPO_ROOT, "scripts", f"{name}.py")
+    return subprocess.run(
+        [sys.executable, script, *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
 def tiny_config(tmp_path, env_id, name="run", **overrides):
     """A SACConfig for runs of a few dozen steps with tiny networks, outputs in tmp_path."""
     from tfsac import SACConfig

@@ -7,11 +7,10 @@ others need it), once per session; each case is its own test."""
 import concurrent.futures
 import json
 import os
-import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, run_script
 
 from tfsac.errors import TfsacError
 
@@ -146,13 +145,7 @@ def outcomes(tmp_path_factory):
         if script == "sweep" and not any(a.startswith("--sweep_dir") for a in args):
             args = [*args, "--sweep_dir=sweep"]
         before = _snapshot(folder)
-        proc = subprocess.run(
-            [sys.executable, os.path.join(SCRIPTS, f"{script}.py"), *args],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        proc = run_script(script, args, folder)
         return proc, before == _snapshot(folder)
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:

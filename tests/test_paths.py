@@ -7,17 +7,14 @@ test's root are compared with the folders named."""
 import concurrent.futures
 import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
-from conftest import REPO_ROOT, tiny_config
+from conftest import REPO_ROOT, run_script, tiny_config
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, train
 from tfsac.paths import check_plain_name, is_plain_name
 from tfsac.scale.sweeps.plan import TrialFactory, config_tag, plan_sweep
 
-SCRIPTS = os.path.join(REPO_ROOT, "scripts")
 # "<outside>" stands for an absolute path beside the named folders.
 HOSTILE = [
     "../evil",
@@ -87,14 +84,7 @@ def test_hostile_names_write_nothing_outside_the_named_folders(trained, monkeypa
     # The scripts: each hostile name is one error line; the plain names write, but only
     # into the folders named on their command lines.
     def script(name, *args):
-        done = subprocess.run(
-            [sys.executable, os.path.join(SCRIPTS, f"{name}.py"), *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        return (name, args, done)
+        return (name, args, run_script(name, args, cwd))
 
     refused = []
     # The scripts share the rule checked above with every name: a few names each here.

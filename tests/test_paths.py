@@ -9,7 +9,7 @@ import os
 import pathlib
 
 import pytest
-from conftest import REPO_ROOT, run_script, tiny_config
+from conftest import run_script, tiny_config
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, train
 from tfsac.paths import check_plain_name, is_plain_name

@@ -100,6 +100,10 @@ class SACLearner:
         """Folds collected observations into the observation normaliser (where there is one)."""
         self.sac.observe(observations)
 
+    def set_reward_divisor(self, divisor: float) -> None:
+        """What the update divides rewards by (normalize_rewards; an error without)."""
+        self.sac.reward_divisor.assign(np.float32(divisor))
+
     def trace_counts(self) -> Dict[str, int]:
         """How often the update and the sampling policy were traced. Each trace is a new
         XLA compilation; more than one means the calls' shapes kept changing."""

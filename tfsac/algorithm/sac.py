@@ -83,6 +83,13 @@ class SAC:
         # The actor step's metrics, reported again on the steps that skip it (policy_delay).
         self._last_actor_metrics = [tf.Variable(0.0, trainable=False) for _ in range(3)]
         self.update_rng = tf.random.Generator.from_seed(config.seed)
+        # What the update divides rewards by (normalize_rewards: the run sets it from the
+        # running std of the discounted return); None without.
+        self.reward_divisor = (
+            tf.Variable(1.0, trainable=False, name="reward_divisor")
+            if config.normalize_rewards
+            else None
+        )
         # Optimizer slots exist before the first trace (and before any checkpoint).
         self.actor_optimizer.build(self.actor.trainable_variables)
         self.critic_optimizer.build(self.critic.trainable_variables)
@@ -109,6 +116,7 @@ class SAC:
             **self.variant.checkpoint_objects(),
             "update_rng": self.update_rng,
             "obs_normalizer": self.obs_normalizer,  # also inside the networks
+            "reward_divisor": self.reward_divisor,
         }
         return {name: obj for name, obj in objects.items() if obj is not None}
 
@@ -152,6 +160,8 @@ class SAC:
         alpha = self.temperature.alpha()
         seeds = tf.cast(self.update_rng.make_seeds(self.variant.seeds_needed), tf.int32)
         reward = cfg.reward_scale * batch["reward"]
+        if self.reward_divisor is not None:
+            reward = reward / self.reward_divisor
 
         # Critic step (Eq. 5) on the variant's target (SAC's: Eqs. 2-3), then the
         # variant's own step against the updated critics (v1's V).

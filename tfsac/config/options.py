@@ -172,6 +172,14 @@ class OptimOptions:
     reward_scale: float = option(
         1.0, "rewards are multiplied by this in the TD target", OPTIM, check=POSITIVE_FINITE
     )
+    # SB3's VecNormalize(norm_reward=True) without its staleness: the replay keeps raw
+    # rewards and each update divides by the statistics of its own moment.
+    normalize_rewards: bool = option(
+        False,
+        "divide rewards in the update by the running std of the discounted return "
+        "(kept out of exports; returns are logged and evaluated raw)",
+        OPTIM,
+    )
 
 
 @dataclasses.dataclass

@@ -27,6 +27,9 @@ class Transitions:
     terminated: np.ndarray
     # (return, length) of each episode that ended in this step.
     finished_episodes: List[tuple]
+    # Each copy's discounted return of its episode so far, this step's reward included
+    # (the collector's gamma): what reward normalisation takes the spread of.
+    discounted_return: Optional[np.ndarray] = None
 
     def first_nonfinite(self) -> Optional[str]:
         """'reward (<value>)' or 'observation' for a NaN or Inf the env returned, else None."""
@@ -52,15 +55,19 @@ class Collector:
     time-limit truncation bootstraps from it.
     """
 
-    def __init__(self, env_fn: EnvFn, spec: EnvSpec, num_envs: int, mode: str, seed: int):
+    def __init__(
+        self, env_fn: EnvFn, spec: EnvSpec, num_envs: int, mode: str, seed: int, gamma: float = 0.99
+    ):
         self.env = make_vector_env(env_fn, num_envs, mode)
         self.spec = spec
         self.num_envs = num_envs
+        self.gamma = gamma
         self.warmup_rng = np.random.default_rng(seed)
         self._low = np.asarray(spec.action_low, np.float32)
         self._high = np.asarray(spec.action_high, np.float32)
         self.observation: Optional[np.ndarray] = None
         self._returns = np.zeros(num_envs)
+        self._discounted = np.zeros(num_envs)
         self._lengths = np.zeros(num_envs, np.int64)
         self._saved: tuple = ({}, None)  # a checkpoint's state and snapshot, for start()
 
@@ -69,6 +76,7 @@ class Collector:
         obs, _ = self.env.reset(seed=seed)
         self.observation = np.asarray(obs, np.float32)
         self._returns[:] = 0.0
+        self._discounted[:] = 0.0
         self._lengths[:] = 0
         return self.observation
 
@@ -83,6 +91,8 @@ class Collector:
         new_obs, reward, terminated, truncated, info = self.env.step(action)
         new_obs = np.asarray(new_obs, np.float32)
         self._returns += reward
+        self._discounted = self.gamma * self._discounted + reward
+        discounted = self._discounted.copy()
         self._lengths += 1
         next_obs, finished = new_obs, []
         done = np.logical_or(terminated, truncated)
@@ -91,9 +101,9 @@ class Collector:
             for i in np.flatnonzero(done):
                 next_obs[i] = info["final_obs"][i]
                 finished.append((float(self._returns[i]), int(self._lengths[i])))
-                self._returns[i], self._lengths[i] = 0.0, 0
+                self._returns[i], self._discounted[i], self._lengths[i] = 0.0, 0.0, 0
         transitions = Transitions(
-            self.observation, unit_action, reward, next_obs, terminated, finished
+            self.observation, unit_action, reward, next_obs, terminated, finished, discounted
         )
         self.observation = new_obs
         return transitions
@@ -104,6 +114,7 @@ class Collector:
         return {
             "action_rng": self.warmup_rng.bit_generator.state,
             "episode_returns": self._returns.tolist(),
+            "episode_discounted_returns": self._discounted.tolist(),
             "episode_lengths": self._lengths.tolist(),
         }
 
@@ -145,6 +156,8 @@ class Collector:
                 self.env.envs = envs
                 self.observation = observation
                 self._returns[:] = state["episode_returns"]
+                # Absent in checkpoints from before reward normalisation: new sums then.
+                self._discounted[:] = state.get("episode_discounted_returns", 0.0)
                 self._lengths[:] = state["episode_lengths"]
                 return True
         self.reset(seed=seed)

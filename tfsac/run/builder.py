@@ -159,7 +159,7 @@ def _make_source(config, start: Start, learner, schedule, actor_fn, resumes) -> 
         make = env_runners("make")
         return make(config, start.env_fn, start.spec, learner, schedule, actor_fn, resumes)
     collector = Collector(
-        start.env_fn, start.spec, config.num_envs, config.vector_mode, config.seed
+        start.env_fn, start.spec, config.num_envs, config.vector_mode, config.seed, config.gamma
     )
     return LocalSource(collector, learner, schedule, config.seed, config.total_steps)
 

@@ -187,6 +187,7 @@ class Trainer:
         if bad is not None:
             raise self.updates.nonfinite(f"the env returned a non-finite {bad} at step {loop.step}")
         self.buffer.add(*transitions.as_tuple())
+        self.updates.observe_returns(transitions.discounted_return)
         for episode_return, length in transitions.finished_episodes:
             loop.record_episode(episode_return, length)
         if self.learning_clock.running:

@@ -12,6 +12,7 @@ from tfsac.algorithm.learner import SACLearner
 from tfsac.config import SACConfig
 from tfsac.config.schedules import parse_schedule
 from tfsac.data.replay import ReplayBuffer
+from tfsac.data.return_normalizer import ReturnNormalizer
 from tfsac.errors import TfsacError
 from tfsac.run.clock import Stopwatch
 
@@ -38,15 +39,25 @@ class Updates:
         self.owed = 0
         self.metrics: Optional[Dict[str, float]] = None
         self.count = 0  # updates the learner has run, over all sessions
+        self.returns = ReturnNormalizer() if config.normalize_rewards else None
+
+    def observe_returns(self, discounted_returns: Optional[np.ndarray]) -> None:
+        """Folds collected steps' discounted returns into the reward normaliser (if any)."""
+        if self.returns is not None and discounted_returns is not None:
+            self.returns.update(discounted_returns)
 
     def load_state(self, state: Dict, step: int) -> None:
         self.owed = state["owed_updates"]
+        if self.returns is not None:  # a resume keeps normalize_rewards (resume_changes)
+            self.returns.load_state(state["return_statistics"])
         # The checkpoint holds the rates of its step; the config of this run decides them.
         self.lr_factor = self.lr_schedule(step, self.config.total_steps)
         self.learner.set_learning_rate_factor(self.lr_factor)
 
     def state(self) -> Dict:
-        return {"owed_updates": self.owed}
+        if self.returns is None:
+            return {"owed_updates": self.owed}
+        return {"owed_updates": self.owed, "return_statistics": self.returns.state()}
 
     def start(self) -> int:
         self.count = self.learner.update_count
@@ -93,6 +104,8 @@ class Updates:
         if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
             self.learner.set_learning_rate_factor(factor)
             self.lr_factor = factor
+        if self.returns is not None:
+            self.learner.set_reward_divisor(self.returns.divisor)
         batches = self.buffer.sample_packed(self.config.batch_size, gradient_steps)
         action = None
         if observation is None:

@@ -138,7 +138,9 @@ class EnvRunner:
         # an actor's constructor reaches the caller only as text inside Ray's own message.
         self.error: Optional[TfsacError] = None
         try:
-            self.collector = Collector(env_fn, spec, cfg.envs_per_actor, "sync", action_seed)
+            self.collector = Collector(
+                env_fn, spec, cfg.envs_per_actor, "sync", action_seed, cfg.gamma
+            )
             self.collector.reset(reset_seed)
         except Exception as e:  # noqa: BLE001 - any env error becomes one line
             self.error = self._env_error("could not make or reset its env", e)
@@ -191,7 +193,8 @@ class EnvRunner:
 def _concatenate(steps: List[Transitions]) -> Transitions:
     arrays = [np.concatenate(field) for field in zip(*(t.as_tuple() for t in steps), strict=True)]
     episodes = [e for t in steps for e in t.finished_episodes]
-    return Transitions(*arrays, finished_episodes=episodes)
+    discounted = np.concatenate([t.discounted_return for t in steps])
+    return Transitions(*arrays, finished_episodes=episodes, discounted_return=discounted)
 
 
 class RunnerPool:

@@ -7,10 +7,15 @@ runs (the JSON lines of ../shared/peers/learn.py) on the same envs and seeds.
 Prints a Markdown table (per env and library: seeds, the final evaluation return as mean ±
 std over seeds, env steps/s) and writes it to <out_dir>/results.md, with one PNG of the
 evaluation curves (mean ± std over seeds) per env. Runs of another algorithm or network are
-labelled with it ("tfsac tqc", "sbx crossq", "sbx simba"). With --reach=R the table says
-how many env steps each library's seeds took to a deterministic evaluation of at least R,
-and with --idle_rates=tfsac=130,sbx=125 (learning-phase env steps/s measured side by side
-on an idle machine, `scripts/benchmark.py --peers`) what that is in minutes at those rates.
+labelled with it ("tfsac tqc", "sbx crossq", "sbx simba"). With --reach=R (or per env,
+--reach=Hopper-v5=1000,Ant-v5=2000) the table says how many env steps each library's seeds
+took to a deterministic evaluation of at least R, and with --idle_rates=tfsac=130,sbx=125
+(learning-phase env steps/s measured side by side on an idle machine,
+`scripts/benchmark.py --peers`) what that is in minutes at those rates.
+
+--curve_data=DIR also writes each finished run's curve as DIR/<env>-<library>-<algorithm>-
+seed<k>.csv (`# key: value` lines, then env_step,return_mean), small files to commit as
+runs finish; --curves='DIR/*.csv' builds the table and figures from them alone.
 """
 
 import dataclasses
@@ -28,10 +33,14 @@ from absl import app, flags  # noqa: E402
 from tfsac.algorithm.architectures import ARCHITECTURES  # noqa: E402 - TF-free
 from tfsac.config import SACConfig  # noqa: E402
 
-flags.DEFINE_string("runs", None, "Glob of tfsac run directories.", required=True)
+flags.DEFINE_string("runs", "", "Glob of tfsac run directories.")
 flags.DEFINE_string("peer_results", "", "Glob of learn.py JSON files (one run each).")
+flags.DEFINE_string("curves", "", "Glob of curve files that --curve_data wrote.")
+flags.DEFINE_string("curve_data", "", "Also write each run's curve file into this folder.")
 flags.DEFINE_string("out_dir", "docs/benchmarks", "Folder of results.md and the PNGs.")
-flags.DEFINE_float("reach", None, "Also tabulate the env steps to an evaluation of this return.")
+flags.DEFINE_list(
+    "reach", [], "Also tabulate the env steps to an evaluation of this return: R, or env=R,..."
+)
 flags.DEFINE_list("idle_rates", [], "label=env steps/s pairs turning --reach steps into minutes.")
 FLAGS = flags.FLAGS
 
@@ -117,6 +126,65 @@ def peer_runs(pattern):
     return found
 
 
+CURVE_KEYS = ("env", "library", "seed", "final_return", "env_steps_per_s")
+
+
+def curve_file_name(env: str, lib: str, seed) -> str:
+    """<env>-<library>-<algorithm>[-<network>]-seed<k>.csv, e.g. hopper_v5-sbx-crossq-seed0."""
+    words = lib.split()
+    words += ["sac"] if len(words) == 1 else []
+    return f"{env.lower().replace('-', '_')}-{'-'.join(words)}-seed{seed}.csv"
+
+
+def write_curve(out_dir: str, env: str, lib: str, run) -> str:
+    """One run's curve file (see the module docstring); returns its path."""
+    path = os.path.join(out_dir, curve_file_name(env, lib, run["seed"]))
+    header = dict(zip(CURVE_KEYS, (env, lib, run["seed"], run["final"], run["steps_per_s"])))
+    lines = [f"# {k}: {v}" for k, v in header.items()] + ["env_step,return_mean"]
+    lines += [f"{int(s)},{float(r):.2f}" for s, r in zip(run["steps"], run["returns"], strict=True)]
+    os.makedirs(out_dir, exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def curve_runs(pattern):
+    """(env, library, run) of each curve file that `pattern` matches."""
+    import numpy as np
+
+    found = []
+    for path in sorted(glob.glob(pattern)) if pattern else []:
+        with open(path) as f:
+            lines = f.read().splitlines()
+        header = dict(line[2:].split(": ", 1) for line in lines if line.startswith("# "))
+        rows = [line.split(",") for line in lines if line and line[0].isdigit()]
+        if set(CURVE_KEYS) - set(header) or not rows:
+            fail(f"{path} is not a curve file of --curve_data (its header or rows are missing)")
+        steps, returns = (np.array(v, float) for v in zip(*rows, strict=True))
+        run = dict(
+            seed=int(header["seed"]),
+            steps=steps,
+            returns=returns,
+            final=float(header["final_return"]),
+            steps_per_s=float(header["env_steps_per_s"]),
+        )
+        found.append((header["env"], header["library"], run))
+    return found
+
+
+def parse_reach(items):
+    """--reach's items as {env or None (every env): return}."""
+    targets = {}
+    for item in items:
+        env, _, value = item.rpartition("=")
+        try:
+            targets[env or None] = float(value)
+        except ValueError:
+            fail(f"--reach takes R or env=R items, got {item!r}")
+    return targets
+
+
 def reach_cells(runs, target, rate):
     """The --reach columns of one library: mean env steps of the seeds that got there (and
     how many did), and those steps in minutes at `rate` env steps/s (or '-')."""
@@ -129,7 +197,8 @@ def reach_cells(runs, target, rate):
 
 
 def write_report(groups, out_dir, reach=None, rates=None):
-    """results.md and one PNG per env; returns the table's lines."""
+    """results.md and one PNG per env; returns the table's lines. `reach`: {env or None
+    (any env): the return whose env steps are tabulated}."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -143,9 +212,9 @@ def write_report(groups, out_dir, reach=None, rates=None):
         "| env | library | seeds | final return (mean ± std over seeds) | env steps/s |",
         "| --- | --- | --- | ---: | ---: |",
     ]
-    if reach is not None:
-        lines[0] += f" env steps to {reach:g} | minutes to {reach:g} at the idle rate |"
-        lines[1] += " ---: | ---: |"
+    if reach:
+        lines[0] += " return reached | env steps to it | minutes to it at the idle rate |"
+        lines[1] += " ---: | ---: | ---: |"
     for env, libs in sorted(groups.items()):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for lib, runs in sorted(libs.items()):
@@ -156,9 +225,12 @@ def write_report(groups, out_dir, reach=None, rates=None):
                 f"| {env} | {lib} | {seeds} | {finals.mean():.0f} ± {finals.std():.0f} | "
                 f"{rate:.0f} |"
             )
-            if reach is not None:
-                steps_cell, minutes = reach_cells(runs, reach, (rates or {}).get(lib))
-                lines[-1] += f" {steps_cell} | {minutes} |"
+            target = (reach or {}).get(env, (reach or {}).get(None))
+            if reach and target is None:
+                lines[-1] += " - | - | - |"
+            elif reach:
+                steps_cell, minutes = reach_cells(runs, target, (rates or {}).get(lib))
+                lines[-1] += f" {target:,.0f} | {steps_cell} | {minutes} |"
             steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
             ax.plot(steps, mean, label=f"{lib} ({len(runs)} seeds)")
             ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
@@ -182,14 +254,20 @@ def main(argv):
         rates = {k: float(v) for k, v in (pair.split("=") for pair in FLAGS.idle_rates)}
     except ValueError:
         fail(f"--idle_rates takes label=env steps/s pairs, got {','.join(FLAGS.idle_rates)}")
+    reach = parse_reach(FLAGS.reach)
     groups = defaultdict(lambda: defaultdict(list))
-    for env, lib, run in tfsac_runs(FLAGS.runs):
+    found = tfsac_runs(FLAGS.runs) if FLAGS.runs else []
+    found += peer_runs(FLAGS.peer_results) + curve_runs(FLAGS.curves)
+    for env, lib, run in found:
         groups[env][lib].append(run)
-    for env, lib, run in peer_runs(FLAGS.peer_results):
-        groups[env][lib].append(run)
+        if FLAGS.curve_data:
+            write_curve(FLAGS.curve_data, env, lib, run)
     if not groups:
-        fail(f"no finished runs match --runs={FLAGS.runs} or --peer_results={FLAGS.peer_results}")
-    print("\n".join(write_report(groups, FLAGS.out_dir, FLAGS.reach, rates)))
+        fail(
+            f"no finished runs match --runs={FLAGS.runs!r}, --peer_results="
+            f"{FLAGS.peer_results!r} or --curves={FLAGS.curves!r}"
+        )
+    print("\n".join(write_report(groups, FLAGS.out_dir, reach, rates)))
 
 
 if __name__ == "__main__":

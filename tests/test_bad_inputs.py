@@ -112,6 +112,8 @@ CASES = [
     # plot.py
     ("plot", ["--run_dirs=missing"], "missing"),
     ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "cannot write"),
+    ("benchmark_report", ["--curves=blocker"], "blocker is not a curve file"),
+    ("benchmark_report", ["--runs=none*", "--reach=Hopper-v5=far"], "--reach takes R or env=R"),
 ]
 
 

@@ -61,8 +61,9 @@ def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
             f"--runs={tmp_path / 'sweep' / '*' / 'seed*'}",
             f"--peer_results={tmp_path / 'sbx' / '*.json'}",
             f"--out_dir={out}",
-            "--reach=250",
+            "--reach=Hopper-v5=250",
             "--idle_rates=tfsac tqc=1,sbx tqc=0.5",
+            f"--curve_data={tmp_path / 'data'}",
         ],
         capture_output=True,
         text=True,
@@ -72,13 +73,39 @@ def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
     # Steps to 250: tfsac's seed 1 at its 2nd evaluation (20 steps), seed 0 never; SBX's
     # seed 1 at 20. TQC: seed 0 at its 2nd (20), seed 1 at its 1st (10): mean 15, which is
     # 0.25 minutes at 1 step/s; SBX's TQC at 30 steps, 1 minute at 0.5 steps/s.
-    assert "| Hopper-v5 | sbx | 0,1 | 300 ± 100 | 50 | 20 (1/2) | - |" in proc.stdout
-    assert "| Hopper-v5 | tfsac | 0,1 | 200 ± 100 | 60 | 20 (1/2) | - |" in proc.stdout
-    assert "| Hopper-v5 | tfsac tqc | 0,1 | 850 ± 50 | 50 | 15 (2/2) | 0.2 |" in proc.stdout
-    assert "| Hopper-v5 | sbx tqc | 0 | 650 ± 0 | 40 | 30 (1/1) | 1.0 |" in proc.stdout
+    assert "| Hopper-v5 | sbx | 0,1 | 300 ± 100 | 50 | 250 | 20 (1/2) | - |" in proc.stdout
+    assert "| Hopper-v5 | tfsac | 0,1 | 200 ± 100 | 60 | 250 | 20 (1/2) | - |" in proc.stdout
+    assert "| Hopper-v5 | tfsac tqc | 0,1 | 850 ± 50 | 50 | 250 | 15 (2/2) | 0.2 |" in proc.stdout
+    assert "| Hopper-v5 | sbx tqc | 0 | 650 ± 0 | 40 | 250 | 30 (1/1) | 1.0 |" in proc.stdout
     assert "skipped (not finished): " + str(tmp_path / "sweep" / "base" / "seed2") in proc.stderr
     assert "skipped (not finished): " + str(tmp_path / "sbx" / "d.json") in proc.stderr
     assert (out / "hopper_v5.png").stat().st_size > 0
     assert (out / "results.md").read_text().strip().splitlines()[2:] == (
         proc.stdout.strip().splitlines()[2:]
     )
+    # The curve files alone (what docs/benchmarks/data keeps) give the same table.
+    names = sorted(p.name for p in (tmp_path / "data").iterdir())
+    assert names == [
+        "hopper_v5-sbx-sac-seed0.csv",
+        "hopper_v5-sbx-sac-seed1.csv",
+        "hopper_v5-sbx-tqc-seed0.csv",
+        "hopper_v5-tfsac-sac-seed0.csv",
+        "hopper_v5-tfsac-sac-seed1.csv",
+        "hopper_v5-tfsac-tqc-seed0.csv",
+        "hopper_v5-tfsac-tqc-seed1.csv",
+    ]
+    again = subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            f"--curves={tmp_path / 'data' / '*.csv'}",
+            f"--out_dir={tmp_path / 'again'}",
+            "--reach=250",
+            "--idle_rates=tfsac tqc=1,sbx tqc=0.5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == proc.stdout

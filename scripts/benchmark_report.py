@@ -139,9 +139,11 @@ def curve_file_name(env: str, lib: str, seed) -> str:
 def write_curve(out_dir: str, env: str, lib: str, run) -> str:
     """One run's curve file (see the module docstring); returns its path."""
     path = os.path.join(out_dir, curve_file_name(env, lib, run["seed"]))
-    header = dict(zip(CURVE_KEYS, (env, lib, run["seed"], run["final"], run["steps_per_s"])))
-    lines = [f"# {k}: {v}" for k, v in header.items()] + ["env_step,return_mean"]
-    lines += [f"{int(s)},{float(r):.2f}" for s, r in zip(run["steps"], run["returns"], strict=True)]
+    values = (env, lib, run["seed"], run["final"], run["steps_per_s"])
+    lines = [f"# {k}: {v}" for k, v in zip(CURVE_KEYS, values, strict=True)]
+    lines.append("env_step,return_mean")
+    points = zip(run["steps"], run["returns"], strict=True)
+    lines += [f"{int(step)},{float(value):.2f}" for step, value in points]
     os.makedirs(out_dir, exist_ok=True)
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -125,6 +125,11 @@ def _say_quantization_error(version_dir) -> None:
     from tfsac.deploy.formats import quantization_error
 
     error = quantization_error(version_dir)
+    # The quantized model takes policy.tflite's name: say so, it replaced any float32 one.
+    print(
+        f"{os.path.join(version_dir, 'policy.tflite')} is the {FLAGS.quantize}-quantized "
+        "model (it replaces a float32 policy.tflite; the SavedModel is unchanged)"
+    )
     print(f"{FLAGS.quantize} quantization: largest action error {error:.3g} on 1000 observations")
 
 

@@ -59,3 +59,19 @@ def test_a_mistake_through_an_entry_point_is_one_line(tmp_path):
     proc = _run([sys.executable, "-m", "tfsac", "trian"], tmp_path)
     assert proc.returncode == 2 and proc.stderr.startswith("error: unknown command 'trian'")
     assert not os.listdir(tmp_path)
+
+
+def test_the_library_keeps_tensorflows_start_up_lines_to_itself(tmp_path):
+    # A user's script: tfsac first, then TensorFlow through it and on its own (XLA too).
+    code = (
+        "import tfsac, tensorflow as tf\n"
+        "tfsac.SACLearner\n"
+        "tf.function(lambda x: 2 * x, jit_compile=True)(tf.constant(1.0))\n"
+        "print('ok')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_CPP", "TFSAC_TF"))}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0 and done.stdout == "ok\n"
+    assert done.stderr == ""  # no CUDA probe, oneDNN, CPU or XLA notices

@@ -293,14 +293,17 @@ def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_p
             [sys.executable, script, *args], capture_output=True, text=True, timeout=300
         )
         assert done.returncode == 0, done.stderr[-2000:]
+        assert "XNNPACK" not in done.stderr and "cuInit" not in done.stderr
         return done.stdout
 
     out = run(f"--saved_model={result.saved_model_path}", "--formats=tflite", "--quantize=float16")
     lines = out.splitlines()
     assert lines[0] == os.path.join(result.saved_model_path, "policy.tflite")
+    assert "is the float16-quantized model (it replaces a float32 policy.tflite" in lines[1]
     assert re.fullmatch(
-        r"float16 quantization: largest action error \S+ on 1000 observations", lines[1]
+        r"float16 quantization: largest action error \S+ on 1000 observations", lines[2]
     )
+    assert len(lines) == 3
     assert not [n for n in os.listdir(result.saved_model_path) if n.startswith(".")]
     run(f"--run_dir={result.run_dir}", "--formats=onnx", f"--export_dir={tmp_path / 'again'}")
     version = tmp_path / "again" / "pendulum_v1" / "1"

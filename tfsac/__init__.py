@@ -11,7 +11,12 @@ no TensorFlow (the render worker, plotting) start fast and stay out of TF's proc
 
 import importlib
 
+from tfsac.logs import quiet_tensorflow_start
+
 __version__ = "0.1.0"
+# TF's C++ start-up lines (a CUDA error on machines without a GPU, oneDNN notices) are
+# hidden in any process that imports tfsac; TFSAC_TF_LOGS=1 shows them (README).
+quiet_tensorflow_start()
 
 _EXPORTS = {
     "Actor": "algorithm.networks",

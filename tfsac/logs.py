@@ -5,6 +5,8 @@ below every layer: each of them logs."""
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.util
 import logging
 import os
 import sys
@@ -50,6 +52,52 @@ def native_stderr_captured(replay_on_error: bool = True):
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+# Set to 1 to see TensorFlow's C++ start-up lines again (tfsac hides them).
+TF_LOGS_VARIABLE = "TFSAC_TF_LOGS"
+
+
+class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
+    """Finds `tensorflow` through the other finders and imports it with fd 2 captured:
+    TF's C++ start-up lines (CUDA probing on a machine without a GPU, oneDNN and CPU
+    notices) are printed before TF's log filter exists, so a filter cannot hide them."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)  # once; and the search below must not find itself
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
+class _QuietLoader(importlib.abc.Loader):
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        with native_stderr_captured():
+            self.loader.exec_module(module)
+            module.constant(0.0)  # the eager context: its CUDA probe logs an error line
+
+    def __getattr__(self, name):  # is_package, get_code, ... of the real loader
+        return getattr(self.loader, name)
+
+
+def quiet_tensorflow_start() -> None:
+    """Hides TensorFlow's C++ start-up and INFO lines in this process (unless TFSAC_TF_LOGS
+    is 1 or TF is already imported; a TF_CPP_MIN_LOG_LEVEL of the user's is kept). TF-free:
+    it takes effect when something imports TF."""
+    if os.environ.get(TF_LOGS_VARIABLE) == "1" or "tensorflow" in sys.modules:
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later C++ INFO lines (XLA's)
+    if not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _QuietTensorFlowImport())
 
 
 def _mujoco_warning(message: str) -> None:

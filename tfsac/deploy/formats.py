@@ -20,6 +20,7 @@ from typing import Dict, Sequence
 
 from tfsac.deploy.metadata import read_metadata, sample_observations
 from tfsac.errors import TfsacError, first_line
+from tfsac.logs import native_stderr_captured
 
 FILES = {"tflite": "policy.tflite", "onnx": "policy.onnx"}
 QUANTIZATIONS = ("none", "float16", "int8")  # LiteRT's post-training options
@@ -173,7 +174,6 @@ def quantization_error(version_dir: str, count: int = 1000) -> float:
     """The largest action difference between the version's policy.tflite and its
     SavedModel on `count` observations sampled from the observation space."""
     import tensorflow as tf
-    from ai_edge_litert.interpreter import Interpreter
 
     metadata = read_metadata(version_dir)
     served = tf.saved_model.load(version_dir).signatures["serving_default"]
@@ -182,9 +182,20 @@ def quantization_error(version_dir: str, count: int = 1000) -> float:
         dim = served.structured_input_signature[1]["observation"].shape[1]
     obs = sample_observations(metadata.get("observation_space_json"), dim, count, seed=1)
     expected = served(observation=tf.constant(obs))["action"].numpy()
-    lite = Interpreter(model_path=os.path.join(version_dir, FILES["tflite"]))
+    lite = litert_interpreter(os.path.join(version_dir, FILES["tflite"]))
     got = lite.get_signature_runner("serving_default")(observation=obs)["action"]
     return float(abs(got - expected).max())
+
+
+def litert_interpreter(path: str):
+    """A LiteRT interpreter of `path`, allocated without the line that creating its XNNPACK
+    delegate prints ("INFO: Created TensorFlow Lite XNNPACK delegate for CPU.")."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    with native_stderr_captured():
+        lite = Interpreter(model_path=path)
+        lite.allocate_tensors()
+    return lite
 
 
 def check_readable(version_dir: str) -> None:

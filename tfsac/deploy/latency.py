@@ -14,6 +14,8 @@ from typing import Callable, Dict, List
 
 import numpy as np
 
+from tfsac.deploy.formats import litert_interpreter
+
 BATCHES = (1, 64)
 RUNTIMES = ("saved_model_python", "saved_model_c_api", "litert", "onnxruntime")
 _WARMUP_CALLS = 50
@@ -48,13 +50,11 @@ def _python_runner(version_dir: str):
 
 
 def _litert_runner(version_dir: str):
-    from ai_edge_litert.interpreter import Interpreter
-
     runners = {}  # one interpreter per batch size: a new shape means a new allocation
 
     def run(rows):
         if len(rows) not in runners:
-            lite = Interpreter(model_path=os.path.join(version_dir, "policy.tflite"))
+            lite = litert_interpreter(os.path.join(version_dir, "policy.tflite"))
             runners[len(rows)] = lite.get_signature_runner("serving_default")
         return runners[len(rows)](observation=rows)["action"]
 

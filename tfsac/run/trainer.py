@@ -131,6 +131,11 @@ class Trainer:
             ret = self.loop.mean_recent_return()
             self._bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
 
+    def _result(self, saved_model_path: Optional[str], summary: Dict) -> TrainResult:
+        # Absolute, as the SavedModel's path: the caller's directory may change after.
+        run_dir = os.path.abspath(self.run_dir)
+        return TrainResult(self.learner, self.spec, self.buffer, run_dir, saved_model_path, summary)
+
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
         """Trains from the current step to `total_steps`; returns the finished run."""
@@ -138,7 +143,7 @@ class Trainer:
             logging.info("run in %s is already complete", self.run_dir)
             summary = self.parts.files.read_summary()
             saved = summary.get("saved_model_path")
-            return TrainResult(self.learner, self.spec, self.buffer, self.run_dir, saved, summary)
+            return self._result(saved, summary)
         cfg, loop = self.config, self.loop
         self.session_clock = Stopwatch(before=loop.wall_time_s)
         self.session_clock.start()
@@ -245,7 +250,7 @@ class Trainer:
             self.run_dir,
         )
         saved = summary["saved_model_path"]
-        return TrainResult(self.learner, self.spec, self.buffer, self.run_dir, saved, summary)
+        return self._result(saved, summary)
 
 
 def train(config: SACConfig, *, quiet: bool = False, **options) -> TrainResult:

@@ -9,6 +9,7 @@ import pytest
 from conftest import REPO_ROOT, docs_example, tiny_config
 
 from tfsac import TfsacError, train
+from tfsac.run.clock import long_run_notice
 
 
 def _config(tmp_path, env_id, **kw):
@@ -36,10 +37,17 @@ def test_truncation_bootstraps_and_termination_does_not(tmp_path, counter_env_id
     assert np.all(np.abs(buf.action[: len(buf)]) <= 1.0)
 
 
-def test_learning_phase_updates_and_writes_summary(tmp_path, counter_env_id):
+def test_learning_phase_updates_and_writes_summary(tmp_path, counter_env_id, monkeypatch, capfd):
+    import tfsac.run.trainer
+
     records = []
     cfg = _config(tmp_path, counter_env_id, total_steps=60, learning_starts=20, eval_every=30)
+    # Any run is "long" with a limit of 0 s: the notice comes once, at the first speed.
+    notice = lambda left, speed: long_run_notice(left, speed, limit_s=0)  # noqa: E731
+    monkeypatch.setattr(tfsac.run.trainer, "long_run_notice", notice)
     result = train(cfg, on_log=records.append)
+    assert capfd.readouterr().err.count("env steps/s, the 20 steps left take about") == 1
+    assert os.path.isabs(result.run_dir)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary == json.loads(json.dumps(result.summary))
     assert [e["step"] for e in summary["evaluations"]] == [30, 60]
@@ -268,3 +276,9 @@ def test_evaluation_episodes_side_by_side_on_copies_return_what_one_env_returns(
         assert set(widths) == {min(copies, 5)}
         assert len(widths) <= sum(1 + s % 4 for s in seeds)
     assert len(widths) == max(1 + s % 4 for s in seeds)  # five copies' worth: the longest
+
+
+def test_the_long_run_notice_says_the_hours_left_past_an_hour_only():
+    assert long_run_notice(3600 * 50, 50.0) is None  # exactly an hour
+    notice = long_run_notice(900_000, 50.0)
+    assert notice.startswith("at 50 env steps/s, the 900,000 steps left take about 5.0 hours")

@@ -40,3 +40,15 @@ class Stopwatch:
         finally:
             if self._t0 is not None:
                 self._paused += time.perf_counter() - t0
+
+
+def long_run_notice(steps_left: int, steps_per_s: float, limit_s: float = 3600.0) -> Optional[str]:
+    """One line when `steps_left` env steps at `steps_per_s` take longer than `limit_s`
+    (evaluations and checkpoints not counted), else None."""
+    if steps_per_s <= 0 or steps_left / steps_per_s <= limit_s:
+        return None
+    hours = steps_left / steps_per_s / 3600
+    return (
+        f"at {steps_per_s:.0f} env steps/s, the {steps_left:,} steps left take about "
+        f"{hours:.1f} hours; the presets' comments give CPU settings and their speeds"
+    )

@@ -21,7 +21,7 @@ from tfsac.files import SUMMARY_FILE, write_json
 from tfsac.logs import lines_above, progress_bar, progress_lines
 from tfsac.run.builder import ENVS_FILE, build_run
 from tfsac.run.callbacks import Callback, IntervalTrigger
-from tfsac.run.clock import Stopwatch
+from tfsac.run.clock import Stopwatch, long_run_notice
 from tfsac.run.loop_state import run_summary
 from tfsac.run.signals import StopSignals
 from tfsac.run.updates import NonFiniteError
@@ -127,6 +127,11 @@ class Trainer:
         u = self.updates
         self.progress.log(self.loop, u.metrics, steps_per_s, u.lr_factor, self.source.stats())
         self._log_clock = (now, steps)
+        if steps_per_s is not None and not self._timed:  # the first learning-phase speed
+            self._timed = True
+            notice = long_run_notice(self.config.total_steps - self.loop.step, steps_per_s)
+            if notice:
+                logging.warning(notice)
         if self.loop.recent_returns and steps_per_s is not None:
             ret = self.loop.mean_recent_return()
             self._bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
@@ -149,6 +154,7 @@ class Trainer:
         self.session_clock.start()
         # Steps/s of the learning phase only (the warm-up's random actions need no network).
         self._log_clock = (self.learning_clock.seconds(), loop.learning_steps)
+        self._timed = False  # whether this session measured its speed yet
         self._bar = bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
         try:
             with StopSignals() as stop, bar, lines_above(bar):

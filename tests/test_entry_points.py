@@ -63,8 +63,10 @@ def test_a_mistake_through_an_entry_point_is_one_line(tmp_path):
 
 def test_the_library_keeps_tensorflows_start_up_lines_to_itself(tmp_path):
     # A user's script: tfsac first, then TensorFlow through it and on its own (XLA too).
+    # Thread pools can still be sized before the first op (sweep trials and runners do).
     code = (
         "import tfsac, tensorflow as tf\n"
+        "tf.config.threading.set_intra_op_parallelism_threads(1)\n"
         "tfsac.SACLearner\n"
         "tf.function(lambda x: 2 * x, jit_compile=True)(tf.constant(1.0))\n"
         "print('ok')\n"

@@ -59,6 +59,10 @@ OPTIONS = {
         algorithm="tqc", num_critics=5, top_quantiles_to_drop_per_net=0
     ),
     "normalize_observations": dict(normalize_observations=True),
+    "normalize_rewards": dict(normalize_rewards=True),
+    "normalize_observations,normalize_rewards": dict(
+        normalize_observations=True, normalize_rewards=True
+    ),
     "use_sde": dict(use_sde=True),
     "use_sde_at_warmup,sde_sample_freq=8": dict(
         use_sde=True, use_sde_at_warmup=True, sde_sample_freq=8

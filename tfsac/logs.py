@@ -83,7 +83,25 @@ class _QuietLoader(importlib.abc.Loader):
     def exec_module(self, module):
         with native_stderr_captured():
             self.loader.exec_module(module)
-            module.constant(0.0)  # the eager context: its CUDA probe logs an error line
+        _quiet_first_context_start()
+
+
+def _quiet_first_context_start() -> None:
+    """Captures fd 2 while TF's eager context starts (at the first op, which probes CUDA
+    and logs an error line without a GPU), then takes the wrapper out again. The start
+    stays where TF puts it: thread-pool sizes can still be set before the first op."""
+    try:
+        from tensorflow.python.eager import context
+    except ImportError:  # another TF layout: its lines show
+        return
+    start = context.Context.ensure_initialized
+
+    def quiet_start(self):
+        context.Context.ensure_initialized = start  # once
+        with native_stderr_captured():
+            return start(self)
+
+    context.Context.ensure_initialized = quiet_start
 
     def __getattr__(self, name):  # is_package, get_code, ... of the real loader
         return getattr(self.loader, name)

@@ -43,6 +43,7 @@ CASES = [
     ("train", ["--algorithm=qrsac"], "algorithm must be one of crossq, sac, sac_v1, tqc"),
     ("train", ["--algorithm=tqc", "--variant=v1"], "variant v1 is SAC's own"),
     ("train", ["--normalize_observations=maybe"], "normalize_observations must be auto, true"),
+    ("train", ["--normalize_rewards", "--gamma=1"], "normalize_rewards needs gamma < 1"),
     ("train", ["--env_kwargs={bad"], "env_kwargs is not valid JSON"),
     ("train", ["--model_name=a/b"], "model_name must be a folder name"),
     ("train", ["--model_name=.hidden"], "model_name must be a folder name"),

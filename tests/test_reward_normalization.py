@@ -18,14 +18,14 @@ from tfsac.data.return_normalizer import ReturnNormalizer
 
 
 def test_the_divisor_is_the_std_of_every_return_folded_in():
-    normalizer = ReturnNormalizer()
+    normalizer = ReturnNormalizer(gamma=0.9)
     assert normalizer.divisor == 1.0  # before any data
     normalizer.update([1.0, 2.0])
     normalizer.update([3.0])
-    # Returns 1, 2, 3: mean 2, population variance 2/3.
+    # Returns 1, 2, 3: mean 2, population variance 2/3; times 1 - gamma.
     assert normalizer.mean == pytest.approx(2.0)
-    assert normalizer.divisor == pytest.approx(np.sqrt(2 / 3 + 1e-8))
-    again = ReturnNormalizer()
+    assert normalizer.divisor == pytest.approx(0.1 * np.sqrt(2 / 3 + 1e-8))
+    again = ReturnNormalizer(gamma=0.9)
     again.load_state(json.loads(json.dumps(normalizer.state())))
     assert again.divisor == normalizer.divisor
 
@@ -79,10 +79,11 @@ def test_a_run_keeps_raw_rewards_checkpoints_the_statistics_and_exports_without_
     divisor = float(trainer.learner.sac.reward_divisor.numpy())
     statistics = trainer.updates.returns.state()
     # Pendulum's rewards are in [-16.3, 0]: the replay holds them as the env gave them,
-    # and their discounted returns spread by far more than 1.
+    # and their discounted returns spread by far more than 1 / (1 - gamma).
     assert trainer.buffer.reward[:200].min() < -1.0 and trainer.buffer.reward.max() <= 0.0
-    assert statistics["count"] == 200 and divisor > 5.0
-    assert divisor == pytest.approx(np.sqrt(statistics["variance"] + 1e-8), rel=1e-6)
+    assert statistics["count"] == 200 and divisor > 1.0
+    expected = 0.01 * np.sqrt(statistics["variance"] + 1e-8)
+    assert divisor == pytest.approx(expected, rel=1e-6)
     resumed = Trainer(dataclasses.replace(config, total_steps=300), export=False, resume=True)
     assert resumed.updates.returns.state() == statistics
     assert float(resumed.learner.sac.reward_divisor.numpy()) == divisor

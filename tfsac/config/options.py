@@ -176,8 +176,8 @@ class OptimOptions:
     # rewards and each update divides by the statistics of its own moment.
     normalize_rewards: bool = option(
         False,
-        "divide rewards in the update by the running std of the discounted return "
-        "(kept out of exports; returns are logged and evaluated raw)",
+        "divide rewards in the update by (1 - gamma) x the running std of the discounted "
+        "return (kept out of exports; returns are logged and evaluated raw)",
         OPTIM,
     )
 

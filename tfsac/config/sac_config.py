@@ -182,6 +182,11 @@ class SACConfig(
                 f"export_formats ({self.export_formats}) needs export: with export=false "
                 "nothing is exported"
             )
+        if self.normalize_rewards and self.gamma >= 1:
+            raise TfsacError(
+                "normalize_rewards needs gamma < 1: it scales rewards to the discounted "
+                "return's spread over the horizon 1 / (1 - gamma)"
+            )
         if self.batch_size > self.buffer_size:
             raise TfsacError(
                 f"batch_size ({self.batch_size}) is larger than buffer_size ({self.buffer_size})"

@@ -1,9 +1,15 @@
-"""Reward normalisation by the running standard deviation of the discounted return (SB3's
-VecNormalize `norm_reward`, SimbaV2's reward scaling): the replay keeps raw rewards, and
-the update divides each batch's rewards by the current `divisor`. Scaling rewards by a
-positive constant leaves the optimal policy unchanged, and keeps the critics' targets in
-a similar range from task to task; the entropy term then weighs relatively more or less,
-which the learned temperature follows. Returns are always logged and evaluated raw."""
+"""Reward normalisation by the running standard deviation of the discounted return (as
+SB3's VecNormalize `norm_reward` and SimbaV2's reward scaling): the replay keeps raw
+rewards, and the update divides each batch's rewards by the current `divisor`.
+
+The divisor is (1 - gamma) std(G), not SB3's std(G): the returns then spread over the
+effective horizon 1 / (1 - gamma) and a step's reward is of order 1, the scale that SAC's
+temperature defaults (alpha from 1, target entropy -dim(A)) are made for. SB3's returns of
+std 1 leave rewards of order 1 - gamma, against which alpha has to fall by about 1 / (1 -
+gamma) before the rewards count: on Pendulum-v1 that did not happen within 20,000 steps
+(docs/options.md). SB3's scale is this one with reward_scale = 1 - gamma. Scaling rewards
+by a positive constant leaves the optimal policy unchanged. Returns are always logged and
+evaluated raw."""
 
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ class ReturnNormalizer:
 
     epsilon = 1e-8  # as SB3's VecNormalize
 
-    def __init__(self):
+    def __init__(self, gamma: float):
+        self.horizon_factor = 1.0 - gamma  # 0 < 1 - gamma: the config's start checks
         self.count, self.mean, self.variance = 0.0, 0.0, 1.0
 
     def update(self, discounted_returns: np.ndarray) -> None:
@@ -35,8 +42,11 @@ class ReturnNormalizer:
 
     @property
     def divisor(self) -> float:
-        """sqrt(Var[G] + epsilon): what the update divides rewards by (1 before any data)."""
-        return float(np.sqrt(self.variance + self.epsilon)) if self.count else 1.0
+        """(1 - gamma) sqrt(Var[G] + epsilon): what the update divides rewards by (1 before
+        any data)."""
+        if not self.count:
+            return 1.0
+        return float(self.horizon_factor * np.sqrt(self.variance + self.epsilon))
 
     def state(self) -> Dict[str, float]:
         return {"count": self.count, "mean": self.mean, "variance": self.variance}

@@ -39,7 +39,7 @@ class Updates:
         self.owed = 0
         self.metrics: Optional[Dict[str, float]] = None
         self.count = 0  # updates the learner has run, over all sessions
-        self.returns = ReturnNormalizer() if config.normalize_rewards else None
+        self.returns = ReturnNormalizer(config.gamma) if config.normalize_rewards else None
 
     def observe_returns(self, discounted_returns: Optional[np.ndarray]) -> None:
         """Folds collected steps' discounted returns into the reward normaliser (if any)."""

@@ -28,6 +28,10 @@ def test_the_normaliser_keeps_the_mean_and_variance_of_everything_it_saw():
     x = rng.normal(size=(3, 4)).astype(np.float32)
     expected = (x - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)
     np.testing.assert_allclose(norm(x).numpy(), expected, rtol=1e-4)
+    # Hundreds of standard deviations away: clipped to 10 (SB3's clip_obs).
+    far = np.array([[1e3, -1e3, 3.0 + 2.0 * 5, 3.0]], np.float32)
+    got = norm(far).numpy()[0]
+    assert got[0] == 10.0 and got[1] == -10.0 and got[2] < 10.0
 
 
 def _simba(**kw):

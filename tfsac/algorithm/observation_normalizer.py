@@ -12,14 +12,18 @@ from tfsac.data.running_moments import combine_moments
 
 
 class ObservationNormalizer(keras.layers.Layer):
-    """(s - mean) / sqrt(var + 1e-8) with the running mean and variance of every observation
-    the run has collected (SimBa's RSNorm). New observations are folded in on the host
-    (`update`), or inside a compiled call from their `moments` (`merge`: the learner's
-    update call, which saves a training step six eager variable operations). The statistics
-    are non-trainable weights, so they travel with the actor's weights to env runners, into
-    checkpoints and into every export."""
+    """(s - mean) / sqrt(var + 1e-8), clipped to [-10, 10], with the running mean and
+    variance of every observation the run has collected (SimBa's RSNorm). New observations
+    are folded in on the host (`update`), or inside a compiled call from their `moments`
+    (`merge`: the learner's update call, which saves a training step six eager variable
+    operations). The statistics are non-trainable weights, so they travel with the actor's
+    weights to env runners, into checkpoints and into every export."""
 
     epsilon = 1e-8
+    # SB3's VecNormalize clip_obs: a feature that barely varied so far (Ant's contact
+    # forces: variances of 1e-7 in the first 30,000 steps) would otherwise come in at
+    # hundreds or thousands of standard deviations the first time it moves.
+    clip = 10.0
 
     def build(self, input_shape):
         dim = int(input_shape[-1])
@@ -29,7 +33,8 @@ class ObservationNormalizer(keras.layers.Layer):
         self.count = self.add_weight(name="count", shape=(), initializer="zeros", **fixed)
 
     def call(self, observations):
-        return (observations - self.mean) * tf.math.rsqrt(self.variance + self.epsilon)
+        normalized = (observations - self.mean) * tf.math.rsqrt(self.variance + self.epsilon)
+        return tf.clip_by_value(normalized, -self.clip, self.clip)
 
     @staticmethod
     def moments(observations, dim: int) -> np.ndarray:

@@ -89,8 +89,10 @@ def load_recorded(source: str, spec: EnvSpec) -> RecordedData:
         if os.path.isfile(os.path.join(source, CONFIG_FILE)):
             return _from_run_dir(source, spec)
         episodes = _read_dir(source)
-    elif os.path.exists(source) or os.sep in source and not _looks_like_id(source):
-        raise TfsacError(f"offline_data {source!r} is not a folder of recorded data")
+    elif os.path.exists(source):
+        raise TfsacError(f"offline_data {source!r} is a file, not a folder of recorded data")
+    elif os.sep in source and not _looks_like_id(source):
+        raise TfsacError(f"offline_data {source!r}: no such folder")
     else:
         episodes = _minari(source, None)
     return checked(source, episodes, spec)
@@ -140,8 +142,8 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
         import minari  # the optional extra .[offline]
     except ImportError:
         raise TfsacError(
-            f"offline_data {source!r} is a Minari dataset id, and minari is not installed "
-            "(pip install 'tfsac[offline]')"
+            f"offline_data {source!r}: no such folder, and minari, which would read it as a "
+            "Minari dataset id, is not installed (pip install 'tfsac[offline]')"
         ) from None
     try:
         if data_path is None:
@@ -155,9 +157,10 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
             for e in dataset.iterate_episodes()
         ]
     except FileNotFoundError:
+        root = minari.storage.get_dataset_path()
         raise TfsacError(
-            f"no Minari dataset {source!r} here (datasets folder: {minari.storage.get_dataset_path()}); "
-            f"`minari download {source}` fetches a public one"
+            f"offline_data {source!r}: no such folder, and no Minari dataset of that id in "
+            f"{root}; `minari download {source}` fetches a public one"
         ) from None
     except Exception as e:  # noqa: BLE001 - h5py, pyarrow and json errors of a damaged dataset
         raise TfsacError(f"offline_data {source!r}: unreadable Minari dataset: {e}") from None

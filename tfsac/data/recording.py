@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
@@ -66,6 +67,24 @@ def record_episodes(
     return recorded
 
 
+def check_output(output: str, fmt: str, dataset_id: Optional[str]) -> str:
+    """The dataset folder `write_dataset` would make; TfsacError (before any recording)
+    where the format is unknown, the id missing or the folder taken or not writable."""
+    if fmt not in FORMATS:
+        raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "minari" and not dataset_id:
+        raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
+    target = output if fmt == "npz" else os.path.join(output, dataset_id)
+    if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
+        raise TfsacError(f"{target!r} already exists; choose another output or dataset id")
+    parent = os.path.dirname(os.path.abspath(target))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.access(parent, os.W_OK):
+        raise TfsacError(f"cannot write the dataset to {target!r}: {parent!r} is not writable")
+    return target
+
+
 def write_dataset(
     episodes: List[Dict[str, np.ndarray]],
     env_id: str,
@@ -76,13 +95,9 @@ def write_dataset(
 ) -> str:
     """Writes `episodes` of `env_id` under `output`; returns what --offline_data takes:
     the .npz folder `output` itself, or the Minari dataset's folder output/<dataset_id>."""
-    if fmt not in FORMATS:
-        raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    target = output if fmt == "npz" else os.path.join(output, dataset_id or "")
-    if fmt == "minari" and not dataset_id:
-        raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
-    if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
-        raise TfsacError(f"{target!r} already exists; choose another output or dataset id")
+    if not episodes:
+        raise TfsacError("no episodes to write")
+    target = check_output(output, fmt, dataset_id)
     parent = os.path.dirname(os.path.abspath(target))
     try:
         os.makedirs(parent, exist_ok=True)
@@ -98,6 +113,9 @@ def write_dataset(
             written = os.path.join(tmp, dataset_id)
         if os.path.isdir(target):
             os.rmdir(target)  # empty (checked above)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(written, 0o777 & ~umask)  # mkdtemp's folder is the owner's alone
         os.replace(written, target)
     except OSError as e:
         raise TfsacError(f"cannot write the dataset to {target!r}: {e.strerror or e}") from None
@@ -140,13 +158,15 @@ def _write_minari(episodes, env_id: str, root: str, dataset_id: str, description
         )
         for n, e in enumerate(episodes)
     ]
-    with _minari_root(root):
+    with _minari_root(root), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # its advice on authors and permalinks
         minari.create_dataset_from_buffers(
             dataset_id,
             buffers,
             env=env_id,
+            eval_env=env_id,
             algorithm_name="tfsac scripts/collect.py",
-            description=description or None,
+            description=description or f"{len(episodes)} episodes recorded by tfsac",
             data_format="hdf5",
         )
 

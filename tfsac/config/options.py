@@ -320,7 +320,9 @@ class NetOptions:
         choices=("min", "mean"),
     )
     backup_entropy: bool = option(
-        True, "the entropy term -alpha log pi(a'|s') in the TD target (RLPD's sparse tasks: off)", NETS
+        True,
+        "the entropy term -alpha log pi(a'|s') in the TD target (RLPD's sparse tasks: off)",
+        NETS,
     )
     log_std_min: float = option(-20.0, "lower clip of the policy's log-std", NETS)
     log_std_max: float = option(2.0, "upper clip of the policy's log-std", NETS)

@@ -28,7 +28,11 @@ class RecordedReplay:
     def __init__(self, data: RecordedData, n_steps: int, gamma: float):
         self.data, self.n_steps, self.gamma = data, int(n_steps), float(gamma)
         self.size = self.capacity = len(data)
-        self.reward, self.terminated, self.next_index = data.reward, data.terminated, data.next_index
+        self.reward, self.terminated, self.next_index = (
+            data.reward,
+            data.terminated,
+            data.next_index,
+        )
 
     def __len__(self) -> int:
         return self.size
@@ -74,7 +78,9 @@ class MixedReplay:
         k = self.recorded_rows(batch_size)
         parts = []
         if k:
-            parts.append(self.recorded.packed(self.rng.integers(0, len(self.recorded), (num_batches, k))))
+            parts.append(
+                self.recorded.packed(self.rng.integers(0, len(self.recorded), (num_batches, k)))
+            )
         if batch_size - k:
             parts.append(self.online.sample_packed(batch_size - k, num_batches))
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
@@ -99,10 +105,12 @@ class MixedReplay:
         saved = state.get(STATE_KEY)
         reference = self.recorded.data.reference()
         if saved is None or saved["checksum"] != reference["checksum"]:
-            what = "no recorded data" if saved is None else f"{saved['transitions']} recorded transitions (checksum {saved['checksum'][:12]})"
+            what = "no recorded data"
+            if saved is not None:
+                what = f"{saved['transitions']} recorded transitions ({saved['checksum'][:12]})"
             raise TfsacError(
                 f"checkpoint {prefix} was trained with {what}; offline_data "
-                f"{reference['source']!r} now holds {reference['transitions']} (checksum "
-                f"{reference['checksum'][:12]}): restore that data or start a new run directory"
+                f"{reference['source']!r} now holds {reference['transitions']} "
+                f"({reference['checksum'][:12]}): restore that data or start a new run directory"
             )
         self.rng.bit_generator.state = saved["rng"]

@@ -28,7 +28,7 @@ import numpy as np
 
 from tfsac.data.envs import EnvSpec
 from tfsac.errors import TfsacError
-from tfsac.files import CHECKPOINTS_DIR, CHECKPOINT_STATE_FILE, CONFIG_FILE
+from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE
 
 NPZ_FORMAT = "tfsac-episodes/1"
 NPZ_META_FILE = "dataset.json"
@@ -280,7 +280,9 @@ def _episode_rows(source: str, n: int, episode: Dict[str, np.ndarray], spec: Env
             f"{where}: {steps} rewards, actions of shape {action.shape} and {len(obs)} "
             f"observations; the env's actions are ({spec.action_dim},)"
         )
-    term, trunc = (np.asarray(episode[k], bool).reshape(-1) for k in ("terminations", "truncations"))
+    term, trunc = (
+        np.asarray(episode[k], bool).reshape(-1) for k in ("terminations", "truncations")
+    )
     if len(term) != steps or len(trunc) != steps or np.any((term | trunc)[:-1]):
         raise TfsacError(
             f"{where}: terminations and truncations must mark only the episode's last step"

@@ -52,7 +52,10 @@ def record_episodes(
                 if policy is None:
                     action = env.action_space.sample()
                 else:
-                    unit = 2.0 * (policy(np.asarray(obs, np.float32)[None])[0] - low) / (high - low) - 1.0
+                    unit = (
+                        2.0 * (policy(np.asarray(obs, np.float32)[None])[0] - low) / (high - low)
+                        - 1.0
+                    )
                     unit = np.clip(unit + noise * rng.standard_normal(unit.shape), -1.0, 1.0)
                     action = unit_to_bounds(unit, low, high)
                 obs, reward, terminated, truncated, _ = env.step(action)
@@ -146,7 +149,9 @@ def _write_minari(episodes, env_id: str, root: str, dataset_id: str, description
         import minari  # the optional extra .[offline]
         from minari.data_collector import EpisodeBuffer
     except ImportError:
-        raise TfsacError("a Minari dataset needs minari (pip install 'tfsac[offline]'), or use npz") from None
+        raise TfsacError(
+            "a Minari dataset needs minari (pip install 'tfsac[offline]'), or use npz"
+        ) from None
     buffers = [
         EpisodeBuffer(
             id=n,

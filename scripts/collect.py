@@ -51,6 +51,8 @@ def main(argv):
         if not env_id:
             fail("--env is required (the SavedModel names no env)")
         check_env_id(env_id)
+        if FLAGS.saved_model:
+            recording.check_policy_fits(read_metadata(FLAGS.saved_model), env_id, kwargs)
         target = recording.check_output(FLAGS.output, FLAGS.format, FLAGS.dataset_id)
         policy = None
         if FLAGS.saved_model:

@@ -70,6 +70,29 @@ def record_episodes(
     return recorded
 
 
+def check_policy_fits(metadata: Dict, env_id: str, env_kwargs: Optional[dict] = None) -> None:
+    """TfsacError where a SavedModel's metadata (observation size, action bounds) does not
+    fit the env it would record on; TF-free, before the policy loads."""
+    env = make_env(env_id, env_kwargs=env_kwargs)
+    try:
+        obs_dim = int(np.prod(env.observation_space.shape or (0,)))
+        low, high = env.action_space.low, env.action_space.high
+    finally:
+        env.close()
+    if "observation_dim" in metadata and metadata["observation_dim"] != obs_dim:
+        raise TfsacError(
+            f"the SavedModel takes observations of {metadata['observation_dim']} values, "
+            f"{env_id} gives {obs_dim}"
+        )
+    bounds = (metadata.get("action_low"), metadata.get("action_high"))
+    if None not in bounds and not (
+        np.shape(bounds[0]) == low.shape
+        and np.allclose(bounds[0], low)
+        and np.allclose(bounds[1], high)
+    ):
+        raise TfsacError(f"the SavedModel's action bounds {bounds} are not {env_id}'s")
+
+
 def check_output(output: str, fmt: str, dataset_id: Optional[str]) -> str:
     """The dataset folder `write_dataset` would make; TfsacError (before any recording)
     where the format is unknown, the id missing or the folder taken or not writable."""

@@ -163,6 +163,12 @@ def test_checkpoints_reference_the_recorded_rows_and_a_resume_restores_exactly(t
     reference = json.loads((extra / "state.json").read_text())["offline_data"]
     assert reference["transitions"] == 60 and reference["source"] == dataset
     assert len(reference["checksum"]) == 64
+    # A run directory is a source too: its newest checkpoint's replay, memory-mapped.
+    replay = load_recorded(str(tmp_path / "full"), _spec())
+    assert replay.kind == "run" and len(replay) == 40
+    np.testing.assert_array_equal(replay.observation, full.buffer.observation[:40])
+    np.testing.assert_array_equal(replay.next_observation, full.buffer.next_observation[:40])
+    np.testing.assert_array_equal(replay.action, full.buffer.action[:40])
     # Other data under the same name: the resume refuses in one line, before training.
     shutil.copy(
         os.path.join(dataset, "episode_000000.npz"), os.path.join(dataset, "episode_000001.npz")

@@ -123,7 +123,7 @@ def _from_npz(source: str) -> Episodes:
         if meta.get("format") != NPZ_FORMAT:
             raise ValueError(f"format {meta.get('format')!r}, not {NPZ_FORMAT!r}")
         low, high = (np.asarray(meta[k], np.float64) for k in ("action_low", "action_high"))
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise TfsacError(f"offline_data {source!r}: unreadable {NPZ_META_FILE}: {e}") from None
     episodes = []
     for path in sorted(glob.glob(os.path.join(glob.escape(source), "episode_*.npz"))):

@@ -67,6 +67,30 @@ CASES = [
     ("train", ["--resume"], "resume needs the run directory"),
     ("train", ["--resume", "--run_dir=oldrun", "--batch_size=16"], "batch_size=16 differs"),
     ("train", ["--resume", "--run_dir=oldrun", "--total_steps=2000"], "total_steps can only grow"),
+    # Recorded data (folders that _folder writes; "nodata" is no folder: a Minari id).
+    ("train", ["--offline_data=nodata"], "'nodata': no such folder, and no Minari dataset"),
+    ("train", ["--offline_data=/gone/data"], "offline_data '/gone/data': no such folder"),
+    ("train", ["--offline_data=blocker"], "is a file, not a folder of recorded data"),
+    ("train", ["--offline_data=data_corrupt"], "corrupt episode file episode_000000.npz"),
+    ("train", ["--offline_data=data_empty"], "offline_data 'data_empty' is empty"),
+    ("train", ["--offline_data=data_cheetah"], "recorded on HalfCheetah-v5, this run's env is"),
+    ("train", ["--offline_data=data_bounds"], "has action bounds [-1, 1], the env [-2, 2]"),
+    ("train", ["--offline_data=data_flags"], "terminations and truncations must mark only"),
+    ("train", ["--offline_data=oldrun"], "a tfsac run without checkpoints"),
+    ("train", ["--offline_ratio=0.3"], "offline_ratio needs offline_data"),
+    ("train", ["--offline_data=data_pend", "--offline_ratio=2"], "offline_ratio must be in [0, 1]"),
+    ("train", ["--offline_data=data_pend", "--offline_ratio=half"], "or 'size', got 'half'"),
+    ("train", ["--total_steps=0"], "total_steps=0 trains on recorded data alone"),
+    ("train", ["--offline_data=data_pend", "--offline_updates=5"], "offline_updates is for"),
+    ("train", ["--target_subset=3"], "target_subset (3) is larger than num_critics (2)"),
+    ("train", ["--algorithm=tqc", "--target_subset=2"], "algorithm tqc does not read target_"),
+    # collect.py
+    ("collect", ["--env=Pendulum-v1"], "--output is required"),
+    ("collect", ["--output=out", "--env=NoSuchEnv-v0", "--format=npz"], "NoSuchEnv-v0"),
+    ("collect", ["--output=blocker", "--env=Pendulum-v1", "--format=npz"], "already exists"),
+    ("collect", ["--output=out", "--env=Pendulum-v1"], "needs a dataset id"),
+    ("collect", ["--output=out", "--saved_model=missing"], "no SavedModel at 'missing'"),
+    ("collect", ["--output=out", "--env=Pendulum-v1", "--episodes=0"], "--episodes must be"),
     # evaluate.py
     ("evaluate", [], "give exactly one of --saved_model and --run_dir"),
     ("evaluate", ["--saved_model=missing", "--run_dir=oldrun"], "exactly one of"),
@@ -131,7 +155,39 @@ def _folder(root, index):
     (folder / "blocker").write_text("a file where a folder should be")
     config = SACConfig(total_steps=5000, run_dir="oldrun").to_dict()
     (folder / "oldrun" / "config.json").write_text(json.dumps(config))
+    _recorded_data(folder)
     return folder
+
+
+def _recorded_data(folder):
+    """Pendulum-v1 .npz datasets of one 3-step episode: good, and broken in one way each."""
+    import numpy as np
+
+    episode = dict(
+        observations=np.zeros((4, 3)),
+        actions=np.zeros((3, 1)),
+        rewards=np.zeros(3),
+        terminations=np.zeros(3, bool),
+        truncations=np.array([False, False, True]),
+    )
+    meta = dict(format="tfsac-episodes/1", env_id="Pendulum-v1", action_low=[-2.0])
+    meta["action_high"] = [2.0]
+    cases = {
+        "data_pend": ({}, episode),
+        "data_cheetah": ({"env_id": "HalfCheetah-v5"}, episode),
+        "data_bounds": ({"action_low": [-1.0], "action_high": [1.0]}, episode),
+        "data_flags": ({}, {**episode, "terminations": np.array([True, False, False])}),
+        "data_empty": ({}, None),
+        "data_corrupt": ({}, b"not a zip file"),
+    }
+    for name, (changes, content) in cases.items():
+        (folder / name).mkdir()
+        (folder / name / "dataset.json").write_text(json.dumps({**meta, **changes}))
+        path = folder / name / "episode_000000.npz"
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        elif content is not None:
+            np.savez(path, **content)
 
 
 def _snapshot(folder):
@@ -166,7 +222,8 @@ def test_integral_floats_are_integer_flag_values():
 
 def test_the_table_covers_every_script_with_30_or_more_mistakes():
     assert len(CASES) >= 30
-    assert {script for script, _, _ in CASES} == {"train", "evaluate", "sweep", "plot", "export"}
+    scripts = {"train", "evaluate", "sweep", "plot", "export", "collect"}
+    assert {script for script, _, _ in CASES} == scripts
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=_ids())

@@ -11,7 +11,7 @@ import sys
 import pytest
 from conftest import REPO_ROOT
 
-COMMANDS = ("train", "evaluate", "sweep", "plot", "export")
+COMMANDS = ("train", "evaluate", "sweep", "plot", "export", "collect")
 SETUP = configparser.ConfigParser()
 SETUP.read(os.path.join(REPO_ROOT, "setup.cfg"))
 

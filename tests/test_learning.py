@@ -130,3 +130,37 @@ def test_mountaincar_gsde_preset_solves_it(tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     print(f"MountainCarContinuous gSDE preset: eval return {summary['eval_return_mean']:.1f}")
     assert summary["eval_return_mean"] >= 90  # the env's "solved" threshold
+
+
+@pytest.mark.learning
+def test_rlpd_preset_learns_pendulum_from_random_data_in_3000_steps(tmp_path):
+    """RLPD's settings (scripts/presets/pendulum_v1_rlpd.flags: 10 LayerNorm critics, the
+    target over a random 2, UTD 20) with 10 episodes of random actions that collect.py
+    records (return about -1,200): a good policy after 3,000 env steps."""
+    scripts = os.path.join(REPO_ROOT, "scripts")
+    data = tmp_path / "random"
+    collect = [os.path.join(scripts, "collect.py"), "--env=Pendulum-v1", "--episodes=10"]
+    proc = subprocess.run(
+        [sys.executable, *collect, "--format=npz", f"--output={data}"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    preset = os.path.join(scripts, "presets", "pendulum_v1_rlpd.flags")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(scripts, "train.py"),
+            f"--flagfile={preset}",
+            f"--offline_data={data}",
+            f"--run_dir={tmp_path / 'run'}",
+            "--export=false",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    returns = [round(e["return_mean"]) for e in summary["evaluations"]]
+    print(f"RLPD preset on Pendulum from random data: eval returns {returns}")
+    assert summary["eval_return_mean"] >= -250

@@ -1,10 +1,11 @@
 """`python -m tfsac <command> [flags]`: the scripts of an installed tfsac, as the console
-scripts tfsac-train, tfsac-evaluate, tfsac-sweep, tfsac-plot and tfsac-export run them."""
+scripts tfsac-train, tfsac-evaluate, tfsac-sweep, tfsac-plot, tfsac-export and
+tfsac-collect run them."""
 
 import importlib
 import sys
 
-COMMANDS = ("train", "evaluate", "sweep", "plot", "export")
+COMMANDS = ("train", "evaluate", "sweep", "plot", "export", "collect")
 USAGE = f"usage: python -m tfsac {{{','.join(COMMANDS)}}} [flags] (<command> --help lists them)"
 
 

@@ -18,6 +18,7 @@ PROGRESS_FILE = "progress.csv"
 SUMMARY_FILE = "summary.json"
 TENSORBOARD_DIR = "tensorboard"
 CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINT_STATE_FILE = "state.json"  # in a checkpoint's sidecar folder: the loop's state
 VIDEOS_DIR = "videos"
 PROGRESS_FIELDS = ("step", "episodes", "episode_return", "episode_length", "env_steps_per_s")
 

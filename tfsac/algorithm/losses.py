@@ -39,6 +39,24 @@ def actor_loss(log_prob, q_values, alpha):
     return tf.reduce_mean(alpha * log_prob - tf.reduce_min(q_values, axis=0))
 
 
+def random_subset(next_q, size: int, seed):
+    """`size` of the critics' values [n_critics, B], the same critics for the whole batch,
+    drawn uniformly without replacement from `seed` (REDQ, Chen et al. 2021,
+    arXiv:2101.05982, Alg. 1 line 5; RLPD, Ball et al. 2023, arXiv:2302.02948, Sec. 4.2,
+    takes the target's minimum over 2 of 10). The draw's seed is folded from the target's
+    own, so switching this off changes no other random number."""
+    seed = tf.random.experimental.stateless_fold_in(seed, 1)
+    order = tf.argsort(tf.random.stateless_uniform([next_q.shape[0]], seed))
+    return tf.gather(next_q, order[:size])
+
+
+def actor_loss_on_mean(log_prob, q_values, alpha):
+    """Eq. 7 on the critics' mean instead of their minimum, E[alpha * log pi(a|s) -
+    mean_i Q_i(s, a)], as REDQ (arXiv:2101.05982, Alg. 1 line 10) and RLPD's code do for
+    a large ensemble. `q_values` is [n_critics, B]."""
+    return tf.reduce_mean(alpha * log_prob - tf.reduce_mean(q_values, axis=0))
+
+
 def alpha_loss(log_alpha, log_prob, target_entropy):
     """Eq. 18, J(alpha) = E[-alpha * log pi(a|s) - alpha * target_entropy], optimised in
     log-alpha: E[-log_alpha * (log pi(a|s) + target_entropy)].

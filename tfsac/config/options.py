@@ -25,6 +25,7 @@ from tfsac.config.schedules import parse_schedule
 # Help groups, in the order `--help` lists them.
 ENV = "Environment"
 COLLECT = "Budget and data collection"
+OFFLINE = "Recorded data (offline-to-online, RLPD)"
 OPTIM = "Optimisation"
 ALPHA = "Entropy temperature"
 VARIANT = "Variants and exploration"
@@ -32,7 +33,7 @@ NETS = "Networks"
 COMPILE = "Compilation"
 OUTPUT = "Evaluation, logging, outputs and checkpoints"
 DIST = "Distributed collection (env runners on Ray)"
-GROUPS = (ENV, COLLECT, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT, DIST)
+GROUPS = (ENV, COLLECT, OFFLINE, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT, DIST)
 
 
 @dataclasses.dataclass
@@ -68,7 +69,12 @@ class CollectOptions:
 
     # Budget and data collection. train_freq and gradient_steps count env steps, so the
     # updates per env step stay the same for any num_envs.
-    total_steps: int = option(20_000, "env steps to train for", COLLECT, check=POSITIVE_INT)
+    total_steps: int = option(
+        20_000,
+        "env steps to train for (0: train on --offline_data alone, --offline_updates updates)",
+        COLLECT,
+        check=at_least(0),
+    )
     learning_starts: int = option(
         1_000, "uniform-random env steps before updates start", COLLECT, check=at_least(0)
     )
@@ -305,6 +311,26 @@ class NetOptions:
     critic_layer_norm: bool = option(False, "layer normalisation in the critics (DroQ)", NETS)
     critic_dropout: float = option(
         0.0, "dropout rate in the critics (DroQ uses 0.01)", NETS, check=interval(0, 1, "[)")
+    )
+    # RLPD (Ball et al. 2023, arXiv:2302.02948) and REDQ (Chen et al. 2021,
+    # arXiv:2101.05982): with a large ensemble, the target's minimum over a random subset.
+    target_subset: int = option(
+        0,
+        "critics the target takes its minimum over: a random subset of this size, drawn "
+        "anew each update (0: all of them)",
+        NETS,
+        check=at_least(0, " (0: all critics)"),
+    )
+    actor_q: str = option(
+        "min",
+        "what the actor's loss reads of the critics: their minimum (SAC) or mean (RLPD)",
+        NETS,
+        choices=("min", "mean"),
+    )
+    backup_entropy: bool = option(
+        True,
+        "the entropy term -alpha log pi(a'|s') in the TD target (RLPD's sparse tasks: off)",
+        NETS,
     )
     log_std_min: float = option(-20.0, "lower clip of the policy's log-std", NETS)
     log_std_max: float = option(2.0, "upper clip of the policy's log-std", NETS)

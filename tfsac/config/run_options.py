@@ -13,7 +13,7 @@ from tfsac.config.fields import (
     at_least,
     option,
 )
-from tfsac.config.options import DIST, OUTPUT
+from tfsac.config.options import DIST, OFFLINE, OUTPUT
 from tfsac.paths import PLAIN_NAME, is_plain_name
 
 EXPORT_FORMATS = ("saved_model", "tflite", "onnx")
@@ -22,6 +22,41 @@ EXPORT_FORMATS = ("saved_model", "tflite", "onnx")
 def _formats_ok(text) -> bool:
     names = [n.strip() for n in str(text).split(",") if n.strip()]
     return bool(names) and all(n in EXPORT_FORMATS for n in names)
+
+
+def _ratio_ok(value) -> bool:
+    return value is None or 0.0 <= value <= 1.0
+
+
+@dataclasses.dataclass
+class OfflineOptions:
+    """Recorded transitions beside the online ones (tfsac/data/offline_data.py)."""
+
+    # A Minari dataset id or folder, a tfsac run directory (its checkpointed replay), or a
+    # folder of .npz episodes (docs/offline_to_online.md). Read-only: never copied into a
+    # checkpoint, which names it and its checksum.
+    offline_data: Optional[str] = option(
+        None,
+        "recorded transitions: a Minari dataset id or path, a tfsac run directory, or a "
+        "folder of .npz episodes (default: none)",
+        OFFLINE,
+    )
+    # RLPD's symmetric sampling (arXiv:2302.02948) is 0.5; 'size' (None) samples the union
+    # uniformly, as a replay pre-loaded with the data would.
+    offline_ratio: Optional[float] = option(
+        0.5,
+        "share of every minibatch drawn from offline_data (exact per batch; 0: online only, "
+        "1: recorded only), or 'size': uniform over recorded and online rows together",
+        OFFLINE,
+        text="0.5",
+        check=Check(_ratio_ok, "in [0, 1] or 'size'"),
+    )
+    offline_updates: int = option(
+        0,
+        "with total_steps=0: gradient steps on offline_data alone (offline SAC, a baseline)",
+        OFFLINE,
+        check=at_least(0),
+    )
 
 
 @dataclasses.dataclass

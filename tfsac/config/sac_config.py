@@ -21,7 +21,7 @@ from tfsac.config.options import (
     OptimOptions,
     VariantOptions,
 )
-from tfsac.config.run_options import DistOptions, OutputOptions
+from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions
 from tfsac.errors import TfsacError
 
 # What a resumed run may change (each change is said in one line): how long it runs, what
@@ -58,6 +58,16 @@ def _auto_or_float(name: str, value, forms: str = "a float or 'auto'"):
         raise TfsacError(f"{name} must be {forms}, got {value!r}") from None
 
 
+def _ratio_or_size(text: str):
+    """offline_ratio from its text: None for 'size', else a float."""
+    if text.strip().lower() == "size":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise TfsacError(f"offline_ratio must be in [0, 1] or 'size', got {text!r}") from None
+
+
 def parse_env_kwargs(text: str) -> Dict[str, Any]:
     """env_kwargs from its JSON text (a JSON object); TfsacError on anything else."""
     try:
@@ -78,6 +88,7 @@ class SACConfig(
     VariantOptions,
     AlphaOptions,
     OptimOptions,
+    OfflineOptions,
     CollectOptions,
     EnvOptions,
 ):
@@ -109,6 +120,8 @@ class SACConfig(
                 if text not in ("auto", "true", "false"):
                     raise TfsacError(f"{name} must be auto, true or false, got {value!r}")
                 setattr(self, name, {"auto": None, "true": True, "false": False}[text])
+        if isinstance(self.offline_ratio, str):
+            self.offline_ratio = _ratio_or_size(self.offline_ratio)
         if isinstance(self.env_kwargs, str):
             self.env_kwargs = parse_env_kwargs(self.env_kwargs)
         self._parse_auto()
@@ -166,13 +179,14 @@ class SACConfig(
             raise TfsacError(
                 f"total_steps ({self.total_steps}) must be a multiple of num_envs ({self.num_envs})"
             )
-        if self.learning_starts > self.total_steps:
+        self._validate_offline()
+        if self.learning_starts > self.total_steps and self.total_steps:
             raise TfsacError(
                 f"learning_starts ({self.learning_starts}) is larger than total_steps "
                 f"({self.total_steps}): no update would ever run; for a short run lower "
                 f"learning_starts too (e.g. --learning_starts={self.total_steps // 10})"
             )
-        if self.n_steps > self.total_steps:
+        if self.n_steps > self.total_steps and self.total_steps:
             raise TfsacError(
                 f"n_steps ({self.n_steps}) is larger than total_steps ({self.total_steps}): "
                 "no return could sum that many rewards"
@@ -193,6 +207,28 @@ class SACConfig(
             )
         self._validate_distributed()
         return self
+
+    def _validate_offline(self) -> None:
+        """Recorded data: offline-only training (total_steps=0) needs it and a number of
+        updates; the options that read it need it."""
+        if self.offline_data is None:
+            for name, default in (("offline_updates", 0), ("offline_ratio", 0.5)):
+                if getattr(self, name) != default:
+                    raise TfsacError(f"{name} needs offline_data (the recorded transitions)")
+        if self.total_steps == 0:
+            if self.offline_data is None or not self.offline_updates:
+                raise TfsacError(
+                    "total_steps=0 trains on recorded data alone: it needs offline_data and "
+                    "offline_updates > 0"
+                )
+            if self.lr_schedule != "constant" or self.num_actors:
+                what = "lr_schedule" if self.lr_schedule != "constant" else "num_actors"
+                raise TfsacError(f"{what} needs env steps (total_steps > 0)")
+        elif self.offline_updates:
+            raise TfsacError(
+                "offline_updates is for offline-only training (total_steps=0); with env steps "
+                "the updates follow gradient_steps and train_freq"
+            )
 
     def _validate_distributed(self) -> None:
         if not self.num_actors:

@@ -17,11 +17,11 @@ from tfsac.algorithm.learner import SACLearner
 from tfsac.data.envs import env_spec, make_env, unit_to_bounds
 from tfsac.deploy.metadata import check_saved_model, read_metadata
 from tfsac.errors import TfsacError, first_line
+from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
 from tfsac.files import CHECKPOINTS_DIR, run_config
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
-STATE_FILE = "state.json"  # in a checkpoint's sidecar folder: the loop's saved state
 _INDEX_NAME = re.compile(r"ckpt-(\d+)\.index")
 
 

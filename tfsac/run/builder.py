@@ -19,6 +19,7 @@ from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
 from tfsac.data.envs import EnvFn, EnvSpec, checked_env
+from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.update_schedule import UpdateSchedule
 from tfsac.files import CHECKPOINTS_DIR, CONFIG_FILE, VIDEOS_DIR, RunDir, write_json
@@ -53,6 +54,7 @@ class RunParts:
     resumed_from: Optional[str]
     source: Optional[CollectionSource]
     progress: ProgressLog
+    mixed: Optional[MixedReplay] = None  # with offline_data: what the updates sample
 
     def finished(self) -> bool:
         return self.source is None
@@ -93,12 +95,14 @@ def build_run(
     evaluator = Evaluator(start.eval_env, learner, spec, config, files.file(VIDEOS_DIR), copy_env)
     shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
     buffer = ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
+    mixed = _mixed_replay(config, start, buffer)
     checkpointer = Checkpointer(files.file(CHECKPOINTS_DIR), learner, config.keep_checkpoints)
     schedule = UpdateSchedule.from_config(config)
-    updates = Updates(learner, buffer, config, partial(_nonfinite, checkpointer))
+    updates = Updates(learner, mixed or buffer, config, partial(_nonfinite, checkpointer))
     loop, resumed_from, restored = LoopState(), None, None
     if resume:
-        restore = _restore_latest(config, start.run_dir, checkpointer, buffer, schedule, updates)
+        parts = (checkpointer, buffer, schedule, updates, mixed)
+        restore = _restore_latest(config, start.run_dir, *parts)
         if restore is not None:
             loop, resumed_from, restored = restore
     finished = loop.step >= config.total_steps and bool(files.read_summary())
@@ -125,7 +129,25 @@ def build_run(
         resumed_from=resumed_from,
         source=source,
         progress=progress,
+        mixed=mixed,
     )
+
+
+def _mixed_replay(config: SACConfig, start: Start, buffer: ReplayBuffer) -> Optional[MixedReplay]:
+    """The sampler over the recorded data and `buffer`, with offline_data; offline-only
+    training (total_steps=0) samples the recorded data alone."""
+    if start.recorded is None:
+        return None
+    logging.info(
+        "offline data: %d transitions from %s (%s, sha256 %s)",
+        len(start.recorded),
+        start.recorded.source,
+        start.recorded.kind,
+        start.recorded.checksum[:12],
+    )
+    recorded = RecordedReplay(start.recorded, config.n_steps, config.gamma)
+    ratio = 1.0 if config.total_steps == 0 else config.offline_ratio
+    return MixedReplay(buffer, recorded, ratio, config.seed)
 
 
 def _open_run_dir(start: Start, learner, source, calls: CallbackList, resumed_at) -> ProgressLog:
@@ -164,14 +186,18 @@ def _make_source(config, start: Start, learner, schedule, actor_fn, resumes) -> 
     return LocalSource(collector, learner, schedule, config.seed, config.total_steps)
 
 
-def _restore_latest(config, run_dir, checkpointer, buffer, schedule, updates):
-    """Restores the newest checkpoint that restores into the learner, `buffer`, `schedule`
-    and `updates`; returns (the loop's state, the checkpoint, the source's part of it:
-    state and env snapshot), or None when there is none."""
-    restored = checkpointer.restore_newest(
-        lambda prefix: checkpointer.restore(prefix, buffer),
-        lambda state, prefix: check_compatible(state["config"], config.to_dict(), prefix),
-    )
+def _restore_latest(config, run_dir, checkpointer, buffer, schedule, updates, mixed):
+    """Restores the newest checkpoint that restores into the learner, `buffer`, `schedule`,
+    `updates` and `mixed` (which checks that the recorded data is the checkpoint's); returns
+    (the loop's state, the checkpoint, the source's part of it: state and env snapshot), or
+    None when there is none."""
+
+    def check(state, prefix):
+        check_compatible(state["config"], config.to_dict(), prefix)
+        if mixed is not None:
+            mixed.load_state(state, prefix)
+
+    restored = checkpointer.restore_newest(lambda p: checkpointer.restore(p, buffer), check)
     if restored is None:
         logging.info("no checkpoint in %s: starting a new run", run_dir)
         return None

@@ -14,6 +14,7 @@ import gymnasium as gym
 from tfsac.algorithm.resolve import resolve  # TF-free, as the variants' declarations
 from tfsac.config import SACConfig
 from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
+from tfsac.data.offline_data import RecordedData, load_recorded
 from tfsac.deploy.formats import check_available, parse_formats
 from tfsac.errors import TfsacError
 from tfsac.files import RunDir, check_writable, default_model_name
@@ -54,7 +55,8 @@ def _env_name(env) -> str:
 class Start:
     """A run's start as checked: the config as the run uses it (resolved, naming its env),
     its run directory, the env factory, an env for evaluations and its spec, and the
-    changes a resume makes to the saved config (one line each)."""
+    changes a resume makes to the saved config (one line each), and the recorded data
+    (offline_data) checked against the env."""
 
     config: SACConfig
     run_dir: str
@@ -62,6 +64,7 @@ class Start:
     eval_env: gym.Env
     spec: EnvSpec
     resume_changes: List[str]
+    recorded: Optional[RecordedData] = None
 
 
 def check_start(
@@ -85,6 +88,7 @@ def check_start(
         check_available(parse_formats(config.export_formats))
     spec = env_spec(config.env_id, eval_env)
     check_memory(config, spec.obs_dim, spec.action_dim)
+    recorded = load_recorded(config.offline_data, spec) if config.offline_data else None
     if config.num_actors:
         env_runners("check")(config)
-    return Start(config, run_dir, make_env, eval_env, spec, changes)
+    return Start(config, run_dir, make_env, eval_env, spec, changes, recorded)

@@ -26,6 +26,8 @@ from tfsac.run.loop_state import run_summary
 from tfsac.run.signals import StopSignals
 from tfsac.run.updates import NonFiniteError
 
+OFFLINE_CALL = 250  # updates per compiled call in offline-only training
+
 __all__ = ["Interrupted", "NonFiniteError", "TrainResult", "Trainer", "train"]
 
 
@@ -104,6 +106,7 @@ class Trainer:
                 **self.schedule.state(),
                 **self.source.state(),
                 **self.updates.state(),
+                **(self.parts.mixed.state() if self.parts.mixed else {}),
             }
             snapshot = self.source.snapshot()
             blobs = {ENVS_FILE: snapshot} if snapshot is not None else None
@@ -158,7 +161,10 @@ class Trainer:
         self._bar = bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
         try:
             with StopSignals() as stop, bar, lines_above(bar):
-                self._collect_and_learn(stop)
+                if cfg.total_steps:
+                    self._collect_and_learn(stop)
+                else:
+                    self._learn_offline(stop)
             # Closing the runners, the logs and the export are not the learning phase.
             self.learning_clock.stop()
         finally:
@@ -188,6 +194,29 @@ class Trainer:
             source.after_chunk(phase_ended, due)
             self._bar.update(loop.step - step_before)
             self._after_step(step_before, stop.received)
+
+    def _learn_offline(self, stop: StopSignals) -> None:
+        """Offline-only training (total_steps=0): `offline_updates` updates on the recorded
+        data in calls of OFFLINE_CALL, a line every log_every of them, then the end's
+        evaluation and checkpoint; a resume continues from the checkpoint's update count."""
+        updates, total = self.updates, self.config.offline_updates
+        self.source.start(self.loop, updates.start())
+        while updates.count < total:
+            before = updates.count
+            updates.owed = min(OFFLINE_CALL, total - before)
+            for _ in updates.pay(0, self.learning_clock, updates.owed, None, None):
+                pass
+            if updates.count // self.config.log_every > before // self.config.log_every:
+                metrics = ", ".join(f"{k} {v:.4g}" for k, v in updates.metrics.items())
+                logging.info("offline update %d of %d: %s", updates.count, total, metrics)
+            if stop.received is not None and updates.count < total:
+                self._save_checkpoint()
+                raise Interrupted(
+                    f"{signal.Signals(stop.received).name} at offline update {updates.count}: "
+                    f"checkpoint saved; continue with --resume --run_dir={self.run_dir}",
+                    stop.received,
+                )
+        self._after_step(0, None)
 
     def _record(self, transitions, steps: int) -> tuple:
         """Puts `steps` env steps' transitions into the buffer and books them; returns

@@ -1,11 +1,16 @@
 """SAC (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications",
 arXiv:1812.05905), the default: twin critics and their Polyak-averaged targets, the soft
 clipped double-Q target (Eqs. 2-3), the critic loss of Eq. 5 and the actor loss of Eq. 7,
-both on the critics' minimum."""
+both on the critics' minimum.
+
+RLPD's and REDQ's changes for a large ensemble are options of this rule: the target's
+minimum over a random subset of the target critics (`target_subset`), the actor on the
+critics' mean (`actor_q`), and the target without its entropy term (`backup_entropy`)."""
 
 from __future__ import annotations
 
 from tfsac.algorithm.variants.base import Variant, lazy_module, register
+from tfsac.errors import TfsacError
 
 losses = lazy_module("tfsac.algorithm.losses")
 
@@ -18,6 +23,17 @@ class SoftDoubleQ(Variant):
     name = "sac"
     summary = "SAC: twin critics with target critics (arXiv:1812.05905)"
     peer = "sac"
+    # Read by td_target and actor_loss below: a variant that replaces them lists these
+    # in its ignored_options.
+    own_options = ("target_subset", "actor_q", "backup_entropy")
+
+    @classmethod
+    def check(cls, config) -> None:
+        if config.target_subset > config.num_critics:
+            raise TfsacError(
+                f"target_subset ({config.target_subset}) is larger than num_critics "
+                f"({config.num_critics})"
+            )
 
     def next_values(self, batch, seed):
         """The target critics' values at (s', a'), a' ~ pi(.|s'), and log pi(a'|s')."""
@@ -27,6 +43,11 @@ class SoftDoubleQ(Variant):
 
     def td_target(self, batch, reward, alpha, seed):
         next_q, next_log_prob = self.next_values(batch, seed)
+        cfg = self.sac.config
+        if cfg.target_subset and cfg.target_subset < cfg.num_critics:
+            next_q = losses.random_subset(next_q, cfg.target_subset, seed)
+        if not cfg.backup_entropy:
+            alpha = 0.0  # RLPD (arXiv:2302.02948) on sparse tasks: no entropy in the target
         return losses.soft_td_target(
             reward, batch["terminated"], next_q, next_log_prob, alpha, batch["discount"]
         )
@@ -39,4 +60,6 @@ class SoftDoubleQ(Variant):
         return losses.critic_loss(q, target)
 
     def actor_loss(self, log_prob, q_pi, alpha):
+        if self.sac.config.actor_q == "mean":
+            return losses.actor_loss_on_mean(log_prob, q_pi, alpha)
         return losses.actor_loss(log_prob, q_pi, alpha)

@@ -1,0 +1,85 @@
+"""Record episodes of an exported policy (or of uniform random actions) as a dataset that
+scripts/train.py --offline_data reads: a Minari dataset (default) or a folder of .npz
+episodes.
+
+python scripts/collect.py --saved_model=saved_models/halfcheetah_v5/1 --episodes=100 \
+    --noise=0.1 --output=datasets --dataset_id=halfcheetah/medium-v0
+python scripts/collect.py --env=Pendulum-v1 --episodes=10 --format=npz --output=data/random
+"""
+
+import os
+import sys
+
+# _cli beside this file, and the checkout's tfsac when run from one (installed, the
+# console script tfsac-<name> imports this module from the package tfsac_scripts).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
+
+from _cli import env_kwargs_from_flag, fail, import_tfsac, run_script  # noqa: E402
+from absl import flags  # noqa: E402
+
+from tfsac.data import recording  # noqa: E402 - TF-free
+from tfsac.data.envs import check_env_id  # noqa: E402
+from tfsac.deploy.metadata import check_saved_model, read_metadata  # noqa: E402 - TF-free
+from tfsac.errors import TfsacError  # noqa: E402
+
+flags.DEFINE_string("saved_model", None, "A SavedModel version folder (default: random actions).")
+flags.DEFINE_string("env", None, "Env id (default: the one the SavedModel was trained on).")
+flags.DEFINE_string("env_kwargs", None, "JSON keyword arguments for gymnasium.make.")
+flags.DEFINE_integer("episodes", 10, "Episodes to record.")
+flags.DEFINE_float("noise", 0.0, "Std of Gaussian noise added to the policy's actions in [-1, 1].")
+flags.DEFINE_integer("seed", 0, "Seed of the first episode's reset, the noise and random actions.")
+flags.DEFINE_string("output", None, "Folder to write to (Minari: the datasets folder).")
+flags.DEFINE_enum("format", "minari", list(recording.FORMATS), "Dataset format.")
+flags.DEFINE_string("dataset_id", None, "Minari dataset id, e.g. halfcheetah/medium-v0.")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    if len(argv) > 1:
+        fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    if not FLAGS.output:
+        fail("--output is required: the folder the dataset goes to")
+    if FLAGS.episodes <= 0 or FLAGS.noise < 0:
+        fail("--episodes must be positive and --noise >= 0")
+    kwargs = env_kwargs_from_flag(FLAGS.env_kwargs) if FLAGS.env_kwargs else None
+    try:  # every mistake is said before TensorFlow loads and before any episode runs
+        env_id = FLAGS.env
+        if FLAGS.saved_model:
+            check_saved_model(FLAGS.saved_model)
+            env_id = env_id or read_metadata(FLAGS.saved_model).get("env_id")
+        if not env_id:
+            fail("--env is required (the SavedModel names no env)")
+        check_env_id(env_id)
+        if FLAGS.saved_model:
+            recording.check_policy_fits(read_metadata(FLAGS.saved_model), env_id, kwargs)
+        target = recording.check_output(FLAGS.output, FLAGS.format, FLAGS.dataset_id)
+        policy = None
+        if FLAGS.saved_model:
+            import_tfsac()
+            from tfsac.deploy.loading import saved_model_policy
+
+            policy = saved_model_policy(FLAGS.saved_model)[0]
+        episodes = recording.record_episodes(
+            env_id, FLAGS.episodes, policy, FLAGS.noise, FLAGS.seed, kwargs
+        )
+        target = recording.write_dataset(
+            episodes, env_id, FLAGS.output, FLAGS.format, FLAGS.dataset_id
+        )
+    except TfsacError as e:
+        fail(str(e))
+    steps = sum(len(e["rewards"]) for e in episodes)
+    returns = [float(e["rewards"].sum()) for e in episodes]
+    print(
+        f"recorded {len(episodes)} episodes, {steps} transitions, mean return "
+        f"{sum(returns) / len(returns):.1f}: {target}"
+    )
+    print(f"train from it: python scripts/train.py --env={env_id} --offline_data={target}")
+
+
+def run() -> None:
+    run_script(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,214 @@
+"""Recorded data (--offline_data): datasets from scripts/collect.py read back as the same
+transitions, the exact recorded share of every batch, checkpoints that reference the data
+(never copy it) and resume exactly, offline-only training, RLPD's ensemble options."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import run_script
+
+from tfsac import SACConfig, TfsacError, Trainer
+from tfsac.algorithm import losses
+from tfsac.data.envs import env_spec, make_env
+from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
+from tfsac.data.offline_data import RecordedData, load_recorded
+from tfsac.data.recording import record_episodes
+from tfsac.data.replay import ReplayBuffer
+
+
+def _spec(env_id="Pendulum-v1"):
+    env = make_env(env_id)
+    try:
+        return env_spec(env_id, env)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("fmt", ["minari", "npz"])
+def test_collect_then_offline_data_gives_the_same_transitions_bounds_rescaled(tmp_path, fmt):
+    kwargs = {"max_episode_steps": 30}
+    args = ["--env=Pendulum-v1", "--episodes=2", "--seed=4", f"--format={fmt}", "--output=out"]
+    args += [f"--env_kwargs={json.dumps(kwargs)}"]
+    if fmt == "minari":
+        args.append("--dataset_id=pendulum/random-v0")
+    proc = run_script("collect", args, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    folder = os.path.join("out", "pendulum/random-v0" if fmt == "minari" else "")
+    assert f"--offline_data={os.path.normpath(folder)}\n" in proc.stdout
+    data = load_recorded(str(tmp_path / folder), _spec())
+    # The same random episodes, recorded again in this process.
+    episodes = record_episodes("Pendulum-v1", 2, seed=4, env_kwargs=kwargs)
+    obs = np.concatenate([e["observations"][:-1] for e in episodes])
+    next_obs = np.concatenate([e["observations"][1:] for e in episodes])
+    action = np.concatenate([e["actions"] for e in episodes]) / 2.0  # Pendulum's [-2, 2]
+    assert len(data) == 60 and data.kind == fmt
+    np.testing.assert_array_equal(data.observation, obs.astype(np.float32))
+    np.testing.assert_array_equal(data.next_observation, next_obs.astype(np.float32))
+    np.testing.assert_allclose(data.action, action, atol=1e-6)
+    rewards = np.concatenate([e["rewards"] for e in episodes]).astype(np.float32)
+    np.testing.assert_array_equal(data.reward, rewards)
+    # Each row links to the next of its episode; the truncated last rows link nowhere.
+    assert data.next_index[28] == 29 and data.next_index[29] == data.next_index[59] == 60
+    assert not data.terminated.any()
+
+
+def test_actions_are_rescaled_to_the_unit_box_and_checked_against_the_bounds(tmp_path):
+    episodes = record_episodes("Pendulum-v1", 1, seed=0, env_kwargs={"max_episode_steps": 5})
+    from tfsac.data.offline_data import Episodes, checked
+
+    data = checked("rec", Episodes("npz", "Pendulum-v1", None, None, episodes), _spec())
+    np.testing.assert_allclose(data.action, episodes[0]["actions"] / 2.0, atol=1e-6)  # [-2, 2]
+    assert not data.action.flags.writeable and not data.observation.flags.writeable
+    episodes[0]["actions"][2] = 2.5  # out of the env's bounds: another env's data
+    with pytest.raises(TfsacError, match="actions outside the env's bounds"):
+        checked("rec", Episodes("npz", "Pendulum-v1", None, None, episodes), _spec())
+
+
+def _recorded(n=50, reward=1.0, obs_dim=3):
+    rows = np.arange(n)
+    return RecordedData(
+        source="test",
+        kind="npz",
+        observation=np.full((n, obs_dim), 5.0, np.float32),
+        action=np.zeros((n, 1), np.float32),
+        reward=np.full(n, reward, np.float32),
+        next_observation=np.full((n, obs_dim), 6.0, np.float32),
+        terminated=np.zeros(n, np.float32),
+        next_index=np.where(rows % 10 == 9, n, rows + 1),
+    )
+
+
+def _online(n=40, seed=0):
+    buffer = ReplayBuffer(100, 3, 1, seed=seed)
+    buffer.add(np.zeros((n, 3)), np.zeros((n, 1)), np.zeros(n), np.ones((n, 3)), np.zeros(n))
+    return buffer
+
+
+@pytest.mark.parametrize("ratio", [0.0, 0.25, 0.5, 0.9, 1.0])
+def test_the_recorded_share_of_every_batch_is_exact(ratio):
+    mixed = MixedReplay(_online(), RecordedReplay(_recorded(), 1, 0.99), ratio, seed=0)
+    batches = mixed.sample_packed(batch_size=64, num_batches=50)
+    recorded_rows = (batches[..., 4] == 1.0).sum(axis=1)  # reward: 1 recorded, 0 online
+    assert batches.shape == (50, 64, 3 + 1 + 1 + 3 + 1 + 1)
+    assert (recorded_rows == round(ratio * 64)).all()
+    # The online rows are the online buffer's own draws, as in a run without the data.
+    reference = _online().sample_packed(64 - round(ratio * 64), 50)
+    np.testing.assert_array_equal(batches[:, round(ratio * 64) :], reference)
+
+
+def test_sampling_by_size_draws_the_union_uniformly():
+    mixed = MixedReplay(_online(40), RecordedReplay(_recorded(60), 1, 0.99), None, seed=0)
+    share = (mixed.sample_packed(100, 200)[..., 4] == 1.0).mean()
+    assert abs(share - 0.6) < 0.01  # 60 recorded of 100 rows
+
+
+def test_n_step_returns_follow_the_recorded_episodes():
+    recorded = RecordedReplay(_recorded(20), n_steps=3, gamma=0.5)
+    rows = recorded.packed(np.array([0, 8, 9]))
+    # Episodes of 10 rows: row 0 sums 3 rewards, row 8 two (its episode ends at 9), row 9 one.
+    np.testing.assert_allclose(rows[:, 4], [1.75, 1.5, 1.0])
+    np.testing.assert_allclose(rows[:, -1], [0.125, 0.25, 0.5])
+
+
+def _config(tmp_path, name, data, **kw):
+    options = dict(
+        env_id="Pendulum-v1",
+        env_kwargs={"max_episode_steps": 25},  # short evaluations
+        total_steps=40,
+        learning_starts=10,
+        batch_size=16,
+        hidden_sizes=(16, 16),
+        eval_every=40,
+        eval_episodes=1,
+        log_every=20,
+        checkpoint_every=20,
+        run_dir=str(tmp_path / name),
+        deterministic=True,
+        buffer_size=1000,
+        tensorboard=False,
+        offline_data=str(data),
+        jit_compile=False,
+    )
+    options.update(kw)
+    return SACConfig(**options)
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    from tfsac.data.recording import write_dataset
+
+    episodes = record_episodes("Pendulum-v1", 1, seed=7, env_kwargs={"max_episode_steps": 60})
+    return write_dataset(episodes, "Pendulum-v1", str(tmp_path / "data"), "npz")
+
+
+def _weights(trainer):
+    return [v.numpy() for v in trainer.learner.sac.trainable_state()]
+
+
+def test_checkpoints_reference_the_recorded_rows_and_a_resume_restores_exactly(tmp_path, dataset):
+    full = Trainer(_config(tmp_path, "full", dataset), export=False)
+    full.run()
+    Trainer(_config(tmp_path, "split", dataset, total_steps=20), export=False).run()
+    resumed = Trainer(_config(tmp_path, "split", dataset), export=False, resume=True)
+    resumed.run()
+    for a, b in zip(_weights(full), _weights(resumed), strict=True):
+        np.testing.assert_array_equal(a, b)
+    extra = tmp_path / "full" / "checkpoints" / "ckpt-40.extra"
+    # The checkpoint's replay holds the 40 online rows only; the recorded 60 by reference.
+    assert np.load(extra / "rows.npy").shape[0] == 40
+    reference = json.loads((extra / "state.json").read_text())["offline_data"]
+    assert reference["transitions"] == 60 and reference["source"] == dataset
+    assert len(reference["checksum"]) == 64
+    # A run directory is a source too: its newest checkpoint's replay, memory-mapped.
+    replay = load_recorded(str(tmp_path / "full"), _spec())
+    assert replay.kind == "run" and len(replay) == 40
+    np.testing.assert_array_equal(replay.observation, full.buffer.observation[:40])
+    np.testing.assert_array_equal(replay.next_observation, full.buffer.next_observation[:40])
+    np.testing.assert_array_equal(replay.action, full.buffer.action[:40])
+    # Other data under the same name: the resume refuses in one line, before training.
+    shutil.copy(
+        os.path.join(dataset, "episode_000000.npz"), os.path.join(dataset, "episode_000001.npz")
+    )
+    with pytest.raises(TfsacError, match=r"trained with 60 recorded transitions .* now holds 120"):
+        Trainer(_config(tmp_path, "split", dataset, total_steps=60), export=False, resume=True)
+
+
+def test_offline_only_training_runs_its_updates_on_the_recorded_data(tmp_path, dataset):
+    config = _config(
+        tmp_path,
+        "offline",
+        dataset,
+        total_steps=0,
+        offline_updates=30,
+        num_critics=4,
+        target_subset=2,
+        actor_q="mean",
+        backup_entropy=False,
+        policy_delay=3,
+    )
+    result = Trainer(config, export=False).run()
+    assert result.learner.update_count == 30 and result.summary["total_steps"] == 0
+    assert len(result.buffer) == 0 and result.summary["evaluations"][0]["step"] == 0
+    assert os.path.isdir(tmp_path / "offline" / "checkpoints" / "ckpt-0.extra")
+
+
+def test_random_subset_takes_distinct_critics_the_same_for_the_whole_batch():
+    next_q = tf.constant(np.arange(10, dtype=np.float32)[:, None] * np.ones((1, 4), np.float32))
+    picked = set()
+    for i in range(20):
+        subset = losses.random_subset(next_q, 2, tf.constant([i, 3], tf.int32)).numpy()
+        assert subset.shape == (2, 4) and (subset == subset[:, :1]).all()
+        assert subset[0, 0] != subset[1, 0]
+        picked.update(subset[:, 0].tolist())
+    assert len(picked) >= 8  # over draws, the subsets cover the ensemble
+    # Without the entropy term (RLPD's backup_entropy=False) the target is r + gamma min Q'.
+    target = losses.soft_td_target(
+        1.0, 0.0, tf.constant([[2.0], [3.0]]), tf.constant([5.0]), 0.0, 0.5
+    )
+    assert target.numpy().tolist() == [2.0]
+    mean_loss = losses.actor_loss_on_mean(tf.constant([0.0]), tf.constant([[2.0], [4.0]]), 1.0)
+    assert mean_loss.numpy() == -3.0

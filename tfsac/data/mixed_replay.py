@@ -1,0 +1,116 @@
+"""Minibatches from recorded and online transitions together: RLPD's symmetric sampling
+(Ball et al. 2023, arXiv:2302.02948, Sec. 4.1), an exact share of every batch drawn from
+the recorded data, or the union sampled uniformly (a replay pre-loaded with the data).
+
+The recorded rows stay in their own read-only replay (`RecordedReplay`); the online
+`ReplayBuffer` is what a checkpoint saves. A checkpoint keeps only the recorded data's
+reference (source, size, checksum) and its sampling RNG (`MixedReplay.state`).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import numpy as np
+
+from tfsac.data.n_step import n_step_returns
+from tfsac.data.offline_data import RecordedData
+from tfsac.data.replay import ReplayBuffer
+from tfsac.errors import TfsacError
+
+STATE_KEY = "offline_data"  # in a checkpoint's state.json
+
+
+class RecordedReplay:
+    """Recorded transitions as packed rows (`transition_layout`), with n-step returns over
+    their episodes (its `next_index` and `capacity` are what tfsac.data.n_step walks)."""
+
+    def __init__(self, data: RecordedData, n_steps: int, gamma: float):
+        self.data, self.n_steps, self.gamma = data, int(n_steps), float(gamma)
+        self.size = self.capacity = len(data)
+        self.reward, self.terminated, self.next_index = (
+            data.reward,
+            data.terminated,
+            data.next_index,
+        )
+
+    def __len__(self) -> int:
+        return self.size
+
+    def packed(self, slots: np.ndarray) -> np.ndarray:
+        """The transitions in `slots` (any shape) as packed rows [..., width]."""
+        d = self.data
+        reward, last = d.reward[slots], slots
+        discount = np.full(np.shape(slots), self.gamma, np.float32)
+        if self.n_steps > 1:
+            reward, last, discount = n_step_returns(self, slots, self.n_steps, self.gamma)
+        columns = (
+            d.observation[slots],
+            d.action[slots],
+            reward[..., None],
+            d.next_observation[last],
+            d.terminated[last][..., None],
+            discount[..., None],
+        )
+        return np.concatenate(columns, axis=-1, dtype=np.float32)
+
+
+class MixedReplay:
+    """Samples packed batches with `ratio` of each batch's rows from `recorded` (exactly
+    round(ratio * batch_size), the rest from `online`), or, with ratio None, uniformly from
+    both together. Stands where the `ReplayBuffer` stands for the updates."""
+
+    def __init__(
+        self, online: ReplayBuffer, recorded: RecordedReplay, ratio: Optional[float], seed: int
+    ):
+        self.online, self.recorded, self.ratio = online, recorded, ratio
+        # Its own stream: the online buffer's draws stay those of a run without the data.
+        self.rng = np.random.default_rng([seed, 1])
+
+    def recorded_rows(self, batch_size: int) -> int:
+        """Rows of each batch drawn from the recorded data (for a fixed ratio)."""
+        return int(round(self.ratio * batch_size))
+
+    def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
+        shape = (num_batches, batch_size)
+        if self.ratio is None:
+            return self._sample_union(shape)
+        k = self.recorded_rows(batch_size)
+        parts = []
+        if k:
+            parts.append(
+                self.recorded.packed(self.rng.integers(0, len(self.recorded), (num_batches, k)))
+            )
+        if batch_size - k:
+            parts.append(self.online.sample_packed(batch_size - k, num_batches))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+    def _sample_union(self, shape) -> np.ndarray:
+        n = len(self.recorded)
+        pick = self.rng.integers(0, n + len(self.online), shape)
+        recorded = pick < n
+        width = sum(w for _, w in self.online.layout)
+        out = np.empty((*shape, width), np.float32)
+        out[recorded] = self.recorded.packed(pick[recorded])
+        out[~recorded] = self.online.packed(pick[~recorded] - n)
+        return out
+
+    def state(self) -> Dict:
+        """The recorded data's reference and the sampling RNG, for a checkpoint."""
+        reference = self.recorded.data.reference()
+        return {STATE_KEY: {**reference, "rng": self.rng.bit_generator.state}}
+
+    def load_state(self, state: Dict, prefix: str) -> None:
+        """Takes back `state()`; TfsacError where the data is not what the checkpoint used."""
+        saved = state.get(STATE_KEY)
+        reference = self.recorded.data.reference()
+        if saved is None or saved["checksum"] != reference["checksum"]:
+            what = "no recorded data"
+            if saved is not None:
+                what = f"{saved['transitions']} recorded transitions ({saved['checksum'][:12]})"
+            raise TfsacError(
+                f"checkpoint {prefix} was trained with {what}; offline_data "
+                f"{reference['source']!r} now holds {reference['transitions']} "
+                f"({reference['checksum'][:12]}): restore that data or start a new run directory"
+            )
+        self.rng.bit_generator.state = saved["rng"]

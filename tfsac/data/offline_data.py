@@ -1,0 +1,302 @@
+"""Recorded transitions (`--offline_data`): read from a Minari dataset, a tfsac run
+directory's checkpointed replay or a folder of .npz episodes, checked against the env, and
+held as read-only arrays with their actions in [-1, 1] (as the replay stores them).
+
+The .npz layout (what scripts/collect.py --format=npz writes):
+
+    <folder>/dataset.json        {"format": "tfsac-episodes/1", "env_id": ..., "action_low":
+                                  [...], "action_high": [...], "observation_shape": [d]}
+    <folder>/episode_<n>.npz     one episode of T steps, Minari's fields: observations
+                                  [T+1, d], actions [T, a] (in the env's units), rewards [T],
+                                  terminations [T], truncations [T] (a flag only at step T)
+
+Nothing here writes. The data's identity, a SHA-256 over its arrays, is what a checkpoint
+keeps of it (tfsac/data/mixed_replay.py); a resume finds the same data or refuses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+import zipfile
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from tfsac.data.envs import EnvSpec
+from tfsac.errors import TfsacError
+from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE
+
+NPZ_FORMAT = "tfsac-episodes/1"
+NPZ_META_FILE = "dataset.json"
+EPISODE_FIELDS = ("observations", "actions", "rewards", "terminations", "truncations")
+# Recorded actions may sit this far outside the bounds (float rounding of a clip).
+BOUNDS_SLACK = 1e-5
+
+
+@dataclasses.dataclass
+class Episodes:
+    """What a source holds, in the env's units: episodes of Minari's fields, and what the
+    source says about the env (None where it says nothing)."""
+
+    kind: str  # "minari", "npz" or "run"
+    env_id: Optional[str]
+    action_low: Optional[np.ndarray]
+    action_high: Optional[np.ndarray]
+    episodes: Sequence[Dict[str, np.ndarray]]
+
+
+@dataclasses.dataclass
+class RecordedData:
+    """Transitions in replay units, read-only: row i's next observation, and `next_index[i]`
+    the row that continues its episode (len: none, after a termination or truncation)."""
+
+    source: str
+    kind: str
+    observation: np.ndarray
+    action: np.ndarray  # in [-1, 1]
+    reward: np.ndarray
+    next_observation: np.ndarray
+    terminated: np.ndarray
+    next_index: np.ndarray
+    checksum: str = ""
+
+    def __post_init__(self):
+        for name in ("observation", "action", "reward", "next_observation", "terminated"):
+            getattr(self, name).flags.writeable = False
+        if not self.checksum:
+            digest = hashlib.sha256()
+            for name in ("observation", "action", "reward", "next_observation", "terminated"):
+                digest.update(np.ascontiguousarray(getattr(self, name)).tobytes())
+            digest.update(np.asarray(self.next_index, np.int64).tobytes())
+            self.checksum = digest.hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.reward)
+
+    def reference(self) -> Dict:
+        """What a checkpoint keeps of it: where it came from, its size and checksum."""
+        return {"source": self.source, "transitions": len(self), "checksum": self.checksum}
+
+
+def load_recorded(source: str, spec: EnvSpec) -> RecordedData:
+    """The recorded transitions that `source` names, checked against the env of `spec`;
+    TfsacError in one line for a missing, corrupt, empty or mismatched source."""
+    if os.path.isdir(source):
+        if os.path.isfile(os.path.join(source, CONFIG_FILE)):
+            return _from_run_dir(source, spec)
+        episodes = _read_dir(source)
+    elif os.path.exists(source):
+        raise TfsacError(f"offline_data {source!r} is a file, not a folder of recorded data")
+    elif os.sep in source and not _looks_like_id(source):
+        raise TfsacError(f"offline_data {source!r}: no such folder")
+    else:
+        episodes = _minari(source, None)
+    return checked(source, episodes, spec)
+
+
+def _looks_like_id(source: str) -> bool:
+    """Minari ids have slashes too ('mujoco/halfcheetah/medium-v0'): a relative name whose
+    first part is no folder here is taken for one."""
+    return not os.path.isabs(source) and not os.path.isdir(source.split(os.sep)[0])
+
+
+def _read_dir(source: str) -> Episodes:
+    if os.path.isfile(os.path.join(source, NPZ_META_FILE)):
+        return _from_npz(source)
+    for data in (os.path.join(source, "data"), source):
+        if os.path.isfile(os.path.join(data, "metadata.json")):
+            return _minari(source, data)
+    raise TfsacError(
+        f"offline_data {source!r} holds no recorded data: no {NPZ_META_FILE} (.npz episodes), "
+        f"no Minari metadata.json, no {CONFIG_FILE} (a tfsac run)"
+    )
+
+
+def _from_npz(source: str) -> Episodes:
+    try:
+        with open(os.path.join(source, NPZ_META_FILE)) as f:
+            meta = json.load(f)
+        if meta.get("format") != NPZ_FORMAT:
+            raise ValueError(f"format {meta.get('format')!r}, not {NPZ_FORMAT!r}")
+        low, high = (np.asarray(meta[k], np.float64) for k in ("action_low", "action_high"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise TfsacError(f"offline_data {source!r}: unreadable {NPZ_META_FILE}: {e}") from None
+    episodes = []
+    for path in sorted(glob.glob(os.path.join(glob.escape(source), "episode_*.npz"))):
+        try:
+            with np.load(path) as npz:
+                episodes.append({k: npz[k] for k in EPISODE_FIELDS})
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+            name = os.path.basename(path)
+            raise TfsacError(f"offline_data {source!r}: corrupt episode file {name}: {e}") from None
+    return Episodes("npz", meta.get("env_id"), low, high, episodes)
+
+
+def _minari(source: str, data_path: Optional[str]) -> Episodes:
+    """A Minari dataset by id (in Minari's datasets folder) or by its folder."""
+    try:
+        import minari  # the optional extra .[offline]
+    except ImportError:
+        raise TfsacError(
+            f"offline_data {source!r}: no such folder, and minari, which would read it as a "
+            "Minari dataset id, is not installed (pip install 'tfsac[offline]')"
+        ) from None
+    try:
+        if data_path is None:
+            dataset = minari.load_dataset(source)
+        else:
+            dataset = minari.MinariDataset(data_path)
+        spec = dataset.spec.env_spec
+        space = dataset.action_space
+        episodes = [
+            {k: np.asarray(getattr(e, k)) for k in EPISODE_FIELDS}
+            for e in dataset.iterate_episodes()
+        ]
+    except FileNotFoundError:
+        root = minari.storage.get_dataset_path()
+        raise TfsacError(
+            f"offline_data {source!r}: no such folder, and no Minari dataset of that id in "
+            f"{root}; `minari download {source}` fetches a public one"
+        ) from None
+    except Exception as e:  # noqa: BLE001 - h5py, pyarrow and json errors of a damaged dataset
+        raise TfsacError(f"offline_data {source!r}: unreadable Minari dataset: {e}") from None
+    if not hasattr(space, "low") or len(getattr(space, "shape", ()) or ()) != 1:
+        raise TfsacError(f"offline_data {source!r} has action space {space}; SAC needs a Box")
+    env_id = spec.id if spec is not None else None
+    return Episodes("minari", env_id, space.low, space.high, episodes)
+
+
+def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
+    """The replay of a tfsac run's newest checkpoint with complete files (memory-mapped;
+    its actions are in [-1, 1] already)."""
+    try:
+        with open(os.path.join(source, CONFIG_FILE)) as f:
+            env_id = json.load(f)["env_id"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise TfsacError(f"offline_data {source!r}: unreadable {CONFIG_FILE}: {e}") from None
+    _same_env(source, env_id, spec)
+    folder = os.path.join(source, CHECKPOINTS_DIR)
+    extras = sorted(
+        glob.glob(os.path.join(glob.escape(folder), "ckpt-*.extra")),
+        key=lambda p: int(os.path.basename(p)[5:-6]),
+        reverse=True,
+    )
+    if not extras:
+        raise TfsacError(f"offline_data {source!r}: a tfsac run without checkpoints")
+    try:
+        with open(os.path.join(extras[0], CHECKPOINT_STATE_FILE)) as f:
+            replay = json.load(f)["replay"]
+        rows, ref, side = (
+            np.load(os.path.join(extras[0], f"{name}.npy"), mmap_mode="r")
+            for name in ("rows", "next_index", "side_observation")
+        )
+        capacity, d = int(replay["capacity"]), spec.obs_dim
+        if rows.shape != (len(ref), d + spec.action_dim + 2):
+            raise ValueError(f"rows of shape {rows.shape} for this env")
+        ref = np.asarray(ref, np.int64)
+        in_side = ref >= capacity
+        next_obs = np.empty((len(ref), d), np.float32)
+        next_obs[~in_side] = rows[ref[~in_side], :d]
+        next_obs[in_side] = side[ref[in_side] - capacity]
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+        raise TfsacError(f"offline_data {source!r}: corrupt checkpoint replay: {e}") from None
+    if len(ref) == 0:
+        raise TfsacError(f"offline_data {source!r} is empty: its checkpoint holds no transitions")
+    return RecordedData(
+        source=source,
+        kind="run",
+        observation=rows[:, :d],
+        action=rows[:, d:-2],
+        reward=rows[:, -2],
+        next_observation=next_obs,
+        terminated=rows[:, -1],
+        next_index=np.where(in_side, len(ref), ref),
+    )
+
+
+def _same_env(source: str, env_id: Optional[str], spec: EnvSpec) -> None:
+    if env_id is not None and env_id != spec.env_id:
+        raise TfsacError(
+            f"offline_data {source!r} was recorded on {env_id}, this run's env is {spec.env_id}"
+        )
+
+
+def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
+    """Episodes checked against the env (id, observation and action shapes, action bounds,
+    a termination or truncation only at an episode's last step) as RecordedData."""
+    _same_env(source, data.env_id, spec)
+    low, high = np.asarray(spec.action_low), np.asarray(spec.action_high)
+    if data.action_low is not None and (
+        np.shape(data.action_low) != low.shape
+        or not (np.allclose(data.action_low, low) and np.allclose(data.action_high, high))
+    ):
+        raise TfsacError(
+            f"offline_data {source!r} has action bounds [{_text(data.action_low)}, "
+            f"{_text(data.action_high)}], the env [{_text(low)}, {_text(high)}]"
+        )
+    parts: List[List[np.ndarray]] = [[] for _ in range(5)]
+    for n, episode in enumerate(data.episodes):
+        for part, array in zip(parts, _episode_rows(source, n, episode, spec), strict=True):
+            part.append(array)
+    if not parts[0] or not sum(len(r) for r in parts[2]):
+        raise TfsacError(f"offline_data {source!r} is empty: no transitions")
+    obs, action, reward, next_obs, ended = (np.concatenate(p) for p in parts)
+    unit = 2.0 * (action - low) / (high - low) - 1.0  # as the replay stores actions
+    if np.any(np.abs(unit) > 1.0 + BOUNDS_SLACK):
+        raise TfsacError(
+            f"offline_data {source!r} has actions outside the env's bounds [{_text(low)}, "
+            f"{_text(high)}]"
+        )
+    rows = np.arange(len(reward))
+    return RecordedData(
+        source=source,
+        kind=data.kind,
+        observation=obs,
+        action=np.clip(unit, -1.0, 1.0).astype(np.float32),
+        reward=reward,
+        next_observation=next_obs,
+        terminated=ended[:, 0].astype(np.float32),
+        next_index=np.where(ended.any(axis=1), len(reward), rows + 1),
+    )
+
+
+def _episode_rows(source: str, n: int, episode: Dict[str, np.ndarray], spec: EnvSpec):
+    """(observations, actions, rewards, next observations, [terminated, ended]) of one
+    episode, checked for shapes, flags and finite values."""
+    where = f"offline_data {source!r}, episode {n}"
+    obs = np.asarray(episode["observations"], np.float32)
+    steps = len(episode["rewards"])
+    if obs.ndim != 2 or obs.shape[1] != spec.obs_dim:
+        raise TfsacError(
+            f"{where}: observations of shape {obs.shape[1:]}, the env's are ({spec.obs_dim},)"
+        )
+    action = np.asarray(episode["actions"], np.float64)
+    if action.shape != (steps, spec.action_dim) or len(obs) != steps + 1:
+        raise TfsacError(
+            f"{where}: {steps} rewards, actions of shape {action.shape} and {len(obs)} "
+            f"observations; the env's actions are ({spec.action_dim},)"
+        )
+    term, trunc = (
+        np.asarray(episode[k], bool).reshape(-1) for k in ("terminations", "truncations")
+    )
+    if len(term) != steps or len(trunc) != steps or np.any((term | trunc)[:-1]):
+        raise TfsacError(
+            f"{where}: terminations and truncations must mark only the episode's last step"
+        )
+    reward = np.asarray(episode["rewards"], np.float32).reshape(-1)
+    if not (np.all(np.isfinite(obs)) and np.all(np.isfinite(reward))):
+        raise TfsacError(f"{where}: non-finite observations or rewards")
+    # The last row ends the episode (whatever its flags: a recording stopped there).
+    ended = np.zeros((steps, 2), bool)
+    ended[:, 0] = term
+    ended[-1:, 1] = True
+    return obs[:-1], action, reward, obs[1:], ended
+
+
+def _text(bounds) -> str:
+    values = np.unique(np.asarray(bounds, np.float64))
+    return f"{values[0]:g}" if len(values) == 1 else ",".join(f"{v:g}" for v in np.ravel(bounds))

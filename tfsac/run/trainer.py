@@ -47,6 +47,8 @@ class TrainResult:
     run_dir: str
     saved_model_path: Optional[str]
     summary: Dict
+    # Why a callback stopped the run before total_steps (summary.json's "stop"), or None.
+    stop_reason: Optional[str] = None
 
 
 class Trainer:
@@ -133,12 +135,21 @@ class Trainer:
 
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
-        """Trains from the current step to `total_steps`; returns the finished run."""
+        """Trains from the current step to `total_steps`, or until a callback stops it;
+        returns the finished run."""
         if self.parts.finished():
             logging.info("run in %s is already complete", self.run_dir)
             summary = self.parts.files.read_summary()
-            saved = summary.get("saved_model_path")
-            return TrainResult(self.learner, self.spec, self.buffer, self.run_dir, saved, summary)
+            saved, stop = summary.get("saved_model_path"), summary.get("stop") or {}
+            return TrainResult(
+                self.learner,
+                self.spec,
+                self.buffer,
+                self.run_dir,
+                saved,
+                summary,
+                stop.get("reason"),
+            )
         cfg, loop = self.config, self.loop
         self.session_clock = Stopwatch(before=loop.wall_time_s)
         self.session_clock.start()
@@ -146,6 +157,7 @@ class Trainer:
         self._log_clock = (self.learning_clock.seconds(), loop.learning_steps)
         self._bar = bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
         try:
+            self.callbacks.on_training_start(self)
             with StopSignals() as stop, bar, lines_above(bar):
                 self._collect_and_learn(stop)
             # Closing the runners, the logs and the export are not the learning phase.
@@ -176,7 +188,8 @@ class Trainer:
                 source.after_updates(updates.count, action)
             source.after_chunk(phase_ended, due)
             self._bar.update(loop.step - step_before)
-            self._after_step(step_before, stop.received)
+            if self._after_step(step_before, stop.received):
+                break  # a callback stopped the run: what remains of the source is dropped
 
     def _record(self, transitions, steps: int) -> tuple:
         """Puts `steps` env steps' transitions into the buffer and books them; returns
@@ -194,19 +207,31 @@ class Trainer:
         finished = len(transitions.finished_episodes)
         return self.schedule.after_env_step(step_before, loop.step, finished)
 
-    def _after_step(self, step_before: int, stop: Optional[int]) -> None:
+    def _after_step(self, step_before: int, stop: Optional[int]) -> bool:
         """The triggers whose intervals the env steps from `step_before` crossed (all at
-        the end, a checkpoint on a stop request), then the callbacks, then the stop."""
-        step = self.loop.step
+        the end, a checkpoint on a stop request), then the callbacks, then the stop;
+        returns whether a callback stopped the run here (after its final evaluation and
+        checkpoint)."""
+        step, calls = self.loop.step, self.callbacks
         at_end = step >= self.config.total_steps
         evaluate, log, checkpoint = self.triggers
         evaluated = evaluate(step_before, step, at_end)
         log(step_before, step, at_end)
-        if not checkpoint(step_before, step, at_end) and stop is not None:
+        if calls.stop_reason is not None and not evaluated:  # asked by on_log
+            self._evaluate_and_record()
+            evaluated = True
+        saved = checkpoint(step_before, step, at_end)
+        if not saved and (stop is not None or calls.stop_reason is not None):
             self._save_checkpoint()
+            saved = True
         # After the checkpoint: a run that a callback stops (by raising) keeps this step.
         if evaluated:
-            self.callbacks.on_evaluation(dict(self.loop.evaluations[-1]))
+            calls.on_evaluation(dict(self.loop.evaluations[-1]))
+        if calls.stop_reason is not None and not at_end:
+            if not saved:  # asked by on_evaluation
+                self._save_checkpoint()
+            logging.info("stopped at step %d: %s", step, calls.stop_reason)
+            return True
         if stop is not None and not at_end:
             raise Interrupted(
                 f"{signal.Signals(stop).name} at step {step}: checkpoint saved in "
@@ -214,6 +239,7 @@ class Trainer:
                 f"--run_dir={self.run_dir}",
                 stop,
             )
+        return False
 
     # -------------------------------------------------------------------- finish
     def _finish(self) -> TrainResult:
@@ -222,11 +248,14 @@ class Trainer:
             part.close()
         latest = self.checkpointer.latest  # the final evaluation's (export_trained_policy)
         final = {**self.loop.evaluations[-1], "checkpoint": latest}
+        stopped = self.loop.step < self.config.total_steps
+        reason = self.callbacks.stop_reason if stopped else None
         summary = run_summary(
             self.config,
             self.loop,
             wall_time,
             self.learning_clock.seconds(),
+            stop={"step": self.loop.step, "reason": reason} if stopped else None,
             resumed_from=self.resumed_from,
             # Absolute, as saved_model_path: usable from any directory.
             checkpoint=latest and os.path.abspath(latest),
@@ -244,7 +273,9 @@ class Trainer:
             self.run_dir,
         )
         saved = summary["saved_model_path"]
-        return TrainResult(self.learner, self.spec, self.buffer, self.run_dir, saved, summary)
+        return TrainResult(
+            self.learner, self.spec, self.buffer, self.run_dir, saved, summary, reason
+        )
 
 
 def train(config: SACConfig, *, quiet: bool = False, **options) -> TrainResult:

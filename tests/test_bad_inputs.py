@@ -115,6 +115,8 @@ CASES = [
     # plot.py
     ("plot", ["--run_dirs=missing"], "missing"),
     ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "cannot write"),
+    ("plot", ["--run_dirs=oldrun,oldrun", "--labels=a,b,c"], "labels: 3 given for 2 runs in 1 "),
+    ("plot", ["--run_dirs=oldrun", "--labels=,"], "labels: an empty label"),
 ]
 
 

@@ -1,13 +1,13 @@
 """Learning curves by configuration: runs grouped by the config fields that differ, labels
 made of those fields or given, one-point curves drawn as markers, a sweep's comparison
-figure. Run directories are written by hand here (no training): fast."""
+figure. Run directories are written by hand here (no training): fast. scripts/plot.py's
+--labels: tests/test_bad_inputs.py."""
 
 import json
 import os
 
 import matplotlib
 import pytest
-from conftest import run_script
 
 from tfsac import SACConfig, TfsacError
 from tfsac.run import plotting
@@ -26,7 +26,11 @@ def _run_dir(root, name, evaluations=((100, -900.0), (200, -500.0)), **overrides
     rows = ["step,episodes,episode_return,critic_loss"]
     rows += [f"{s},{s // 200},{r},{1.0 / s}" for s, r in evaluations]
     (folder / "progress.csv").write_text("\n".join(rows) + "\n")
-    summary = {"evaluations": [{"step": s, "return_mean": r} for s, r in evaluations]}
+    summary = {
+        "total_steps": config["total_steps"],
+        "wall_time_s": 10.0,
+        "evaluations": [{"step": s, "return_mean": r} for s, r in evaluations],
+    }
     (folder / "summary.json").write_text(json.dumps(summary))
     return str(folder)
 
@@ -110,9 +114,33 @@ def test_the_figure_draws_a_one_point_run_as_a_marker(tmp_path, monkeypatch):
     assert ("o", 1) in drawn["learning_rate=0.0003"]  # the one-point run: a marker
 
 
-def test_plot_script_takes_labels(tmp_path):
-    dirs = [_run_dir(tmp_path, n, gamma=g) for n, g in (("a", 0.99), ("b", 0.9))]
-    done = run_script(
-        "plot", [f"--run_dirs={','.join(dirs)}", "--labels=x,y", "--out=c.png"], tmp_path
-    )
-    assert done.returncode == 0 and done.stdout.strip() == "c.png", done.stderr[-2000:]
+def test_sweep_results_by_final_return_with_a_comparison_figure(tmp_path):
+    from tfsac.scale.sweeps.results import write_results
+
+    trials = {}
+    for tag, rate, finals in (("a", 1e-3, (-400.0, -600.0)), ("b", 3e-4, (-200.0, -300.0))):
+        (tmp_path / tag).mkdir()
+        for seed, final in enumerate(finals):
+            run_dir = _run_dir(
+                tmp_path / tag,
+                f"seed{seed}",
+                evaluations=[(100, -900.0), (200, final)],
+                seed=seed,
+                learning_rate=rate,
+            )
+            spec = {"tag": tag, "overrides": {"learning_rate": rate}, "seed": seed}
+            trials[f"{tag}/seed{seed}"] = {
+                "spec": {**spec, "run_dir": run_dir},
+                "status": "finished",
+            }
+    trials["c/seed0"] = {  # not started: no return, last
+        "spec": {"tag": "c", "overrides": {"gamma": 0.9}, "seed": 0, "run_dir": "c/seed0"},
+        "status": "pending",
+    }
+    files = write_results(str(tmp_path), trials)
+    assert str(tmp_path / "comparison.png") in files
+    assert os.path.getsize(tmp_path / "comparison.png") > 20_000
+    lines = (tmp_path / "results.md").read_text().splitlines()
+    assert lines[0] == "All configs' curves: [comparison.png](comparison.png)"
+    table = [line.split(" | ")[0] for line in lines[4:]]
+    assert table == ["| --learning_rate=0.0003", "| --learning_rate=0.001", "| --gamma=0.9"]

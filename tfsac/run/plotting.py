@@ -126,6 +126,20 @@ def _panels(runs: List[Dict]) -> List[tuple]:
     return [*PANELS, *extra]
 
 
+def _say_unlike(groups: List[RunGroup], unlike: Dict[str, List[str]], notes: List[str]):
+    """A note for each group whose runs cover different env steps in the panels `unlike`
+    names (by group label)."""
+    by_label = {g.label: g for g in groups}
+    for group_label, panel_labels in unlike.items():
+        runs_of = by_label[group_label].runs
+        ends = sorted({int(r["curves"][n][0][-1]) for r in runs_of for n in r["curves"]})
+        notes.append(
+            f"{group_label}: the runs cover different env steps (ending at "
+            f"{', '.join(map(str, ends))}), so {', '.join(panel_labels)} show one line per "
+            "run, not a mean +- std"
+        )
+
+
 def plot_runs(
     run_dirs: Sequence[str],
     out_path: str,
@@ -171,15 +185,7 @@ def plot_runs(
         ax.set_visible(False)
     if axes.flat[0].get_legend_handles_labels()[0]:  # runs without evaluations have none
         axes.flat[0].legend(fontsize="small")
-    by_label = {g.label: g for g in groups}
-    for group_label, panel_labels in unlike.items():
-        runs_of = by_label[group_label].runs
-        ends = sorted({int(r["curves"][n][0][-1]) for r in runs_of for n in r["curves"]})
-        (notes if notes is not None else []).append(
-            f"{group_label}: the runs cover different env steps (ending at "
-            f"{', '.join(map(str, ends))}), so {', '.join(panel_labels)} show one line per "
-            "run, not a mean +- std"
-        )
+    _say_unlike(groups, unlike, notes if notes is not None else [])
     fig.suptitle(title or ", ".join(sorted({r["env"] for r in runs})))
     fig.tight_layout()
     try:

@@ -288,7 +288,10 @@ def train(config: SACConfig, *, quiet: bool = False, **options) -> TrainResult:
     when it has none); the config must be the run's saved one except for the options of
     config.RESUME_ADJUSTABLE, whose changes are logged. `actor_fn` and `critic_fn` build
     custom Keras models (networks.build_networks). `on_log` and `on_evaluation` are
-    functions called as the `Callback` methods of the same names (tfsac.run.callbacks).
+    functions called as the `Callback` methods of the same names (tfsac.run.callbacks);
+    one that returns False stops the run cleanly, as the config's stop options do
+    (tfsac.run.stopping): the result's `stop_reason` says why. A resume with a larger
+    total_steps continues a finished or stopped run.
     Raises TfsacError for bad configuration or paths before any training, NonFiniteError
     on NaN/Inf, Interrupted after a SIGINT/SIGTERM checkpoint. Unless `quiet`, the
     progress lines of scripts/train.py go to stderr (in a notebook too), in their short

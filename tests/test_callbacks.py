@@ -119,11 +119,16 @@ def test_a_function_returning_false_stops_after_a_final_evaluation(tmp_path, cou
     def enough(record):
         return False if record["step"] >= 60 else None
 
-    result = tfsac.train(config, export=False, quiet=True, on_log=enough)
+    best = tfsac.SaveBestPolicy(str(tmp_path / "mine"))  # a folder the user names
+    result = tfsac.train(config, export=False, quiet=True, on_log=enough, callbacks=[best])
     assert result.stop_reason.endswith("<locals>.enough returned False at step 60")
     assert [e["step"] for e in result.summary["evaluations"]] == [40, 60]
     assert result.summary["checkpoint"].endswith("ckpt-60")
     assert result.saved_model_path is None
+    # The stop's evaluation (return 4 after 3) reached the callbacks: a new best version.
+    assert sorted(os.listdir(tmp_path / "mine")) == ["1", "2"]
+    assert best.saved_model_path == str(tmp_path / "mine" / "2")
+    assert not os.path.exists(os.path.join(result.run_dir, "best"))
 
 
 def test_the_reward_threshold_stops_at_the_first_evaluation_that_reaches_it():

@@ -13,6 +13,7 @@ from tfsac.deploy.export import export_policy
 from tfsac.deploy.formats import parse_formats
 from tfsac.deploy.metadata import policy_metadata
 from tfsac.files import check_writable
+from tfsac.paths import check_plain_name
 from tfsac.run.callbacks import Callback
 
 BEST_DIR = "best"  # in the run directory, by default
@@ -27,15 +28,16 @@ class SaveBestPolicy(Callback):
 
     def __init__(self, path: Optional[str] = None):
         self.path = path
+        self.model_dir: Optional[str] = None  # `path`, or the run's <run_dir>/best
         self.best = -math.inf
         self.saved_model_path: Optional[str] = None  # the newest best version
         self._trainer = None
 
     def on_training_start(self, trainer) -> None:
         self._trainer = trainer
-        if self.path is None:
-            self.path = os.path.join(trainer.run_dir, BEST_DIR)
-        check_writable(self.path)
+        self.model_dir = os.path.abspath(self.path or os.path.join(trainer.run_dir, BEST_DIR))
+        check_plain_name("the best policy's folder", os.path.basename(self.model_dir))
+        check_writable(self.model_dir)
         self.best = max((e["return_mean"] for e in trainer.loop.evaluations), default=-math.inf)
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
@@ -44,7 +46,7 @@ class SaveBestPolicy(Callback):
         self.best = evaluation["return_mean"]
         trainer = self._trainer
         config = trainer.config
-        model_dir = os.path.abspath(self.path)
+        model_dir = self.model_dir
         self.saved_model_path = export_policy(
             trainer.learner.actor,
             trainer.spec,

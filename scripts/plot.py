@@ -1,5 +1,7 @@
-"""Learning curves from run directories, one group per configuration (mean +- std across
-its seeds), labelled by the config fields that differ between the groups.
+"""Learning curves (mean +- std across seeds) from one or more run directories.
+
+One group of runs per configuration, labelled by the config fields that differ between the
+groups (or by --labels).
 
     python scripts/plot.py --run_dirs=runs/pendulum_v1-seed0-...,runs/pendulum_v1-seed1-... \\
         --out=pendulum.png

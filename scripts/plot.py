@@ -1,7 +1,11 @@
 """Learning curves (mean +- std across seeds) from one or more run directories.
 
+One group of runs per configuration, labelled by the config fields that differ between the
+groups (or by --labels).
+
     python scripts/plot.py --run_dirs=runs/pendulum_v1-seed0-...,runs/pendulum_v1-seed1-... \\
         --out=pendulum.png
+    python scripts/plot.py --run_dirs=runs/sac-0,runs/sac-1,runs/tqc-0 --labels=SAC,SAC,TQC
 """
 
 import os
@@ -18,6 +22,12 @@ from absl import flags  # noqa: E402
 flags.DEFINE_list("run_dirs", None, "Run directories (comma-separated).", required=True)
 flags.DEFINE_string("out", "learning_curves.png", "PNG to write.")
 flags.DEFINE_string("title", "", "Figure title (default: the env ids).")
+flags.DEFINE_list(
+    "labels",
+    None,
+    "Legend labels instead of the differing config fields: one per group (in the order of "
+    "their first runs) or one per run (runs with the same label are one group).",
+)
 FLAGS = flags.FLAGS
 
 
@@ -30,7 +40,7 @@ def main(argv):
 
     notes = []  # what the figure cannot compare, said on stderr
     try:
-        path = plot_runs(FLAGS.run_dirs, FLAGS.out, FLAGS.title, notes)
+        path = plot_runs(FLAGS.run_dirs, FLAGS.out, FLAGS.title, notes, FLAGS.labels)
     except TfsacError as e:
         fail(str(e))
     for note in notes:

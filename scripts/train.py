@@ -48,7 +48,11 @@ def main(argv):
         fail(str(e), code=3)
     except tfsac.TfsacError as e:
         fail(str(e))
+    if result.stop_reason is not None:
+        print(f"stopped at step {result.summary['env_steps']}: {result.stop_reason}")
     print(f"summary: {os.path.join(result.run_dir, 'summary.json')}")
+    if config.keep_best:  # the highest version is the best evaluated policy
+        print(f"best: {os.path.join(result.run_dir, 'best')}")
     if result.saved_model_path is None:
         print("saved_model: none (--export=false)")
         return

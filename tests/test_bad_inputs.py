@@ -65,6 +65,9 @@ CASES = [
     ("train", ["--num_actors=2", "--use_sde"], "does not work with env runners"),
     ("train", ["--num_actors=1", "--ray_address=127.0.0.1:1"], "cannot reach the Ray cluster"),
     ("train", ["--resume"], "resume needs the run directory"),
+    ("train", ["--stop_at_return=nan"], "stop_at_return must be a finite number, got nan"),
+    ("train", ["--stop_after_no_improvement=-1"], "stop_after_no_improvement must be >= 0"),
+    ("train", ["--min_evaluations=5"], "min_evaluations needs stop_after_no_improvement"),
     ("train", ["--resume", "--run_dir=oldrun", "--batch_size=16"], "batch_size=16 differs"),
     ("train", ["--resume", "--run_dir=oldrun", "--total_steps=2000"], "total_steps can only grow"),
     # Recorded data (folders that _folder writes; "nodata" is no folder: a Minari id).
@@ -139,6 +142,8 @@ CASES = [
     ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "cannot write"),
     ("benchmark_report", ["--curves=blocker"], "blocker is not a curve file"),
     ("benchmark_report", ["--runs=none*", "--reach=Hopper-v5=far"], "--reach takes R or env=R"),
+    ("plot", ["--run_dirs=oldrun,oldrun", "--labels=a,b,c"], "labels: 3 given for 2 runs in 1 "),
+    ("plot", ["--run_dirs=oldrun", "--labels=,"], "labels: an empty label"),
 ]
 
 

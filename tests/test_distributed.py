@@ -17,6 +17,7 @@ from conftest import REPO_ROOT, env_without_ray, tiny_config
 import tfsac
 from tfsac.algorithm.resolve import resolve
 from tfsac.errors import TfsacError
+from tfsac.run.stopping import StopTrainingOnRewardThreshold
 
 ray = pytest.importorskip("ray")
 
@@ -113,6 +114,21 @@ def test_a_killed_runner_is_restarted_and_no_step_is_lost_or_doubled(tmp_path):
     assert trainer.source.pool.pids[1] != killed[0]
     assert result.buffer.size == config.total_steps == trainer.loop.step
     assert _updates(result) == config.total_steps - config.learning_starts
+
+
+def test_a_stop_option_ends_a_run_on_runners_cleanly(tmp_path):
+    """A stop at the first evaluation (a chunk boundary) with chunks still in flight: the
+    run's files are complete and the runners are gone."""
+    from tfsac import Trainer
+
+    config = _config(tmp_path, num_actors=2, total_steps=640, learning_starts=640, eval_every=128)
+    trainer = Trainer(config, export=False, callbacks=[StopTrainingOnRewardThreshold(-1e9)])
+    result = trainer.run()
+    assert result.summary["stop"]["step"] == 128 and "stop_at_return" in result.stop_reason
+    assert [e["step"] for e in result.summary["evaluations"]] == [128]
+    assert result.summary["checkpoint"].endswith("ckpt-128")
+    assert result.buffer.size == 128 and result.summary["env_steps"] == 128
+    assert trainer.source.pool.runners == []  # closed: killed, nothing in flight
 
 
 class _StopAtFirstEvaluation(Exception):

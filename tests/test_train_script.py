@@ -171,3 +171,37 @@ def test_a_mujoco_run_prints_tfsac_lines_only(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     for noise in ("OpenGL_accelerate", "settotalmass", "is deprecated"):
         assert noise not in proc.stderr, noise
+
+
+@pytest.mark.slow
+def test_stop_flags_end_the_run_cleanly_and_keep_the_best(tmp_path):
+    args = [
+        "--env=Pendulum-v1",
+        "--total_steps=400",
+        "--learning_starts=400",  # no updates: the stop is all this checks
+        "--hidden_sizes=8",
+        "--eval_every=100",
+        "--eval_episodes=1",
+        "--run_dir=run",
+        "--export_dir=exports",
+        "--stop_at_return=-1e9",
+        "--keep_best",
+    ]
+    proc = _run(args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == (
+        f"stopped at step 100: evaluation return {_summary(tmp_path)['eval_return_mean']:.2f} "
+        "reached -1e+09 at step 100 (stop_at_return)"
+    )
+    assert f"best: {os.path.join('run', 'best')}" in lines
+    assert os.listdir(tmp_path / "run" / "best") == ["1"]
+    assert os.path.isfile(tmp_path / "exports" / "pendulum_v1" / "1" / "saved_model.pb")
+    # --resume with the same settings: the stopped run is complete.
+    again = _run(["--run_dir=run", "--resume"], cwd=tmp_path)
+    assert again.returncode == 0 and "already complete" in again.stderr, again.stderr[-3000:]
+    assert os.listdir(tmp_path / "exports" / "pendulum_v1") == ["1"]
+
+
+def _summary(tmp_path):
+    return json.loads((tmp_path / "run" / "summary.json").read_text())

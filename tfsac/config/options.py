@@ -32,8 +32,9 @@ VARIANT = "Variants and exploration"
 NETS = "Networks"
 COMPILE = "Compilation"
 OUTPUT = "Evaluation, logging, outputs and checkpoints"
+STOP = "Stopping early and keeping the best policy"
 DIST = "Distributed collection (env runners on Ray)"
-GROUPS = (ENV, COLLECT, OFFLINE, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT, DIST)
+GROUPS = (ENV, COLLECT, OFFLINE, OPTIM, ALPHA, VARIANT, NETS, COMPILE, OUTPUT, STOP, DIST)
 
 
 @dataclasses.dataclass

@@ -5,6 +5,7 @@ tfsac/options.py, which names the help groups)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Optional
 
 from tfsac.config.fields import (
@@ -13,7 +14,7 @@ from tfsac.config.fields import (
     at_least,
     option,
 )
-from tfsac.config.options import DIST, OFFLINE, OUTPUT
+from tfsac.config.options import DIST, OFFLINE, OUTPUT, STOP
 from tfsac.paths import PLAIN_NAME, is_plain_name
 
 EXPORT_FORMATS = ("saved_model", "tflite", "onnx")
@@ -113,6 +114,40 @@ class OutputOptions:
     )
     keep_checkpoints: int = option(
         3, "how many recent checkpoints to keep", OUTPUT, check=at_least(1)
+    )
+
+
+@dataclasses.dataclass
+class StopOptions:
+    """Stopping a run cleanly before total_steps (the final evaluation, checkpoint,
+    summary.json and export are written as at the end), and the best policy's export: the
+    callbacks of tfsac/run/stopping.py, which Python callers may also pass themselves."""
+
+    stop_at_return: Optional[float] = option(
+        None,
+        "stop once an evaluation's mean return reaches this (SB3's "
+        "StopTrainingOnRewardThreshold; default: never)",
+        STOP,
+        check=Check(math.isfinite, "a finite number"),
+    )
+    stop_after_no_improvement: int = option(
+        0,
+        "stop when more than this many evaluations in a row bring no new best return (SB3's "
+        "StopTrainingOnNoModelImprovement max_no_improvement_evals; 0: never)",
+        STOP,
+        check=at_least(0),
+    )
+    min_evaluations: int = option(
+        0,
+        "evaluations before stop_after_no_improvement starts counting (SB3's min_evals)",
+        STOP,
+        check=at_least(0),
+    )
+    keep_best: bool = option(
+        False,
+        "export the policy at each new best evaluation return as the next version of "
+        "<run_dir>/best (SB3's EvalCallback best_model_save_path)",
+        STOP,
     )
 
 

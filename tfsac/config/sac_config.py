@@ -21,11 +21,12 @@ from tfsac.config.options import (
     OptimOptions,
     VariantOptions,
 )
-from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions
+from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions, StopOptions
 from tfsac.errors import TfsacError
 
-# What a resumed run may change (each change is said in one line): how long it runs, what
-# it reports and writes. Any other option would make it another run than the one saved.
+# What a resumed run may change (each change is said in one line): how long it runs (a
+# finished or stopped run continues with a larger total_steps), when it stops, what it
+# reports and writes. Any other option would make it another run than the one saved.
 RESUME_ADJUSTABLE = (
     "total_steps",
     "eval_every",
@@ -40,6 +41,10 @@ RESUME_ADJUSTABLE = (
     "export_dir",
     "export_formats",
     "model_name",
+    "stop_at_return",
+    "stop_after_no_improvement",
+    "min_evaluations",
+    "keep_best",
 )
 
 
@@ -82,6 +87,7 @@ def parse_env_kwargs(text: str) -> Dict[str, Any]:
 @dataclasses.dataclass
 class SACConfig(
     DistOptions,
+    StopOptions,
     OutputOptions,
     CompileOptions,
     NetOptions,
@@ -204,6 +210,10 @@ class SACConfig(
         if self.batch_size > self.buffer_size:
             raise TfsacError(
                 f"batch_size ({self.batch_size}) is larger than buffer_size ({self.buffer_size})"
+            )
+        if self.min_evaluations and not self.stop_after_no_improvement:
+            raise TfsacError(
+                "min_evaluations needs stop_after_no_improvement: it delays that stop only"
             )
         self._validate_distributed()
         return self

@@ -48,7 +48,8 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
         "tfsac_version": __version__,
         "env_id": config.env_id,
         "env_kwargs": config.env_kwargs,
-        "training_steps": config.total_steps,
+        # The evaluated policy's env steps (a stopped run's or the best policy's).
+        "training_steps": final_evaluation.get("step", config.total_steps),
         "observation_dim": spec.obs_dim,
         "observation_space": spec.observation_space,
         "observation_flattening": spec.observation_flattening,

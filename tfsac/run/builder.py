@@ -30,6 +30,7 @@ from tfsac.run.loop_state import LoopState
 from tfsac.run.preflight import Start, check_start
 from tfsac.run.progress import ProgressLog
 from tfsac.run.source import CollectionSource, LocalSource, env_runners
+from tfsac.run.stopping import config_callbacks
 from tfsac.run.updates import NonFiniteError, Updates
 
 ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
@@ -105,13 +106,15 @@ def build_run(
         restore = _restore_latest(config, start.run_dir, *parts)
         if restore is not None:
             loop, resumed_from, restored = restore
-    finished = loop.step >= config.total_steps and bool(files.read_summary())
+    finished = _finished(loop.step, config.total_steps, files.read_summary())
     source = None
     if not finished:
         source = _make_source(config, start, learner, schedule, actor_fn, loop.resumes)
         if restored is not None:
             source.load_state(*restored)
-    calls = CallbackList([FunctionCallback(on_log, on_evaluation), *callbacks])
+    calls = CallbackList(
+        [FunctionCallback(on_log, on_evaluation), *config_callbacks(config), *callbacks]
+    )
     progress = _open_run_dir(start, learner, source, calls, loop.step if resume else None)
     return RunParts(
         config=config,
@@ -148,6 +151,16 @@ def _mixed_replay(config: SACConfig, start: Start, buffer: ReplayBuffer) -> Opti
     recorded = RecordedReplay(start.recorded, config.n_steps, config.gamma)
     ratio = 1.0 if config.total_steps == 0 else config.offline_ratio
     return MixedReplay(buffer, recorded, ratio, config.seed)
+
+
+def _finished(step: int, total_steps: int, summary: dict) -> bool:
+    """Whether the run has nothing left to train: its summary.json is written, at
+    total_steps or at a stop that a callback asked for with this total_steps (a resume with
+    a larger one continues it)."""
+    if not summary:
+        return False
+    stopped = summary.get("stop") and summary.get("total_steps") == total_steps
+    return step >= total_steps or bool(stopped)
 
 
 def _open_run_dir(start: Start, learner, source, calls: CallbackList, resumed_at) -> ProgressLog:

@@ -26,48 +26,83 @@ class IntervalTrigger:
 class Callback:
     """Override what you need; `train(..., callbacks=[...])` calls them in order.
 
-    `on_log` gets each progress record (the progress.csv row with the learner's metrics);
-    `on_evaluation` gets each evaluation ({step, return_mean, return_std, seed}) once its
-    step's checkpoint, if one is due, is saved. An exception either raises ends training and
-    propagates unchanged (a checkpoint of that step is kept).
+    `on_training_start(trainer)` runs once before the first env step of a session (a
+    resumed run's evaluations so far are in `trainer.loop.evaluations`); `on_log` gets each
+    progress record (the progress.csv row with the learner's metrics); `on_evaluation` gets
+    each evaluation ({step, return_mean, return_std, seed}) once its step's checkpoint, if
+    one is due, is saved. Returning False from `on_log` or `on_evaluation` stops the run
+    cleanly, as a Stable-Baselines3 callback's `_on_step` does: the final evaluation, the
+    checkpoint, summary.json and the export are written, and `train` returns the result
+    with the stop's reason, `stop_reason` when the callback set it (None continues). An
+    exception ends training and propagates unchanged (a checkpoint of that step is kept).
     """
 
-    def on_log(self, record: Dict) -> None:
+    stop_reason: Optional[str] = None
+
+    def on_training_start(self, trainer) -> None:
         pass
 
-    def on_evaluation(self, evaluation: Dict) -> None:
+    def on_log(self, record: Dict) -> Optional[bool]:
+        pass
+
+    def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
         pass
 
 
 class FunctionCallback(Callback):
-    """A callback from plain functions (train's `on_log` and `on_evaluation` arguments)."""
+    """A callback from plain functions (train's `on_log` and `on_evaluation` arguments),
+    which stop the run as a `Callback`'s methods do, by returning False."""
 
     def __init__(
         self,
-        on_log: Optional[Callable[[Dict], None]] = None,
-        on_evaluation: Optional[Callable[[Dict], None]] = None,
+        on_log: Optional[Callable[[Dict], Optional[bool]]] = None,
+        on_evaluation: Optional[Callable[[Dict], Optional[bool]]] = None,
     ):
         self._on_log, self._on_evaluation = on_log, on_evaluation
 
-    def on_log(self, record: Dict) -> None:
+    def on_log(self, record: Dict) -> Optional[bool]:
         if self._on_log is not None:
-            self._on_log(record)
+            return self._on_log(record)
+        return None
 
-    def on_evaluation(self, evaluation: Dict) -> None:
+    def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
         if self._on_evaluation is not None:
-            self._on_evaluation(evaluation)
+            return self._on_evaluation(evaluation)
+        return None
 
 
 class CallbackList(Callback):
-    """Several callbacks as one, called in order."""
+    """Several callbacks as one, each called in order (all of them, also after one asked to
+    stop); `stop_reason` says the first stop asked for, None while none was."""
 
     def __init__(self, callbacks: Iterable[Callback]):
         self.callbacks: List[Callback] = list(callbacks)
+        self.stop_reason: Optional[str] = None
 
-    def on_log(self, record: Dict) -> None:
+    def on_training_start(self, trainer) -> None:
         for callback in self.callbacks:
-            callback.on_log(record)
+            callback.on_training_start(trainer)
 
-    def on_evaluation(self, evaluation: Dict) -> None:
+    def _call(self, method: str, argument: Dict) -> Optional[bool]:
+        stop = False
         for callback in self.callbacks:
-            callback.on_evaluation(evaluation)
+            if getattr(callback, method)(argument) is False:
+                stop = True
+                if self.stop_reason is None:
+                    self.stop_reason = _stopped_by(callback, method, argument["step"])
+        return False if stop else None
+
+    def on_log(self, record: Dict) -> Optional[bool]:
+        return self._call("on_log", record)
+
+    def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
+        return self._call("on_evaluation", evaluation)
+
+
+def _stopped_by(callback: Callback, method: str, step: int) -> str:
+    """The reason a callback that returned False gives, or which one it was and where."""
+    if callback.stop_reason:
+        return callback.stop_reason
+    function = getattr(callback, f"_{method}", None)  # a FunctionCallback's function
+    who = getattr(function, "__qualname__", None) or f"{type(callback).__name__}.{method}"
+    return f"{who} returned False at step {step}"

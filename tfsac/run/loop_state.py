@@ -58,19 +58,22 @@ class LoopState:
 
 
 def run_summary(config, loop: LoopState, wall_time: float, learning_time: float, **paths) -> Dict:
-    """summary.json of a finished run; `paths`: resumed_from, checkpoint, saved_model_path."""
+    """summary.json of a finished run; `paths`: stop (where and why a callback stopped it,
+    or None), resumed_from, checkpoint, saved_model_path."""
     final = loop.evaluations[-1]
     return {
         "env": config.env_id,
         "seed": config.seed,
         "total_steps": config.total_steps,
+        "env_steps": loop.step,  # total_steps, or fewer where a callback stopped the run
+        "stop": paths["stop"],
         "episodes": loop.episodes,
         "eval_return_mean": final["return_mean"],
         "eval_return_std": final["return_std"],
         "eval_episodes": config.eval_episodes,
         "evaluations": loop.evaluations,
         "wall_time_s": wall_time,
-        "env_steps_per_s": config.total_steps / wall_time,
+        "env_steps_per_s": loop.step / wall_time,
         # From learning_starts on: acting, env steps and updates, evaluations excluded.
         "learning_env_steps_per_s": (
             loop.learning_steps / learning_time if loop.learning_steps else None

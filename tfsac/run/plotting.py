@@ -1,9 +1,13 @@
-"""Learning curves from run directories (progress.csv and summary/checkpoint evaluations)."""
+"""Learning curves from run directories (progress.csv and summary.json's evaluations), by
+configuration: runs whose config.json differ only in the seed (and in where and how they
+report) form one group, drawn as its mean +- std; each group is labelled by the config
+fields that tell the groups apart (tfsac.run.run_groups), or by the user's labels."""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence
@@ -11,6 +15,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from tfsac.errors import TfsacError
+from tfsac.run.run_groups import RunGroup, group_runs
 
 PANELS = (
     ("eval_return", "evaluation return (deterministic)"),
@@ -20,19 +25,38 @@ PANELS = (
     ("alpha", "alpha"),
     ("entropy", "policy entropy"),
 )
+# Curves of summary.json's evaluations: (curve, the evaluations' key, panel title). A key
+# that a run's evaluations hold gets its panel (beside PANELS) where any run has it.
+EVALUATION_CURVES = (
+    ("eval_return", "return_mean", None),  # in PANELS
+    ("eval_success_rate", "success_rate", "evaluation success rate"),
+)
 
 
 def legend_label(env: str, seeds: int) -> str:
     return f"{env} ({seeds} seed{'s' if seeds != 1 else ''})"
 
 
+def _read_json(path: str, what: str) -> Dict:
+    try:
+        with open(path) as f:
+            value = json.load(f)
+    except (OSError, ValueError) as e:
+        raise TfsacError(f"cannot read {path!r}: {e}") from None
+    if not isinstance(value, dict):
+        raise TfsacError(f"cannot read {path!r}: {what} is not a JSON object")
+    return value
+
+
 def read_run(run_dir: str) -> Dict:
-    """A run's env, seed and curves: {name: (steps, values)}."""
+    """A run's env, seed, config (config.json) and curves: {name: (steps, values)}."""
     try:
         with open(os.path.join(run_dir, "config.json")) as f:
             config = json.load(f)
     except (OSError, ValueError) as e:
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
+    if not isinstance(config, dict):
+        raise TfsacError(f"{run_dir!r} is not a tfsac run directory: config.json is no object")
     progress = os.path.join(run_dir, "progress.csv")
     rows = []
     if os.path.exists(progress):  # a run shorter than log_every has none
@@ -46,20 +70,20 @@ def read_run(run_dir: str) -> Dict:
         points = [(int(r["step"]), float(r[name])) for r in rows if r.get(name)]
         if points:
             curves[name] = tuple(np.array(v) for v in zip(*points, strict=True))
-    evaluations = []
     summary = os.path.join(run_dir, "summary.json")
+    evaluations = []
     if os.path.exists(summary):
-        try:
-            with open(summary) as f:
-                evaluations = json.load(f).get("evaluations", [])
-        except (OSError, ValueError, AttributeError) as e:
-            raise TfsacError(f"cannot read {summary!r}: {e}") from None
-    if evaluations:
-        curves["eval_return"] = (
-            np.array([e["step"] for e in evaluations]),
-            np.array([e["return_mean"] for e in evaluations]),
-        )
-    return {"env": config.get("env_id", "?"), "seed": config.get("seed"), "curves": curves}
+        evaluations = _read_json(summary, "summary.json").get("evaluations", [])
+    for name, key, _ in EVALUATION_CURVES:
+        points = [(e["step"], e[key]) for e in evaluations if e.get(key) is not None]
+        if points:
+            curves[name] = tuple(np.array(v) for v in zip(*points, strict=True))
+    return {
+        "env": config.get("env_id", "?"),
+        "seed": config.get("seed"),
+        "config": config,
+        "curves": curves,
+    }
 
 
 def mean_std(series: List[tuple]):
@@ -71,28 +95,63 @@ def mean_std(series: List[tuple]):
     return np.array(common), stacked.mean(0), stacked.std(0)
 
 
-def _draw_curves(ax, env: str, runs: List[Dict], name: str) -> bool:
-    """Draws curve `name` of one env's runs: their mean +- std where all cover the same
-    steps (returns True), else one line per run over its own steps (returns False)."""
+def _draw_curves(ax, group: RunGroup, name: str, color: str) -> bool:
+    """Draws curve `name` of one group's runs: their mean +- std where all cover the same
+    steps (returns True), else one line per run over its own steps (returns False). A
+    curve of one point is a marker (with the std as an error bar)."""
+    runs = [r for r in group.runs if name in r["curves"]]
     series = [r["curves"][name] for r in runs]
     if all(np.array_equal(series[0][0], steps) for steps, _ in series):  # or none
         if series:
             steps, mean, std = mean_std(series)
-            ax.plot(steps, mean, label=legend_label(env, len(series)))
-            ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
+            label = group.legend(len(series))
+            if len(steps) == 1:
+                ax.errorbar(steps, mean, std, fmt="o", color=color, capsize=4, label=label)
+            else:
+                ax.plot(steps, mean, color=color, label=label)
+                ax.fill_between(steps, mean - std, mean + std, color=color, alpha=0.25)
         return True
     for run, (steps, values) in zip(runs, series, strict=True):
-        ax.plot(steps, values, "o-", linewidth=1, markersize=3, label=f"{env} seed {run['seed']}")
+        label = f"{group.label} seed {run['seed']}"
+        ax.plot(steps, values, "o-", color=color, linewidth=1, markersize=3, label=label)
     return False
 
 
+def _panels(runs: List[Dict]) -> List[tuple]:
+    extra = [
+        (name, title)
+        for name, _, title in EVALUATION_CURVES
+        if title and any(name in r["curves"] for r in runs)
+    ]
+    return [*PANELS, *extra]
+
+
+def _say_unlike(groups: List[RunGroup], unlike: Dict[str, List[str]], notes: List[str]):
+    """A note for each group whose runs cover different env steps in the panels `unlike`
+    names (by group label)."""
+    by_label = {g.label: g for g in groups}
+    for group_label, panel_labels in unlike.items():
+        runs_of = by_label[group_label].runs
+        ends = sorted({int(r["curves"][n][0][-1]) for r in runs_of for n in r["curves"]})
+        notes.append(
+            f"{group_label}: the runs cover different env steps (ending at "
+            f"{', '.join(map(str, ends))}), so {', '.join(panel_labels)} show one line per "
+            "run, not a mean +- std"
+        )
+
+
 def plot_runs(
-    run_dirs: Sequence[str], out_path: str, title: str = "", notes: Optional[List[str]] = None
+    run_dirs: Sequence[str],
+    out_path: str,
+    title: str = "",
+    notes: Optional[List[str]] = None,
+    labels: Optional[Sequence[str]] = None,
 ) -> str:
-    """Writes a PNG with one panel per curve; runs of the same env are averaged (mean +-
-    std across seeds) where they cover the same env steps, and drawn one line per run,
-    each over its own steps, where they do not (each such env is then said in `notes`);
-    different envs get their own lines."""
+    """Writes a PNG with one panel per curve, one colour per group of runs (tfsac.run.
+    run_groups: by the config fields that differ, or by `labels`, one per group or one
+    per run); a group's runs are averaged (mean +- std across seeds) where they cover the
+    same env steps, and drawn one line per run, each over its own steps, where they do not
+    (each such group is then said in `notes`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,11 +161,11 @@ def plot_runs(
         raise TfsacError("no run directories to plot")
     if not os.path.splitext(out_path)[1]:
         out_path += ".png"  # what matplotlib writes for a name without an extension
-    groups = defaultdict(list)
-    for run_dir in run_dirs:
-        run = read_run(run_dir)
-        groups[run["env"]].append(run)
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    runs = [read_run(run_dir) for run_dir in run_dirs]
+    groups = group_runs(runs, labels)
+    panels = _panels(runs)
+    columns = math.ceil(len(panels) / 2)
+    fig, axes = plt.subplots(2, columns, figsize=(5 * columns, 8), squeeze=False)
     extension = os.path.splitext(out_path)[1][1:].lower()
     if extension not in fig.canvas.get_supported_filetypes():
         plt.close(fig)
@@ -114,24 +173,20 @@ def plot_runs(
             f"cannot write {out_path!r}: unsupported image format {extension!r} "
             f"(supported: {', '.join(sorted(fig.canvas.get_supported_filetypes()))})"
         )
-    unlike = defaultdict(list)  # env -> panels whose runs cover different steps
-    for ax, (name, label) in zip(axes.flat, PANELS, strict=True):
-        for env, runs in groups.items():
-            if not _draw_curves(ax, env, [r for r in runs if name in r["curves"]], name):
-                unlike[env].append(label)
+    unlike = defaultdict(list)  # group -> panels whose runs cover different steps
+    for ax, (name, label) in zip(axes.flat, panels, strict=False):
+        for index, group in enumerate(groups):
+            if not _draw_curves(ax, group, name, f"C{index % 10}"):
+                unlike[group.label].append(label)
         ax.set_title(label)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
     if axes.flat[0].get_legend_handles_labels()[0]:  # runs without evaluations have none
-        axes.flat[0].legend()
-    for env, labels in unlike.items():
-        ends = sorted({int(r["curves"][n][0][-1]) for r in groups[env] for n in r["curves"]})
-        (notes if notes is not None else []).append(
-            f"{env}: the runs cover different env steps (ending at "
-            f"{', '.join(map(str, ends))}), so {', '.join(labels)} show one line per run, "
-            "not a mean +- std"
-        )
-    fig.suptitle(title or ", ".join(sorted(groups)))
+        axes.flat[0].legend(fontsize="small")
+    _say_unlike(groups, unlike, notes if notes is not None else [])
+    fig.suptitle(title or ", ".join(sorted({r["env"] for r in runs})))
     fig.tight_layout()
     try:
         fig.savefig(out_path, dpi=100)

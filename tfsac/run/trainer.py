@@ -49,6 +49,8 @@ class TrainResult:
     run_dir: str
     saved_model_path: Optional[str]
     summary: Dict
+    # Why a callback stopped the run before total_steps (summary.json's "stop"), or None.
+    stop_reason: Optional[str] = None
 
 
 class Trainer:
@@ -139,19 +141,22 @@ class Trainer:
             ret = self.loop.mean_recent_return()
             self._bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
 
-    def _result(self, saved_model_path: Optional[str], summary: Dict) -> TrainResult:
+    def _result(self, saved_model_path: Optional[str], summary: Dict, stop_reason=None):
         # Absolute, as the SavedModel's path: the caller's directory may change after.
         run_dir = os.path.abspath(self.run_dir)
-        return TrainResult(self.learner, self.spec, self.buffer, run_dir, saved_model_path, summary)
+        return TrainResult(
+            self.learner, self.spec, self.buffer, run_dir, saved_model_path, summary, stop_reason
+        )
 
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
-        """Trains from the current step to `total_steps`; returns the finished run."""
+        """Trains from the current step to `total_steps`, or until a callback stops it;
+        returns the finished run."""
         if self.parts.finished():
             logging.info("run in %s is already complete", self.run_dir)
             summary = self.parts.files.read_summary()
-            saved = summary.get("saved_model_path")
-            return self._result(saved, summary)
+            saved, stop = summary.get("saved_model_path"), summary.get("stop") or {}
+            return self._result(saved, summary, stop.get("reason"))
         cfg, loop = self.config, self.loop
         self.session_clock = Stopwatch(before=loop.wall_time_s)
         self.session_clock.start()
@@ -160,6 +165,7 @@ class Trainer:
         self._timed = False  # whether this session measured its speed yet
         self._bar = bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
         try:
+            self.callbacks.on_training_start(self)
             with StopSignals() as stop, bar, lines_above(bar):
                 if cfg.total_steps:
                     self._collect_and_learn(stop)
@@ -193,7 +199,8 @@ class Trainer:
                 source.after_updates(updates.count, action)
             source.after_chunk(phase_ended, due)
             self._bar.update(loop.step - step_before)
-            self._after_step(step_before, stop.received)
+            if self._after_step(step_before, stop.received):
+                break  # a callback stopped the run: what remains of the source is dropped
 
     def _learn_offline(self, stop: StopSignals) -> None:
         """Offline-only training (total_steps=0): `offline_updates` updates on the recorded
@@ -235,19 +242,31 @@ class Trainer:
         finished = len(transitions.finished_episodes)
         return self.schedule.after_env_step(step_before, loop.step, finished)
 
-    def _after_step(self, step_before: int, stop: Optional[int]) -> None:
+    def _after_step(self, step_before: int, stop: Optional[int]) -> bool:
         """The triggers whose intervals the env steps from `step_before` crossed (all at
-        the end, a checkpoint on a stop request), then the callbacks, then the stop."""
-        step = self.loop.step
+        the end, a checkpoint on a stop request), then the callbacks, then the stop;
+        returns whether a callback stopped the run here (after its final evaluation and
+        checkpoint)."""
+        step, calls = self.loop.step, self.callbacks
         at_end = step >= self.config.total_steps
         evaluate, log, checkpoint = self.triggers
         evaluated = evaluate(step_before, step, at_end)
         log(step_before, step, at_end)
-        if not checkpoint(step_before, step, at_end) and stop is not None:
+        if calls.stop_reason is not None and not evaluated:  # asked by on_log
+            self._evaluate_and_record()
+            evaluated = True
+        saved = checkpoint(step_before, step, at_end)
+        if not saved and (stop is not None or calls.stop_reason is not None):
             self._save_checkpoint()
+            saved = True
         # After the checkpoint: a run that a callback stops (by raising) keeps this step.
         if evaluated:
-            self.callbacks.on_evaluation(dict(self.loop.evaluations[-1]))
+            calls.on_evaluation(dict(self.loop.evaluations[-1]))
+        if calls.stop_reason is not None and not at_end:
+            if not saved:  # asked by on_evaluation
+                self._save_checkpoint()
+            logging.info("stopped at step %d: %s", step, calls.stop_reason)
+            return True
         if stop is not None and not at_end:
             raise Interrupted(
                 f"{signal.Signals(stop).name} at step {step}: checkpoint saved in "
@@ -255,6 +274,7 @@ class Trainer:
                 f"--run_dir={self.run_dir}",
                 stop,
             )
+        return False
 
     # -------------------------------------------------------------------- finish
     def _finish(self) -> TrainResult:
@@ -263,11 +283,14 @@ class Trainer:
             part.close()
         latest = self.checkpointer.latest  # the final evaluation's (export_trained_policy)
         final = {**self.loop.evaluations[-1], "checkpoint": latest}
+        stopped = self.loop.step < self.config.total_steps
+        reason = self.callbacks.stop_reason if stopped else None
         summary = run_summary(
             self.config,
             self.loop,
             wall_time,
             self.learning_clock.seconds(),
+            stop={"step": self.loop.step, "reason": reason} if stopped else None,
             resumed_from=self.resumed_from,
             # Absolute, as saved_model_path: usable from any directory.
             checkpoint=latest and os.path.abspath(latest),
@@ -285,7 +308,7 @@ class Trainer:
             self.run_dir,
         )
         saved = summary["saved_model_path"]
-        return self._result(saved, summary)
+        return self._result(saved, summary, reason)
 
 
 def train(config: SACConfig, *, quiet: bool = False, **options) -> TrainResult:
@@ -298,7 +321,10 @@ def train(config: SACConfig, *, quiet: bool = False, **options) -> TrainResult:
     when it has none); the config must be the run's saved one except for the options of
     config.RESUME_ADJUSTABLE, whose changes are logged. `actor_fn` and `critic_fn` build
     custom Keras models (networks.build_networks). `on_log` and `on_evaluation` are
-    functions called as the `Callback` methods of the same names (tfsac.run.callbacks).
+    functions called as the `Callback` methods of the same names (tfsac.run.callbacks);
+    one that returns False stops the run cleanly, as the config's stop options do
+    (tfsac.run.stopping): the result's `stop_reason` says why. A resume with a larger
+    total_steps continues a finished or stopped run.
     Raises TfsacError for bad configuration or paths before any training, NonFiniteError
     on NaN/Inf, Interrupted after a SIGINT/SIGTERM checkpoint. Unless `quiet`, the
     progress lines of scripts/train.py go to stderr (in a notebook too), in their short

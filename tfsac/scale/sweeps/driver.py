@@ -226,7 +226,7 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
         with StopSignals(on_signal=_say_stopping) as stop:
             if count:
                 _fit(plan, state, count, todo, search_alg, stop)
-        files = write_results(plan.sweep_dir, state.trials, sort=searching)
+        files = write_results(plan.sweep_dir, state.trials)
     finally:
         if started:
             import ray

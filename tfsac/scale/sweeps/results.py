@@ -1,5 +1,6 @@
-"""A sweep's results: one row per config (mean +- std over its done seeds), written as
-results.csv, results.md and a learning-curve PNG per config."""
+"""A sweep's results: one row per config (mean +- std over its done seeds), best final
+return first, written as results.csv, results.md, a learning-curve PNG per config and one
+comparing the configs."""
 
 from __future__ import annotations
 
@@ -106,28 +107,51 @@ def _std(values: List[float]) -> float:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
-def write_results(sweep_dir: str, trials: Dict[str, Dict], sort: bool = False) -> List[str]:
-    """results.csv, results.md and a learning-curve PNG per config; each written atomically."""
+COMPARISON_FILE = "comparison.png"  # every config's curves in one figure
+
+
+def _run_dirs(trials: Dict[str, Dict], tag: str) -> List[str]:
+    """The run directories of config `tag`'s trials that have started (hold config.json)."""
+    return [
+        e["spec"]["run_dir"]
+        for e in trials.values()
+        if e["spec"]["tag"] == tag
+        and os.path.exists(os.path.join(e["spec"]["run_dir"], "config.json"))
+    ]
+
+
+def _plot(run_dirs: List[str], path: str, title: str, labels=None) -> str:
+    """plot_runs to `path` through a temporary file beside it (an atomic replace)."""
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{os.path.splitext(name)[0]}.tmp.png")
+    os.replace(plot_runs(run_dirs, tmp, title=title, labels=labels), path)
+    return path
+
+
+def write_results(sweep_dir: str, trials: Dict[str, Dict]) -> List[str]:
+    """results.csv and results.md, by final return (the best config first, configs without
+    a done trial last), a learning-curve PNG per config, and comparison.png with every
+    config's curves (where two or more have runs), its legend the configs' names; each
+    written atomically."""
     rows = summarize(trials)
-    if sort:
-        rows.sort(
-            key=lambda r: -math.inf if r["return_mean"] is None else r["return_mean"], reverse=True
-        )
-    files = []
+    rows.sort(
+        key=lambda r: -math.inf if r["return_mean"] is None else r["return_mean"], reverse=True
+    )
+    files, runs, labels = [], [], []
     for row in rows:
-        run_dirs = [
-            e["spec"]["run_dir"]
-            for e in trials.values()
-            if e["spec"]["tag"] == row["config"]
-            and os.path.exists(os.path.join(e["spec"]["run_dir"], "config.json"))
-        ]
+        run_dirs = _run_dirs(trials, row["config"])
         row["curves"] = ""
         if run_dirs:
             path = os.path.join(sweep_dir, row["config"], "learning_curves.png")
-            tmp = os.path.join(sweep_dir, row["config"], ".learning_curves.tmp.png")
-            os.replace(plot_runs(run_dirs, tmp, title=row["config"]), path)
+            files.append(_plot(run_dirs, path, row["config"]))
             row["curves"] = os.path.relpath(path, sweep_dir)
-            files.append(path)
+            runs += run_dirs
+            labels += [row["overrides"] or "base"] * len(run_dirs)
+    comparison = None
+    if len(set(labels)) > 1:
+        path = os.path.join(sweep_dir, COMPARISON_FILE)
+        comparison = _plot(runs, path, f"{os.path.basename(sweep_dir)}: configs", labels)
+        files.append(comparison)
     out = io.StringIO()
     writer = csv.DictWriter(out, RESULT_FIELDS)
     writer.writeheader()
@@ -135,7 +159,7 @@ def write_results(sweep_dir: str, trials: Dict[str, Dict], sort: bool = False) -
     csv_path = os.path.join(sweep_dir, "results.csv")
     write_atomic(csv_path, out.getvalue())
     md_path = os.path.join(sweep_dir, "results.md")
-    write_atomic(md_path, _markdown(rows, sweep_dir))
+    write_atomic(md_path, _markdown(rows, sweep_dir, comparison))
     return [csv_path, md_path, *files]
 
 
@@ -153,9 +177,13 @@ RESULT_FIELDS = [
 ]
 
 
-def _markdown(rows: List[Dict], sweep_dir: str) -> str:
-    """results.md's table; paths relative to the sweep directory."""
-    lines = [
+def _markdown(rows: List[Dict], sweep_dir: str, comparison: Optional[str]) -> str:
+    """results.md's table, the best final return first; paths relative to the sweep
+    directory."""
+    lines = []
+    if comparison:
+        lines += [f"All configs' curves: [{COMPARISON_FILE}]({COMPARISON_FILE})", ""]
+    lines += [
         "| config | seeds | final eval return (mean ± std) | env steps | wall time (s) | status "
         "| best run | curves |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",

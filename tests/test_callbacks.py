@@ -1,0 +1,148 @@
+"""Callbacks that stop a run cleanly (SB3's convention: a method returning False), the
+stop and keep-best options, and a finished run continued with more steps."""
+
+import csv
+import dataclasses
+import json
+import os
+import shutil
+
+import pytest
+from conftest import tiny_config
+
+import tfsac
+from tfsac.run.stopping import StopTrainingOnNoModelImprovement, StopTrainingOnRewardThreshold
+
+# CounterEnv's evaluation episodes (one per evaluation, on one env) alternate: the even
+# ones terminate after 3 steps (return 3), the odd ones are truncated after 4 (return 4).
+# So evaluations at 20, 40, 60, 80 return 3, 4, 3, 4. With min_evaluations=1 the first
+# only sets the best; 40 improves it; 60 and 80 do not: 2 in a row > 1, a stop at 80.
+STOP_AT = 80
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory, counter_env_id):
+    tmp = tmp_path_factory.mktemp("stopped")
+    config = tiny_config(
+        tmp,
+        counter_env_id,
+        total_steps=200,
+        learning_starts=200,  # no updates: the returns do not depend on the policy
+        eval_every=20,
+        log_every=20,
+        stop_after_no_improvement=1,
+        min_evaluations=1,
+        keep_best=True,
+    )
+    return config, tfsac.train(config, quiet=True)
+
+
+@pytest.fixture(scope="module")
+def counter_env_id():
+    from conftest import COUNTER_ENV_ID
+
+    return COUNTER_ENV_ID
+
+
+def test_a_stop_writes_the_checkpoint_evaluation_summary_and_export(stopped):
+    config, result = stopped
+    assert result.stop_reason.startswith("no new best evaluation return (best 4.00) in 2 ")
+    assert f"at step {STOP_AT} (stop_after_no_improvement)" in result.stop_reason
+    with open(os.path.join(result.run_dir, "summary.json")) as f:
+        summary = json.load(f)
+    assert summary == result.summary
+    assert summary["stop"] == {"step": STOP_AT, "reason": result.stop_reason}
+    assert summary["env_steps"] == STOP_AT and summary["total_steps"] == 200
+    evaluations = [(e["step"], e["return_mean"]) for e in summary["evaluations"]]
+    assert evaluations == [(20, 3.0), (40, 4.0), (60, 3.0), (80, 4.0)]
+    assert summary["checkpoint"].endswith(f"ckpt-{STOP_AT}")
+    assert os.path.isfile(summary["checkpoint"] + ".index")
+    with open(os.path.join(result.run_dir, "progress.csv")) as f:
+        assert [int(r["step"]) for r in csv.DictReader(f)] == [20, 40, 60, 80]
+    policy = tfsac.Policy.load(result.saved_model_path)
+    assert policy.metadata["training_steps"] == STOP_AT
+    assert policy.metadata["eval_return_mean"] == 4.0
+    assert policy.predict([0.0]).shape == (2,)
+
+
+def test_keep_best_exports_each_new_best_as_a_version(stopped):
+    _, result = stopped
+    best = os.path.join(result.run_dir, "best")
+    assert sorted(os.listdir(best)) == ["1", "2"]  # 3 at step 20, then 4 at step 40
+    steps = [tfsac.Policy.load(os.path.join(best, v)).metadata for v in ("1", "2")]
+    assert [(m["training_steps"], m["eval_return_mean"]) for m in steps] == [(20, 3.0), (40, 4.0)]
+
+
+def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped):
+    config, result = stopped
+    again = tfsac.train(config, resume=True, quiet=True)
+    assert again.stop_reason == result.stop_reason and again.summary == result.summary
+
+
+@pytest.mark.slow
+def test_a_stopped_run_continues_with_more_steps(stopped, tmp_path):
+    """SB3's learn(more, reset_num_timesteps=False): a resume with a larger total_steps (and
+    here without the stop) trains on from the stop's checkpoint (a copy of the run)."""
+    config, result = stopped
+    run_dir = str(tmp_path / "copy")
+    shutil.copytree(result.run_dir, run_dir)
+    more = dataclasses.replace(
+        config,
+        run_dir=run_dir,
+        total_steps=240,
+        eval_every=40,
+        stop_after_no_improvement=0,
+        min_evaluations=0,
+    )
+    continued = tfsac.train(more, resume=True, quiet=True)
+    assert continued.stop_reason is None and continued.summary["stop"] is None
+    steps = [e["step"] for e in continued.summary["evaluations"]]
+    assert steps == [20, 40, 60, 80, 120, 160, 200, 240]
+    assert continued.summary["resumed_from"].endswith(f"ckpt-{STOP_AT}")
+    assert continued.summary["env_steps"] == continued.summary["total_steps"] == 240
+    assert continued.learner.update_count == 40  # from learning_starts=200 on
+    assert continued.saved_model_path.endswith(os.path.join("counter_v0", "2"))
+    with open(os.path.join(run_dir, "config.json")) as f:
+        assert json.load(f)["total_steps"] == 240
+    with open(os.path.join(run_dir, "progress.csv")) as f:
+        assert [int(r["step"]) for r in csv.DictReader(f)][3:6] == [80, 100, 120]
+    # The best so far counts the earlier evaluations: returns of 3 and 4 are no new best.
+    assert sorted(os.listdir(os.path.join(run_dir, "best"))) == ["1", "2"]
+
+
+def test_a_function_returning_false_stops_after_a_final_evaluation(tmp_path, counter_env_id):
+    """A stop asked for from on_log at a step without an evaluation evaluates there."""
+    config = tiny_config(
+        tmp_path, counter_env_id, total_steps=200, learning_starts=200, eval_every=40, log_every=20
+    )
+
+    def enough(record):
+        return False if record["step"] >= 60 else None
+
+    best = tfsac.SaveBestPolicy(str(tmp_path / "mine"))  # a folder the user names
+    result = tfsac.train(config, export=False, quiet=True, on_log=enough, callbacks=[best])
+    assert result.stop_reason.endswith("<locals>.enough returned False at step 60")
+    assert [e["step"] for e in result.summary["evaluations"]] == [40, 60]
+    assert result.summary["checkpoint"].endswith("ckpt-60")
+    assert result.saved_model_path is None
+    # The stop's evaluation (return 4 after 3) reached the callbacks: a new best version.
+    assert sorted(os.listdir(tmp_path / "mine")) == ["1", "2"]
+    assert best.saved_model_path == str(tmp_path / "mine" / "2")
+    assert not os.path.exists(os.path.join(result.run_dir, "best"))
+
+
+def test_the_reward_threshold_stops_at_the_first_evaluation_that_reaches_it():
+    stop = StopTrainingOnRewardThreshold(-150)
+    assert stop.on_evaluation({"step": 10, "return_mean": -151.0}) is None
+    assert stop.on_evaluation({"step": 20, "return_mean": -150.0}) is False
+    assert stop.stop_reason == "evaluation return -150.00 reached -150 at step 20 (stop_at_return)"
+
+
+def test_no_improvement_counts_as_sb3_does():
+    """SB3's StopTrainingOnNoModelImprovement(max_no_improvement_evals=2, min_evals=2): the
+    first 2 evaluations only set the best; then 3 in a row without a new best stop."""
+    stop = StopTrainingOnNoModelImprovement(2, min_evals=2)
+    returns = [1.0, 5.0, 2.0, 6.0, 6.0, 3.0, 6.0, 7.0]
+    verdicts = [stop.on_evaluation({"step": i, "return_mean": r}) for i, r in enumerate(returns)]
+    assert verdicts == [None, None, None, None, None, None, False, None]
+    assert stop.best == 7.0 and stop.no_improvement == 0  # 7 after the stop: a new best

@@ -1,0 +1,146 @@
+"""Learning curves by configuration: runs grouped by the config fields that differ, labels
+made of those fields or given, one-point curves drawn as markers, a sweep's comparison
+figure. Run directories are written by hand here (no training): fast. scripts/plot.py's
+--labels: tests/test_bad_inputs.py."""
+
+import json
+import os
+
+import matplotlib
+import pytest
+
+from tfsac import SACConfig, TfsacError
+from tfsac.run import plotting
+from tfsac.run.run_groups import differing_fields, group_runs
+
+matplotlib.use("Agg")
+
+
+def _run_dir(root, name, evaluations=((100, -900.0), (200, -500.0)), **overrides):
+    """A run directory as training leaves it: config.json (resolved), progress.csv and
+    summary.json with `evaluations` [(step, return)]."""
+    folder = root / name
+    folder.mkdir()
+    config = SACConfig(run_dir=str(folder), **overrides).to_dict()
+    (folder / "config.json").write_text(json.dumps(config))
+    rows = ["step,episodes,episode_return,critic_loss"]
+    rows += [f"{s},{s // 200},{r},{1.0 / s}" for s, r in evaluations]
+    (folder / "progress.csv").write_text("\n".join(rows) + "\n")
+    summary = {
+        "total_steps": config["total_steps"],
+        "wall_time_s": 10.0,
+        "evaluations": [{"step": s, "return_mean": r} for s, r in evaluations],
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return str(folder)
+
+
+def _labels(groups):
+    return [(g.label, len(g.runs)) for g in groups]
+
+
+def test_runs_are_grouped_by_every_differing_field_and_labelled_by_the_fewest(tmp_path):
+    """The issue's cases: a sweep of two learning rates over two seeds is two groups, not
+    one; SAC, SimBa and an env runner run are three, each labelled by what sets it apart."""
+    sweep = [
+        _run_dir(tmp_path, f"lr{lr}-s{seed}", seed=seed, learning_rate=lr)
+        for lr in (1e-3, 3e-4)
+        for seed in (0, 1)
+    ]
+    runs = [plotting.read_run(d) for d in sweep]
+    assert differing_fields([r["config"] for r in runs]) == ["learning_rate"]
+    assert _labels(group_runs(runs)) == [("learning_rate=0.001", 2), ("learning_rate=0.0003", 2)]
+    kinds = [
+        _run_dir(tmp_path, "sac"),
+        # SimBa as config.json holds it: 'auto' options resolved (weight_decay,
+        # normalize_observations), which follow from network=simba.
+        _run_dir(
+            tmp_path, "simba", network="simba", weight_decay=1e-4, normalize_observations=True
+        ),
+        _run_dir(tmp_path, "runners", num_actors=2),
+    ]
+    runs = [plotting.read_run(d) for d in kinds]
+    fields = differing_fields([r["config"] for r in runs])
+    assert fields == ["network", "num_actors", "weight_decay", "normalize_observations"]
+    assert _labels(group_runs(runs)) == [
+        ("network=mlp, num_actors=0", 1),
+        ("network=simba, num_actors=0", 1),
+        ("network=mlp, num_actors=2", 1),
+    ]
+    # Same config, other seeds, run directories and outputs: one group, named by its env.
+    same = [_run_dir(tmp_path, f"s{seed}", seed=seed, log_every=7 + seed) for seed in (0, 1)]
+    groups = group_runs([plotting.read_run(d) for d in same])
+    assert (
+        _labels(groups) == [("Pendulum-v1", 2)] and groups[0].legend(2) == "Pendulum-v1 (2 seeds)"
+    )
+    # A config.json of an older tfsac, without a newer field, is that field's default.
+    older = json.loads(open(os.path.join(same[1], "config.json")).read())
+    del older["keep_best"], older["learning_rate"]
+    assert differing_fields([plotting.read_run(same[0])["config"], older]) == []
+
+
+def test_user_labels_name_groups_or_runs(tmp_path):
+    runs = [
+        plotting.read_run(_run_dir(tmp_path, f"r{i}", seed=i % 2, batch_size=64 * (1 + i // 2)))
+        for i in range(4)
+    ]
+    assert _labels(group_runs(runs, ["small", "large"])) == [("small", 2), ("large", 2)]
+    # One per run: the same label is one group (here all four runs).
+    assert _labels(group_runs(runs, ["all"] * 4)) == [("all", 4)]
+    with pytest.raises(TfsacError, match=r"labels: 3 given for 4 runs in 2 groups \(batch_size"):
+        group_runs(runs, ["a", "b", "c"])
+    with pytest.raises(TfsacError, match="an empty label"):
+        group_runs(runs, ["a", ""])
+
+
+def test_the_figure_draws_a_one_point_run_as_a_marker(tmp_path, monkeypatch):
+    drawn = {}
+    real = plotting._draw_curves
+
+    def spy(ax, group, name, color):
+        result = real(ax, group, name, color)
+        if name == "eval_return":
+            drawn[group.label] = [(line.get_marker(), len(line.get_xdata())) for line in ax.lines]
+        return result
+
+    monkeypatch.setattr(plotting, "_draw_curves", spy)
+    dirs = [
+        _run_dir(tmp_path, "long", learning_rate=1e-3),
+        _run_dir(tmp_path, "one", evaluations=[(200, -300.0)], learning_rate=3e-4),
+    ]
+    out = plotting.plot_runs(dirs, str(tmp_path / "curves.png"))
+    assert os.path.getsize(out) > 20_000
+    assert drawn["learning_rate=0.001"] == [("None", 2)]
+    assert ("o", 1) in drawn["learning_rate=0.0003"]  # the one-point run: a marker
+
+
+def test_sweep_results_by_final_return_with_a_comparison_figure(tmp_path):
+    from tfsac.scale.sweeps.results import write_results
+
+    trials = {}
+    for tag, rate, finals in (("a", 1e-3, (-400.0, -600.0)), ("b", 3e-4, (-200.0, -300.0))):
+        (tmp_path / tag).mkdir()
+        for seed, final in enumerate(finals):
+            run_dir = _run_dir(
+                tmp_path / tag,
+                f"seed{seed}",
+                evaluations=[(100, -900.0), (200, final)],
+                seed=seed,
+                learning_rate=rate,
+            )
+            spec = {"tag": tag, "overrides": {"learning_rate": rate}, "seed": seed}
+            trials[f"{tag}/seed{seed}"] = {
+                "spec": {**spec, "run_dir": run_dir},
+                "status": "finished",
+            }
+    trials["c/seed0"] = {  # not started: no return, last
+        "spec": {"tag": "c", "overrides": {"gamma": 0.9}, "seed": 0, "run_dir": "c/seed0"},
+        "status": "pending",
+    }
+    files = write_results(str(tmp_path), trials)
+    assert str(tmp_path / "comparison.png") in files
+    assert os.path.getsize(tmp_path / "comparison.png") > 20_000
+    lines = (tmp_path / "results.md").read_text().splitlines()
+    assert lines[0] == "All configs' curves: [comparison.png](comparison.png)"
+    table = [line.split(" | ")[0] for line in lines[4:]]
+    assert table == ["| --learning_rate=0.0003", "| --learning_rate=0.001", "| --gamma=0.9"]

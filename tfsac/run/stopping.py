@@ -1,0 +1,81 @@
+"""Callbacks that stop a run cleanly, as Stable-Baselines3's of the same names: at a return
+threshold, and when the evaluations stop improving; and the callbacks a config asks for
+(its stop_* options and keep_best)."""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional
+
+from tfsac.run.best_policy import SaveBestPolicy
+from tfsac.run.callbacks import Callback
+
+
+class StopTrainingOnRewardThreshold(Callback):
+    """Stops the run at the first evaluation whose mean return is at least
+    `reward_threshold` (SB3's callback of that name, given to EvalCallback's
+    callback_on_new_best)."""
+
+    def __init__(self, reward_threshold: float):
+        self.reward_threshold = float(reward_threshold)
+
+    def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
+        value = evaluation["return_mean"]
+        if value < self.reward_threshold:
+            return None
+        self.stop_reason = (
+            f"evaluation return {value:.2f} reached {self.reward_threshold:g} at step "
+            f"{evaluation['step']} (stop_at_return)"
+        )
+        return False
+
+
+class StopTrainingOnNoModelImprovement(Callback):
+    """Stops the run when more than `max_no_improvement_evals` evaluations in a row bring no
+    new best mean return, counting from the evaluation after the first `min_evals` (SB3's
+    callback of that name, with its arguments). A resumed run counts its earlier
+    evaluations too."""
+
+    def __init__(self, max_no_improvement_evals: int, min_evals: int = 0):
+        self.max_no_improvement_evals, self.min_evals = max_no_improvement_evals, min_evals
+        self._reset()
+
+    def _reset(self) -> None:
+        self.evaluations, self.best, self.no_improvement = 0, -math.inf, 0
+
+    def on_training_start(self, trainer) -> None:
+        self._reset()
+        for evaluation in trainer.loop.evaluations:  # a resumed run's
+            self._count(evaluation["return_mean"])
+
+    def _count(self, value: float) -> bool:
+        """Books one evaluation; returns whether the run should stop."""
+        self.evaluations += 1
+        best_before, self.best = self.best, max(self.best, value)
+        if self.evaluations <= self.min_evals:
+            return False
+        self.no_improvement = 0 if self.best > best_before else self.no_improvement + 1
+        return self.no_improvement > self.max_no_improvement_evals
+
+    def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
+        if not self._count(evaluation["return_mean"]):
+            return None
+        self.stop_reason = (
+            f"no new best evaluation return (best {self.best:.2f}) in {self.no_improvement} "
+            f"evaluations in a row at step {evaluation['step']} (stop_after_no_improvement)"
+        )
+        return False
+
+
+def config_callbacks(config) -> List[Callback]:
+    """The callbacks that the config's stop_at_return, stop_after_no_improvement and
+    keep_best ask for (keeping the best first, so that it sees a stop's evaluation)."""
+    callbacks: List[Callback] = []
+    if config.keep_best:
+        callbacks.append(SaveBestPolicy())  # in <run_dir>/best
+    if config.stop_at_return is not None:
+        callbacks.append(StopTrainingOnRewardThreshold(config.stop_at_return))
+    if config.stop_after_no_improvement:
+        limit = config.stop_after_no_improvement
+        callbacks.append(StopTrainingOnNoModelImprovement(limit, config.min_evaluations))
+    return callbacks

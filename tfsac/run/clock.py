@@ -6,6 +6,8 @@ import contextlib
 import time
 from typing import Optional
 
+from absl import logging
+
 
 class Stopwatch:
     """Seconds since `start()`, without the time spent inside `paused()` blocks (which
@@ -40,6 +42,32 @@ class Stopwatch:
         finally:
             if self._t0 is not None:
                 self._paused += time.perf_counter() - t0
+
+
+class LearningSpeed:
+    """Learning-phase env steps/s between the log lines of a session (the warm-up's random
+    actions need no network, so they do not count), and once, at the session's first
+    figure, a warning when the steps left would take more than an hour at it."""
+
+    def __init__(self, clock: Stopwatch, learning_steps: int, total_steps: int):
+        self.clock, self.total_steps = clock, total_steps
+        self._last = (clock.seconds(), learning_steps)
+        self._timed = False
+
+    def measure(self, learning_steps: int, step: int) -> Optional[float]:
+        """Env steps/s since the last call (None without learning-phase steps since)."""
+        now = self.clock.seconds()
+        last_time, last_steps = self._last
+        self._last = (now, learning_steps)
+        if learning_steps <= last_steps:
+            return None
+        speed = (learning_steps - last_steps) / (now - last_time)
+        if not self._timed:
+            self._timed = True
+            notice = long_run_notice(self.total_steps - step, speed)
+            if notice:
+                logging.warning(notice)
+        return speed
 
 
 def long_run_notice(steps_left: int, steps_per_s: float, limit_s: float = 3600.0) -> Optional[str]:

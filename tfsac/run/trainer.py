@@ -21,7 +21,7 @@ from tfsac.files import SUMMARY_FILE, write_json
 from tfsac.logs import lines_above, progress_bar, progress_lines
 from tfsac.run.builder import ENVS_FILE, build_run
 from tfsac.run.callbacks import Callback, IntervalTrigger
-from tfsac.run.clock import Stopwatch, long_run_notice
+from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import run_summary
 from tfsac.run.signals import StopSignals
 from tfsac.run.updates import NonFiniteError
@@ -125,18 +125,9 @@ class Trainer:
             self.progress.scalars(loop.step, scalars)
 
     def _log(self) -> None:
-        now, steps = self.learning_clock.seconds(), self.loop.learning_steps
-        last_time, last_steps = self._log_clock
-        # None in the warm-up (and for a log interval without learning-phase steps).
-        steps_per_s = (steps - last_steps) / (now - last_time) if steps > last_steps else None
+        steps_per_s = self._speed.measure(self.loop.learning_steps, self.loop.step)
         u = self.updates
         self.progress.log(self.loop, u.metrics, steps_per_s, u.lr_factor, self.source.stats())
-        self._log_clock = (now, steps)
-        if steps_per_s is not None and not self._timed:  # the first learning-phase speed
-            self._timed = True
-            notice = long_run_notice(self.config.total_steps - self.loop.step, steps_per_s)
-            if notice:
-                logging.warning(notice)
         if self.loop.recent_returns and steps_per_s is not None:
             ret = self.loop.mean_recent_return()
             self._bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
@@ -160,9 +151,7 @@ class Trainer:
         cfg, loop = self.config, self.loop
         self.session_clock = Stopwatch(before=loop.wall_time_s)
         self.session_clock.start()
-        # Steps/s of the learning phase only (the warm-up's random actions need no network).
-        self._log_clock = (self.learning_clock.seconds(), loop.learning_steps)
-        self._timed = False  # whether this session measured its speed yet
+        self._speed = LearningSpeed(self.learning_clock, loop.learning_steps, cfg.total_steps)
         self._bar = bar = progress_bar(cfg.total_steps, loop.step, cfg.progress_bar)
         try:
             self.callbacks.on_training_start(self)

@@ -187,7 +187,19 @@ class SACConfig(
                 f"batch_size ({self.batch_size}) is larger than buffer_size ({self.buffer_size})"
             )
         self._validate_distributed()
+        self._validate_her()
         return self
+
+    def _validate_her(self) -> None:
+        if not self.her and (
+            self.her_strategy != "future" or self.her_goals_per_transition != 4
+        ):
+            raise TfsacError("her_strategy and her_goals_per_transition need her")
+        if self.her and self.n_steps > 1:
+            raise TfsacError(
+                f"her does not work with n_steps > 1 (got {self.n_steps}): the n rewards "
+                "would need relabelling with the new goal too; use n_steps=1"
+            )
 
     def _validate_distributed(self) -> None:
         if not self.num_actors:

@@ -27,6 +27,8 @@ class Transitions:
     terminated: np.ndarray
     # (return, length) of each episode that ended in this step.
     finished_episodes: List[tuple]
+    # Whether each row ended its episode (terminated or truncated); None: not known.
+    ended: Optional[np.ndarray] = None
 
     def first_nonfinite(self) -> Optional[str]:
         """'reward (<value>)' or 'observation' for a NaN or Inf the env returned, else None."""
@@ -93,7 +95,7 @@ class Collector:
                 finished.append((float(self._returns[i]), int(self._lengths[i])))
                 self._returns[i], self._lengths[i] = 0.0, 0
         transitions = Transitions(
-            self.observation, unit_action, reward, next_obs, terminated, finished
+            self.observation, unit_action, reward, next_obs, terminated, finished, done
         )
         self.observation = new_obs
         return transitions

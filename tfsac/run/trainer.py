@@ -161,6 +161,7 @@ class Trainer:
         continued = source.start(loop, updates.start())
         if self.resumed_from is not None and not continued:
             logging.info("resumed with new episodes (the checkpoint holds no env state)")
+            self.buffer.cut_episodes()
         for transitions, steps in source.chunks(loop):
             step_before = loop.step
             phase_ended, due = self._record(transitions, steps)
@@ -186,7 +187,7 @@ class Trainer:
         bad = transitions.first_nonfinite()
         if bad is not None:
             raise self.updates.nonfinite(f"the env returned a non-finite {bad} at step {loop.step}")
-        self.buffer.add(*transitions.as_tuple())
+        self.buffer.add_transitions(transitions)
         for episode_return, length in transitions.finished_episodes:
             loop.record_episode(episode_return, length)
         if self.learning_clock.running:

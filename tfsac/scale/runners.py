@@ -191,7 +191,9 @@ class EnvRunner:
 def _concatenate(steps: List[Transitions]) -> Transitions:
     arrays = [np.concatenate(field) for field in zip(*(t.as_tuple() for t in steps), strict=True)]
     episodes = [e for t in steps for e in t.finished_episodes]
-    return Transitions(*arrays, finished_episodes=episodes)
+    known = all(t.ended is not None for t in steps)
+    ended = np.concatenate([t.ended for t in steps]) if known else None
+    return Transitions(*arrays, finished_episodes=episodes, ended=ended)
 
 
 class RunnerPool:

@@ -20,6 +20,8 @@ PANELS = (
     ("alpha", "alpha"),
     ("entropy", "policy entropy"),
 )
+# Drawn after the others where a run's evaluations report it (goal envs).
+SUCCESS_PANEL = ("eval_success", "evaluation success rate")
 
 
 def legend_label(env: str, seeds: int) -> str:
@@ -59,6 +61,12 @@ def read_run(run_dir: str) -> Dict:
             np.array([e["step"] for e in evaluations]),
             np.array([e["return_mean"] for e in evaluations]),
         )
+        rated = [e for e in evaluations if "success_rate" in e]
+        if rated:
+            curves["eval_success"] = (
+                np.array([e["step"] for e in rated]),
+                np.array([e["success_rate"] for e in rated]),
+            )
     return {"env": config.get("env_id", "?"), "seed": config.get("seed"), "curves": curves}
 
 
@@ -106,7 +114,13 @@ def plot_runs(
     for run_dir in run_dirs:
         run = read_run(run_dir)
         groups[run["env"]].append(run)
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    panels = PANELS
+    if any("eval_success" in r["curves"] for runs in groups.values() for r in runs):
+        panels = (PANELS[0], SUCCESS_PANEL, *PANELS[1:])
+    columns = (len(panels) + 1) // 2
+    fig, axes = plt.subplots(2, columns, figsize=(5 * columns, 8))
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
     extension = os.path.splitext(out_path)[1][1:].lower()
     if extension not in fig.canvas.get_supported_filetypes():
         plt.close(fig)
@@ -115,7 +129,7 @@ def plot_runs(
             f"(supported: {', '.join(sorted(fig.canvas.get_supported_filetypes()))})"
         )
     unlike = defaultdict(list)  # env -> panels whose runs cover different steps
-    for ax, (name, label) in zip(axes.flat, PANELS, strict=True):
+    for ax, (name, label) in zip(axes.flat, panels, strict=False):
         for env, runs in groups.items():
             if not _draw_curves(ax, env, [r for r in runs if name in r["curves"]], name):
                 unlike[env].append(label)

@@ -116,7 +116,8 @@ class Trainer:
         with self.learning_clock.paused():
             evaluation = self.evaluator.evaluate(loop.step, len(loop.evaluations))
             loop.evaluations.append(evaluation)
-            scalars = {f"eval/{k}": evaluation[k] for k in ("return_mean", "return_std")}
+            names = ("return_mean", "return_std", "success_rate")
+            scalars = {f"eval/{k}": evaluation[k] for k in names if k in evaluation}
             self.progress.scalars(loop.step, scalars)
 
     def _log(self) -> None:
@@ -236,10 +237,12 @@ class Trainer:
             else None,
         )
         write_json(self.parts.files.file(SUMMARY_FILE), summary)
+        rate = final.get("success_rate")
         logging.info(
-            "done: eval return %.1f +- %.1f, %.1fs, %.0f env steps/s; summary in %s",
+            "done: eval return %.1f +- %.1f%s, %.1fs, %.0f env steps/s; summary in %s",
             final["return_mean"],
             final["return_std"],
+            "" if rate is None else f" (success rate {rate:.2f})",
             wall_time,
             summary["env_steps_per_s"],
             self.run_dir,

@@ -25,7 +25,13 @@ def reach(achieved, desired, info):
 
 def her(capacity=1000, strategy="future", k=4, seed=0):
     return HerReplayBuffer(
-        capacity, 3, 1, seed, columns=COLUMNS, compute_reward=reach, strategy=strategy,
+        capacity,
+        3,
+        1,
+        seed,
+        columns=COLUMNS,
+        compute_reward=reach,
+        strategy=strategy,
         goals_per_transition=k,
     )
 
@@ -152,6 +158,22 @@ def test_a_goal_env_is_flattened_with_its_keys_columns():
     assert env_spec("Pendulum-v1", pendulum).goal_columns is None
 
 
+def test_her_refuses_to_start_before_every_env_copy_can_end_an_episode():
+    import goal_env
+
+    from tfsac import SACConfig, TfsacError
+    from tfsac.run.preflight import check_her
+
+    env = make_env(goal_env.ENV_ID)
+    spec = env_spec(goal_env.ENV_ID, env)
+    check_her(SACConfig(her=True, learning_starts=20, num_envs=2), env, spec)
+    with pytest.raises(TfsacError, match=r"learning_starts \(19\) must be at least .* \(10\) "):
+        check_her(SACConfig(her=True, learning_starts=19, num_envs=2), env, spec)
+    with pytest.raises(TfsacError, match="her needs a goal-conditioned env"):
+        pendulum = make_env("Pendulum-v1")
+        check_her(SACConfig(her=True), pendulum, env_spec("Pendulum-v1", pendulum))
+
+
 def test_train_script_with_her_reports_success_and_exports_the_goal_keys(tmp_path):
     """train.py --her end to end on PointReach, then the SavedModel from the env's keys."""
     import tensorflow as tf
@@ -180,9 +202,7 @@ def test_train_script_with_her_reports_success_and_exports_the_goal_keys(tmp_pat
     assert summary["eval_success_rate"] in (0.0, 0.5, 1.0)
     assert "success_rate" in summary["evaluations"][-1]
     extra = tmp_path / "run" / "checkpoints" / "ckpt-60.extra"
-    assert {"episode_start.npy", "episode_length.npy", "open_lengths.npy"} <= set(
-        os.listdir(extra)
-    )
+    assert {"episode_start.npy", "episode_length.npy", "open_lengths.npy"} <= set(os.listdir(extra))
     version = summary["saved_model_path"]
     metadata = json.loads(open(os.path.join(version, "tfsac_metadata.json")).read())
     assert metadata["observation_keys"] == [
@@ -191,8 +211,10 @@ def test_train_script_with_her_reports_success_and_exports_the_goal_keys(tmp_pat
         ["observation", 4, 6],
     ]
     rng = np.random.default_rng(0)
-    keys = {k: rng.uniform(-1, 1, (3, 2)).astype(np.float32) for k in ("achieved_goal",
-            "desired_goal", "observation")}
+    keys = {
+        k: rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+        for k in ("achieved_goal", "desired_goal", "observation")
+    }
     flat = np.concatenate([keys[k] for k, _, _ in metadata["observation_keys"]], -1)
     served = tf.saved_model.load(version).signatures
     by_keys = served["goal_default"](**{k: tf.constant(v) for k, v in keys.items()})["action"]

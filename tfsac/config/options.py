@@ -98,8 +98,10 @@ class CollectOptions:
     # Hindsight Experience Replay for goal envs (tfsac/data/her.py), as SB3's
     # HerReplayBuffer: n_sampled_goal is her_goals_per_transition.
     her: bool = option(
-        False, "Hindsight Experience Replay (goal-conditioned envs: a Dict observation with "
-        "achieved_goal and desired_goal, and compute_reward)", COLLECT
+        False,
+        "Hindsight Experience Replay (goal-conditioned envs: a Dict observation with "
+        "achieved_goal and desired_goal, and compute_reward)",
+        COLLECT,
     )
     her_goals_per_transition: int = option(
         4,

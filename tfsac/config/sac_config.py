@@ -191,9 +191,7 @@ class SACConfig(
         return self
 
     def _validate_her(self) -> None:
-        if not self.her and (
-            self.her_strategy != "future" or self.her_goals_per_transition != 4
-        ):
+        if not self.her and (self.her_strategy != "future" or self.her_goals_per_transition != 4):
             raise TfsacError("her_strategy and her_goals_per_transition need her")
         if self.her and self.n_steps > 1:
             raise TfsacError(

@@ -180,9 +180,16 @@ class HerReplayBuffer(ReplayBuffer):
             "episode_start": self.episode_start[: self.size],
             "episode_length": self.episode_length[: self.size],
             "open_rows": np.concatenate(
-                [np.stack(fields[0]), np.stack(fields[1]), np.stack(fields[2])[:, None],
-                 np.stack(fields[4])[:, None]], axis=1
-            ) if fields else np.zeros((0, width), np.float32),
+                [
+                    np.stack(fields[0]),
+                    np.stack(fields[1]),
+                    np.stack(fields[2])[:, None],
+                    np.stack(fields[4])[:, None],
+                ],
+                axis=1,
+            )
+            if fields
+            else np.zeros((0, width), np.float32),
             "open_next_observation": np.stack(fields[3])
             if fields
             else np.zeros((0, self.obs_dim), np.float32),

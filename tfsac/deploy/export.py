@@ -104,7 +104,9 @@ def build_archive(
 def goal_endpoint(flat, columns):
     """A signature taking a goal env's Dict keys ([batch, width] each) that joins them, in
     the order of `columns` (EnvSpec.goal_columns), into the flat observation `flat` takes."""
-    keys = {k: tf.TensorSpec([None, stop - first], tf.float32, name=k) for k, first, stop in columns}
+    keys = {
+        k: tf.TensorSpec([None, stop - first], tf.float32, name=k) for k, first, stop in columns
+    }
 
     @tf.function(input_signature=[keys])
     def endpoint(observation):

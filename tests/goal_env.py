@@ -1,7 +1,8 @@
 """A tiny goal-conditioned env for the HER tests (no gymnasium-robotics needed): a point in
 [-1, 1]^2 moved by 0.2 * action towards a goal; Fetch's sparse reward, -(distance > 0.1),
-from a `compute_reward` that takes batches; `is_success` in the step's info; 10-step
-episodes. `--env=goal_env:PointReach-v0` from the tests folder registers it."""
+from a `compute_reward` that takes batches; `is_success` in the step's info; 20-step
+episodes (enough to cross the square). `--env=goal_env:PointReach-v0` from the tests
+folder registers it."""
 
 import gymnasium as gym
 import numpy as np
@@ -45,4 +46,4 @@ class PointReachEnv(gym.Env):
 
 
 if ENV_ID not in gym.registry:
-    gym.register(ENV_ID, entry_point=PointReachEnv, max_episode_steps=10)
+    gym.register(ENV_ID, entry_point=PointReachEnv, max_episode_steps=20)

@@ -261,3 +261,34 @@ def test_her_learns_point_reach(tmp_path):
     summary = train(config).summary
     print("success rates", [e["success_rate"] for e in summary["evaluations"]])
     assert summary["eval_success_rate"] >= 0.9
+
+
+@pytest.mark.slow  # the replay state's round trip is checked in the default suite above
+def test_a_resumed_her_run_is_the_uninterrupted_one(tmp_path):
+    """Stopped at its checkpoint (mid-episode: open episodes in the replay state) and
+    resumed, a run ends with the weights and replay of the run that never stopped."""
+    import goal_env
+    import tensorflow as tf
+
+    from tfsac import SACConfig, Trainer
+
+    def run(name, steps, resume=False):
+        config = SACConfig(
+            env_id=goal_env.ENV_ID, her=True, total_steps=steps, learning_starts=40,
+            batch_size=16, hidden_sizes=(16,), eval_every=100, eval_episodes=1,
+            checkpoint_every=50, run_dir=str(tmp_path / name), deterministic=True,
+            jit_compile=False, tensorboard=False, buffer_size=1000,
+        )  # fmt: skip
+        trainer = Trainer(config, export=False, resume=resume)
+        trainer.run()
+        return trainer
+
+    full = run("full", 110)
+    run("split", 50)
+    resumed = run("split", 110, resume=True)
+    assert resumed.resumed_from.endswith("ckpt-50")
+    for a, b in zip(full.learner.actor.weights, resumed.learner.actor.weights, strict=True):
+        np.testing.assert_array_equal(tf.convert_to_tensor(a), tf.convert_to_tensor(b))
+    for name in ("observation", "episode_start", "episode_length"):
+        np.testing.assert_array_equal(getattr(full.buffer, name), getattr(resumed.buffer, name))
+    assert len(full.buffer) == 100 and full.buffer.open_transitions == 10

@@ -172,28 +172,20 @@ class HerReplayBuffer(ReplayBuffer):
         """The ring's arrays, each row's episode, and the open episodes' rows (in the
         order they were opened) with their lengths."""
         arrays = super().state_arrays()
-        open_rows = [row for episode in self._open.values() for row in episode]
-        fields = list(zip(*open_rows, strict=True)) if open_rows else None
-        width = self._rows.shape[1]
+        episodes = list(self._open.values())
+        rows = [row for episode in episodes for row in episode]
+        packed = np.zeros((len(rows), self._rows.shape[1]), np.float32)  # as the ring's rows
+        next_obs = np.zeros((len(rows), self.obs_dim), np.float32)
+        for i, (obs, action, reward, nxt, terminated) in enumerate(rows):
+            packed[i] = np.concatenate([obs, action, [reward, terminated]])
+            next_obs[i] = nxt
         return {
             **arrays,
             "episode_start": self.episode_start[: self.size],
             "episode_length": self.episode_length[: self.size],
-            "open_rows": np.concatenate(
-                [
-                    np.stack(fields[0]),
-                    np.stack(fields[1]),
-                    np.stack(fields[2])[:, None],
-                    np.stack(fields[4])[:, None],
-                ],
-                axis=1,
-            )
-            if fields
-            else np.zeros((0, width), np.float32),
-            "open_next_observation": np.stack(fields[3])
-            if fields
-            else np.zeros((0, self.obs_dim), np.float32),
-            "open_lengths": np.array([len(e) for e in self._open.values()], np.int64),
+            "open_rows": packed,
+            "open_next_observation": next_obs,
+            "open_lengths": np.array([len(e) for e in episodes], np.int64),
         }
 
     def load_state_arrays(self, arrays: Mapping[str, np.ndarray], size: int, cursor: int) -> None:
@@ -203,8 +195,11 @@ class HerReplayBuffer(ReplayBuffer):
         start, length = np.asarray(start, np.int64), np.asarray(length, np.int64)
         if np.any((start < 0) | (start >= max(size, 1)) | (length < 1) | (length > size)):
             raise ValueError("episode_start.npy or episode_length.npy points outside the rows")
-        (lengths,) = _checked(arrays, {"open_lengths": (len(arrays.get("open_lengths", ())),)})
-        lengths = np.asarray(lengths, np.int64)
+        if "open_lengths" not in arrays:
+            raise ValueError("no open_lengths.npy")
+        lengths = np.asarray(arrays["open_lengths"], np.int64)
+        if lengths.ndim != 1 or np.any(lengths < 1):
+            raise ValueError("open_lengths.npy must list the open episodes' lengths (>= 1)")
         total = int(lengths.sum())
         rows, nxt = _checked(
             arrays,
@@ -213,8 +208,6 @@ class HerReplayBuffer(ReplayBuffer):
                 "open_next_observation": (total, self.obs_dim),
             },
         )
-        if np.any(lengths < 1):
-            raise ValueError("open_lengths.npy holds an empty episode")
         self.episode_start[:size], self.episode_length[:size] = start, length
         rows, nxt, d = np.array(rows), np.array(nxt), self.obs_dim
         self._open = {}

@@ -75,6 +75,7 @@ def main(argv):
         evaluation.check_env_fits(env_id, env_kwargs, info)
         seed = FLAGS.seed if FLAGS.seed is not None else info.get("eval_seed", 0)
         episodes = FLAGS.episodes or info.get("eval_episodes") or 10
+        successes = []  # each episode's info["is_success"] (goal envs), not with videos
         if FLAGS.video_dir:
             returns = evaluation.record_video(
                 env_id, policy, FLAGS.video_dir, "eval", episodes, seed, env_kwargs
@@ -83,15 +84,15 @@ def main(argv):
             # As the training run's evaluations: episodes side by side on env copies.
             copies = min(episodes, evaluation.EVAL_COPIES)
             envs = [tfsac.make_env(env_id, env_kwargs=env_kwargs) for _ in range(copies)]
-            returns = evaluation.run_episodes(envs, policy, episodes, seed=seed)
+            returns = evaluation.run_episodes(envs, policy, episodes, seed, successes)
             for env in envs:
                 env.close()
     except tfsac.TfsacError as e:
         fail(str(e))
-    _report(env_id, returns, seed, episodes, info)
+    _report(env_id, returns, seed, episodes, info, evaluation.success_rate(successes))
 
 
-def _report(env_id, returns, seed, episodes, info) -> None:
+def _report(env_id, returns, seed, episodes, info, success_rate=None) -> None:
     """The result line, whether it repeats the training run's final evaluation, and JSON."""
     import numpy as np
 
@@ -99,6 +100,7 @@ def _report(env_id, returns, seed, episodes, info) -> None:
     print(
         f"{env_id}: return {np.mean(returns):.1f} +- {np.std(returns):.1f} "
         f"over {len(returns)} {mode} episodes from seed {seed}"
+        + ("" if success_rate is None else f", success rate {success_rate:.2f}")
     )
     repeats_final = (
         "eval_seed" in info
@@ -122,6 +124,7 @@ def _report(env_id, returns, seed, episodes, info) -> None:
         "seed": seed,
         "returns": returns,
         "video_dir": FLAGS.video_dir,
+        **({} if success_rate is None else {"success_rate": success_rate}),
     }
     print(json.dumps(result))
 

@@ -44,6 +44,7 @@ CASES = [
     ("train", ["--algorithm=tqc", "--variant=v1"], "variant v1 is SAC's own"),
     ("train", ["--normalize_observations=maybe"], "normalize_observations must be auto, true"),
     ("train", ["--normalize_rewards", "--gamma=1"], "normalize_rewards needs gamma < 1"),
+    ("train", ["--her", "--offline_data=x"], "her does not work with offline_data"),
     ("train", ["--env_kwargs={bad"], "env_kwargs is not valid JSON"),
     ("train", ["--model_name=a/b"], "model_name must be a folder name"),
     ("train", ["--model_name=.hidden"], "model_name must be a folder name"),
@@ -60,6 +61,9 @@ CASES = [
     ("train", ["--run_dir=blocker"], "cannot write"),
     # A preset shortened with --total_steps alone says what else to change.
     ("train", [f"--flagfile={PRESET}", "--total_steps=3000"], "lower learning_starts too"),
+    ("train", ["--her"], "her needs a goal-conditioned env"),
+    ("train", ["--her", "--n_steps=3"], "her does not work with n_steps > 1"),
+    ("train", ["--her", "--her_strategy=last"], "value should be one of <future|final|episode>"),
     ("train", ["--runner_mode=sync"], "--runner_mode is a setting of env runners"),
     ("train", ["--ray_address=127.0.0.1:1"], "--ray_address is a setting of env runners"),
     ("train", ["--num_actors=2", "--use_sde"], "does not work with env runners"),

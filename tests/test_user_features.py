@@ -283,19 +283,24 @@ def test_presets_parse_into_valid_configs():
     if "env_kwargs" not in fv:
         _cli.define_training_flags()
     presets = sorted(glob.glob(os.path.join(REPO_ROOT, "scripts", "presets", "*.flags")))
-    assert len(presets) == 18
+    assert len(presets) == 19
     seen, algorithms = set(), set()
     for path in presets:
         fv.unparse_flags()
         fv(["train.py", f"--flagfile={path}"])
         config = resolve(_cli.config_from_flags(tfsac))
-        gym.spec(config.env_id)  # the id exists in gymnasium's registry
+        with open(path) as f:
+            text = f.read()
+        if config.env_id.startswith("gymnasium_robotics:"):  # the robotics extra's envs
+            assert 'pip install -e ".[robotics]"' in text
+        else:
+            gym.spec(config.env_id)  # the id exists in gymnasium's registry
         seen.add(config.env_id)
         algorithms.add(config.algorithm)
-        with open(path) as f:
-            assert "Source:" in f.read()
+        assert "Source:" in text
     fv.unparse_flags()
     assert {"Pendulum-v1", "HalfCheetah-v5", "Humanoid-v5", "BipedalWalker-v3"} <= seen
+    assert "gymnasium_robotics:FetchReach-v4" in seen
     assert algorithms == {"sac", "tqc", "crossq"}
 
 

@@ -102,6 +102,27 @@ class CollectOptions:
         1_000_000, "replay capacity (transitions)", COLLECT, check=POSITIVE_INT
     )
     batch_size: int = option(256, "minibatch size", COLLECT, check=POSITIVE_INT)
+    # Hindsight Experience Replay for goal envs (tfsac/data/her.py), as SB3's
+    # HerReplayBuffer: n_sampled_goal is her_goals_per_transition.
+    her: bool = option(
+        False,
+        "Hindsight Experience Replay (goal-conditioned envs: a Dict observation with "
+        "achieved_goal and desired_goal, and compute_reward)",
+        COLLECT,
+    )
+    her_goals_per_transition: int = option(
+        4,
+        "her: relabelled transitions per real one in a batch (k/(k+1) of it relabelled)",
+        COLLECT,
+        check=POSITIVE_INT,
+    )
+    her_strategy: str = option(
+        "future",
+        "her: where new goals come from in the same episode (future: this or a later "
+        "step; final: the last; episode: any)",
+        COLLECT,
+        choices=("future", "final", "episode"),
+    )
 
 
 @dataclasses.dataclass

@@ -216,6 +216,7 @@ class SACConfig(
                 "min_evaluations needs stop_after_no_improvement: it delays that stop only"
             )
         self._validate_distributed()
+        self._validate_her()
         return self
 
     def _validate_offline(self) -> None:
@@ -238,6 +239,20 @@ class SACConfig(
             raise TfsacError(
                 "offline_updates is for offline-only training (total_steps=0); with env steps "
                 "the updates follow gradient_steps and train_freq"
+            )
+
+    def _validate_her(self) -> None:
+        if not self.her and (self.her_strategy != "future" or self.her_goals_per_transition != 4):
+            raise TfsacError("her_strategy and her_goals_per_transition need her")
+        if self.her and self.offline_data is not None:
+            raise TfsacError(
+                "her does not work with offline_data: recorded transitions come without the "
+                "episodes' goals to relabel"
+            )
+        if self.her and self.n_steps > 1:
+            raise TfsacError(
+                f"her does not work with n_steps > 1 (got {self.n_steps}): the n rewards "
+                "would need relabelling with the new goal too; use n_steps=1"
             )
 
     def _validate_distributed(self) -> None:

@@ -30,6 +30,8 @@ class Transitions:
     # Each copy's discounted return of its episode so far, this step's reward included
     # (the collector's gamma): what reward normalisation takes the spread of.
     discounted_return: Optional[np.ndarray] = None
+    # Whether each row ended its episode (terminated or truncated); None: not known.
+    ended: Optional[np.ndarray] = None
 
     def first_nonfinite(self) -> Optional[str]:
         """'reward (<value>)' or 'observation' for a NaN or Inf the env returned, else None."""
@@ -103,7 +105,7 @@ class Collector:
                 finished.append((float(self._returns[i]), int(self._lengths[i])))
                 self._returns[i], self._discounted[i], self._lengths[i] = 0.0, 0.0, 0
         transitions = Transitions(
-            self.observation, unit_action, reward, next_obs, terminated, finished, discounted
+            self.observation, unit_action, reward, next_obs, terminated, finished, discounted, done
         )
         self.observation = new_obs
         return transitions

@@ -14,6 +14,7 @@ from typing import Callable, Optional, Tuple
 import gymnasium as gym
 import numpy as np
 
+from tfsac.data.goals import GoalColumns, goal_columns
 from tfsac.errors import TfsacError
 
 # MuJoCo picks its GL backend when first imported; without a display, GLFW cannot open a
@@ -52,6 +53,9 @@ class EnvSpec:
     # The observation space as JSON (space_to_json), from which a Policy flattens raw
     # observations as training did.
     observation_space_json: Optional[dict] = None
+    # A goal env's (tfsac.data.goals): (key, first, end column) of each Dict key in the
+    # flat observation; None for other envs.
+    goal_columns: Optional[GoalColumns] = None
 
 
 def _bounds_text(bounds: np.ndarray):
@@ -289,6 +293,7 @@ def check_action_space(env_id: str, space: gym.Space) -> None:
 
 def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
     space = env.action_space
+    flattened = isinstance(env, gym.wrappers.FlattenObservation)
     return EnvSpec(
         env_id=env_id,
         obs_dim=int(gym.spaces.flatdim(env.observation_space)),
@@ -301,7 +306,8 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
         observation_flattening=(
             "gymnasium.spaces.flatten: Box flattened in C order, Discrete and MultiDiscrete "
             "one-hot, MultiBinary as is, Dict in sorted key order, Tuple in order"
-            if isinstance(env, gym.wrappers.FlattenObservation)
+            if flattened
             else "none: the observation is already a flat Box"
         ),
+        goal_columns=goal_columns(env.env.observation_space) if flattened else None,
     )

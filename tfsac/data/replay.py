@@ -146,6 +146,13 @@ class ReplayBuffer:
         self.cursor = int((self.cursor + n) % self.capacity)
         self.size = min(self.size + n, self.capacity)
 
+    def add_transitions(self, transitions) -> None:
+        """Adds a collector's `Transitions` (tfsac.data.collector)."""
+        self.add(*transitions.as_tuple())
+
+    def cut_episodes(self) -> None:
+        """The streams start new episodes (nothing to do here: a link waits harmlessly)."""
+
     def _link(self, slots, obs, next_obs, terminated) -> None:
         """Sets `next_index` of the new rows in `slots` (in add order), links the waiting
         rows whose next observation one of them has, and writes the next observations

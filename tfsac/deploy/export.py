@@ -4,6 +4,8 @@ Layout: <export_dir>/<model_name>/<version>/ with signatures
   serving_default: observation float32 [batch, obs_dim] -> action float32 [batch, act_dim],
                    the squashed mean mapped onto the env's bounds (deterministic);
   sample:          the same inputs and outputs, an action sampled from the policy;
+  goal_default, goal_sample (goal envs only): the same from the env's Dict keys, each
+                   float32 [batch, width], joined as the metadata's observation_keys say;
   metadata:        no inputs -> metadata, a JSON string (env id, spaces, bounds, how the
                    observation is flattened, training steps, tfsac version), also written
                    beside saved_model.pb as tfsac_metadata.json.
@@ -92,8 +94,25 @@ def build_archive(
     archive.track(actor)
     archive.add_endpoint("serving_default", serving_default)
     archive.add_endpoint("sample", sample)
+    if spec.goal_columns:
+        for name, flat in (("goal_default", serving_default), ("goal_sample", sample)):
+            archive.add_endpoint(name, goal_endpoint(flat, spec.goal_columns))
     archive.add_endpoint("metadata", metadata_fn)
     return archive
+
+
+def goal_endpoint(flat, columns):
+    """A signature taking a goal env's Dict keys ([batch, width] each) that joins them, in
+    the order of `columns` (EnvSpec.goal_columns), into the flat observation `flat` takes."""
+    keys = {
+        k: tf.TensorSpec([None, stop - first], tf.float32, name=k) for k, first, stop in columns
+    }
+
+    @tf.function(input_signature=[keys])
+    def endpoint(observation):
+        return flat(tf.concat([observation[k] for k, _, _ in columns], axis=-1))
+
+    return endpoint
 
 
 def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> str:

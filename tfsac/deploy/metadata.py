@@ -44,6 +44,17 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
     """What the SavedModel says about itself (tfsac_metadata.json, `metadata` signature):
     the env, its spaces and bounds, how observations are flattened, the training, and what
     scripts/evaluate.py needs to repeat the final evaluation."""
+    goals = {}
+    if spec.goal_columns:
+        goals = {
+            "observation_keys": [list(c) for c in spec.goal_columns],
+            "observation_joined": (
+                "goal_default and goal_sample take the keys of observation_keys (float32 "
+                "[batch, end - first] each) and concatenate them in that order along the last "
+                "axis, [first, end) being each key's columns, into the flat observation that "
+                "serving_default, sample, LiteRT and ONNX take"
+            ),
+        }
     return {
         "tfsac_version": __version__,
         "env_id": config.env_id,
@@ -60,6 +71,12 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
         "eval_return_mean": final_evaluation["return_mean"],
         "eval_seed": final_evaluation["seed"],
         "eval_episodes": config.eval_episodes,
+        **goals,
+        **(
+            {"eval_success_rate": final_evaluation["success_rate"]}
+            if "success_rate" in final_evaluation
+            else {}
+        ),
     }
 
 

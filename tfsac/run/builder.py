@@ -19,6 +19,7 @@ from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
 from tfsac.data.envs import EnvFn, EnvSpec, checked_env
+from tfsac.data.her import her_buffer
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.update_schedule import UpdateSchedule
@@ -94,8 +95,11 @@ def build_run(
     learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
     copy_env = partial(checked_env, start.env_fn)
     evaluator = Evaluator(start.eval_env, learner, spec, config, files.file(VIDEOS_DIR), copy_env)
-    shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
-    buffer = ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
+    if config.her:
+        buffer = her_buffer(config, spec, start.eval_env.unwrapped.compute_reward)
+    else:
+        shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
+        buffer = ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
     mixed = _mixed_replay(config, start, buffer)
     checkpointer = Checkpointer(files.file(CHECKPOINTS_DIR), learner, config.keep_checkpoints)
     schedule = UpdateSchedule.from_config(config)

@@ -31,8 +31,11 @@ def run_episodes(
     policy: Callable[[np.ndarray], np.ndarray],
     episodes: int,
     seed: Optional[int] = None,
+    successes: Optional[List] = None,
 ) -> List[float]:
-    """Runs `episodes` full episodes and returns their returns in episode order.
+    """Runs `episodes` full episodes and returns their returns in episode order; fills
+    `successes` (a list, where given) with each episode's `info["is_success"]` at its last
+    step (None where the env reports none), in episode order.
 
     `envs`: one env, or copies of it that run episodes side by side, with one `policy` call
     per step for all of them ([B, obs_dim] -> [B, action_dim]): ten HalfCheetah episodes
@@ -41,6 +44,7 @@ def run_episodes(
     """
     envs = list(envs) if isinstance(envs, (list, tuple)) else [envs]
     seeds, returns = episode_seeds(seed, episodes), [0.0] * episodes
+    success: List[Optional[float]] = [None] * episodes
     running: Dict[int, Tuple[int, np.ndarray]] = {}  # copy -> (episode, observation)
     queue = iter(range(episodes))
 
@@ -62,14 +66,25 @@ def run_episodes(
         actions = policy(np.stack(rows))
         for copy, action in zip(copies, actions[: len(copies)], strict=True):
             episode = running[copy][0]
-            observation, reward, terminated, truncated, _ = envs[copy].step(action)
+            observation, reward, terminated, truncated, info = envs[copy].step(action)
             returns[episode] += float(reward)
             del running[copy]
             if terminated or truncated:
+                if "is_success" in info:
+                    success[episode] = float(info["is_success"])
                 start(copy)
             else:
                 running[copy] = (episode, observation)
+    if successes is not None:
+        successes[:] = success
     return returns
+
+
+def success_rate(successes: Sequence[Optional[float]]) -> Optional[float]:
+    """The mean of the episodes' `is_success`; None unless every episode reported one."""
+    if not successes or any(s is None for s in successes):
+        return None
+    return float(np.mean(successes))
 
 
 def record_video(
@@ -185,15 +200,24 @@ class Evaluator:
 
     def evaluate(self, step: int, count: int) -> Dict:
         """Evaluation number `count` (from 0) at env step `step`, as a history entry."""
-        cfg, seed = self.config, self.seed(count)
-        returns = run_episodes(self.envs(), self.policy, cfg.eval_episodes, seed=seed)
+        cfg, seed, successes = self.config, self.seed(count), []
+        returns = run_episodes(self.envs(), self.policy, cfg.eval_episodes, seed, successes)
         mean, std = float(np.mean(returns)), float(np.std(returns))
         if cfg.video_every and (count + 1) % cfg.video_every == 0:
             self.record_video(step)
+        entry = {"step": step, "return_mean": mean, "return_std": std, "seed": seed}
+        rate = success_rate(successes)
+        if rate is not None:  # envs that report info["is_success"] (goal envs)
+            entry["success_rate"] = rate
         logging.info(
-            "eval step %d: return %.1f +- %.1f over %d episodes", step, mean, std, len(returns)
+            "eval step %d: return %.1f +- %.1f over %d episodes%s",
+            step,
+            mean,
+            std,
+            len(returns),
+            "" if rate is None else f", success rate {rate:.2f}",
         )
-        return {"step": step, "return_mean": mean, "return_std": std, "seed": seed}
+        return entry
 
     def record_video(self, step: int) -> None:
         cfg = self.config

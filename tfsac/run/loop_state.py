@@ -70,6 +70,8 @@ def run_summary(config, loop: LoopState, wall_time: float, learning_time: float,
         "episodes": loop.episodes,
         "eval_return_mean": final["return_mean"],
         "eval_return_std": final["return_std"],
+        # Goal envs only (info["is_success"]); other envs' summaries are as before.
+        **({"eval_success_rate": final["success_rate"]} if "success_rate" in final else {}),
         "eval_episodes": config.eval_episodes,
         "evaluations": loop.evaluations,
         "wall_time_s": wall_time,

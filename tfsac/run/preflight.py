@@ -14,6 +14,7 @@ import gymnasium as gym
 from tfsac.algorithm.resolve import resolve  # TF-free, as the variants' declarations
 from tfsac.config import SACConfig
 from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
+from tfsac.data.goals import episode_limit, reward_function
 from tfsac.data.offline_data import RecordedData, load_recorded
 from tfsac.deploy.formats import check_available, parse_formats
 from tfsac.errors import TfsacError
@@ -49,6 +50,20 @@ def _env_name(env) -> str:
     return (
         spec.id if spec is not None and spec.id else f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
     )
+
+
+def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:
+    """HER needs a goal env, and a finished episode of every stream before learning starts
+    (it samples finished episodes only, as SB3's HerReplayBuffer)."""
+    reward_function(env, spec.goal_columns, config.env_id)
+    limit = episode_limit(env)
+    streams = config.num_actors * config.envs_per_actor if config.num_actors else config.num_envs
+    if limit and config.learning_starts < limit * streams:
+        raise TfsacError(
+            f"her samples finished episodes only: learning_starts ({config.learning_starts}) "
+            f"must be at least the episode length ({limit}) times the env copies ({streams}), "
+            f"e.g. --learning_starts={limit * streams}"
+        )
 
 
 @dataclasses.dataclass
@@ -87,6 +102,8 @@ def check_start(
         check_writable(os.path.join(config.export_dir, model_name))
         check_available(parse_formats(config.export_formats))
     spec = env_spec(config.env_id, eval_env)
+    if config.her:
+        check_her(config, eval_env, spec)
     check_memory(config, spec.obs_dim, spec.action_dim)
     recorded = load_recorded(config.offline_data, spec) if config.offline_data else None
     if config.num_actors:

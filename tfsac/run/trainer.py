@@ -121,7 +121,8 @@ class Trainer:
         with self.learning_clock.paused():
             evaluation = self.evaluator.evaluate(loop.step, len(loop.evaluations))
             loop.evaluations.append(evaluation)
-            scalars = {f"eval/{k}": evaluation[k] for k in ("return_mean", "return_std")}
+            names = ("return_mean", "return_std", "success_rate")
+            scalars = {f"eval/{k}": evaluation[k] for k in names if k in evaluation}
             self.progress.scalars(loop.step, scalars)
 
     def _log(self) -> None:
@@ -173,6 +174,7 @@ class Trainer:
         continued = source.start(loop, updates.start())
         if self.resumed_from is not None and not continued:
             logging.info("resumed with new episodes (the checkpoint holds no env state)")
+            self.buffer.cut_episodes()
         for transitions, steps in source.chunks(loop):
             step_before = loop.step
             phase_ended, due = self._record(transitions, steps)
@@ -222,7 +224,7 @@ class Trainer:
         bad = transitions.first_nonfinite()
         if bad is not None:
             raise self.updates.nonfinite(f"the env returned a non-finite {bad} at step {loop.step}")
-        self.buffer.add(*transitions.as_tuple())
+        self.buffer.add_transitions(transitions)
         self.updates.observe_returns(transitions.discounted_return)
         for episode_return, length in transitions.finished_episodes:
             loop.record_episode(episode_return, length)
@@ -288,10 +290,12 @@ class Trainer:
             else None,
         )
         write_json(self.parts.files.file(SUMMARY_FILE), summary)
+        rate = final.get("success_rate")
         logging.info(
-            "done: eval return %.1f +- %.1f, %.1fs, %.0f env steps/s; summary in %s",
+            "done: eval return %.1f +- %.1f%s, %.1fs, %.0f env steps/s; summary in %s",
             final["return_mean"],
             final["return_std"],
+            "" if rate is None else f" (success rate {rate:.2f})",
             wall_time,
             summary["env_steps_per_s"],
             self.run_dir,

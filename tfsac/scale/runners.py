@@ -194,7 +194,11 @@ def _concatenate(steps: List[Transitions]) -> Transitions:
     arrays = [np.concatenate(field) for field in zip(*(t.as_tuple() for t in steps), strict=True)]
     episodes = [e for t in steps for e in t.finished_episodes]
     discounted = np.concatenate([t.discounted_return for t in steps])
-    return Transitions(*arrays, finished_episodes=episodes, discounted_return=discounted)
+    known = all(t.ended is not None for t in steps)
+    ended = np.concatenate([t.ended for t in steps]) if known else None
+    return Transitions(
+        *arrays, finished_episodes=episodes, discounted_return=discounted, ended=ended
+    )
 
 
 class RunnerPool:

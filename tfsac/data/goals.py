@@ -1,0 +1,58 @@
+"""Goal-conditioned envs (gymnasium-robotics' GoalEnv API): a Dict observation with
+`achieved_goal` and `desired_goal` (and usually `observation`), and a `compute_reward
+(achieved_goal, desired_goal, info)` that takes batches. Their observations are flattened
+like any Dict (gymnasium.spaces.flatten: the keys in the space's order, which gymnasium
+sorts: achieved_goal | desired_goal | observation), the input SB3's MultiInputPolicy
+builds from the same keys; `goal_columns` says where each key lies in that flat vector."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Tuple
+
+import gymnasium as gym
+
+from tfsac.errors import TfsacError
+
+GOAL_KEYS = ("achieved_goal", "desired_goal")
+# (key, first column, end column) of each key of the flat observation, in its order.
+GoalColumns = Tuple[Tuple[str, int, int], ...]
+
+
+def goal_columns(space: gym.Space) -> Optional[GoalColumns]:
+    """Where each key of a goal env's Dict observation lies in the flattened vector; None
+    unless the space is a Dict of flat Boxes holding both goal keys of one width."""
+    if not isinstance(space, gym.spaces.Dict) or not all(k in space.spaces for k in GOAL_KEYS):
+        return None
+    columns, start = [], 0
+    for key, part in space.spaces.items():
+        if not (isinstance(part, gym.spaces.Box) and len(part.shape) == 1):
+            return None
+        columns.append((key, start, start + part.shape[0]))
+        start += part.shape[0]
+    widths = {stop - first for key, first, stop in columns if key in GOAL_KEYS}
+    return tuple(columns) if len(widths) == 1 else None
+
+
+def column(columns: GoalColumns, key: str) -> slice:
+    """The columns of `key` in the flat observation."""
+    return next(slice(first, stop) for name, first, stop in columns if name == key)
+
+
+def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> Callable:
+    """The env's `compute_reward`, where it is a goal env (`columns`: its EnvSpec's
+    goal_columns); TfsacError (one line) otherwise."""
+    compute = getattr(env.unwrapped, "compute_reward", None)
+    if columns is None or not callable(compute):
+        raise TfsacError(
+            f"her needs a goal-conditioned env (a Dict observation of flat Boxes with "
+            f"achieved_goal and desired_goal of one width, and compute_reward), and {name} "
+            f"has observation space {env.unwrapped.observation_space}"
+            + ("" if callable(compute) else " and no compute_reward")
+        )
+    return compute
+
+
+def episode_limit(env: gym.Env) -> Optional[int]:
+    """The env's TimeLimit (max_episode_steps), where its spec has one."""
+    spec = getattr(env, "spec", None)
+    return getattr(spec, "max_episode_steps", None)

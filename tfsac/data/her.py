@@ -1,0 +1,232 @@
+"""Hindsight Experience Replay (Andrychowicz et al., 2017) as a replay buffer: episodes are
+stored whole and once, and relabelled when sampled (online, as SB3's HerReplayBuffer).
+
+A transition waits in an open episode until its episode ends (terminated or truncated);
+then the episode's rows go into the ring one after another, so an episode is a range of
+slots, and each row knows its episode's first slot and length. Transitions of many
+streams (env copies, env runners' chunks) arrive interleaved: a row continues the open
+episode whose last next observation is bitwise its observation, as the replay's links
+do. Only rows of finished episodes are sampled.
+
+Of each sampled batch, the first int(k / (k + 1) * batch_size) rows (k: goals per
+transition, SB3's n_sampled_goal) get a new desired goal, the achieved goal of the next
+observation of a transition of the same episode (`future`: this one or a later one,
+`final`: the last one, `episode`: any one), in both observations; their reward is
+recomputed with the env's `compute_reward(next achieved goal, new goal, info)`, vectorised
+over the batch, with empty infos (SB3's default: infos are not stored). `terminated` is
+kept. n-step returns are refused with HER (the n rewards would need relabelling too).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Mapping, Optional
+
+import numpy as np
+
+from tfsac.data.goals import GoalColumns, column
+from tfsac.data.replay import ReplayBuffer, _checked
+from tfsac.errors import TfsacError
+
+STRATEGIES = ("future", "final", "episode")
+# Open episodes kept before the oldest one is stored as it is: a stream that restarted (a
+# runner's new process) leaves its episode open for good.
+MAX_OPEN_EPISODES = 1024
+
+
+class HerReplayBuffer(ReplayBuffer):
+    """A `ReplayBuffer` of whole episodes whose samples are relabelled (module docstring).
+    `episode_start[slot]` and `episode_length[slot]` are the episode of each stored row
+    (a range of slots, modulo capacity); open episodes are part of the state too."""
+
+    def __init__(
+        self,
+        capacity: int,
+        obs_dim: int,
+        action_dim: int,
+        seed: int = 0,
+        gamma: float = 0.99,
+        *,
+        columns: GoalColumns,
+        compute_reward: Callable,
+        strategy: str = "future",
+        goals_per_transition: int = 4,
+    ):
+        super().__init__(capacity, obs_dim, action_dim, seed, n_steps=1, gamma=gamma)
+        if strategy not in STRATEGIES:
+            raise ValueError(f"her strategy must be one of {STRATEGIES}, got {strategy!r}")
+        self.achieved = column(columns, "achieved_goal")
+        self.desired = column(columns, "desired_goal")
+        self.compute_reward, self.strategy = compute_reward, strategy
+        self.her_ratio = 1.0 - 1.0 / (goals_per_transition + 1)  # SB3's her_ratio
+        self.episode_start = np.zeros(self.capacity, np.int64)
+        self.episode_length = np.zeros(self.capacity, np.int64)
+        # Bytes of an open episode's last next observation -> its rows, in order:
+        # (observation, action, reward, next_observation, terminated).
+        self._open: Dict[bytes, List[tuple]] = {}
+
+    # ------------------------------------------------------------------ adding
+    def add_transitions(self, transitions) -> None:
+        self.add(*transitions.as_tuple(), ended=transitions.ended)
+
+    def add(self, observation, action, reward, next_observation, terminated, ended=None) -> None:
+        """Adds transitions (one, or N with a leading axis) to their open episodes; an
+        episode whose last row `ended` (terminated or truncated; default: terminated) is
+        stored."""
+        rows = [np.asarray(x, np.float32) for x in (observation, action, reward)]
+        rows += [np.asarray(next_observation, np.float32), np.asarray(terminated, np.float32)]
+        if rows[2].ndim == 0:
+            rows = [x[None] for x in rows]
+        done = rows[4] != 0 if ended is None else np.asarray(ended, bool).reshape(-1)
+        for i in range(len(rows[2])):
+            row = tuple(x[i] for x in rows)
+            episode = self._open.pop(row[0].tobytes(), [])
+            episode.append(row)
+            if done[i] or row[4]:
+                self._store(episode)
+            else:
+                self._open[row[3].tobytes()] = episode
+        while len(self._open) > MAX_OPEN_EPISODES:
+            self._store(self._open.pop(next(iter(self._open))))
+
+    def cut_episodes(self) -> None:
+        """Stores the open episodes as they are: their streams start new episodes (a
+        resumed run whose envs could not be restored)."""
+        for episode in self._open.values():
+            self._store(episode)
+        self._open.clear()
+
+    def _store(self, episode: List[tuple]) -> None:
+        """Puts one episode's rows into the ring as one range of slots."""
+        cursor, length = self.cursor, len(episode)
+        super().add(*(np.stack(field) for field in zip(*episode, strict=True)))
+        kept = min(length, self.capacity)  # an episode longer than the ring keeps its end
+        first = (cursor + length - kept) % self.capacity
+        slots = (first + np.arange(kept)) % self.capacity
+        self.episode_start[slots], self.episode_length[slots] = first, kept
+        # The oldest row left is where the ring writes next: an episode whose first rows
+        # were just overwritten starts there now.
+        oldest = self.cursor
+        start = int(self.episode_start[oldest])
+        if kept < self.capacity and oldest < self.size and start != oldest:
+            left = int(self.episode_length[oldest]) - (oldest - start) % self.capacity
+            rest = (oldest + np.arange(max(left, 0))) % self.capacity
+            self.episode_start[rest], self.episode_length[rest] = oldest, left
+
+    @property
+    def open_transitions(self) -> int:
+        """Transitions of episodes under way (not sampled until their episode ends)."""
+        return sum(len(e) for e in self._open.values())
+
+    # ---------------------------------------------------------------- sampling
+    def goal_slots(self, slots: np.ndarray) -> np.ndarray:
+        """For stored transitions in `slots`: the slot whose next achieved goal becomes
+        each one's new desired goal, by the strategy."""
+        start, length = self.episode_start[slots], self.episode_length[slots]
+        if self.strategy == "final":
+            step = length - 1
+        elif self.strategy == "future":  # inclusive, as SB3's: this transition may be drawn
+            step = self.rng.integers((slots - start) % self.capacity, length)
+        else:
+            step = self.rng.integers(0, length)
+        return (start + step) % self.capacity
+
+    def relabel(self, rows: np.ndarray, slots: np.ndarray) -> None:
+        """Gives packed rows [..., width] of the transitions in `slots` new desired goals
+        and the rewards for them, in place."""
+        if rows.size == 0:
+            return
+        goals = self._next_rows(self.goal_slots(slots))[..., : self.obs_dim][..., self.achieved]
+        obs, nxt = self._columns["observation"].start, self._columns["next_observation"].start
+        for first in (obs, nxt):
+            rows[..., first + self.desired.start : first + self.desired.stop] = goals
+        achieved = rows[..., nxt + self.achieved.start : nxt + self.achieved.stop]
+        n, width = int(np.prod(slots.shape)), goals.shape[-1]
+        reward = np.asarray(
+            self.compute_reward(
+                achieved.reshape(n, width), goals.reshape(n, width), [{} for _ in range(n)]
+            ),
+            np.float32,
+        )
+        if reward.shape != (n,):
+            raise TfsacError(
+                f"compute_reward returned shape {reward.shape} for a batch of {n} goals; "
+                "her needs it vectorised over the batch (as gymnasium-robotics' envs)"
+            )
+        rows[..., self._columns["reward"]] = reward.reshape(slots.shape)
+
+    def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
+        if self.size == 0:
+            raise TfsacError(
+                f"her samples finished episodes, and none has ended yet "
+                f"({self.open_transitions} transitions under way): raise learning_starts "
+                "above the episode length"
+            )
+        slots = self.rng.integers(0, self.size, size=(num_batches, batch_size))
+        rows = self.packed(slots)
+        relabelled = int(self.her_ratio * batch_size)
+        self.relabel(rows[:, :relabelled], slots[:, :relabelled])
+        return rows
+
+    # -------------------------------------------------------------- checkpoints
+    def state_arrays(self) -> Dict[str, np.ndarray]:
+        """The ring's arrays, each row's episode, and the open episodes' rows (in the
+        order they were opened) with their lengths."""
+        arrays = super().state_arrays()
+        episodes = list(self._open.values())
+        rows = [row for episode in episodes for row in episode]
+        packed = np.zeros((len(rows), self._rows.shape[1]), np.float32)  # as the ring's rows
+        next_obs = np.zeros((len(rows), self.obs_dim), np.float32)
+        for i, (obs, action, reward, nxt, terminated) in enumerate(rows):
+            packed[i] = np.concatenate([obs, action, [reward, terminated]])
+            next_obs[i] = nxt
+        return {
+            **arrays,
+            "episode_start": self.episode_start[: self.size],
+            "episode_length": self.episode_length[: self.size],
+            "open_rows": packed,
+            "open_next_observation": next_obs,
+            "open_lengths": np.array([len(e) for e in episodes], np.int64),
+        }
+
+    def load_state_arrays(self, arrays: Mapping[str, np.ndarray], size: int, cursor: int) -> None:
+        super().load_state_arrays(arrays, size, cursor)
+        size = int(size)
+        start, length = _checked(arrays, {"episode_start": (size,), "episode_length": (size,)})
+        start, length = np.asarray(start, np.int64), np.asarray(length, np.int64)
+        if np.any((start < 0) | (start >= max(size, 1)) | (length < 1) | (length > size)):
+            raise ValueError("episode_start.npy or episode_length.npy points outside the rows")
+        if "open_lengths" not in arrays:
+            raise ValueError("no open_lengths.npy")
+        lengths = np.asarray(arrays["open_lengths"], np.int64)
+        if lengths.ndim != 1 or np.any(lengths < 1):
+            raise ValueError("open_lengths.npy must list the open episodes' lengths (>= 1)")
+        total = int(lengths.sum())
+        rows, nxt = _checked(
+            arrays,
+            {
+                "open_rows": (total, self._rows.shape[1]),
+                "open_next_observation": (total, self.obs_dim),
+            },
+        )
+        self.episode_start[:size], self.episode_length[:size] = start, length
+        rows, nxt, d = np.array(rows), np.array(nxt), self.obs_dim
+        self._open = {}
+        for first, n in zip(np.cumsum(lengths) - lengths, lengths.tolist(), strict=True):
+            part = range(int(first), int(first) + n)
+            episode = [(rows[i, :d], rows[i, d:-2], rows[i, -2], nxt[i], rows[i, -1]) for i in part]
+            self._open[nxt[part[-1]].tobytes()] = episode
+
+
+def her_buffer(config, spec, compute_reward: Optional[Callable]) -> HerReplayBuffer:
+    """The run's HER buffer (config.her) for an env of `spec` (a goal env's)."""
+    return HerReplayBuffer(
+        config.buffer_size,
+        spec.obs_dim,
+        spec.action_dim,
+        config.seed,
+        config.gamma,
+        columns=spec.goal_columns,
+        compute_reward=compute_reward,
+        strategy=config.her_strategy,
+        goals_per_transition=config.her_goals_per_transition,
+    )

@@ -95,11 +95,7 @@ def build_run(
     learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
     copy_env = partial(checked_env, start.env_fn)
     evaluator = Evaluator(start.eval_env, learner, spec, config, files.file(VIDEOS_DIR), copy_env)
-    if config.her:
-        buffer = her_buffer(config, spec, start.eval_env.unwrapped.compute_reward)
-    else:
-        shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
-        buffer = ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
+    buffer = _replay_buffer(config, spec, start)
     mixed = _mixed_replay(config, start, buffer)
     checkpointer = Checkpointer(files.file(CHECKPOINTS_DIR), learner, config.keep_checkpoints)
     schedule = UpdateSchedule.from_config(config)
@@ -138,6 +134,15 @@ def build_run(
         progress=progress,
         mixed=mixed,
     )
+
+
+def _replay_buffer(config: SACConfig, spec: EnvSpec, start: Start) -> ReplayBuffer:
+    """The replay of collected transitions: whole episodes relabelled when sampled with
+    her (its rewards from the goal env's compute_reward), else the plain ring."""
+    if config.her:
+        return her_buffer(config, spec, start.eval_env.unwrapped.compute_reward)
+    shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
+    return ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
 
 
 def _mixed_replay(config: SACConfig, start: Start, buffer: ReplayBuffer) -> Optional[MixedReplay]:

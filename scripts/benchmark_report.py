@@ -27,7 +27,7 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from _cli import fail, import_tfsac, parse_flags_or_fail  # noqa: E402
+from _cli import fail, parse_flags_or_fail, quiet_logs  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 from tfsac.algorithm.architectures import ARCHITECTURES  # noqa: E402 - TF-free
@@ -251,7 +251,7 @@ def write_report(groups, out_dir, reach=None, rates=None):
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
-    import_tfsac()
+    quiet_logs()  # TF-free: reading runs and drawing need no TensorFlow
     try:
         rates = {k: float(v) for k, v in (pair.split("=") for pair in FLAGS.idle_rates)}
     except ValueError:

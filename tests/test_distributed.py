@@ -306,6 +306,7 @@ def test_the_local_ray_tfsac_starts_refuses_connections_without_its_token(tmp_pa
     assert "outsider refused" in done.stdout and "token" in done.stdout, done.stdout
 
 
+@pytest.mark.slow  # the runners' other tests cover them in the default run
 def test_tqc_with_n_step_returns_and_simba_on_runners_exports_every_format(tmp_path):
     """The newer algorithm options go through the runners and every export format; SimBa's
     runners act in numpy, with the normaliser's statistics among the synced weights."""

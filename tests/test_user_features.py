@@ -144,6 +144,7 @@ def test_tensorboard_and_progress_csv(tmp_path):
     assert [r.split(",")[0] for r in rows[1:]] == ["200", "400"]
 
 
+@pytest.mark.slow  # a display option; the default run keeps the default suite under 8 minutes
 def test_progress_bar_on_request(tmp_path, capsys):
     # tqdm's bar: '100%|██████████| 40/40 [00:02<00:00, 19.1step/s]'
     bar = re.compile(r"\| 40/40 \[[^\]]*step/s")

@@ -150,6 +150,7 @@ def test_export_false_trains_without_publishing(tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["saved_model_path"] is None
 
 
+@pytest.mark.slow  # the library-quiet and tiny-run output tests cover the default run
 def test_a_mujoco_run_prints_tfsac_lines_only(tmp_path):
     """The start checks make the env before TF is imported: MuJoCo's imports and its notices
     about gymnasium's own XML must already be filtered then."""

@@ -308,6 +308,7 @@ def test_presets_parse_into_valid_configs():
 EVALUATE = os.path.join(REPO_ROOT, "scripts", "evaluate.py")
 
 
+@pytest.mark.slow  # MuJoCo rendering: minutes of the 8 the default run may take
 def test_evaluate_script_saved_model_checkpoint_and_video(tmp_path):
     result = train(_config(tmp_path, "Pendulum-v1", checkpoint_every=20))
     out = subprocess.run(

@@ -6,6 +6,7 @@ groups (or by --labels).
     python scripts/plot.py --run_dirs=runs/pendulum_v1-seed0-...,runs/pendulum_v1-seed1-... \\
         --out=pendulum.png
     python scripts/plot.py --run_dirs=runs/sac-0,runs/sac-1,runs/tqc-0 --labels=SAC,SAC,TQC
+    python scripts/plot.py --run_dirs=... --x=wall_clock --y=success_rate
 """
 
 import os
@@ -28,6 +29,19 @@ flags.DEFINE_list(
     "Legend labels instead of the differing config fields: one per group (in the order of "
     "their first runs) or one per run (runs with the same label are one group).",
 )
+flags.DEFINE_enum(
+    "x",
+    "env_steps",
+    ["env_steps", "wall_clock"],
+    "x axis: env steps, or wall-clock minutes "
+    "(the evaluation panels, from the time each evaluation records).",
+)
+flags.DEFINE_enum(
+    "y",
+    "all",
+    ["all", "return", "success_rate"],
+    "Every panel, or only the evaluation return or success rate.",
+)
 FLAGS = flags.FLAGS
 
 
@@ -40,7 +54,9 @@ def main(argv):
 
     notes = []  # what the figure cannot compare, said on stderr
     try:
-        path = plot_runs(FLAGS.run_dirs, FLAGS.out, FLAGS.title, notes, FLAGS.labels)
+        path = plot_runs(
+            FLAGS.run_dirs, FLAGS.out, FLAGS.title, notes, FLAGS.labels, FLAGS.x, FLAGS.y
+        )
     except TfsacError as e:
         fail(str(e))
     for note in notes:

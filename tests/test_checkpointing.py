@@ -104,6 +104,8 @@ def test_resume_restores_everything_exactly(tmp_path, options):
     assert resumed.loop.step == 200
     # The history continues: the split run evaluated at its end (100), then 150 and 200.
     assert [e["step"] for e in resumed.loop.evaluations] == [100, 150, 200]
+    times = [e["wall_time_s"] for e in resumed.loop.evaluations]  # on from the first session's
+    assert times == sorted(times) and times[1] > times[0] > 0
     assert (
         int(resumed.learner.sac.critic_optimizer.iterations.numpy())
         == int(full.learner.sac.critic_optimizer.iterations.numpy())

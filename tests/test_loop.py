@@ -51,6 +51,8 @@ def test_learning_phase_updates_and_writes_summary(tmp_path, counter_env_id, mon
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary == json.loads(json.dumps(result.summary))
     assert [e["step"] for e in summary["evaluations"]] == [30, 60]
+    times = [e["wall_time_s"] for e in summary["evaluations"]]  # the run's time so far
+    assert 0 < times[0] < times[1] <= summary["wall_time_s"]
     assert summary["eval_return_mean"] == summary["evaluations"][-1]["return_mean"]
     assert os.path.isfile(os.path.join(summary["saved_model_path"], "saved_model.pb"))
     assert int(result.learner.sac.critic_optimizer.iterations.numpy()) == 40

@@ -97,8 +97,8 @@ def test_the_figure_draws_a_one_point_run_as_a_marker(tmp_path, monkeypatch):
     drawn = {}
     real = plotting._draw_curves
 
-    def spy(ax, group, name, color):
-        result = real(ax, group, name, color)
+    def spy(ax, group, name, color, x="env_steps"):
+        result = real(ax, group, name, color, x)
         if name == "eval_return":
             drawn[group.label] = [(line.get_marker(), len(line.get_xdata())) for line in ax.lines]
         return result
@@ -144,3 +144,40 @@ def test_sweep_results_by_final_return_with_a_comparison_figure(tmp_path):
     assert lines[0] == "All configs' curves: [comparison.png](comparison.png)"
     table = [line.split(" | ")[0] for line in lines[4:]]
     assert table == ["| --learning_rate=0.0003", "| --learning_rate=0.001", "| --gamma=0.9"]
+
+
+def test_wall_clock_and_success_rate_axes(tmp_path, monkeypatch):
+    """--x=wall_clock draws each group's mean return at its seeds' mean minutes (from the
+    evaluations' wall_time_s); runs without those times are left out with a note; --y picks
+    one evaluation curve."""
+    dirs = [_run_dir(tmp_path, f"s{seed}", seed=seed) for seed in (0, 1)]
+    for seed, folder in enumerate(dirs):  # seed 0 at 60 s and 120 s, seed 1 at 180 s and 240 s
+        path = os.path.join(folder, "summary.json")
+        summary = json.loads(open(path).read())
+        for index, e in enumerate(summary["evaluations"]):
+            e["wall_time_s"] = 60.0 * (2 * seed + index + 1)
+            e["success_rate"] = 0.5 * index
+        open(path, "w").write(json.dumps(summary))
+    older = _run_dir(tmp_path, "older", learning_rate=1e-3)  # no wall_time_s
+    drawn = {}
+    real = plotting._draw_curves
+
+    def spy(ax, group, name, color, x="env_steps"):
+        result = real(ax, group, name, color, x)
+        drawn[(ax.get_xlabel() or x, name)] = [list(line.get_xdata()) for line in ax.lines]
+        return result
+
+    monkeypatch.setattr(plotting, "_draw_curves", spy)
+    notes = []
+    plotting.plot_runs([*dirs, older], str(tmp_path / "time.png"), notes=notes, x="wall_clock")
+    assert drawn[("wall_clock", "eval_return")] == [[2.0, 3.0]]  # minutes: (1+3)/2, (2+4)/2
+    assert ("wall_clock", "critic_loss") not in drawn  # progress rows record no time
+    assert len(notes) == 1 and "older" in notes[0] and "no wall-clock time" in notes[0]
+    drawn.clear()
+    out = plotting.plot_runs(dirs, str(tmp_path / "rate.png"), y="success_rate")
+    assert os.path.getsize(out) > 10_000
+    assert list(drawn) == [("env_steps", "eval_success_rate")]
+    with pytest.raises(TfsacError, match="no run's evaluations record their wall-clock"):
+        plotting.plot_runs([older], str(tmp_path / "x.png"), x="wall_clock")
+    with pytest.raises(TfsacError, match="none of the runs has evaluations with a success"):
+        plotting.plot_runs([older], str(tmp_path / "x.png"), y="success_rate")

@@ -304,7 +304,11 @@ def test_same_sweep_twice_gives_identical_returns(grid_sweep, interrupted_sweep)
         summaries = [_json(os.path.join(r, "summary.json")) for r in runs]
         if any(s["resumed_from"] for s in summaries):
             continue
-        assert summaries[0]["evaluations"] == summaries[1]["evaluations"]
+        numbers = [  # their wall-clock times differ
+            [(e["step"], e["return_mean"], e["return_std"]) for e in s["evaluations"]]
+            for s in summaries
+        ]
+        assert numbers[0] == numbers[1]
         compared += 1
     assert compared >= 1
 

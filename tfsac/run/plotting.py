@@ -1,7 +1,9 @@
 """Learning curves from run directories (progress.csv and summary.json's evaluations), by
 configuration: runs whose config.json differ only in the seed (and in where and how they
 report) form one group, drawn as its mean +- std; each group is labelled by the config
-fields that tell the groups apart (tfsac.run.run_groups), or by the user's labels."""
+fields that tell the groups apart (tfsac.run.run_groups), or by the user's labels. The x
+axis is env steps, or the wall-clock minutes each evaluation records (`wall_time_s`: the
+run's time so far, evaluations and checkpoints included, across resumes)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,9 @@ EVALUATION_CURVES = (
     ("eval_return", "return_mean", None),  # in PANELS
     ("eval_success_rate", "success_rate", "evaluation success rate"),
 )
+X_AXES = {"env_steps": "env steps", "wall_clock": "wall-clock minutes"}
+# --y: every panel, or one of the evaluation curves.
+Y_AXES = {"all": None, "return": "eval_return", "success_rate": "eval_success_rate"}
 
 
 def legend_label(env: str, seeds: int) -> str:
@@ -74,15 +79,23 @@ def read_run(run_dir: str) -> Dict:
     evaluations = []
     if os.path.exists(summary):
         evaluations = _read_json(summary, "summary.json").get("evaluations", [])
+    minutes = {}  # eval curve -> wall-clock minutes at its steps, where all are recorded
     for name, key, _ in EVALUATION_CURVES:
-        points = [(e["step"], e[key]) for e in evaluations if e.get(key) is not None]
+        points = [e for e in evaluations if e.get(key) is not None]
         if points:
-            curves[name] = tuple(np.array(v) for v in zip(*points, strict=True))
+            curves[name] = (
+                np.array([e["step"] for e in points]),
+                np.array([e[key] for e in points]),
+            )
+            if all(e.get("wall_time_s") is not None for e in points):
+                minutes[name] = np.array([e["wall_time_s"] / 60 for e in points])
     return {
         "env": config.get("env_id", "?"),
         "seed": config.get("seed"),
         "config": config,
         "curves": curves,
+        "minutes": minutes,
+        "dir": run_dir,
     }
 
 
@@ -95,35 +108,68 @@ def mean_std(series: List[tuple]):
     return np.array(common), stacked.mean(0), stacked.std(0)
 
 
-def _draw_curves(ax, group: RunGroup, name: str, color: str) -> bool:
+def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps") -> bool:
     """Draws curve `name` of one group's runs: their mean +- std where all cover the same
     steps (returns True), else one line per run over its own steps (returns False). A
-    curve of one point is a marker (with the std as an error bar)."""
+    curve of one point is a marker (with the std as an error bar). With x="wall_clock" a
+    mean sits at its seeds' mean minutes."""
     runs = [r for r in group.runs if name in r["curves"]]
     series = [r["curves"][name] for r in runs]
+    if x == "wall_clock":
+        times = [(steps, r["minutes"][name]) for r, (steps, _) in zip(runs, series, strict=True)]
     if all(np.array_equal(series[0][0], steps) for steps, _ in series):  # or none
         if series:
             steps, mean, std = mean_std(series)
+            xs = steps if x == "env_steps" else mean_std(times)[1]
             label = group.legend(len(series))
             if len(steps) == 1:
-                ax.errorbar(steps, mean, std, fmt="o", color=color, capsize=4, label=label)
+                ax.errorbar(xs, mean, std, fmt="o", color=color, capsize=4, label=label)
             else:
-                ax.plot(steps, mean, color=color, label=label)
-                ax.fill_between(steps, mean - std, mean + std, color=color, alpha=0.25)
+                ax.plot(xs, mean, color=color, label=label)
+                ax.fill_between(xs, mean - std, mean + std, color=color, alpha=0.25)
         return True
-    for run, (steps, values) in zip(runs, series, strict=True):
+    for index, (run, (steps, values)) in enumerate(zip(runs, series, strict=True)):
+        xs = steps if x == "env_steps" else times[index][1]
         label = f"{group.label} seed {run['seed']}"
-        ax.plot(steps, values, "o-", color=color, linewidth=1, markersize=3, label=label)
+        ax.plot(xs, values, "o-", color=color, linewidth=1, markersize=3, label=label)
     return False
 
 
-def _panels(runs: List[Dict]) -> List[tuple]:
+def _panels(runs: List[Dict], x: str, y: str) -> List[tuple]:
+    """(curve, title) of each panel: every curve, or with --y one evaluation curve; on the
+    wall-clock axis only evaluation curves (only evaluations record their time)."""
     extra = [
         (name, title)
         for name, _, title in EVALUATION_CURVES
         if title and any(name in r["curves"] for r in runs)
     ]
-    return [*PANELS, *extra]
+    panels = [*PANELS, *extra]
+    if y != "all":
+        panels = [p for p in panels if p[0] == Y_AXES[y]]
+        if not panels:
+            raise TfsacError(f"--y={y}: none of the runs has evaluations with a {y}")
+    if x == "wall_clock":
+        evaluation_curves = {name for name, _, _ in EVALUATION_CURVES}
+        panels = [p for p in panels if p[0] in evaluation_curves]
+    return panels
+
+
+def _with_times(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[Dict]:
+    """The runs whose evaluations record their wall-clock time (the others said in
+    `notes`); an error when none does."""
+    names = [name for name, _ in panels]
+    kept = [r for r in runs if all(n in r["minutes"] for n in names if n in r["curves"])]
+    for run in runs:
+        if run not in kept:
+            notes.append(
+                f"{run['dir']}: its evaluations record no wall-clock time (made by a tfsac "
+                "before evaluations recorded wall_time_s), so it is left out"
+            )
+    if not kept:
+        raise TfsacError(
+            "--x=wall_clock: no run's evaluations record their wall-clock time (wall_time_s)"
+        )
+    return kept
 
 
 def _say_unlike(groups: List[RunGroup], unlike: Dict[str, List[str]], notes: List[str]):
@@ -146,12 +192,15 @@ def plot_runs(
     title: str = "",
     notes: Optional[List[str]] = None,
     labels: Optional[Sequence[str]] = None,
+    x: str = "env_steps",
+    y: str = "all",
 ) -> str:
     """Writes a PNG with one panel per curve, one colour per group of runs (tfsac.run.
     run_groups: by the config fields that differ, or by `labels`, one per group or one
     per run); a group's runs are averaged (mean +- std across seeds) where they cover the
     same env steps, and drawn one line per run, each over its own steps, where they do not
-    (each such group is then said in `notes`)."""
+    (each such group is then said in `notes`). `x`: "env_steps" or "wall_clock" (minutes,
+    evaluation curves only); `y`: "all" panels, "return" or "success_rate"."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -159,13 +208,25 @@ def plot_runs(
 
     if not run_dirs:
         raise TfsacError("no run directories to plot")
+    if x not in X_AXES or y not in Y_AXES:
+        raise TfsacError(
+            f"x must be one of {', '.join(X_AXES)} and y one of {', '.join(Y_AXES)}; "
+            f"got x={x!r}, y={y!r}"
+        )
+    notes = notes if notes is not None else []
     if not os.path.splitext(out_path)[1]:
         out_path += ".png"  # what matplotlib writes for a name without an extension
     runs = [read_run(run_dir) for run_dir in run_dirs]
+    panels = _panels(runs, x, y)
+    if x == "wall_clock":
+        kept = _with_times(runs, panels, notes)
+        if labels and len(labels) == len(runs):  # one per run: those of the runs kept
+            labels = [label for label, run in zip(labels, runs, strict=True) if run in kept]
+        runs = kept
     groups = group_runs(runs, labels)
-    panels = _panels(runs)
-    columns = math.ceil(len(panels) / 2)
-    fig, axes = plt.subplots(2, columns, figsize=(5 * columns, 8), squeeze=False)
+    rows = 1 if len(panels) <= 2 else 2
+    columns = math.ceil(len(panels) / rows)
+    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
     extension = os.path.splitext(out_path)[1][1:].lower()
     if extension not in fig.canvas.get_supported_filetypes():
         plt.close(fig)
@@ -176,16 +237,16 @@ def plot_runs(
     unlike = defaultdict(list)  # group -> panels whose runs cover different steps
     for ax, (name, label) in zip(axes.flat, panels, strict=False):
         for index, group in enumerate(groups):
-            if not _draw_curves(ax, group, name, f"C{index % 10}"):
+            if not _draw_curves(ax, group, name, f"C{index % 10}", x):
                 unlike[group.label].append(label)
         ax.set_title(label)
-        ax.set_xlabel("env steps")
+        ax.set_xlabel(X_AXES[x])
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     if axes.flat[0].get_legend_handles_labels()[0]:  # runs without evaluations have none
         axes.flat[0].legend(fontsize="small")
-    _say_unlike(groups, unlike, notes if notes is not None else [])
+    _say_unlike(groups, unlike, notes)
     fig.suptitle(title or ", ".join(sorted({r["env"] for r in runs})))
     fig.tight_layout()
     try:

@@ -120,6 +120,8 @@ class Trainer:
         loop = self.loop
         with self.learning_clock.paused():
             evaluation = self.evaluator.evaluate(loop.step, len(loop.evaluations))
+            # The run's wall-clock time so far (plots' --x=wall_clock), this evaluation's too.
+            evaluation["wall_time_s"] = round(self.session_clock.seconds(), 2)
             loop.evaluations.append(evaluation)
             names = ("return_mean", "return_std", "success_rate")
             scalars = {f"eval/{k}": evaluation[k] for k in names if k in evaluation}

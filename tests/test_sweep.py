@@ -176,10 +176,13 @@ def test_killed_trial_completes_after_a_retry(grid_sweep):
 @pytest.fixture(scope="module")
 def search_sweep(ray_address, tmp_path_factory):
     """A two-sample Optuna search, one trial at a time, started in the background so that it
-    runs beside the interrupted sweep (one CPU each)."""
+    runs beside the interrupted sweep (one CPU each). Its trials train with HER on the tests'
+    goal env, a module in the sweep's current directory (as a user's own env would be)."""
     sweep_dir = str(tmp_path_factory.mktemp("search") / "sweep")
     args = [
         *TINY,
+        "--env=goal_env:PointReach-v0",
+        "--her",
         "--search=optuna",
         "--num_samples=2",
         "--space=learning_rate=loguniform:1e-4:1e-3",
@@ -187,12 +190,12 @@ def search_sweep(ray_address, tmp_path_factory):
         f"--sweep_dir={sweep_dir}",
         f"--ray_address={ray_address}",
     ]
-    yield from _in_background(sweep_dir, args)
+    yield from _in_background(sweep_dir, args, cwd=os.path.dirname(__file__))
 
 
-def _in_background(sweep_dir, args):
+def _in_background(sweep_dir, args, cwd=None):
     proc = subprocess.Popen(
-        _command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        _command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd
     )
     yield {"dir": sweep_dir, "args": args, "proc": proc}
     if proc.poll() is None:
@@ -328,7 +331,7 @@ def test_optuna_search_with_two_samples(search_sweep):
     for entry in trials.values():
         run_dir = entry["spec"]["run_dir"]
         config = _json(os.path.join(run_dir, "config.json"))
-        assert 1e-4 <= config["learning_rate"] <= 1e-3
+        assert 1e-4 <= config["learning_rate"] <= 1e-3 and config["her"]
         assert entry["spec"]["tag"].endswith(f"learning_rate={config['learning_rate']:.4g}")
         rates.append(config["learning_rate"])
         assert entry["status"] in ("finished", "stopped")
@@ -336,14 +339,19 @@ def test_optuna_search_with_two_samples(search_sweep):
         # An early-stopped trial keeps its checkpoint and evaluations, and has no summary.
         finished = os.path.exists(os.path.join(run_dir, "summary.json"))
         assert finished == (entry["status"] == "finished")
-        assert _json(os.path.join(run_dir, "trial.json"))["evaluations"]
+        evaluations = _json(os.path.join(run_dir, "trial.json"))["evaluations"]
+        assert evaluations and all(0 <= e["success_rate"] <= 1 for e in evaluations)
     assert rates[0] != rates[1]
     with open(os.path.join(sweep_dir, "results.csv")) as f:
         returns = [float(r["return_mean"]) for r in csv.DictReader(f)]
     assert len(returns) == 2 and returns == sorted(returns, reverse=True)  # best first
     # A resume of the finished search samples nothing new and starts no trial.
     again = subprocess.run(
-        _command([*args, "--resume"]), capture_output=True, text=True, timeout=120
+        _command([*args, "--resume"]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=os.path.dirname(__file__),
     )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "2 of 2 trials already done" in again.stdout

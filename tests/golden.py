@@ -9,9 +9,10 @@ tests/data/golden_fingerprints.json, so that a mismatch names the part that diff
 XLA:CPU compiles for the host CPU (its vector instructions and tuning), and float results
 can differ between CPUs; the recorded digests are therefore keyed by the CPU model and its
 vector extension (`cpu_class`), and a machine of an unrecorded class skips the comparison.
-The `amd-epyc-avx2` record lacks `evaluations` since evaluations run their episodes side by
-side (the policy's batch changed; no AVX2 machine was at hand to record it). Record this
-machine's class with
+Only `amd-epyc-avx512f` is recorded: the TanhNormal's log-density from the standard normal
+draw (tfsac/algorithm/distributions.py) moved every number, and the `amd-epyc-avx2` record
+went with it (no AVX2 machine was at hand to record it again). Record this machine's class
+with
 
     python tests/golden.py --record
 

@@ -46,6 +46,23 @@ def test_log_prob_finite_when_actions_saturate():
     assert not np.any(np.isfinite(dist.log_prob(tf.constant(action.numpy())).numpy()))
 
 
+def test_log_prob_exact_when_the_scale_is_below_the_means_rounding_step():
+    """An initial actor on Humanoid-v5's raw observations (up to ~3,500) gives means of a
+    few hundred, some with log_std clipped at -20: float32 rounds loc + scale * eps to a
+    step (3e-5 at 250) far above the scale (2e-9). The log-density must come from eps and
+    log(scale), not from (u - loc) / scale (which gave -1e5 and a diverging critic)."""
+    loc = np.array([[250.0, -180.0, 0.5]], np.float32)
+    log_std = np.array([[-20.0, -20.0, -1.0]], np.float32)
+    dist = tanh_normal(loc, np.exp(log_std))
+    _, log_prob = dist.experimental_sample_and_log_prob(seed=[7, 8])
+    # The same draw by hand: eps is the standard normal sample the base distribution drew.
+    eps = dist.distribution.sample(seed=[7, 8]).numpy().astype(np.float64)
+    u = loc.astype(np.float64) + np.exp(log_std.astype(np.float64)) * eps
+    log_det = 2 * (np.log(2) - np.abs(u) - np.log1p(np.exp(-2 * np.abs(u))))
+    expected = np.sum(-0.5 * eps**2 - 0.5 * np.log(2 * np.pi) - log_std - log_det, axis=-1)
+    np.testing.assert_allclose(log_prob.numpy(), expected, rtol=1e-5)
+
+
 def test_gradients_finite_at_saturation():
     loc = tf.Variable([[25.0, -25.0]])
     with tf.GradientTape() as tape:

@@ -299,6 +299,8 @@ def test_presets_parse_into_valid_configs():
         seen.add(config.env_id)
         algorithms.add(config.algorithm)
         assert "Source:" in text
+        # What it costs on the project's CPU, and the budget's length at that speed.
+        assert re.search(r"# Speed: about [\d.]+ env steps/s .*\n.*\n# about [\d.]+ \w+\.", text)
     fv.unparse_flags()
     assert {"Pendulum-v1", "HalfCheetah-v5", "Humanoid-v5", "BipedalWalker-v3"} <= seen
     assert "gymnasium_robotics:FetchReach-v4" in seen

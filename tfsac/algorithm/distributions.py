@@ -27,8 +27,16 @@ def tanh_normal(loc, scale, low=None, high=None) -> tfd.TransformedDistribution:
     Tanh bijector's stable forward log-det-Jacobian. `log_prob(a)` instead inverts with
     atanh, which is infinite once a float32 tanh(u) rounds to exactly +-1 (|u| > ~9).
     """
-    base = tfd.Independent(tfd.Normal(loc, scale), reinterpreted_batch_ndims=1)
-    return tfd.TransformedDistribution(base, squash_bijector(low, high))
+    # A standard Normal moved by Scale then Shift: a sample is the same loc + scale * eps,
+    # and its log-density is taken from eps and log(scale) exactly. A Normal(loc, scale)
+    # takes it from (u - loc) / scale, which float32 ruins once scale is below loc's
+    # rounding step (an initial actor on Humanoid's raw observations: loc ~ 250 with
+    # log_std clipped at -20 gave log-densities of -1e5 and a critic that diverged).
+    base = tfd.Independent(
+        tfd.Normal(tf.zeros_like(loc), tf.ones_like(scale)), reinterpreted_batch_ndims=1
+    )
+    move = tfb.Chain([tfb.Shift(loc), tfb.Scale(scale)])
+    return tfd.TransformedDistribution(base, tfb.Chain([squash_bijector(low, high), move]))
 
 
 def policy_params(actor, observation, log_std_bounds, training=None):

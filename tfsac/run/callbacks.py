@@ -30,11 +30,12 @@ class Callback:
     resumed run's evaluations so far are in `trainer.loop.evaluations`); `on_log` gets each
     progress record (the progress.csv row with the learner's metrics); `on_evaluation` gets
     each evaluation ({step, return_mean, return_std, seed, wall_time_s}, and success_rate
-    on goal envs) once its step's checkpoint, if one is due, is saved. Returning False from `on_log` or `on_evaluation` stops the run
-    cleanly, as a Stable-Baselines3 callback's `_on_step` does: the final evaluation, the
-    checkpoint, summary.json and the export are written, and `train` returns the result
-    with the stop's reason, `stop_reason` when the callback set it (None continues). An
-    exception ends training and propagates unchanged (a checkpoint of that step is kept).
+    on goal envs) once its step's checkpoint, if one is due, is saved. Returning False
+    from `on_log` or `on_evaluation` stops the run cleanly, as a Stable-Baselines3
+    callback's `_on_step` does: the final evaluation, the checkpoint, summary.json and the
+    export are written, and `train` returns the result with the stop's reason,
+    `stop_reason` when the callback set it (None continues). An exception ends training
+    and propagates unchanged (a checkpoint of that step is kept).
     """
 
     stop_reason: Optional[str] = None

@@ -343,7 +343,9 @@ def test_optuna_search_with_two_samples(search_sweep):
         assert evaluations and all(0 <= e["success_rate"] <= 1 for e in evaluations)
     assert rates[0] != rates[1]
     with open(os.path.join(sweep_dir, "results.csv")) as f:
-        returns = [float(r["return_mean"]) for r in csv.DictReader(f)]
+        rows = list(csv.DictReader(f))
+    returns = [float(r["return_mean"]) for r in rows]
+    assert all(0 <= float(r["success_rate"]) <= 1 for r in rows)  # a goal env's
     assert len(returns) == 2 and returns == sorted(returns, reverse=True)  # best first
     # A resume of the finished search samples nothing new and starts no trial.
     again = subprocess.run(
@@ -483,3 +485,13 @@ def test_results_of_a_half_done_sweep_count_only_done_trials(tmp_path):
     write_results(str(tmp_path), trials)
     table = (tmp_path / "results.md").read_text()
     assert "| base | 0 1 2 3 | -150.0 ± 50.0 | 150 | 40 | 1 finished, 2 pending" in table
+    # On a goal env the done trials' final success rates are averaged into their column.
+    summary = json.loads((tmp_path / "base" / "seed0" / "summary.json").read_text())
+    summary["evaluations"][-1]["success_rate"] = 0.9
+    (tmp_path / "base" / "seed0" / "summary.json").write_text(json.dumps(summary))
+    (row,) = summarize(trials)
+    assert row["success_rate"] == pytest.approx(0.9)
+    write_results(str(tmp_path), trials)
+    table = (tmp_path / "results.md").read_text()
+    assert "| final eval return (mean ± std) | final success rate | env steps |" in table
+    assert "| base | 0 1 2 3 | -150.0 ± 50.0 | 0.90 | 150 | 40 | 1 finished" in table

@@ -17,7 +17,8 @@ from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
 
 
 def trial_outcome(entry: Dict) -> Dict:
-    """A trial's final evaluation return, env steps, wall time, from its run directory."""
+    """A trial's final evaluation return (and success rate, on goal envs), env steps, wall
+    time, from its run directory."""
     spec = entry["spec"]
     run_dir = spec["run_dir"]
     if finished_run(run_dir):
@@ -35,6 +36,7 @@ def trial_outcome(entry: Dict) -> Dict:
     return {
         "status": status,
         "return": returns[-1] if returns else None,
+        "success_rate": evaluations[-1].get("success_rate") if evaluations else None,
         "best": max(returns) if returns else None,
         "steps": steps,
         "wall_time_s": wall_time,
@@ -67,6 +69,7 @@ def summarize(trials: Dict[str, Dict]) -> List[Dict]:
         done = [(o, s) for o, s in outcomes if o["status"] in DONE and o["return"] is not None]
         returns = [o["return"] for o, _ in done]
         walls = [o["wall_time_s"] for o, _ in done if o["wall_time_s"] is not None]
+        rates = [o["success_rate"] for o, _ in done if o["success_rate"] is not None]
         best = max(done, key=lambda x: x[0]["return"])[1]["run_dir"] if done else ""
         rows.append(
             {
@@ -79,6 +82,7 @@ def summarize(trials: Dict[str, Dict]) -> List[Dict]:
                 "return_mean": sum(returns) / len(returns) if returns else None,
                 # One seed has no spread to report.
                 "return_std": _std(returns) if len(returns) > 1 else None,
+                "success_rate": sum(rates) / len(rates) if rates else None,
                 "env_steps": sum(o["steps"] for o, _ in done) / len(done) if done else None,
                 "wall_time_s": sum(walls) / len(walls) if walls else None,
                 "best_run_dir": best,
@@ -170,6 +174,7 @@ RESULT_FIELDS = [
     "status",
     "return_mean",
     "return_std",
+    "success_rate",
     "env_steps",
     "wall_time_s",
     "best_run_dir",
@@ -183,10 +188,13 @@ def _markdown(rows: List[Dict], sweep_dir: str, comparison: Optional[str]) -> st
     lines = []
     if comparison:
         lines += [f"All configs' curves: [{COMPARISON_FILE}]({COMPARISON_FILE})", ""]
+    # Goal envs' trials report a success rate: its column where any config has one.
+    rates = any(r["success_rate"] is not None for r in rows)
     lines += [
-        "| config | seeds | final eval return (mean ± std) | env steps | wall time (s) | status "
-        "| best run | curves |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| config | seeds | final eval return (mean ± std) |"
+        + (" final success rate |" if rates else "")
+        + " env steps | wall time (s) | status | best run | curves |",
+        "| --- | --- | --- |" + (" --- |" if rates else "") + " --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         ret = _fmt(r["return_mean"])
@@ -194,8 +202,10 @@ def _markdown(rows: List[Dict], sweep_dir: str, comparison: Optional[str]) -> st
             ret += f" ± {r['return_std']:.1f}"
         best = os.path.relpath(r["best_run_dir"], sweep_dir) if r["best_run_dir"] else ""
         curves = f"[png]({r['curves']})" if r["curves"] else ""
+        rate = f" {_fmt(r['success_rate'], 2)} |" if rates else ""
         lines.append(
-            f"| {r['overrides'] or 'base'} | {r['seeds']} | {ret} | {_fmt(r['env_steps'], 0)} "
-            f"| {_fmt(r['wall_time_s'], 0)} | {r['status']} | {best} | {curves} |"
+            f"| {r['overrides'] or 'base'} | {r['seeds']} | {ret} |{rate} "
+            f"{_fmt(r['env_steps'], 0)} | {_fmt(r['wall_time_s'], 0)} | {r['status']} | {best} "
+            f"| {curves} |"
         )
     return "\n".join(lines) + "\n"

@@ -186,6 +186,26 @@ def _say_unlike(groups: List[RunGroup], unlike: Dict[str, List[str]], notes: Lis
         )
 
 
+def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
+    """What a figure draws: the runs read (those with wall-clock times on that axis), the
+    panels and the groups."""
+    if not run_dirs:
+        raise TfsacError("no run directories to plot")
+    if x not in X_AXES or y not in Y_AXES:
+        raise TfsacError(
+            f"x must be one of {', '.join(X_AXES)} and y one of {', '.join(Y_AXES)}; "
+            f"got x={x!r}, y={y!r}"
+        )
+    runs = [read_run(run_dir) for run_dir in run_dirs]
+    panels = _panels(runs, x, y)
+    if x == "wall_clock":
+        kept = _with_times(runs, panels, notes)
+        if labels and len(labels) == len(runs):  # one per run: those of the runs kept
+            labels = [label for label, run in zip(labels, runs, strict=True) if run in kept]
+        runs = kept
+    return runs, panels, group_runs(runs, labels)
+
+
 def plot_runs(
     run_dirs: Sequence[str],
     out_path: str,
@@ -206,24 +226,10 @@ def plot_runs(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if not run_dirs:
-        raise TfsacError("no run directories to plot")
-    if x not in X_AXES or y not in Y_AXES:
-        raise TfsacError(
-            f"x must be one of {', '.join(X_AXES)} and y one of {', '.join(Y_AXES)}; "
-            f"got x={x!r}, y={y!r}"
-        )
     notes = notes if notes is not None else []
+    runs, panels, groups = _select(run_dirs, labels, x, y, notes)
     if not os.path.splitext(out_path)[1]:
         out_path += ".png"  # what matplotlib writes for a name without an extension
-    runs = [read_run(run_dir) for run_dir in run_dirs]
-    panels = _panels(runs, x, y)
-    if x == "wall_clock":
-        kept = _with_times(runs, panels, notes)
-        if labels and len(labels) == len(runs):  # one per run: those of the runs kept
-            labels = [label for label, run in zip(labels, runs, strict=True) if run in kept]
-        runs = kept
-    groups = group_runs(runs, labels)
     rows = 1 if len(panels) <= 2 else 2
     columns = math.ceil(len(panels) / rows)
     fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)

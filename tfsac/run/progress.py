@@ -130,6 +130,12 @@ class ProgressLog:
                 if value is not None:
                     tf.summary.scalar(name, value)
 
+    def evaluation(self, evaluation: Dict) -> None:
+        """An evaluation's numbers as TensorBoard scalars eval/<name> at its env step."""
+        names = ("return_mean", "return_std", "success_rate")
+        scalars = {f"eval/{k}": evaluation[k] for k in names if k in evaluation}
+        self.scalars(evaluation["step"], scalars)
+
     def flush(self) -> None:
         if self.writer is not None:
             self.writer.flush()

@@ -123,9 +123,7 @@ class Trainer:
             # The run's wall-clock time so far (plots' --x=wall_clock), this evaluation's too.
             evaluation["wall_time_s"] = round(self.session_clock.seconds(), 2)
             loop.evaluations.append(evaluation)
-            names = ("return_mean", "return_std", "success_rate")
-            scalars = {f"eval/{k}": evaluation[k] for k in names if k in evaluation}
-            self.progress.scalars(loop.step, scalars)
+            self.progress.evaluation(evaluation)
 
     def _log(self) -> None:
         steps_per_s = self._speed.measure(self.loop.learning_steps, self.loop.step)

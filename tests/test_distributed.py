@@ -206,6 +206,9 @@ def test_bad_runner_settings_are_one_line(tmp_path, overrides, message):
         resolve(_config(tmp_path, **overrides))
 
 
+# A second Ray's start is 12 s of the default suite's 8 minutes; its refusal of connections
+# without its token is checked there (test_the_local_ray_tfsac_starts_refuses_...).
+@pytest.mark.slow
 def test_train_script_with_runners_starts_its_own_ray_beside_a_foreign_one(tmp_path, ray_address):
     # The session's Ray stands for one that runs on the machine, announced by RAY_ADDRESS
     # as `ray start` does: without --ray_address the script leaves it alone. (Sweeps join

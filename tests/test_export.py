@@ -360,7 +360,7 @@ def test_export_script_says_a_broken_saved_model_in_one_line_and_writes_nothing(
 
     copies = _broken_copies(exported, tmp_path)
     cases = [
-        ("truncated", "tflite", "cannot read the SavedModel at .*Read less bytes than requested"),
+        # One format per case: both read the SavedModel through the same loader first.
         ("truncated", "onnx", "cannot read the SavedModel at .*Read less bytes than requested"),
         ("bad_pb", "tflite", "cannot read the SavedModel at .*tensorflow.SavedModel"),
         ("bad_metadata", "onnx", "cannot read .*tfsac_metadata.json.: Expecting value"),

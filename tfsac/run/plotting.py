@@ -115,12 +115,14 @@ def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps
     mean sits at its seeds' mean minutes."""
     runs = [r for r in group.runs if name in r["curves"]]
     series = [r["curves"][name] for r in runs]
-    if x == "wall_clock":
-        times = [(steps, r["minutes"][name]) for r, (steps, _) in zip(runs, series, strict=True)]
+
+    def x_of(run):  # a run's x values at its evaluation steps
+        return run["curves"][name][0] if x == "env_steps" else run["minutes"][name]
+
     if all(np.array_equal(series[0][0], steps) for steps, _ in series):  # or none
         if series:
             steps, mean, std = mean_std(series)
-            xs = steps if x == "env_steps" else mean_std(times)[1]
+            xs = mean_std([(s, x_of(r)) for r, (s, _) in zip(runs, series, strict=True)])[1]
             label = group.legend(len(series))
             if len(steps) == 1:
                 ax.errorbar(xs, mean, std, fmt="o", color=color, capsize=4, label=label)
@@ -128,10 +130,9 @@ def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps
                 ax.plot(xs, mean, color=color, label=label)
                 ax.fill_between(xs, mean - std, mean + std, color=color, alpha=0.25)
         return True
-    for index, (run, (steps, values)) in enumerate(zip(runs, series, strict=True)):
-        xs = steps if x == "env_steps" else times[index][1]
+    for run, (_, values) in zip(runs, series, strict=True):
         label = f"{group.label} seed {run['seed']}"
-        ax.plot(xs, values, "o-", color=color, linewidth=1, markersize=3, label=label)
+        ax.plot(x_of(run), values, "o-", color=color, linewidth=1, markersize=3, label=label)
     return False
 
 
@@ -154,22 +155,22 @@ def _panels(runs: List[Dict], x: str, y: str) -> List[tuple]:
     return panels
 
 
-def _with_times(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[Dict]:
-    """The runs whose evaluations record their wall-clock time (the others said in
-    `notes`); an error when none does."""
+def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool]:
+    """For each run, whether its evaluations record their wall-clock time (the others said
+    in `notes`); an error when none does."""
     names = [name for name, _ in panels]
-    kept = [r for r in runs if all(n in r["minutes"] for n in names if n in r["curves"])]
-    for run in runs:
-        if run not in kept:
+    timed = [all(n in r["minutes"] for n in names if n in r["curves"]) for r in runs]
+    for run, has_times in zip(runs, timed, strict=True):
+        if not has_times:
             notes.append(
                 f"{run['dir']}: its evaluations record no wall-clock time (made by a tfsac "
                 "before evaluations recorded wall_time_s), so it is left out"
             )
-    if not kept:
+    if not any(timed):
         raise TfsacError(
             "--x=wall_clock: no run's evaluations record their wall-clock time (wall_time_s)"
         )
-    return kept
+    return timed
 
 
 def _say_unlike(groups: List[RunGroup], unlike: Dict[str, List[str]], notes: List[str]):
@@ -199,10 +200,10 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
     runs = [read_run(run_dir) for run_dir in run_dirs]
     panels = _panels(runs, x, y)
     if x == "wall_clock":
-        kept = _with_times(runs, panels, notes)
+        timed = _timed(runs, panels, notes)
         if labels and len(labels) == len(runs):  # one per run: those of the runs kept
-            labels = [label for label, run in zip(labels, runs, strict=True) if run in kept]
-        runs = kept
+            labels = [label for label, keep in zip(labels, timed, strict=True) if keep]
+        runs = [run for run, keep in zip(runs, timed, strict=True) if keep]
     return runs, panels, group_runs(runs, labels)
 
 

@@ -5,6 +5,8 @@ episodes.
 python scripts/collect.py --saved_model=saved_models/halfcheetah_v5/1 --episodes=100 \
     --noise=0.1 --output=datasets --dataset_id=halfcheetah/medium-v0
 python scripts/collect.py --env=Pendulum-v1 --episodes=10 --format=npz --output=data/random
+python scripts/collect.py --saved_model=saved_models/hopper_medium/1 --transitions=100000 \
+    --noise=0.1 --output=datasets --dataset_id=hopper/medium-v0
 """
 
 import os
@@ -27,6 +29,9 @@ flags.DEFINE_string("saved_model", None, "A SavedModel version folder (default: 
 flags.DEFINE_string("env", None, "Env id (default: the one the SavedModel was trained on).")
 flags.DEFINE_string("env_kwargs", None, "JSON keyword arguments for gymnasium.make.")
 flags.DEFINE_integer("episodes", 10, "Episodes to record.")
+flags.DEFINE_integer(
+    "transitions", 0, "Instead of --episodes: whole episodes until at least this many steps."
+)
 flags.DEFINE_float("noise", 0.0, "Std of Gaussian noise added to the policy's actions in [-1, 1].")
 flags.DEFINE_integer("seed", 0, "Seed of the first episode's reset, the noise and random actions.")
 flags.DEFINE_string("output", None, "Folder to write to (Minari: the datasets folder).")
@@ -40,8 +45,10 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.output:
         fail("--output is required: the folder the dataset goes to")
-    if FLAGS.episodes <= 0 or FLAGS.noise < 0:
-        fail("--episodes must be positive and --noise >= 0")
+    if FLAGS.episodes <= 0 or FLAGS.noise < 0 or FLAGS.transitions < 0:
+        fail("--episodes must be positive, and --noise and --transitions >= 0")
+    if FLAGS.transitions and FLAGS["episodes"].present:
+        fail("give --episodes or --transitions, not both")
     kwargs = env_kwargs_from_flag(FLAGS.env_kwargs) if FLAGS.env_kwargs else None
     try:  # every mistake is said before TensorFlow loads and before any episode runs
         env_id = FLAGS.env
@@ -61,7 +68,7 @@ def main(argv):
 
             policy = saved_model_policy(FLAGS.saved_model)[0]
         episodes = recording.record_episodes(
-            env_id, FLAGS.episodes, policy, FLAGS.noise, FLAGS.seed, kwargs
+            env_id, FLAGS.episodes, policy, FLAGS.noise, FLAGS.seed, kwargs, FLAGS.transitions
         )
         target = recording.write_dataset(
             episodes, env_id, FLAGS.output, FLAGS.format, FLAGS.dataset_id

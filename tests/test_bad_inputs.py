@@ -98,6 +98,7 @@ CASES = [
     ("collect", ["--output=out", "--env=Pendulum-v1"], "needs a dataset id"),
     ("collect", ["--output=out", "--saved_model=missing"], "no SavedModel at 'missing'"),
     ("collect", ["--output=out", "--env=Pendulum-v1", "--episodes=0"], "--episodes must be"),
+    ("collect", ["--output=o", "--episodes=3", "--transitions=9"], "--episodes or --transitions"),
     # evaluate.py
     ("evaluate", [], "give exactly one of --saved_model and --run_dir"),
     ("evaluate", ["--saved_model=missing", "--run_dir=oldrun"], "exactly one of"),

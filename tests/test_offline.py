@@ -56,6 +56,15 @@ def test_collect_then_offline_data_gives_the_same_transitions_bounds_rescaled(tm
     assert not data.terminated.any()
 
 
+def test_a_transition_floor_records_whole_episodes_until_it_is_reached():
+    kwargs = {"max_episode_steps": 7}
+    episodes = record_episodes("Pendulum-v1", 1, seed=2, env_kwargs=kwargs, transitions=15)
+    assert [len(e["rewards"]) for e in episodes] == [7, 7, 7]  # 14 < 15, so a third one
+    again = record_episodes("Pendulum-v1", 3, seed=2, env_kwargs=kwargs)
+    for a, b in zip(episodes, again, strict=True):  # the same episodes --episodes=3 gives
+        np.testing.assert_array_equal(a["observations"], b["observations"])
+
+
 def test_actions_are_rescaled_to_the_unit_box_and_checked_against_the_bounds(tmp_path):
     episodes = record_episodes("Pendulum-v1", 1, seed=0, env_kwargs={"max_episode_steps": 5})
     from tfsac.data.offline_data import Episodes, checked

@@ -33,17 +33,19 @@ def record_episodes(
     noise: float = 0.0,
     seed: int = 0,
     env_kwargs: Optional[dict] = None,
+    transitions: int = 0,
 ) -> List[Dict[str, np.ndarray]]:
     """`episodes` episodes of `policy` (None: uniform random actions) with Gaussian noise
     of std `noise` added in [-1, 1] action units (then clipped), in Minari's fields with
-    actions in the env's units."""
+    actions in the env's units. With `transitions` > 0, whole episodes until at least that
+    many transitions instead (D4RL-style sizes where episodes end early, as Hopper's do)."""
     env = make_env(env_id, env_kwargs=env_kwargs)
     low, high = env.action_space.low, env.action_space.high
     rng = np.random.default_rng(seed)
     env.action_space.seed(seed)
-    recorded = []
+    recorded, total, n = [], 0, 0
     try:
-        for n in range(episodes):
+        while (total < transitions) if transitions > 0 else (n < episodes):
             obs, _ = env.reset(seed=seed + n)
             steps = {k: [] for k in EPISODE_FIELDS}
             steps["observations"].append(obs)
@@ -65,6 +67,7 @@ def record_episodes(
                     steps[key].append(value)
                 done = terminated or truncated
             recorded.append({k: np.asarray(v) for k, v in steps.items()})
+            total, n = total + len(steps["rewards"]), n + 1
     finally:
         env.close()
     return recorded

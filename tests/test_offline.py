@@ -6,12 +6,13 @@ import json
 import os
 import shutil
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import run_script
+from conftest import random_batch, run_script
 
-from tfsac import SACConfig, TfsacError, Trainer
+from tfsac import SACConfig, SACLearner, TfsacError, Trainer
 from tfsac.algorithm import losses
 from tfsac.data.envs import env_spec, make_env
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
@@ -205,14 +206,52 @@ def test_offline_only_training_runs_its_updates_on_the_recorded_data(tmp_path, d
     assert os.path.isdir(tmp_path / "offline" / "checkpoints" / "ckpt-0.extra")
 
 
+@pytest.mark.parametrize("network", ["mlp", "simba"])
+def test_the_target_over_a_subset_evaluates_only_the_drawn_critics(network):
+    config = SACConfig(
+        hidden_sizes=(8, 8), num_critics=5, target_subset=2, network=network, jit_compile=False
+    )
+    keras.utils.set_random_seed(0)  # networks whose subset's minimum is not the ensemble's
+    sac = SACLearner(3, 1, config).sac
+    batch = {k: v[0] for k, v in random_batch(1, 6, 3, 1).items()}
+    batch["discount"] = np.full(6, 0.99, np.float32)
+    seed = tf.constant([5, 9], tf.int32)
+    target = sac.variant.td_target(batch, batch["reward"], 0.3, seed)
+    # By hand: all five target critics at a' ~ pi(.|s'), then the drawn two's minimum.
+    members = losses.random_subset(5, 2, seed)
+    next_action, next_log_prob = sac.sample_with_log_prob(batch["next_observation"], seed)
+    every = sac.target_critic(batch["next_observation"], next_action, training=True)
+    y = batch["reward"] + 0.99 * (1.0 - batch["terminated"]) * (
+        np.min(tf.gather(every, members), axis=0) - 0.3 * next_log_prob
+    )
+    np.testing.assert_allclose(target, y, rtol=1e-5)
+    assert not np.allclose(
+        target,
+        losses.soft_td_target(
+            batch["reward"], batch["terminated"], every, next_log_prob, 0.3, 0.99
+        ),
+    )  # the subset's minimum, not the ensemble's
+
+
+def test_a_custom_critic_without_members_is_refused_with_a_target_subset():
+    from tfsac.algorithm.networks import Critic
+
+    class Plain(Critic):
+        def call(self, observations, actions, training=None):
+            return super().call(observations, actions, training=training)
+
+    config = SACConfig(hidden_sizes=(8, 8), num_critics=4, target_subset=2)
+    with pytest.raises(TfsacError, match="critic must take members="):
+        SACLearner(3, 1, config, critic_fn=lambda o, a: Plain(4, (8, 8)))
+
+
 def test_random_subset_takes_distinct_critics_the_same_for_the_whole_batch():
-    next_q = tf.constant(np.arange(10, dtype=np.float32)[:, None] * np.ones((1, 4), np.float32))
     picked = set()
     for i in range(20):
-        subset = losses.random_subset(next_q, 2, tf.constant([i, 3], tf.int32)).numpy()
-        assert subset.shape == (2, 4) and (subset == subset[:, :1]).all()
-        assert subset[0, 0] != subset[1, 0]
-        picked.update(subset[:, 0].tolist())
+        subset = losses.random_subset(10, 2, tf.constant([i, 3], tf.int32)).numpy()
+        assert subset.shape == (2,) and subset[0] != subset[1]
+        assert set(subset.tolist()) <= set(range(10))
+        picked.update(subset.tolist())
     assert len(picked) >= 8  # over draws, the subsets cover the ensemble
     # Without the entropy term (RLPD's backup_entropy=False) the target is r + gamma min Q'.
     target = losses.soft_td_target(

@@ -284,7 +284,7 @@ def test_presets_parse_into_valid_configs():
     if "env_kwargs" not in fv:
         _cli.define_training_flags()
     presets = sorted(glob.glob(os.path.join(REPO_ROOT, "scripts", "presets", "*.flags")))
-    assert len(presets) == 19
+    assert len(presets) == 20
     seen, algorithms = set(), set()
     for path in presets:
         fv.unparse_flags()

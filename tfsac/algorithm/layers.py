@@ -10,6 +10,26 @@ import keras
 import tensorflow as tf
 
 
+def member_weights(members, *weights):
+    """The weights (leading axis: the ensemble's members) of `members` only, or all."""
+    return weights if members is None else tuple(tf.gather(w, members) for w in weights)
+
+
+def call_layer(layer, x, training=None, members=None):
+    """`layer(x)`, with `members` passed to the ensemble layers that take it (a subset of
+    the members, as a target over a random 2 of 10 critics needs) and `training` to the
+    others (dropout, batch norm)."""
+    if getattr(layer, "takes_members", False):
+        return layer(x, training=training, members=members)
+    return layer(x, training=training)
+
+
+def check_no_members(members) -> None:
+    """Batch-normalised ensembles keep one set of batch statistics for all members."""
+    if members is not None:
+        raise ValueError("a batch-normalised ensemble is evaluated whole (no members)")
+
+
 class EnsembleDense(keras.layers.Layer):
     """`n` independent dense layers evaluated as one batched matmul.
 
@@ -17,8 +37,10 @@ class EnsembleDense(keras.layers.Layer):
     output [n, B, units]. Each member's [in, units] kernel is initialised on its own, as a
     Keras `Dense` would be (`kernel_init`: 'glorot_uniform', Keras' default; 'he_normal'
     or 'lecun_normal', truncated normals of variance 2 / in and 1 / in), with zero bias,
-    so n critics start independent.
+    so n critics start independent. `members` (indices) evaluates only those members.
     """
+
+    takes_members = True
 
     def __init__(
         self,
@@ -53,16 +75,17 @@ class EnsembleDense(keras.layers.Layer):
             name="bias", shape=(self.ensemble_size, 1, self.units), initializer="zeros"
         )
 
-    def call(self, inputs):
+    def call(self, inputs, members=None):
+        kernel, bias = member_weights(members, self.kernel, self.bias)
         if len(inputs.shape) == 2:
             # One [B, in] x [in, n*units] matmul instead of n narrow ones.
-            n, fan_in, units = self.ensemble_size, self.kernel.shape[1], self.units
-            wide = tf.reshape(tf.transpose(self.kernel, [1, 0, 2]), [fan_in, n * units])
+            n, fan_in, units = kernel.shape
+            wide = tf.reshape(tf.transpose(kernel, [1, 0, 2]), [fan_in, n * units])
             out = tf.matmul(inputs, wide)
             out = tf.transpose(tf.reshape(out, [-1, n, units]), [1, 0, 2])
         else:
-            out = tf.matmul(inputs, self.kernel)
-        return self.activation(out + self.bias)
+            out = tf.matmul(inputs, kernel)
+        return self.activation(out + bias)
 
     def get_config(self):
         config = super().get_config()
@@ -152,6 +175,8 @@ class EnsembleLayerNorm(keras.layers.Layer):
     """Layer normalisation over the last axis of [n, B, units], with a scale and offset
     per ensemble member (so that the members stay independent)."""
 
+    takes_members = True
+
     def __init__(self, ensemble_size: int, epsilon: float = 1e-5, **kwargs):
         super().__init__(**kwargs)
         self.ensemble_size = ensemble_size
@@ -162,9 +187,10 @@ class EnsembleLayerNorm(keras.layers.Layer):
         self.gamma = self.add_weight(name="gamma", shape=shape, initializer="ones")
         self.beta = self.add_weight(name="beta", shape=shape, initializer="zeros")
 
-    def call(self, inputs):
+    def call(self, inputs, members=None):
+        gamma, beta = member_weights(members, self.gamma, self.beta)
         mean, variance = tf.nn.moments(inputs, axes=[-1], keepdims=True)
-        return (inputs - mean) * tf.math.rsqrt(variance + self.epsilon) * self.gamma + self.beta
+        return (inputs - mean) * tf.math.rsqrt(variance + self.epsilon) * gamma + beta
 
     def get_config(self):
         return {

@@ -39,15 +39,14 @@ def actor_loss(log_prob, q_values, alpha):
     return tf.reduce_mean(alpha * log_prob - tf.reduce_min(q_values, axis=0))
 
 
-def random_subset(next_q, size: int, seed):
-    """`size` of the critics' values [n_critics, B], the same critics for the whole batch,
+def random_subset(num_critics: int, size: int, seed):
+    """The indices of `size` of `num_critics` critics, the same ones for the whole batch,
     drawn uniformly without replacement from `seed` (REDQ, Chen et al. 2021,
     arXiv:2101.05982, Alg. 1 line 5; RLPD, Ball et al. 2023, arXiv:2302.02948, Sec. 4.2,
     takes the target's minimum over 2 of 10). The draw's seed is folded from the target's
     own, so switching this off changes no other random number."""
     seed = tf.random.experimental.stateless_fold_in(seed, 1)
-    order = tf.argsort(tf.random.stateless_uniform([next_q.shape[0]], seed))
-    return tf.gather(next_q, order[:size])
+    return tf.argsort(tf.random.stateless_uniform([num_critics], seed))[:size]
 
 
 def actor_loss_on_mean(log_prob, q_values, alpha):

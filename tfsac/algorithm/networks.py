@@ -8,10 +8,17 @@ from functools import partial
 from typing import Callable, Dict, Optional, Sequence
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfsac.algorithm.architectures import MLP, architecture_of
-from tfsac.algorithm.layers import BatchRenorm, EnsembleDense, EnsembleLayerNorm
+from tfsac.algorithm.layers import (
+    BatchRenorm,
+    EnsembleDense,
+    EnsembleLayerNorm,
+    call_layer,
+    check_no_members,
+)
 from tfsac.algorithm.variants import variant_of
 from tfsac.errors import TfsacError
 
@@ -32,6 +39,8 @@ class Critic(keras.Model):
     are batch-renormalised, CrossQ's critic, whose kernels start LeCun normal as in the
     paper's JAX code and SBX (flax's default), not Glorot uniform: behind a batch norm a
     kernel's scale sets how fast Adam's fixed-size steps turn it.
+
+    `members` (indices, without batch norm) evaluates only those critics: [len(members), B].
     """
 
     def __init__(
@@ -68,13 +77,19 @@ class Critic(keras.Model):
         self.trunk = keras.Sequential(layers, name="trunk")
         self.head = dense(num_critics, outputs, name="q")
 
-    def call(self, observations, actions, training=None):
+    def call(self, observations, actions, training=None, members=None):
         if self.normalizer is not None:
             observations = self.normalizer(observations)
         x = tf.concat([observations, actions], axis=-1)
         if self.input_norm is not None:  # each member renormalises (and scales) on its own
+            check_no_members(members)
             x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
-        q = self.head(self.trunk(x, training=training))
+        if members is None:
+            x = self.trunk(x, training=training)
+        else:  # the Sequential's layers one by one, each ensemble layer told the members
+            for layer in self.trunk.layers:
+                x = call_layer(layer, x, training, members)
+        q = self.head(x, members=members)
         return tf.squeeze(q, axis=-1) if self.outputs == 1 else q
 
 
@@ -242,7 +257,8 @@ def build_networks(
     `actor_fn(obs_dim, action_dim)` and `critic_fn(obs_dim, action_dim)` replace the
     built-in models. The contracts: the actor maps [B, obs_dim] to (mean, log_std), each
     [B, action_dim] (tfsac clips log_std to the config's bounds); the critic maps
-    ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B], n_critics >= 2.
+    ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B], n_critics >= 2,
+    and with `target_subset` also takes `members=` (indices) for those critics' values only.
     """
     architecture, variant = architecture_of(config), variant_of(config)
     if actor_fn is not None and architecture is not MLP:
@@ -269,6 +285,8 @@ def build_networks(
         critic, make_target = critic_fn(obs_dim, action_dim), critic_fn
     target_critic = make_target(obs_dim, action_dim) if variant.has_target_critic else None
     _check_outputs(actor, (critic, target_critic), obs_dim, action_dim, outputs)
+    if target_critic is not None and 0 < config.target_subset < config.num_critics:
+        _check_members(target_critic, obs_dim, action_dim, config.target_subset)
     if target_critic is not None:
         for target, source in zip(
             target_critic.trainable_variables, critic.trainable_variables, strict=True
@@ -302,3 +320,21 @@ def _check_outputs(actor, critics, obs_dim: int, action_dim: int, per_critic: in
         shape = tuple(model(obs, act).shape)
         if shape[1:] != tail or shape[0] < 2:
             raise TfsacError(f"the critic must return Q values {want}; got {shape}")
+
+
+def _check_members(critic, obs_dim: int, action_dim: int, size: int) -> None:
+    """A target over a random subset evaluates only those critics: `members=` must give
+    the same values as the whole ensemble's, gathered."""
+    obs, act = tf.random.normal([3, obs_dim], seed=1), tf.random.normal([3, action_dim], seed=2)
+    members = tf.range(size - 1, -1, -1)
+    try:
+        some = critic(obs, act, members=members)
+    except TypeError:
+        some = None
+    if some is None or not np.allclose(
+        some.numpy(), tf.gather(critic(obs, act), members).numpy(), rtol=1e-5, atol=1e-5
+    ):
+        raise TfsacError(
+            "with target_subset the critic must take members= (indices) and return only "
+            "those critics' values, as tfsac.algorithm.networks.Critic does"
+        )

@@ -12,7 +12,13 @@ from typing import Dict, Optional
 import keras
 import tensorflow as tf
 
-from tfsac.algorithm.layers import BatchRenorm, EnsembleDense, EnsembleLayerNorm
+from tfsac.algorithm.layers import (
+    BatchRenorm,
+    EnsembleDense,
+    EnsembleLayerNorm,
+    call_layer,
+    check_no_members,
+)
 from tfsac.algorithm.observation_normalizer import ObservationNormalizer
 
 
@@ -43,8 +49,11 @@ class ResidualBlock(keras.layers.Layer):
             )
             self.project = keras.layers.Dense(width, kernel_initializer=he, name="project")
 
-    def call(self, x, training=None):
-        return x + self.project(self.expand(self.norm(x, training=training)))
+    takes_members = True  # passed on to an ensemble's layers
+
+    def call(self, x, training=None, members=None):
+        h = call_layer(self.expand, call_layer(self.norm, x, training, members), None, members)
+        return x + call_layer(self.project, h, None, members)
 
 
 class SimbaActor(keras.Model):
@@ -119,12 +128,18 @@ class SimbaCritic(keras.Model):
         self.out_norm = _norm(batch_norm, num_critics, "out_norm")
         self.head = EnsembleDense(num_critics, outputs, name="q")
 
-    def call(self, observations, actions, training=None):
+    def call(self, observations, actions, training=None, members=None):
         if self.normalizer is not None:
             observations = self.normalizer(observations)
         x = tf.concat([observations, actions], axis=-1)
         if self.input_norm is not None:
+            check_no_members(members)
             x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
-        x = self.blocks(self.embed(x), training=training)
-        q = self.head(self.out_norm(x, training=training))
+        x = self.embed(x, members=members)
+        if members is None:
+            x = self.blocks(x, training=training)
+        else:  # the Sequential's blocks one by one, each told the members
+            for block in self.blocks.layers:
+                x = block(x, training=training, members=members)
+        q = self.head(call_layer(self.out_norm, x, training, members), members=members)
         return tf.squeeze(q, axis=-1) if self.outputs == 1 else q

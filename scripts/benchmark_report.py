@@ -11,7 +11,8 @@ labelled with it ("tfsac tqc", "sbx crossq", "sbx simba"). With --reach=R (or pe
 --reach=Hopper-v5=1000,Ant-v5=2000) the table says how many env steps each library's seeds
 took to a deterministic evaluation of at least R, and with --idle_rates=tfsac=130,sbx=125
 (learning-phase env steps/s measured side by side on an idle machine,
-`scripts/benchmark.py --peers`) what that is in minutes at those rates.
+`scripts/benchmark.py --peers`; per env: Ant-v5:tfsac=120, which wins over the label's
+own rate) what that is in minutes at those rates.
 
 --curve_data=DIR also writes each finished run's curve as DIR/<env>-<library>-<algorithm>-
 seed<k>.csv (`# key: value` lines, then env_step,return_mean), small files to commit as
@@ -41,7 +42,9 @@ flags.DEFINE_string("out_dir", "docs/benchmarks", "Folder of results.md and the 
 flags.DEFINE_list(
     "reach", [], "Also tabulate the env steps to an evaluation of this return: R, or env=R,..."
 )
-flags.DEFINE_list("idle_rates", [], "label=env steps/s pairs turning --reach steps into minutes.")
+flags.DEFINE_list(
+    "idle_rates", [], "[env:]label=env steps/s pairs turning --reach steps into minutes."
+)
 FLAGS = flags.FLAGS
 
 
@@ -231,7 +234,8 @@ def write_report(groups, out_dir, reach=None, rates=None):
             if reach and target is None:
                 lines[-1] += " - | - | - |"
             elif reach:
-                steps_cell, minutes = reach_cells(runs, target, (rates or {}).get(lib))
+                rate_of = (rates or {}).get((env, lib), (rates or {}).get((None, lib)))
+                steps_cell, minutes = reach_cells(runs, target, rate_of)
                 lines[-1] += f" {target:,.0f} | {steps_cell} | {minutes} |"
             steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
             ax.plot(steps, mean, label=f"{lib} ({len(runs)} seeds)")
@@ -253,9 +257,14 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     quiet_logs()  # TF-free: reading runs and drawing need no TensorFlow
     try:
-        rates = {k: float(v) for k, v in (pair.split("=") for pair in FLAGS.idle_rates)}
+        rates = {}
+        for key, value in (pair.split("=") for pair in FLAGS.idle_rates):
+            env, _, label = key.rpartition(":")  # env ids may hold ':' (module:Env-v0)
+            rates[(env or None, label)] = float(value)
     except ValueError:
-        fail(f"--idle_rates takes label=env steps/s pairs, got {','.join(FLAGS.idle_rates)}")
+        fail(
+            f"--idle_rates takes [env:]label=env steps/s pairs, got {','.join(FLAGS.idle_rates)}"
+        )
     reach = parse_reach(FLAGS.reach)
     groups = defaultdict(lambda: defaultdict(list))
     found = tfsac_runs(FLAGS.runs) if FLAGS.runs else []

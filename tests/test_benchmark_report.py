@@ -62,7 +62,8 @@ def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
             f"--peer_results={tmp_path / 'sbx' / '*.json'}",
             f"--out_dir={out}",
             "--reach=Hopper-v5=250",
-            "--idle_rates=tfsac tqc=1,sbx tqc=0.5",
+            # Hopper's own rate wins over the label's.
+            "--idle_rates=tfsac tqc=1,sbx tqc=9,Hopper-v5:sbx tqc=0.5,Ant-v5:tfsac tqc=7",
             f"--curve_data={tmp_path / 'data'}",
         ],
         capture_output=True,

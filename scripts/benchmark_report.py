@@ -262,9 +262,7 @@ def main(argv):
             env, _, label = key.rpartition(":")  # env ids may hold ':' (module:Env-v0)
             rates[(env or None, label)] = float(value)
     except ValueError:
-        fail(
-            f"--idle_rates takes [env:]label=env steps/s pairs, got {','.join(FLAGS.idle_rates)}"
-        )
+        fail(f"--idle_rates takes [env:]label=env steps/s pairs, got {','.join(FLAGS.idle_rates)}")
     reach = parse_reach(FLAGS.reach)
     groups = defaultdict(lambda: defaultdict(list))
     found = tfsac_runs(FLAGS.runs) if FLAGS.runs else []

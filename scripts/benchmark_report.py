@@ -14,9 +14,14 @@ took to a deterministic evaluation of at least R, and with --idle_rates=tfsac=13
 `scripts/benchmark.py --peers`; per env: Ant-v5:tfsac=120, which wins over the label's
 own rate) what that is in minutes at those rates.
 
+--at_steps=5000,10000,25000 adds the return (mean ± std over seeds) at those evaluated env
+steps, with the runs' mean wall-clock minutes to them where tfsac recorded them. Runs with
+recorded data are labelled with its share of each minibatch ("tfsac data-0.5", RLPD's; "tfsac
+data-size", pre-loaded), so the offline-to-online arms are rows of their own.
+
 --curve_data=DIR also writes each finished run's curve as DIR/<env>-<library>-<algorithm>-
-seed<k>.csv (`# key: value` lines, then env_step,return_mean), small files to commit as
-runs finish; --curves='DIR/*.csv' builds the table and figures from them alone.
+seed<k>.csv (`# key: value` lines, then env_step,return_mean[,wall_time_s]), small files to
+commit as runs finish; --curves='DIR/*.csv' builds the table and figures from them alone.
 """
 
 import dataclasses
@@ -42,6 +47,7 @@ flags.DEFINE_string("out_dir", "docs/benchmarks", "Folder of results.md and the 
 flags.DEFINE_list(
     "reach", [], "Also tabulate the env steps to an evaluation of this return: R, or env=R,..."
 )
+flags.DEFINE_list("at_steps", [], "Also tabulate the return at these evaluated env steps.")
 flags.DEFINE_list(
     "idle_rates", [], "[env:]label=env steps/s pairs turning --reach steps into minutes."
 )
@@ -65,31 +71,48 @@ def tfsac_runs(pattern):
             config = json.load(f)
         run = read_run(run_dir)
         steps, returns = run["curves"]["eval_return"]
+        data = f"data-{config.get('offline_ratio')}" if config.get("offline_data") else None
         found.append(
             (
                 summary["env"],
-                label("tfsac", config.get("algorithm"), config.get("network")),
+                label("tfsac", config.get("algorithm"), config.get("network"), data),
                 dict(
                     seed=summary["seed"],
                     steps=steps,
                     returns=returns,
                     final=summary["eval_return_mean"],
                     steps_per_s=summary["env_steps_per_s"],
+                    minutes=run["minutes"].get("eval_return"),
                 ),
             )
         )
     return found
 
 
-def label(lib, algorithm=None, network=None) -> str:
-    """'tfsac', or with the algorithm and network where they are not the defaults."""
+def label(lib, algorithm=None, network=None, data=None) -> str:
+    """'tfsac', or with the algorithm and network where they are not the defaults, and the
+    recorded data's share where there is any."""
     defaults = {f.name: f.default for f in dataclasses.fields(SACConfig)}
     shown = [
         value
         for value, option in ((algorithm, "algorithm"), (network, "network"))
         if value not in (None, defaults[option])
     ]
-    return " ".join([lib, *shown])
+    return " ".join([lib, *shown, *([data] if data else [])])
+
+
+def at_step_cell(runs, step: int) -> str:
+    """The return at env step `step` (mean ± std over the seeds evaluated there, and how
+    many), with their mean wall-clock minutes to it where every one recorded them."""
+    import numpy as np
+
+    found = [(r, list(r["steps"]).index(step)) for r in runs if step in list(r["steps"])]
+    if not found:
+        return "-"
+    returns = np.array([r["returns"][i] for r, i in found])
+    cell = f"{returns.mean():,.0f} ± {returns.std():,.0f} ({len(found)}/{len(runs)})"
+    minutes = [r["minutes"][i] for r, i in found if r.get("minutes") is not None]
+    return cell + (f", {np.mean(minutes):.0f} min" if len(minutes) == len(found) else "")
 
 
 def steps_to_reach(run, target):
@@ -121,6 +144,7 @@ def peer_runs(pattern):
             returns=returns,
             final=line["eval_return_mean"],
             steps_per_s=line["env_steps_per_s"],
+            minutes=None,
         )
         # The peer's policy class names the architecture (MlpPolicy: mlp, SimbaPolicy: simba).
         policies = {a.peer_policy: a.name for a in ARCHITECTURES.values()}
@@ -144,9 +168,14 @@ def write_curve(out_dir: str, env: str, lib: str, run) -> str:
     path = os.path.join(out_dir, curve_file_name(env, lib, run["seed"]))
     values = (env, lib, run["seed"], run["final"], run["steps_per_s"])
     lines = [f"# {k}: {v}" for k, v in zip(CURVE_KEYS, values, strict=True)]
-    lines.append("env_step,return_mean")
-    points = zip(run["steps"], run["returns"], strict=True)
-    lines += [f"{int(step)},{float(value):.2f}" for step, value in points]
+    if run.get("minutes") is None:
+        lines.append("env_step,return_mean")
+        points = zip(run["steps"], run["returns"], strict=True)
+        lines += [f"{int(step)},{float(value):.2f}" for step, value in points]
+    else:
+        lines.append("env_step,return_mean,wall_time_s")
+        points = zip(run["steps"], run["returns"], run["minutes"], strict=True)
+        lines += [f"{int(s)},{float(v):.2f},{60 * float(m):.2f}" for s, v, m in points]
     os.makedirs(out_dir, exist_ok=True)
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -166,13 +195,14 @@ def curve_runs(pattern):
         rows = [line.split(",") for line in lines if line and line[0].isdigit()]
         if set(CURVE_KEYS) - set(header) or not rows:
             fail(f"{path} is not a curve file of --curve_data (its header or rows are missing)")
-        steps, returns = (np.array(v, float) for v in zip(*rows, strict=True))
+        columns = [np.array(v, float) for v in zip(*rows, strict=True)]
         run = dict(
             seed=int(header["seed"]),
-            steps=steps,
-            returns=returns,
+            steps=columns[0],
+            returns=columns[1],
             final=float(header["final_return"]),
             steps_per_s=float(header["env_steps_per_s"]),
+            minutes=columns[2] / 60 if len(columns) > 2 else None,
         )
         found.append((header["env"], header["library"], run))
     return found
@@ -201,9 +231,10 @@ def reach_cells(runs, target, rate):
     return f"{mean:,.0f} ({len(reached)}/{len(runs)})", minutes
 
 
-def write_report(groups, out_dir, reach=None, rates=None):
+def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
     """results.md and one PNG per env; returns the table's lines. `reach`: {env or None
-    (any env): the return whose env steps are tabulated}."""
+    (any env): the return whose env steps are tabulated}; `at_steps`: env steps whose
+    returns are tabulated."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -220,6 +251,9 @@ def write_report(groups, out_dir, reach=None, rates=None):
     if reach:
         lines[0] += " return reached | env steps to it | minutes to it at the idle rate |"
         lines[1] += " ---: | ---: | ---: |"
+    for step in at_steps:
+        lines[0] += f" return at {step:,} |"
+        lines[1] += " ---: |"
     for env, libs in sorted(groups.items()):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for lib, runs in sorted(libs.items()):
@@ -237,6 +271,7 @@ def write_report(groups, out_dir, reach=None, rates=None):
                 rate_of = (rates or {}).get((env, lib), (rates or {}).get((None, lib)))
                 steps_cell, minutes = reach_cells(runs, target, rate_of)
                 lines[-1] += f" {target:,.0f} | {steps_cell} | {minutes} |"
+            lines[-1] += "".join(f" {at_step_cell(runs, step)} |" for step in at_steps)
             steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
             ax.plot(steps, mean, label=f"{lib} ({len(runs)} seeds)")
             ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
@@ -264,6 +299,10 @@ def main(argv):
     except ValueError:
         fail(f"--idle_rates takes [env:]label=env steps/s pairs, got {','.join(FLAGS.idle_rates)}")
     reach = parse_reach(FLAGS.reach)
+    try:
+        at_steps = [int(float(s)) for s in FLAGS.at_steps]
+    except ValueError:
+        fail(f"--at_steps takes env steps, got {','.join(FLAGS.at_steps)}")
     groups = defaultdict(lambda: defaultdict(list))
     found = tfsac_runs(FLAGS.runs) if FLAGS.runs else []
     found += peer_runs(FLAGS.peer_results) + curve_runs(FLAGS.curves)
@@ -276,7 +315,7 @@ def main(argv):
             f"no finished runs match --runs={FLAGS.runs!r}, --peer_results="
             f"{FLAGS.peer_results!r} or --curves={FLAGS.curves!r}"
         )
-    print("\n".join(write_report(groups, FLAGS.out_dir, reach, rates)))
+    print("\n".join(write_report(groups, FLAGS.out_dir, reach, rates, at_steps)))
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@ from conftest import REPO_ROOT
 SCRIPT = os.path.join(REPO_ROOT, "scripts", "benchmark_report.py")
 
 
-def _tfsac_run(path, seed, returns, steps_per_s, finished=True, **config):
+def _tfsac_run(path, seed, returns, steps_per_s, finished=True, minutes=None, **config):
     os.makedirs(path)
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump({"env_id": "Hopper-v5", "seed": seed, **config}, f)
     if finished:
         evaluations = [{"step": 10 * (i + 1), "return_mean": r} for i, r in enumerate(returns)]
+        for evaluation, m in zip(evaluations, minutes or [], strict=False):
+            evaluation["wall_time_s"] = 60.0 * m
         summary = {
             "env": "Hopper-v5",
             "seed": seed,
@@ -110,3 +112,43 @@ def test_report_tables_mean_and_std_over_seeds_and_draws_each_env(tmp_path):
     )
     assert again.returncode == 0, again.stderr
     assert again.stdout == proc.stdout
+
+
+def test_offline_arms_are_rows_with_returns_and_minutes_at_given_steps(tmp_path):
+    data = {"offline_data": "datasets/hopper/medium-v0"}
+    arms = {
+        "rlpd": dict(offline_ratio=0.5, **data),
+        "preload": dict(offline_ratio="size", **data),
+        "scratch": {},
+    }
+    for i, (arm, config) in enumerate(arms.items()):
+        for seed in (0, 1):
+            returns = [100.0 * (i + 1) * (seed + 1), 200.0 * (i + 1) + seed]
+            minutes = [2.0 + seed, 5.0 + seed]
+            _tfsac_run(
+                tmp_path / arm / f"seed{seed}", seed, returns, 4.0, minutes=minutes, **config
+            )
+    _tfsac_run(tmp_path / "scratch" / "seed2", 2, [50.0], 4.0, minutes=[1.0])  # one eval only
+    common = [sys.executable, SCRIPT, "--at_steps=10,20,30", f"--out_dir={tmp_path / 'out'}"]
+    run = [*common, f"--runs={tmp_path / '*' / 'seed*'}", f"--curve_data={tmp_path / 'data'}"]
+    proc = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    # RLPD's seeds: 100 and 200 at step 10 (2 and 3 minutes), 200 and 201 at 20 (5, 6).
+    rows = [
+        "| Hopper-v5 | tfsac data-0.5 | 0,1 | 200 ± 0 | 4 | 150 ± 50 (2/2), 2 min |"
+        " 200 ± 0 (2/2), 6 min | - |",
+        "| Hopper-v5 | tfsac data-size | 0,1 | 400 ± 0 | 4 | 300 ± 100 (2/2), 2 min |"
+        " 400 ± 0 (2/2), 6 min | - |",
+        # From scratch: 300, 600 and 50 at step 10 (2, 3 and 1 min); seed 2 has no step 20.
+        "| Hopper-v5 | tfsac | 0,1,2 | 417 ± 260 | 4 | 317 ± 225 (3/3), 2 min |"
+        " 600 ± 0 (2/3), 6 min | - |",
+    ]
+    for row in rows:
+        assert row in proc.stdout
+    assert "return at 10 | return at 20 | return at 30 |" in proc.stdout.splitlines()[0]
+    names = sorted(p.name for p in (tmp_path / "data").iterdir())
+    assert "hopper_v5-tfsac-data-0.5-seed0.csv" in names
+    assert "env_step,return_mean,wall_time_s" in (tmp_path / "data" / names[0]).read_text()
+    # The curve files, wall times included, give the same table.
+    again = [*common, f"--curves={tmp_path / 'data' / '*.csv'}"]
+    assert subprocess.run(again, capture_output=True, text=True, timeout=120).stdout == proc.stdout

@@ -2,6 +2,7 @@
 transitions, the exact recorded share of every batch, checkpoints that reference the data
 (never copy it) and resume exactly, offline-only training, RLPD's ensemble options."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -55,6 +56,64 @@ def test_collect_then_offline_data_gives_the_same_transitions_bounds_rescaled(tm
     # Each row links to the next of its episode; the truncated last rows link nowhere.
     assert data.next_index[28] == 29 and data.next_index[29] == data.next_index[59] == 60
     assert not data.terminated.any()
+
+
+def test_a_goal_envs_dict_observations_from_minari_are_flattened_as_the_env_does(tmp_path):
+    """A Minari dataset of a Dict-observation env (as D4RL's AntMaze and PointMaze data
+    are, one array per key), read against this env: each step flattened by
+    gymnasium.spaces.flatten, keys in the space's order; a key short is one clean error."""
+    import gymnasium as gym
+    import minari
+    from minari.data_collector import EpisodeBuffer
+
+    from tfsac.data.recording import _minari_root
+
+    env_id = "goal_env:PointReach-v0"
+    env = make_env(env_id)
+    spec, raw = env_spec(env_id, env), env.unwrapped.observation_space
+    env.close()
+    rng = np.random.default_rng(0)
+    keys = ("desired_goal", "observation", "achieved_goal")  # not the space's order
+    obs = {k: rng.uniform(-1, 1, (6, 2)).astype(np.float32) for k in keys}
+    episode = dict(
+        actions=rng.uniform(-1, 1, (5, 2)).astype(np.float32),
+        rewards=-np.ones(5),
+        terminations=np.zeros(5, bool),
+        truncations=np.array([0, 0, 0, 0, 1], bool),
+    )
+    registered = gym.spec("PointReach-v0")
+    registered = dataclasses.replace(registered, entry_point="goal_env:PointReachEnv")
+    for name, observations in (("full", obs), ("short", {k: obs[k] for k in keys[:2]})):
+        with _minari_root(str(tmp_path)):
+            minari.create_dataset_from_buffers(
+                f"point/{name}-v0",
+                [EpisodeBuffer(id=0, observations=observations, **episode)],
+                env=registered,
+                observation_space=gym.spaces.Dict({k: raw[k] for k in observations}),
+                action_space=env.action_space,
+            )
+    data = load_recorded(str(tmp_path / "point" / "full-v0"), spec)
+    flat = [gym.spaces.flatten(raw, {k: v[t] for k, v in obs.items()}) for t in range(6)]
+    np.testing.assert_array_equal(data.observation, np.array(flat[:-1], np.float32))
+    np.testing.assert_array_equal(data.next_observation, np.array(flat[1:], np.float32))
+    assert data.observation.shape == (5, spec.obs_dim)
+    with pytest.raises(TfsacError, match="episode 0: observations that do not fit the env's"):
+        load_recorded(str(tmp_path / "point" / "short-v0"), spec)
+
+
+def test_a_goal_env_named_by_its_module_records_to_minari_and_reads_back(tmp_path):
+    """collect.py on 'goal_env:PointReach-v0' (a class registered in code, Dict
+    observations): the dataset holds the flattened observations under the registered id,
+    and a run on the module-qualified id reads it."""
+    from tfsac.data.recording import write_dataset
+
+    env_id = "goal_env:PointReach-v0"
+    episodes = record_episodes(env_id, 2, seed=3)
+    target = write_dataset(episodes, env_id, str(tmp_path), "minari", "point/random-v0")
+    data = load_recorded(target, _spec(env_id))
+    obs = np.concatenate([e["observations"][:-1] for e in episodes])
+    assert obs.shape == (40, 6) and data.kind == "minari"
+    np.testing.assert_array_equal(data.observation, obs.astype(np.float32))
 
 
 def test_a_transition_floor_records_whole_episodes_until_it_is_reached():

@@ -24,9 +24,10 @@ import os
 import zipfile
 from typing import Dict, List, Optional, Sequence
 
+import gymnasium as gym
 import numpy as np
 
-from tfsac.data.envs import EnvSpec
+from tfsac.data.envs import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE
 
@@ -153,8 +154,7 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
         spec = dataset.spec.env_spec
         space = dataset.action_space
         episodes = [
-            {k: np.asarray(getattr(e, k)) for k in EPISODE_FIELDS}
-            for e in dataset.iterate_episodes()
+            {k: _arrays(getattr(e, k)) for k in EPISODE_FIELDS} for e in dataset.iterate_episodes()
         ]
     except FileNotFoundError:
         root = minari.storage.get_dataset_path()
@@ -218,8 +218,49 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
     )
 
 
+def _arrays(value):
+    """A field's arrays; Dict and Tuple observations stay one array per key or entry."""
+    if isinstance(value, dict):
+        return {k: _arrays(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_arrays(v) for v in value)
+    return np.asarray(value)
+
+
+def _at(value, t: int):
+    """Step t of observations stored one array per key or entry."""
+    if isinstance(value, dict):
+        return {k: _at(v, t) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_at(v, t) for v in value)
+    return value[t]
+
+
+def _flat_observations(where: str, obs, space: Optional[gym.Space]) -> np.ndarray:
+    """Observations as the networks take them: Dict or Tuple ones (as Minari stores them:
+    one array per key) flattened step by step with gymnasium.spaces.flatten, as the env's
+    own observations are (tfsac.data.envs.make_env)."""
+    if not isinstance(obs, (dict, tuple)):
+        return np.asarray(obs, np.float32)
+    if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
+    try:
+        steps = len(_first_leaf(obs))
+        rows = [gym.spaces.flatten(space, _at(obs, t)) for t in range(steps)]
+    except (KeyError, IndexError, ValueError, TypeError) as e:
+        raise TfsacError(f"{where}: observations that do not fit the env's {space}: {e}") from None
+    return np.asarray(rows, np.float32)
+
+
+def _first_leaf(value):
+    while isinstance(value, (dict, tuple)):
+        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+    return value
+
+
 def _same_env(source: str, env_id: Optional[str], spec: EnvSpec) -> None:
-    if env_id is not None and env_id != spec.env_id:
+    # 'my_module:MyEnv-v0' and the 'MyEnv-v0' it registers are the same env.
+    if env_id is not None and env_id.split(":")[-1] != spec.env_id.split(":")[-1]:
         raise TfsacError(
             f"offline_data {source!r} was recorded on {env_id}, this run's env is {spec.env_id}"
         )
@@ -239,8 +280,10 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
             f"{_text(data.action_high)}], the env [{_text(low)}, {_text(high)}]"
         )
     parts: List[List[np.ndarray]] = [[] for _ in range(5)]
+    space = space_from_json(spec.observation_space_json) if spec.observation_space_json else None
     for n, episode in enumerate(data.episodes):
-        for part, array in zip(parts, _episode_rows(source, n, episode, spec), strict=True):
+        rows = _episode_rows(source, n, episode, spec, space)
+        for part, array in zip(parts, rows, strict=True):
             part.append(array)
     if not parts[0] or not sum(len(r) for r in parts[2]):
         raise TfsacError(f"offline_data {source!r} is empty: no transitions")
@@ -264,11 +307,12 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
     )
 
 
-def _episode_rows(source: str, n: int, episode: Dict[str, np.ndarray], spec: EnvSpec):
+def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None):
     """(observations, actions, rewards, next observations, [terminated, ended]) of one
-    episode, checked for shapes, flags and finite values."""
+    episode, checked for shapes, flags and finite values; `space`: the env's observation
+    space before flattening."""
     where = f"offline_data {source!r}, episode {n}"
-    obs = np.asarray(episode["observations"], np.float32)
+    obs = _flat_observations(where, episode["observations"], space)
     steps = len(episode["rewards"])
     if obs.ndim != 2 or obs.shape[1] != spec.obs_dim:
         raise TfsacError(

@@ -9,6 +9,7 @@ place at the end: a failed or killed recording leaves no dataset behind.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -189,13 +190,25 @@ def _write_minari(episodes, env_id: str, root: str, dataset_id: str, description
         )
         for n, e in enumerate(episodes)
     ]
+    # The spaces of the recording: observations flattened as make_env gives them (a Dict
+    # env's too), under the registered id (Minari cannot import 'module:Id-v0' itself).
+    env = make_env(env_id)
+    try:
+        spec, obs_space, action_space = env.spec, env.observation_space, env.action_space
+    finally:
+        env.close()
+    if callable(spec.entry_point):  # a class registered in code: Minari stores specs as JSON
+        cls = spec.entry_point
+        spec = dataclasses.replace(spec, entry_point=f"{cls.__module__}:{cls.__qualname__}")
     with _minari_root(root), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # its advice on authors and permalinks
         minari.create_dataset_from_buffers(
             dataset_id,
             buffers,
-            env=env_id,
-            eval_env=env_id,
+            env=spec,
+            eval_env=spec,
+            observation_space=obs_space,
+            action_space=action_space,
             algorithm_name="tfsac scripts/collect.py",
             description=description or f"{len(episodes)} episodes recorded by tfsac",
             data_format="hdf5",

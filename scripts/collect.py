@@ -17,7 +17,13 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
-from _cli import env_kwargs_from_flag, fail, import_tfsac, run_script  # noqa: E402
+from _cli import (  # noqa: E402
+    IntegralParser,
+    env_kwargs_from_flag,
+    fail,
+    import_tfsac,
+    run_script,
+)
 from absl import flags  # noqa: E402
 
 from tfsac.data import recording  # noqa: E402 - TF-free
@@ -29,8 +35,12 @@ flags.DEFINE_string("saved_model", None, "A SavedModel version folder (default: 
 flags.DEFINE_string("env", None, "Env id (default: the one the SavedModel was trained on).")
 flags.DEFINE_string("env_kwargs", None, "JSON keyword arguments for gymnasium.make.")
 flags.DEFINE_integer("episodes", 10, "Episodes to record.")
-flags.DEFINE_integer(
-    "transitions", 0, "Instead of --episodes: whole episodes until at least this many steps."
+flags.DEFINE(
+    IntegralParser(),
+    "transitions",
+    0,
+    "Instead of --episodes: whole episodes until at least this many steps (1e5 works).",
+    serializer=flags.ArgumentSerializer(),
 )
 flags.DEFINE_float("noise", 0.0, "Std of Gaussian noise added to the policy's actions in [-1, 1].")
 flags.DEFINE_integer("seed", 0, "Seed of the first episode's reset, the noise and random actions.")

@@ -244,8 +244,10 @@ def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
     from tfsac.run.plotting import mean_std
 
     os.makedirs(out_dir, exist_ok=True)
+    # With idle rates, beside each run's own rate (its wall time, on whatever machine load).
+    rate_header = "env steps/s (runs / idle)" if rates else "env steps/s"
     lines = [
-        "| env | library | seeds | final return (mean ± std over seeds) | env steps/s |",
+        f"| env | library | seeds | final return (mean ± std over seeds) | {rate_header} |",
         "| --- | --- | --- | ---: | ---: |",
     ]
     if reach:
@@ -259,17 +261,18 @@ def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
         for lib, runs in sorted(libs.items()):
             finals = np.array([r["final"] for r in runs])
             seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
-            rate = np.mean([r["steps_per_s"] for r in runs])
+            rate = f"{np.mean([r['steps_per_s'] for r in runs]):.0f}"
+            idle = (rates or {}).get((env, lib), (rates or {}).get((None, lib)))
+            if rates:
+                rate += f" / {idle:g}" if idle else " / -"
             lines.append(
-                f"| {env} | {lib} | {seeds} | {finals.mean():.0f} ± {finals.std():.0f} | "
-                f"{rate:.0f} |"
+                f"| {env} | {lib} | {seeds} | {finals.mean():.0f} ± {finals.std():.0f} | {rate} |"
             )
             target = (reach or {}).get(env, (reach or {}).get(None))
             if reach and target is None:
                 lines[-1] += " - | - | - |"
             elif reach:
-                rate_of = (rates or {}).get((env, lib), (rates or {}).get((None, lib)))
-                steps_cell, minutes = reach_cells(runs, target, rate_of)
+                steps_cell, minutes = reach_cells(runs, target, idle)
                 lines[-1] += f" {target:,.0f} | {steps_cell} | {minutes} |"
             lines[-1] += "".join(f" {at_step_cell(runs, step)} |" for step in at_steps)
             steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])

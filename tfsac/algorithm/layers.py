@@ -24,6 +24,16 @@ def call_layer(layer, x, training=None, members=None):
     return layer(x, training=training)
 
 
+def call_sequential(sequential, x, training=None, members=None):
+    """`sequential(x)`, or with `members` its layers one by one through call_layer (a
+    Keras Sequential passes no extra arguments to its layers)."""
+    if members is None:
+        return sequential(x, training=training)
+    for layer in sequential.layers:
+        x = call_layer(layer, x, training, members)
+    return x
+
+
 def check_no_members(members) -> None:
     """Batch-normalised ensembles keep one set of batch statistics for all members."""
     if members is not None:

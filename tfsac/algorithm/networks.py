@@ -16,7 +16,7 @@ from tfsac.algorithm.layers import (
     BatchRenorm,
     EnsembleDense,
     EnsembleLayerNorm,
-    call_layer,
+    call_sequential,
     check_no_members,
 )
 from tfsac.algorithm.variants import variant_of
@@ -84,12 +84,7 @@ class Critic(keras.Model):
         if self.input_norm is not None:  # each member renormalises (and scales) on its own
             check_no_members(members)
             x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
-        if members is None:
-            x = self.trunk(x, training=training)
-        else:  # the Sequential's layers one by one, each ensemble layer told the members
-            for layer in self.trunk.layers:
-                x = call_layer(layer, x, training, members)
-        q = self.head(x, members=members)
+        q = self.head(call_sequential(self.trunk, x, training, members), members=members)
         return tf.squeeze(q, axis=-1) if self.outputs == 1 else q
 
 

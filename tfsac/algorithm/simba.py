@@ -17,6 +17,7 @@ from tfsac.algorithm.layers import (
     EnsembleDense,
     EnsembleLayerNorm,
     call_layer,
+    call_sequential,
     check_no_members,
 )
 from tfsac.algorithm.observation_normalizer import ObservationNormalizer
@@ -135,11 +136,6 @@ class SimbaCritic(keras.Model):
         if self.input_norm is not None:
             check_no_members(members)
             x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
-        x = self.embed(x, members=members)
-        if members is None:
-            x = self.blocks(x, training=training)
-        else:  # the Sequential's blocks one by one, each told the members
-            for block in self.blocks.layers:
-                x = block(x, training=training, members=members)
+        x = call_sequential(self.blocks, self.embed(x, members=members), training, members)
         q = self.head(call_layer(self.out_norm, x, training, members), members=members)
         return tf.squeeze(q, axis=-1) if self.outputs == 1 else q

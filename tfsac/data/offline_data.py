@@ -227,35 +227,21 @@ def _arrays(value):
     return np.asarray(value)
 
 
-def _at(value, t: int):
-    """Step t of observations stored one array per key or entry."""
-    if isinstance(value, dict):
-        return {k: _at(v, t) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return tuple(_at(v, t) for v in value)
-    return value[t]
-
-
-def _flat_observations(where: str, obs, space: Optional[gym.Space]) -> np.ndarray:
+def _flat_observations(where: str, obs, space: Optional[gym.Space], steps: int) -> np.ndarray:
     """Observations as the networks take them: Dict or Tuple ones (as Minari stores them:
-    one array per key) flattened step by step with gymnasium.spaces.flatten, as the env's
-    own observations are (tfsac.data.envs.make_env)."""
+    one array of `steps` rows per key) walked step by step (gymnasium's vector iterate) and
+    flattened with gymnasium.spaces.flatten, as the env's own observations are
+    (tfsac.data.envs.make_env)."""
     if not isinstance(obs, (dict, tuple)):
         return np.asarray(obs, np.float32)
     if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
     try:
-        steps = len(_first_leaf(obs))
-        rows = [gym.spaces.flatten(space, _at(obs, t)) for t in range(steps)]
+        batched = gym.vector.utils.batch_space(space, steps)
+        rows = [gym.spaces.flatten(space, o) for o in gym.vector.utils.iterate(batched, obs)]
     except (KeyError, IndexError, ValueError, TypeError) as e:
         raise TfsacError(f"{where}: observations that do not fit the env's {space}: {e}") from None
     return np.asarray(rows, np.float32)
-
-
-def _first_leaf(value):
-    while isinstance(value, (dict, tuple)):
-        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
-    return value
 
 
 def _same_env(source: str, env_id: Optional[str], spec: EnvSpec) -> None:
@@ -312,8 +298,8 @@ def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None)
     episode, checked for shapes, flags and finite values; `space`: the env's observation
     space before flattening."""
     where = f"offline_data {source!r}, episode {n}"
-    obs = _flat_observations(where, episode["observations"], space)
     steps = len(episode["rewards"])
+    obs = _flat_observations(where, episode["observations"], space, steps + 1)
     if obs.ndim != 2 or obs.shape[1] != spec.obs_dim:
         raise TfsacError(
             f"{where}: observations of shape {obs.shape[1:]}, the env's are ({spec.obs_dim},)"

@@ -269,3 +269,14 @@ def test_the_memory_estimate_refuses_only_what_clearly_cannot_fit():
     wide = resolve(SACConfig(hidden_sizes=(20000, 20000)))
     with pytest.raises(TfsacError, match=r"^hidden_sizes=20000,20000 needs about"):
         check_memory(wide, 17, 6, memory=16 * gib)
+    her = resolve(SACConfig(her=True))
+    buffer = {name: size for name, size, _ in memory_estimates(her, 17, 6)}["buffer_size"]
+    assert buffer == 1_000_000 * ((17 + 6 + 3) * 4 + 16)  # HER's two int64 per slot
+    data = "mujoco/halfcheetah/expert-v0"
+    recorded = resolve(SACConfig(offline_data=data))
+    check_memory(recorded, 17, 6, memory=gib, recorded_bytes=100 * 2**20)
+    message = (
+        r"^offline_data='mujoco/halfcheetah/expert-v0' needs about 900\.0 MiB for the recorded"
+    )
+    with pytest.raises(TfsacError, match=message):
+        check_memory(recorded, 17, 6, memory=gib, recorded_bytes=900 * 2**20)

@@ -56,6 +56,8 @@ def test_collect_then_offline_data_gives_the_same_transitions_bounds_rescaled(tm
     # Each row links to the next of its episode; the truncated last rows link nowhere.
     assert data.next_index[28] == 29 and data.next_index[29] == data.next_index[59] == 60
     assert not data.terminated.any()
+    # Two observations of 3 floats, an action, a reward, a flag (float32) and an int64 link.
+    assert data.nbytes == 60 * ((3 + 3 + 1 + 1 + 1) * 4 + 8)
 
 
 def test_a_goal_envs_dict_observations_from_minari_are_flattened_as_the_env_does(tmp_path):

@@ -78,6 +78,12 @@ class RecordedData:
     def __len__(self) -> int:
         return len(self.reward)
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes its arrays hold."""
+        names = ("observation", "action", "reward", "next_observation", "terminated", "next_index")
+        return sum(np.asarray(getattr(self, name)).nbytes for name in names)
+
     def reference(self) -> Dict:
         """What a checkpoint keeps of it: where it came from, its size and checksum."""
         return {"source": self.source, "transitions": len(self), "checksum": self.checksum}

@@ -14,6 +14,8 @@ from tfsac.errors import TfsacError
 FLOAT = 4  # bytes of a float32
 # Refused above this share of physical memory: only what clearly cannot fit.
 SHARE = 0.8
+# HER's per-slot episode index: its first slot and its length (two int64).
+HER_INDEX = 16
 # Copies of every network parameter during training: the weights, Adam's two moments and
 # the target network's copy.
 PARAMETER_COPIES = 4
@@ -31,10 +33,13 @@ def _mlp_parameters(sizes: List[int]) -> int:
     return sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:], strict=False))
 
 
-def memory_estimates(config, obs_dim: int, action_dim: int) -> List[Tuple[str, int, str]]:
-    """(option, bytes, what) for each of a resolved config's largest allocations: the replay buffer,
-    the networks' parameters (with their optimizer and target copies), the widest hidden
-    activations of a batch, and TQC's pairwise quantile loss."""
+def memory_estimates(
+    config, obs_dim: int, action_dim: int, recorded_bytes: int = 0
+) -> List[Tuple[str, int, str]]:
+    """(option, bytes, what) for each of a resolved config's largest allocations: the replay buffer
+    (with HER's episode index), the networks' parameters (with their optimizer and target
+    copies), the widest hidden activations of a batch, TQC's pairwise quantile loss and the
+    recorded data (`recorded_bytes`, as loaded)."""
     critics = config.num_critics
     critic_out = variant_of(config).critic_outputs(config)
     actor = _mlp_parameters([obs_dim, *config.hidden_sizes, 2 * action_dim])
@@ -51,9 +56,9 @@ def memory_estimates(config, obs_dim: int, action_dim: int) -> List[Tuple[str, i
         (
             "buffer_size",
             # A row: [observation | action | reward | terminated] and its next-row link.
-            config.buffer_size * (obs_dim + action_dim + 3) * FLOAT,
+            config.buffer_size * ((obs_dim + action_dim + 3) * FLOAT + HER_INDEX * config.her),
             f"the replay buffer ({config.buffer_size} transitions of {obs_dim} observation "
-            f"and {action_dim} action floats)",
+            f"and {action_dim} action floats{' and their HER episode index' * config.her})",
         ),
         (
             "hidden_sizes" if actor >= critics * critic else critic_option,
@@ -79,17 +84,25 @@ def memory_estimates(config, obs_dim: int, action_dim: int) -> List[Tuple[str, i
                 f"num_critics x n_quantiles = {atoms} x {config.batch_size} x {atoms} floats)",
             )
         )
+    if recorded_bytes:
+        estimates.append(("offline_data", recorded_bytes, "the recorded data"))
     return estimates
 
 
-def check_memory(config, obs_dim: int, action_dim: int, memory: Optional[int] = None) -> None:
+def check_memory(
+    config,
+    obs_dim: int,
+    action_dim: int,
+    memory: Optional[int] = None,
+    recorded_bytes: int = 0,
+) -> None:
     """Raises TfsacError, naming the option behind the largest allocation and the
     estimated bytes, where the run's estimated memory exceeds SHARE of `memory` (default:
     this machine's physical memory; nothing is refused where that is unknown)."""
     memory = physical_memory() if memory is None else memory
     if not memory:
         return
-    estimates = memory_estimates(config, obs_dim, action_dim)
+    estimates = memory_estimates(config, obs_dim, action_dim, recorded_bytes)
     total = sum(size for _, size, _ in estimates)
     if total <= SHARE * memory:
         return

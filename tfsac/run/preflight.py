@@ -104,8 +104,10 @@ def check_start(
     spec = env_spec(config.env_id, eval_env)
     if config.her:
         check_her(config, eval_env, spec)
-    check_memory(config, spec.obs_dim, spec.action_dim)
     recorded = load_recorded(config.offline_data, spec) if config.offline_data else None
+    check_memory(
+        config, spec.obs_dim, spec.action_dim, recorded_bytes=recorded.nbytes if recorded else 0
+    )
     if config.num_actors:
         env_runners("check")(config)
     return Start(config, run_dir, make_env, eval_env, spec, changes, recorded)

@@ -276,7 +276,8 @@ def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
                 lines[-1] += f" {target:,.0f} | {steps_cell} | {minutes} |"
             lines[-1] += "".join(f" {at_step_cell(runs, step)} |" for step in at_steps)
             steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
-            ax.plot(steps, mean, label=f"{lib} ({len(runs)} seeds)")
+            seeds = f"{len(runs)} seed" + "s" * (len(runs) != 1)
+            ax.plot(steps, mean, label=f"{lib} ({seeds})")
             ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
         ax.set_title(f"{env}: deterministic evaluation return")
         ax.set_xlabel("env steps")

@@ -34,6 +34,8 @@ from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE
 NPZ_FORMAT = "tfsac-episodes/1"
 NPZ_META_FILE = "dataset.json"
 EPISODE_FIELDS = ("observations", "actions", "rewards", "terminations", "truncations")
+# RecordedData's read-only float arrays (its next_index is the links).
+ARRAYS = ("observation", "action", "reward", "next_observation", "terminated")
 # Recorded actions may sit this far outside the bounds (float rounding of a clip).
 BOUNDS_SLACK = 1e-5
 
@@ -66,11 +68,11 @@ class RecordedData:
     checksum: str = ""
 
     def __post_init__(self):
-        for name in ("observation", "action", "reward", "next_observation", "terminated"):
+        for name in ARRAYS:
             getattr(self, name).flags.writeable = False
         if not self.checksum:
             digest = hashlib.sha256()
-            for name in ("observation", "action", "reward", "next_observation", "terminated"):
+            for name in ARRAYS:
                 digest.update(np.ascontiguousarray(getattr(self, name)).tobytes())
             digest.update(np.asarray(self.next_index, np.int64).tobytes())
             self.checksum = digest.hexdigest()
@@ -81,8 +83,7 @@ class RecordedData:
     @property
     def nbytes(self) -> int:
         """The bytes its arrays hold."""
-        names = ("observation", "action", "reward", "next_observation", "terminated", "next_index")
-        return sum(np.asarray(getattr(self, name)).nbytes for name in names)
+        return sum(np.asarray(getattr(self, name)).nbytes for name in (*ARRAYS, "next_index"))
 
     def reference(self) -> Dict:
         """What a checkpoint keeps of it: where it came from, its size and checksum."""

@@ -1,3 +1,4 @@
+import contextlib
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -93,6 +94,35 @@ def run_script(name, args, cwd):
     return subprocess.run(
         [sys.executable, script, *args], cwd=cwd, capture_output=True, text=True, timeout=300
     )
+
+
+@contextlib.contextmanager
+def defined_flags_removed():
+    """absl's global FLAGS; every flag defined inside (by `_cli.define_training_flags()` or
+    by importing a script) is removed on the way out, so that the next test in the same
+    process (one pytest-xdist worker runs many files) can define it again."""
+    from absl import flags
+
+    before = set(flags.FLAGS)
+    try:
+        yield flags.FLAGS
+    finally:
+        for name in set(flags.FLAGS) - before:
+            delattr(flags.FLAGS, name)
+
+
+@pytest.fixture
+def training_flags():
+    """absl's FLAGS with scripts/train.py's flags defined, as the scripts parse them."""
+    import sys
+
+    sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+    import _cli
+
+    with defined_flags_removed() as fv:
+        _cli.define_training_flags()
+        yield fv
+        fv.unparse_flags()
 
 
 def tiny_config(tmp_path, env_id, name="run", **overrides):
@@ -203,3 +233,27 @@ def assert_nan_contract(version_dir, finite_obs, raw_bad=None):
         raw_bad = obs[1]
     with pytest.raises(TfsacError, match="NaN or infinite"):
         policy.predict(raw_bad)
+
+
+# `pytest -n 2` (pytest-xdist) sends each test file to one worker whole, so a module's shared
+# fixture is built once; the files that use the session's Ray go to one worker together, so
+# the machine holds one test Ray, never two.
+RAY_TEST_FILES = {"test_distributed.py", "test_new_variant.py", "test_sweep.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "ray_address" in item.fixturenames and item.path.name not in RAY_TEST_FILES:
+            raise pytest.UsageError(f"{item.path.name} uses Ray: add it to RAY_TEST_FILES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return "ray" if os.path.basename(path) in RAY_TEST_FILES else path
+
+    return ByFile(config, log)

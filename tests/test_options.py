@@ -19,11 +19,11 @@ import _cli  # noqa: E402
 
 import tfsac  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("training_flags")
+
 
 def _config_from_args(*args):
     fv = flags.FLAGS
-    if "env_kwargs" not in fv:
-        _cli.define_training_flags()
     fv.unparse_flags()
     try:
         fv(["train.py", *args])

@@ -273,16 +273,12 @@ def test_plot_from_several_seeds(tmp_path):
         plot_runs(runs[1:], str(tmp_path / "y.png"))
 
 
-def test_presets_parse_into_valid_configs():
-    sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+def test_presets_parse_into_valid_configs(training_flags):
     import _cli
-    from absl import flags
 
     import tfsac
 
-    fv = flags.FLAGS
-    if "env_kwargs" not in fv:
-        _cli.define_training_flags()
+    fv = training_flags
     presets = sorted(glob.glob(os.path.join(REPO_ROOT, "scripts", "presets", "*.flags")))
     assert len(presets) == 20
     seen, algorithms = set(), set()

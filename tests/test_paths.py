@@ -147,3 +147,27 @@ def test_a_sweeps_run_names_stay_inside_its_folder(tmp_path):
     for model_name in filter(None, _hostile(tmp_path)):
         with pytest.raises(TfsacError, match="model_name must be a folder name"):
             plan_sweep(_Configs(), str(sweep_dir), [0], grid=[f"model_name=a,{model_name}"])
+
+
+def test_a_mujoco_env_writes_no_log_file_where_the_user_stands(tmp_path, monkeypatch, capfd):
+    """MuJoCo's own warning handler prints and appends to MUJOCO_LOG.TXT in the current
+    directory; make_env routes MuJoCo's warnings to logging first, unless the user set a
+    handler."""
+    import mujoco
+
+    from tfsac.data.envs import make_env
+
+    monkeypatch.chdir(tmp_path)
+    before = mujoco.get_mju_user_warning()
+    try:
+        mujoco.set_mju_user_warning(None)  # MuJoCo's own, as in a fresh process
+        make_env("HalfCheetah-v5").close()  # its XML has an attribute MuJoCo deprecates
+        assert mujoco.get_mju_user_warning().__module__ == "tfsac.logs"
+        seen = []
+        mujoco.set_mju_user_warning(seen.append)
+        make_env("HalfCheetah-v5").close()
+        assert mujoco.get_mju_user_warning() == seen.append and "settotalmass" in seen[0]
+    finally:
+        mujoco.set_mju_user_warning(before)
+    assert _tree(tmp_path) == set()
+    assert "settotalmass" not in "".join(capfd.readouterr())

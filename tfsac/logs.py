@@ -190,11 +190,20 @@ def quiet_library_logs(own_dirs=()) -> None:
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, OwnInfoOnly) for f in handler.filters):
             handler.addFilter(OwnInfoOnly(own_dirs))
+    mujoco_warnings_logged()
+
+
+def mujoco_warnings_logged() -> None:
+    """MuJoCo's warnings as absl warnings (its deprecation notices about model attributes
+    hidden), where MuJoCo is installed and nobody set a handler: MuJoCo's own prints them
+    on stdout and appends them to MUJOCO_LOG.TXT in the current directory, a file the user
+    never named. Before an env compiles its model."""
     try:
         import mujoco
     except ImportError:
         return
-    mujoco.set_mju_user_warning(_mujoco_warning)
+    if mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(_mujoco_warning)
 
 
 class _AboveBar:

@@ -16,6 +16,7 @@ import numpy as np
 
 from tfsac.data.goals import GoalColumns, goal_columns
 from tfsac.errors import TfsacError
+from tfsac.logs import mujoco_warnings_logged
 
 # MuJoCo picks its GL backend when first imported; without a display, GLFW cannot open a
 # context, so headless machines render through EGL unless the user chose otherwise.
@@ -152,6 +153,7 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
     _find_modules_in_the_current_directory(env_id)
+    mujoco_warnings_logged()
     try:
         env = gym.make(env_id, **kwargs)
     except gym.error.Error as e:

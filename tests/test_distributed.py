@@ -121,6 +121,34 @@ def test_a_killed_runner_is_restarted_and_no_step_is_lost_or_doubled(tmp_path):
     assert _updates(result) == config.total_steps - config.learning_starts
 
 
+def test_runners_collect_the_online_half_beside_recorded_data(tmp_path):
+    """RLPD on env runners: the runners' rows fill the online replay, and every update
+    samples half its batch from it and half from the recorded data."""
+    from tfsac import Trainer
+    from tfsac.data.recording import record_episodes, write_dataset
+
+    episodes = record_episodes("Pendulum-v1", 1, seed=7, env_kwargs={"max_episode_steps": 100})
+    data = write_dataset(episodes, "Pendulum-v1", str(tmp_path / "data"), "npz")
+    config = _config(tmp_path, runner_mode="sync", offline_data=data, offline_ratio=0.5)
+    trainer = Trainer(config, export=False)
+    drawn = []
+    sample = trainer.parts.mixed.sample_packed
+    trainer.parts.mixed.sample_packed = lambda *a: drawn.append(sample(*a)) or drawn[-1]
+    result = trainer.run()
+    assert trainer.parts.mixed.online is result.buffer
+    assert result.buffer.size == config.total_steps
+    assert _updates(result) == config.total_steps - config.learning_starts
+    # Recorded rows are the recorded transitions, online rows the runners' (none recorded).
+    recorded = {r.tobytes() for r in trainer.parts.mixed.recorded.packed(np.arange(100))}
+    online = {r.tobytes() for r in result.buffer.packed(np.arange(config.total_steps))}
+    rows = np.concatenate([d.reshape(-1, d.shape[-1]) for d in drawn])
+    half = config.batch_size // 2
+    for batch in np.concatenate(drawn):
+        assert all(r.tobytes() in recorded for r in batch[:half])
+        assert all(r.tobytes() in online for r in batch[half:])
+    assert len(rows) == _updates(result) * config.batch_size
+
+
 def test_a_stop_option_ends_a_run_on_runners_cleanly(tmp_path):
     """A stop at the first evaluation (a chunk boundary) with chunks still in flight: the
     run's files are complete and the runners are gone."""

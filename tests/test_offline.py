@@ -137,6 +137,10 @@ def test_actions_are_rescaled_to_the_unit_box_and_checked_against_the_bounds(tmp
     episodes[0]["actions"][2] = 2.5  # out of the env's bounds: another env's data
     with pytest.raises(TfsacError, match="actions outside the env's bounds"):
         checked("rec", Episodes("npz", "Pendulum-v1", None, None, episodes), _spec())
+    for bad in (np.nan, np.inf):  # no bound check catches a NaN; a clip would keep it
+        episodes[0]["actions"][2] = bad
+        with pytest.raises(TfsacError, match="episode 0: non-finite observations, actions or"):
+            checked("rec", Episodes("npz", "Pendulum-v1", None, None, episodes), _spec())
 
 
 def _recorded(n=50, reward=1.0, obs_dim=3):

@@ -325,8 +325,8 @@ def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None)
             f"{where}: terminations and truncations must mark only the episode's last step"
         )
     reward = np.asarray(episode["rewards"], np.float32).reshape(-1)
-    if not (np.all(np.isfinite(obs)) and np.all(np.isfinite(reward))):
-        raise TfsacError(f"{where}: non-finite observations or rewards")
+    if not all(np.all(np.isfinite(a)) for a in (obs, action, reward)):
+        raise TfsacError(f"{where}: non-finite observations, actions or rewards")
     # The last row ends the episode (whatever its flags: a recording stopped there).
     ended = np.zeros((steps, 2), bool)
     ended[:, 0] = term

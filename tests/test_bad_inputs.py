@@ -96,6 +96,8 @@ CASES = [
     ("collect", ["--output=out", "--env=NoSuchEnv-v0", "--format=npz"], "NoSuchEnv-v0"),
     ("collect", ["--output=blocker", "--env=Pendulum-v1", "--format=npz"], "already exists"),
     ("collect", ["--output=out", "--env=Pendulum-v1"], "needs a dataset id"),
+    ("collect", ["--output=o", "--env=Pendulum-v1", "--dataset_id=../x-v0"], "dataset_id must"),
+    ("collect", ["--output=o", "--env=Pendulum-v1", "--dataset_id=medium"], "dataset_id must"),
     ("collect", ["--output=out", "--saved_model=missing"], "no SavedModel at 'missing'"),
     ("collect", ["--output=out", "--env=Pendulum-v1", "--episodes=0"], "--episodes must be"),
     ("collect", ["--output=o", "--episodes=3", "--transitions=9"], "--episodes or --transitions"),

@@ -1,6 +1,7 @@
 """No name that becomes a path (a model name, a sweep's run names) ever writes outside the
 folder the user named: every option that ends up in a path (run_dir, export_dir,
-model_name, sweep_dir, video_dir, the run names a sweep derives from its grid) is walked
+model_name, sweep_dir, video_dir, the run names a sweep derives from its grid, collect.py's
+dataset_id) is walked
 with hostile names through the real code paths, and the files created anywhere under the
 test's root are compared with the folders named."""
 
@@ -171,3 +172,17 @@ def test_a_mujoco_env_writes_no_log_file_where_the_user_stands(tmp_path, monkeyp
         mujoco.set_mju_user_warning(before)
     assert _tree(tmp_path) == set()
     assert "settotalmass" not in "".join(capfd.readouterr())
+
+
+def test_a_datasets_id_keeps_it_inside_the_output_folder(tmp_path):
+    from tfsac.data.recording import check_output
+
+    out = tmp_path / "out"
+    hostile = ["../x-v0", "ab/../../x-v0", "/abs/x-v0", f"{tmp_path}/x-v0", "..-v0"]
+    for dataset_id in [*hostile, ".hidden/x-v0", "ab\\..\\x-v0", "C:x-v0", "x-v0/", "medium"]:
+        with pytest.raises(TfsacError, match="dataset_id must be Minari's"):
+            check_output(str(out), "minari", dataset_id)
+    for dataset_id in ("medium-v0", "halfcheetah/medium-v0", "mujoco/halfcheetah/expert-v2"):
+        target = check_output(str(out), "minari", dataset_id)
+        assert os.path.commonpath([os.path.realpath(target), str(out)]) == str(out)
+    assert _tree(tmp_path) == set()

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -97,6 +98,17 @@ def check_policy_fits(metadata: Dict, env_id: str, env_kwargs: Optional[dict] = 
         raise TfsacError(f"the SavedModel's action bounds {bounds} are not {env_id}'s")
 
 
+def check_dataset_id(dataset_id: str) -> None:
+    """Minari's '[namespace/]name-v<version>' (its namespace at least two characters):
+    letters, digits, '_', '-' and the namespace's '/', so no '.' or '..' and nothing
+    absolute: the dataset's folder stays inside the output folder."""
+    if not re.fullmatch(r"(?:[\w-][\w/-]*[\w-]/)?[\w-]+-v\d+", dataset_id):
+        raise TfsacError(
+            "dataset_id must be Minari's '[namespace/]name-v<version>' of letters, digits, "
+            f"'_' and '-' (e.g. halfcheetah/medium-v0), got {dataset_id!r}"
+        )
+
+
 def check_output(output: str, fmt: str, dataset_id: Optional[str]) -> str:
     """The dataset folder `write_dataset` would make; TfsacError (before any recording)
     where the format is unknown, the id missing or the folder taken or not writable."""
@@ -104,6 +116,8 @@ def check_output(output: str, fmt: str, dataset_id: Optional[str]) -> str:
         raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "minari" and not dataset_id:
         raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
+    if fmt == "minari":
+        check_dataset_id(dataset_id)
     target = output if fmt == "npz" else os.path.join(output, dataset_id)
     if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
         raise TfsacError(f"{target!r} already exists; choose another output or dataset id")

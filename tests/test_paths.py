@@ -1,9 +1,8 @@
 """No name that becomes a path (a model name, a sweep's run names) ever writes outside the
 folder the user named: every option that ends up in a path (run_dir, export_dir,
 model_name, sweep_dir, video_dir, the run names a sweep derives from its grid, collect.py's
-dataset_id) is walked
-with hostile names through the real code paths, and the files created anywhere under the
-test's root are compared with the folders named."""
+dataset_id) is walked with hostile names through the real code paths, and the files
+created anywhere under the test's root are compared with the folders named."""
 
 import concurrent.futures
 import os

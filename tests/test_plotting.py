@@ -114,6 +114,20 @@ def test_the_figure_draws_a_one_point_run_as_a_marker(tmp_path, monkeypatch):
     assert ("o", 1) in drawn["learning_rate=0.0003"]  # the one-point run: a marker
 
 
+def test_runs_with_nothing_logged_yet_are_refused_and_no_figure_is_written(tmp_path):
+    """A run that just started (config.json only, or an empty progress.csv) has nothing to
+    draw: one clear error, not a figure of empty panels."""
+    started = _run_dir(tmp_path, "started", evaluations=())
+    os.remove(os.path.join(started, "summary.json"))
+    empty = "nothing to plot yet: no progress rows and no evaluations in '.*started'"
+    with pytest.raises(TfsacError, match=empty):
+        plotting.plot_runs([started], str(tmp_path / "curves.png"))
+    assert not os.path.exists(tmp_path / "curves.png")
+    # Beside a run with curves, it is drawn with what there is.
+    out = plotting.plot_runs([started, _run_dir(tmp_path, "r")], str(tmp_path / "two.png"))
+    assert os.path.getsize(out) > 20_000
+
+
 def test_sweep_results_by_final_return_with_a_comparison_figure(tmp_path):
     from tfsac.scale.sweeps.results import write_results
 

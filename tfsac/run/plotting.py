@@ -198,6 +198,12 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             f"got x={x!r}, y={y!r}"
         )
     runs = [read_run(run_dir) for run_dir in run_dirs]
+    if not any(run["curves"] for run in runs):
+        raise TfsacError(
+            f"nothing to plot yet: no progress rows and no evaluations in "
+            f"{', '.join(map(repr, run_dirs))} (a run writes them every --log_every and "
+            "--eval_every steps)"
+        )
     panels = _panels(runs, x, y)
     if x == "wall_clock":
         timed = _timed(runs, panels, notes)

@@ -28,6 +28,7 @@ import dataclasses
 import glob
 import json
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -156,11 +157,18 @@ def peer_runs(pattern):
 CURVE_KEYS = ("env", "library", "seed", "final_return", "env_steps_per_s")
 
 
+def env_file_stem(env: str) -> str:
+    """The env id in a file name: lower case, every run of other characters than letters
+    and digits one '_' ('Hopper-v5': hopper_v5; 'ALE/Pong-v5': ale_pong_v5), so that an id's
+    '/' or '..' never names another folder."""
+    return re.sub(r"[^0-9a-z]+", "_", env.lower())
+
+
 def curve_file_name(env: str, lib: str, seed) -> str:
     """<env>-<library>-<algorithm>[-<network>]-seed<k>.csv, e.g. hopper_v5-sbx-crossq-seed0."""
     words = lib.split()
     words += ["sac"] if len(words) == 1 else []
-    return f"{env.lower().replace('-', '_')}-{'-'.join(words)}-seed{seed}.csv"
+    return f"{env_file_stem(env)}-{'-'.join(words)}-seed{seed}.csv"
 
 
 def write_curve(out_dir: str, env: str, lib: str, run) -> str:
@@ -284,7 +292,7 @@ def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
         ax.grid(alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(os.path.join(out_dir, f"{env.lower().replace('-', '_')}.png"), dpi=100)
+        fig.savefig(os.path.join(out_dir, f"{env_file_stem(env)}.png"), dpi=100)
         plt.close(fig)
     with open(os.path.join(out_dir, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -271,6 +271,23 @@ def test_offline_only_training_runs_its_updates_on_the_recorded_data(tmp_path, d
     assert os.path.isdir(tmp_path / "offline" / "checkpoints" / "ckpt-0.extra")
 
 
+@pytest.mark.parametrize("ratio, folded", [(0.5, 60), ("size", 60), (0.0, 0)])
+def test_the_observation_normaliser_counts_the_recorded_rows_it_samples(
+    tmp_path, dataset, ratio, folded
+):
+    config = _config(tmp_path, "run", dataset, network="simba", offline_ratio=ratio)
+    trainer = Trainer(config, export=False)
+    normaliser = trainer.learner.sac.obs_normalizer
+    assert normaliser.count.numpy() == folded  # before the first step: the recorded 60 rows
+    if folded:
+        recorded = trainer.parts.mixed.recorded.data.observation
+        np.testing.assert_allclose(normaliser.mean.numpy(), recorded.mean(axis=0), rtol=1e-5)
+    trainer.run()
+    assert normaliser.count.numpy() == folded + 40  # and each online observation
+    resumed = Trainer(config, export=False, resume=True)  # its statistics: the checkpoint's
+    assert resumed.learner.sac.obs_normalizer.count.numpy() == folded + 40
+
+
 @pytest.mark.parametrize("network", ["mlp", "simba"])
 def test_the_target_over_a_subset_evaluates_only_the_drawn_critics(network):
     config = SACConfig(

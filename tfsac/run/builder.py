@@ -106,6 +106,10 @@ def build_run(
         restore = _restore_latest(config, start.run_dir, *parts)
         if restore is not None:
             loop, resumed_from, restored = restore
+    if restored is None and mixed is not None and mixed.ratio != 0:
+        # The normaliser's statistics cover what the updates sample: the recorded rows too
+        # (a resume restores them with the checkpoint).
+        learner.observe(start.recorded.observation)
     finished = _finished(loop.step, config.total_steps, files.read_summary())
     source = None
     if not finished:

@@ -106,10 +106,7 @@ def build_run(
         restore = _restore_latest(config, start.run_dir, *parts)
         if restore is not None:
             loop, resumed_from, restored = restore
-    if restored is None and mixed is not None and mixed.ratio != 0:
-        # The normaliser's statistics cover what the updates sample: the recorded rows too
-        # (a resume restores them with the checkpoint).
-        learner.observe(start.recorded.observation)
+    _fold_in_recorded(learner, mixed, restored)
     finished = _finished(loop.step, config.total_steps, files.read_summary())
     source = None
     if not finished:
@@ -164,6 +161,14 @@ def _mixed_replay(config: SACConfig, start: Start, buffer: ReplayBuffer) -> Opti
     recorded = RecordedReplay(start.recorded, config.n_steps, config.gamma)
     ratio = 1.0 if config.total_steps == 0 else config.offline_ratio
     return MixedReplay(buffer, recorded, ratio, config.seed)
+
+
+def _fold_in_recorded(learner, mixed: Optional[MixedReplay], restored) -> None:
+    """A new run's observation statistics (where it normalises them) start from the recorded
+    rows that its updates sample, as they cover each collected row after; a resume
+    (`restored`) has the checkpoint's."""
+    if restored is None and mixed is not None and mixed.ratio != 0:
+        learner.observe(mixed.recorded.data.observation)
 
 
 def _finished(step: int, total_steps: int, summary: dict) -> bool:

@@ -198,19 +198,20 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             f"got x={x!r}, y={y!r}"
         )
     runs = [read_run(run_dir) for run_dir in run_dirs]
-    if not any(run["curves"] for run in runs):
-        raise TfsacError(
-            f"nothing to plot yet: no progress rows and no evaluations in "
-            f"{', '.join(map(repr, run_dirs))} (a run writes them every --log_every and "
-            "--eval_every steps)"
-        )
     panels = _panels(runs, x, y)
     if x == "wall_clock":
         timed = _timed(runs, panels, notes)
         if labels and len(labels) == len(runs):  # one per run: those of the runs kept
             labels = [label for label, keep in zip(labels, timed, strict=True) if keep]
         runs = [run for run, keep in zip(runs, timed, strict=True) if keep]
-    return runs, panels, group_runs(runs, labels)
+    groups = group_runs(runs, labels)
+    if not any(run["curves"] for run in runs):  # after the arguments' own mistakes
+        raise TfsacError(
+            f"nothing to plot yet: no progress rows and no evaluations in "
+            f"{', '.join(map(repr, run_dirs))} (a run writes them every --log_every and "
+            "--eval_every steps)"
+        )
+    return runs, panels, groups
 
 
 def plot_runs(
@@ -234,6 +235,9 @@ def plot_runs(
     import matplotlib.pyplot as plt
 
     notes = notes if notes is not None else []
+    folder = os.path.dirname(out_path) or "."
+    if not os.path.isdir(folder):
+        raise TfsacError(f"cannot write {out_path!r}: {folder!r} is not a folder")
     runs, panels, groups = _select(run_dirs, labels, x, y, notes)
     if not os.path.splitext(out_path)[1]:
         out_path += ".png"  # what matplotlib writes for a name without an extension

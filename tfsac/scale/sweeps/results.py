@@ -12,7 +12,7 @@ import re
 from typing import Dict, Iterable, List, Optional
 
 from tfsac.files import read_json, write_atomic
-from tfsac.run.plotting import plot_runs
+from tfsac.run.plotting import plot_runs, read_run
 from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
 
 
@@ -115,12 +115,14 @@ COMPARISON_FILE = "comparison.png"  # every config's curves in one figure
 
 
 def _run_dirs(trials: Dict[str, Dict], tag: str) -> List[str]:
-    """The run directories of config `tag`'s trials that have started (hold config.json)."""
+    """The run directories of config `tag`'s trials that have something to plot (a trial
+    stopped before its first log has none)."""
     return [
         e["spec"]["run_dir"]
         for e in trials.values()
         if e["spec"]["tag"] == tag
         and os.path.exists(os.path.join(e["spec"]["run_dir"], "config.json"))
+        and read_run(e["spec"]["run_dir"])["curves"]
     ]
 
 

@@ -111,6 +111,20 @@ def defined_flags_removed():
             delattr(flags.FLAGS, name)
 
 
+def script_module(name, monkeypatch):
+    """scripts/<name>.py loaded as a module (its folder on sys.path, as when it runs); the
+    flags it defines as it loads are removed again."""
+    import importlib.util
+
+    path = os.path.join(REPO_ROOT, "scripts", f"{name}.py")
+    monkeypatch.syspath_prepend(os.path.dirname(path))
+    spec = importlib.util.spec_from_file_location(f"script_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    with defined_flags_removed():
+        spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture
 def training_flags():
     """absl's FLAGS with scripts/train.py's flags defined, as the scripts parse them."""

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO_ROOT, defined_flags_removed
+from conftest import REPO_ROOT, script_module
 
 SCRIPT = os.path.join(REPO_ROOT, "scripts", "benchmark_report.py")
 
@@ -160,13 +160,7 @@ def test_offline_arms_are_rows_with_returns_and_minutes_at_given_steps(tmp_path)
 
 
 def test_file_names_of_any_env_id_stay_in_the_output_folder(monkeypatch):
-    import importlib.util
-
-    monkeypatch.syspath_prepend(os.path.dirname(SCRIPT))  # its `_cli`, as when run
-    spec = importlib.util.spec_from_file_location("benchmark_report", SCRIPT)
-    report = importlib.util.module_from_spec(spec)
-    with defined_flags_removed():  # the script defines its flags as it loads
-        spec.loader.exec_module(report)
+    report = script_module("benchmark_report", monkeypatch)
     names = {
         ("Hopper-v5", "tfsac crossq"): "hopper_v5-tfsac-crossq-seed0.csv",
         ("ALE/Pong-v5", "tfsac"): "ale_pong_v5-tfsac-sac-seed0.csv",

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT, defined_flags_removed
+from conftest import REPO_ROOT, script_module
 
 SCRIPT = os.path.join(REPO_ROOT, "scripts", "benchmark.py")
 TINY = [
@@ -82,20 +82,13 @@ def test_breakdown_splits_call_time_and_counts_the_update_flops(tmp_path):
 
 def test_no_flop_count_for_another_update_shape(monkeypatch):
     """update_flops counts the default update only (the breakdown then gives no rate)."""
-    import importlib.util
-
     from tfsac import SACConfig
 
-    monkeypatch.syspath_prepend(os.path.dirname(SCRIPT))  # its `_cli`, as when run
-
-    spec = importlib.util.spec_from_file_location("benchmark_script", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    with defined_flags_removed():  # the script defines its flags as it loads
-        spec.loader.exec_module(script)
-        small = dict(hidden_sizes=(16, 16), batch_size=16)
-        assert script.update_flops(SACConfig(**small), 3, 1) == 5104 * 2 * 16  # as above
-        assert script.update_flops(SACConfig(policy_delay=2, **small), 3, 1) is None
-        assert script.update_flops(SACConfig(variant="v1", **small), 3, 1) is None
+    script = script_module("benchmark", monkeypatch)
+    small = dict(hidden_sizes=(16, 16), batch_size=16)
+    assert script.update_flops(SACConfig(**small), 3, 1) == 5104 * 2 * 16  # as above
+    assert script.update_flops(SACConfig(policy_delay=2, **small), 3, 1) is None
+    assert script.update_flops(SACConfig(variant="v1", **small), 3, 1) is None
 
 
 @pytest.mark.slow

@@ -126,11 +126,9 @@ def script_module(name, monkeypatch):
 
 
 @pytest.fixture
-def training_flags():
+def training_flags(monkeypatch):
     """absl's FLAGS with scripts/train.py's flags defined, as the scripts parse them."""
-    import sys
-
-    sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+    monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, "scripts"))
     import _cli
 
     with defined_flags_removed() as fv:

@@ -114,9 +114,9 @@ def check_output(output: str, fmt: str, dataset_id: Optional[str]) -> str:
     where the format is unknown, the id missing or the folder taken or not writable."""
     if fmt not in FORMATS:
         raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fmt == "minari" and not dataset_id:
-        raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
     if fmt == "minari":
+        if not dataset_id:
+            raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
         check_dataset_id(dataset_id)
     target = output if fmt == "npz" else os.path.join(output, dataset_id)
     if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):

@@ -22,9 +22,8 @@ from typing import Optional
 import gymnasium as gym
 import numpy as np
 
-from tfsac.data.envs import needs_flattening
+from tfsac.data.envs import make_env
 from tfsac.errors import TfsacError
-from tfsac.logs import mujoco_warnings_logged
 
 # MuJoCo's defaults (a 4096x4096 shadow map, 4x multisampling) dominate a frame's cost in a
 # software renderer; a smaller map without multisampling looks nearly the same at a
@@ -190,10 +189,7 @@ class _Worker:
         self.fps = 30
 
     def make(self, env_id: str, kwargs: dict):
-        mujoco_warnings_logged()
-        self.env = gym.make(env_id, render_mode="rgb_array", **kwargs)
-        if needs_flattening(self.env.observation_space):
-            self.env = gym.wrappers.FlattenObservation(self.env)
+        self.env = make_env(env_id, render_mode="rgb_array", env_kwargs=kwargs)
         _fit_to_software_gl(self.env)
         self.fps = self.env.metadata.get("render_fps") or 30
         spec = self.env.spec

@@ -322,11 +322,17 @@ def test_quantized_litert_files_are_smaller_and_their_action_error_is_measured(e
 
     learner, _ = exported
     sizes, errors = {}, {}
+    # Finite observations beyond float16's range (65504) and non-finite ones.
+    obs = np.zeros((6, SPEC.obs_dim), np.float32)
+    obs[:, 0] = [1e5, -1e30, 1e20, np.nan, np.inf, -np.inf]
     for quantization in formats.QUANTIZATIONS:
         path = export_policy(learner.actor, SPEC, str(tmp_path), quantization, {})
         formats.add_formats(path, ("tflite",), quantization)
         sizes[quantization] = os.path.getsize(os.path.join(path, "policy.tflite"))
         errors[quantization] = formats.quantization_error(path)
+        lite = formats.litert_interpreter(os.path.join(path, "policy.tflite"))
+        action = lite.get_signature_runner("serving_default")(observation=obs)["action"]
+        assert np.isfinite(action[:3]).all() and np.isnan(action[3:]).all(), quantization
     assert sizes["none"] > sizes["float16"] > sizes["int8"], sizes
     assert errors["none"] <= 1e-5, errors
     assert all(0 <= e < 0.1 * (HIGH - LOW).max() for e in errors.values()), errors

@@ -67,10 +67,11 @@ def build_archive(
     def to_bounds(pre_squash, observation):
         # The clip only guards float rounding at the edges. A row whose observation holds
         # a NaN or an infinity gets NaN actions in every runtime (docs/serving.md), never
-        # a plausible action clipped from garbage: |x| <= float32 max is false for both,
-        # in ops that LiteRT and ONNX have built in.
+        # a plausible action clipped from garbage: x * 0 == 0 is false for both, in ops
+        # that LiteRT and ONNX have built in. No comparison with a large constant: a
+        # float16 LiteRT file stores float32's largest value, and infinity, as 65504.
         action = tf.clip_by_value(bijector.forward(pre_squash), low, high)
-        finite = tf.reduce_all(tf.abs(observation) <= np.finfo(np.float32).max, -1, True)
+        finite = tf.reduce_all(tf.equal(observation * 0.0, 0.0), -1, True)
         return tf.where(finite, action, tf.constant(np.nan, action.dtype))
 
     @tf.function(input_signature=[obs_spec])

@@ -323,13 +323,17 @@ def inference(tfsac, config):
     """--inference: the latency table of an exported policy (see the docstring)."""
     from tfsac.data.envs import env_spec, make_env
     from tfsac.deploy import formats, latency
+    from tfsac.deploy.loading import load_policy
     from tfsac.deploy.metadata import check_saved_model
 
     try:
         formats.check_available(("tflite", "onnx"))
+        if FLAGS.saved_model:  # its own mistakes are said with its own path, not the copy's
+            check_saved_model(FLAGS.saved_model)
+            formats.check_readable(FLAGS.saved_model)
+            load_policy(FLAGS.saved_model)
         with tempfile.TemporaryDirectory() as tmp:
             if FLAGS.saved_model:
-                check_saved_model(FLAGS.saved_model)
                 version = shutil.copytree(FLAGS.saved_model, os.path.join(tmp, "1"))
                 missing = [
                     n for n, f in formats.FILES.items() if not os.path.isfile(f"{version}/{f}")

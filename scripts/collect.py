@@ -26,6 +26,7 @@ from _cli import (  # noqa: E402
 )
 from absl import flags  # noqa: E402
 
+from tfsac.config.fields import SEED  # noqa: E402 - TF-free
 from tfsac.data import recording  # noqa: E402 - TF-free
 from tfsac.data.envs import check_env_id  # noqa: E402
 from tfsac.deploy.metadata import check_saved_model, read_metadata  # noqa: E402 - TF-free
@@ -57,6 +58,8 @@ def main(argv):
         fail("--output is required: the folder the dataset goes to")
     if FLAGS.episodes <= 0 or FLAGS.noise < 0 or FLAGS.transitions < 0:
         fail("--episodes must be positive, and --noise and --transitions >= 0")
+    if error := SEED.error("--seed", FLAGS.seed):
+        fail(error)
     if FLAGS.transitions and FLAGS["episodes"].present:
         fail("give --episodes or --transitions, not both")
     kwargs = env_kwargs_from_flag(FLAGS.env_kwargs) if FLAGS.env_kwargs else None

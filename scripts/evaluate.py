@@ -16,6 +16,7 @@ sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 from _cli import env_kwargs_from_flag, fail, import_tfsac, run_script  # noqa: E402
 from absl import flags  # noqa: E402
 
+from tfsac.config.fields import EPISODES, SEED  # noqa: E402 - TF-free
 from tfsac.deploy.metadata import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
 from tfsac.files import run_config  # noqa: E402 - TF-free
@@ -43,8 +44,9 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     if (FLAGS.saved_model is None) == (FLAGS.run_dir is None):
         fail("give exactly one of --saved_model and --run_dir")
-    if FLAGS.episodes is not None and FLAGS.episodes <= 0:
-        fail(f"--episodes must be positive, got {FLAGS.episodes}")
+    for name, check in (("episodes", EPISODES), ("seed", SEED)):
+        if FLAGS[name].value is not None and (error := check.error(f"--{name}", FLAGS[name].value)):
+            fail(error)
     if FLAGS.video_dir and os.path.exists(FLAGS.video_dir) and not os.path.isdir(FLAGS.video_dir):
         fail(f"--video_dir {FLAGS.video_dir!r} is a file, not a folder")
     try:  # mistakes in the paths are said before TensorFlow loads
@@ -73,7 +75,7 @@ def main(argv):
             else info.get("env_kwargs") or {}
         )
         evaluation.check_env_fits(env_id, env_kwargs, info)
-        seed = FLAGS.seed if FLAGS.seed is not None else info.get("eval_seed", 0)
+        seed = next(s for s in (FLAGS.seed, info.get("eval_seed"), 0) if s is not None)
         episodes = FLAGS.episodes or info.get("eval_episodes") or 10
         successes = []  # each episode's info["is_success"] (goal envs), not with videos
         if FLAGS.video_dir:
@@ -103,7 +105,7 @@ def _report(env_id, returns, seed, episodes, info, success_rate=None) -> None:
         + ("" if success_rate is None else f", success rate {success_rate:.2f}")
     )
     repeats_final = (
-        "eval_seed" in info
+        info.get("eval_return_mean") is not None
         and seed == info["eval_seed"]
         and episodes == info.get("eval_episodes", episodes)
         and env_id == info.get("env_id")

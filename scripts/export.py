@@ -89,18 +89,25 @@ def main(argv):
         return
     tfsac = import_tfsac()
     from tfsac.deploy.export import export_policy
-    from tfsac.deploy.formats import add_formats
-    from tfsac.deploy.loading import checkpoint_learner
+    from tfsac.deploy.formats import add_formats, check_readable
+    from tfsac.deploy.loading import checkpoint_learner, load_policy
     from tfsac.deploy.metadata import policy_metadata
 
     try:
         if FLAGS.saved_model:
+            # A readable tfsac policy, else one line before anything is written.
+            check_readable(FLAGS.saved_model)
+            load_policy(FLAGS.saved_model)
             for path in add_formats(FLAGS.saved_model, formats, FLAGS.quantize):
                 print(path)
             _say_quantization_error(FLAGS.saved_model)
             return
         learner, spec, info = checkpoint_learner(FLAGS.run_dir)
-        final = {"return_mean": info.get("eval_return_mean"), "seed": info.get("eval_seed", 0)}
+        final = {  # the evaluation of these weights, where the run made one
+            "step": info["checkpoint_step"],
+            "return_mean": info.get("eval_return_mean"),
+            "seed": info.get("eval_seed"),
+        }
         path = export_policy(
             learner.actor,
             spec,

@@ -33,6 +33,7 @@ CASES = [
     ("train", ["--env_id=Pendulum-v1"], "unknown flag --env_id: the env_id option is --env"),
     ("train", ["--hidden_sizes=64,x"], "hidden_sizes"),
     ("train", ["--gamma=1.5"], "gamma must be in [0, 1]"),
+    ("train", ["--seed=-3"], "seed must be in [0, 2**32 - 1], got -3"),
     ("train", ["--tau=0"], "tau must be in (0, 1]"),
     # Options the chosen algorithm does not read, and options of nothing that runs.
     ("train", ["--n_quantiles=50"], "algorithm sac does not read n_quantiles"),
@@ -100,6 +101,7 @@ CASES = [
     ("collect", ["--output=o", "--env=Pendulum-v1", "--dataset_id=medium"], "dataset_id must"),
     ("collect", ["--output=out", "--saved_model=missing"], "no SavedModel at 'missing'"),
     ("collect", ["--output=out", "--env=Pendulum-v1", "--episodes=0"], "--episodes must be"),
+    ("collect", ["--output=out", "--env=Pendulum-v1", "--seed=-1"], "--seed must be in [0, 2**32"),
     ("collect", ["--output=o", "--episodes=3", "--transitions=9"], "--episodes or --transitions"),
     # evaluate.py
     ("evaluate", [], "give exactly one of --saved_model and --run_dir"),
@@ -108,7 +110,9 @@ CASES = [
     ("evaluate", ["--saved_model=blocker"], "blocker"),
     ("evaluate", ["--run_dir=missing"], "not a tfsac run directory"),
     ("evaluate", ["--run_dir=oldrun"], "no checkpoint that restores"),
-    ("evaluate", ["--run_dir=oldrun", "--episodes=0"], "--episodes must be positive"),
+    ("evaluate", ["--run_dir=oldrun", "--episodes=0"], "--episodes must be in [1, 1000000], got 0"),
+    ("evaluate", ["--run_dir=oldrun", "--episodes=4294967296"], "--episodes must be in [1, 1000"),
+    ("evaluate", ["--run_dir=oldrun", "--seed=-5"], "--seed must be in [0, 2**32 - 1], got -5"),
     # sweep.py (with --sweep_dir=sweep unless the case gives one)
     ("sweep", ["--grid=learning_rat=1e-3"], "unknown training flag --learning_rat"),
     ("sweep", ["--grid=learning_rate="], "learning_rate: no values"),

@@ -442,9 +442,45 @@ def test_new_files_of_a_version_are_written_beside_it_never_inside(exported, tmp
     for folder, _ in seen:
         assert os.path.dirname(folder) == str(tmp_path / "m")
         assert os.path.basename(folder).startswith(formats.TEMP_PREFIX)
-    assert seen[0][1] == before and seen[1][1] == sorted([*before, "policy.tflite"])
+    assert seen[0][1] == seen[1][1] == before  # every file converted before any is renamed
     assert sorted(os.listdir(tmp_path / "m")) == ["1"]  # the temporary folders are gone
     assert sorted(os.listdir(version)) == sorted([*before, "policy.onnx", "policy.tflite"])
+
+    # A conversion that fails leaves the version as it was, no format replaced.
+    def failing_write(*args):
+        raise TfsacError("the ONNX conversion failed: boom")
+
+    monkeypatch.setattr(formats, "write_onnx", failing_write)
+    files = {n: (tmp_path / "m" / "1" / n).read_bytes() for n in ("policy.tflite", "policy.onnx")}
+    with pytest.raises(TfsacError, match="boom"):
+        formats.add_formats(version, ("tflite", "onnx"), "int8")
+    assert files == {n: (tmp_path / "m" / "1" / n).read_bytes() for n in files}
+    assert sorted(os.listdir(tmp_path / "m")) == ["1"]
+
+
+@pytest.mark.parametrize(
+    "entries, message",
+    [
+        ({"observation_space_json": "garbage"}, "'observation_space_json' is 'garbage'"),
+        ({"observation_space_json": {"type": "Box"}}, "'obs.* does not describe a space"),
+        ({"observation_space_json": {"type": "Graph"}}, "'obs.* does not describe a space"),
+        ({"env_id": 7}, "'env_id' is 7, not what tfsac writes"),
+        ({"observation_dim": True}, "'observation_dim' is True"),
+        ({"action_low": [-1, "x"]}, "'action_low' is \\[-1, 'x'\\], not a list of numbers"),
+        ({"eval_return_mean": "high"}, "'eval_return_mean' is 'high'"),
+    ],
+)
+def test_metadata_that_reads_as_json_but_not_as_tfsac_wrote_it_is_one_line(
+    tmp_path, entries, message
+):
+    from tfsac.deploy.metadata import read_metadata
+
+    good = {"env_id": "Pendulum-v1", "observation_dim": 3, "eval_return_mean": None}
+    (tmp_path / export_module.METADATA_FILE).write_text(json.dumps({**good, **entries}))
+    with pytest.raises(TfsacError, match=f"cannot read .*tfsac_metadata.json': its {message}"):
+        read_metadata(str(tmp_path))
+    (tmp_path / export_module.METADATA_FILE).write_text(json.dumps(good))
+    assert read_metadata(str(tmp_path)) == good
 
 
 def test_an_export_removes_the_temporary_folders_of_dead_exports_only(exported, tmp_path):

@@ -92,3 +92,64 @@ def test_an_observation_that_is_not_numbers_is_a_tfsac_error_naming_it(space, ob
         policy.predict(observation)
     assert repr(observation)[:20] in str(error.value)
     assert policy.predict(np.zeros(dim) if space is None else np.zeros((2, 3))).shape == (2,)
+
+
+@pytest.mark.parametrize("both", [False, True], ids=["saved_model", "run_dir"])
+def test_values_a_space_does_not_hold_and_bad_arguments_are_tfsac_errors(runs, both):
+    """Found by an independent tester: each was an IndexError, UFuncTypeError, ValueError or
+    KeyError from numpy, gymnasium or TF."""
+    which = (lambda r: r.run_dir) if both else (lambda r: r.saved_model_path)
+    policy = Policy.load(which(runs["dict"]))
+    for mode in (1.5, "1", 3, [1]):  # Discrete(3) takes the integers 0, 1, 2
+        with pytest.raises(TfsacError, match="expected an observation of Dict"):
+            policy.predict({"pos": [0.1, -0.2], "mode": mode})
+    assert policy.predict({"pos": [0.1, -0.2], "mode": np.int8(2)}).shape == (2,)
+    for deterministic in ("yes", None, 1):
+        with pytest.raises(TfsacError, match="deterministic must be True or False"):
+            policy.predict({"pos": [0.1, -0.2], "mode": 1}, deterministic=deterministic)
+    box2d = Policy.load(which(runs["box2d"]))
+    assert box2d.predict(np.zeros((0, 2, 3))).shape == (0, 2)  # an empty batch, as flat Boxes
+    with pytest.raises(TfsacError, match="the observation must be numbers"):
+        box2d.predict(np.full((2, 3), "x"))
+    with pytest.raises(TfsacError, match=r"infinite values \(as float32"):
+        Policy.load(which(runs["pendulum"])).predict(np.array([1e300, 0.0, 0.0]))
+
+
+def test_a_saved_model_that_is_not_a_tfsac_policy_is_refused_in_one_line(tmp_path):
+    class Doubler(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+        def double(self, x):
+            return {"y": 2 * x}
+
+    module = Doubler()
+    for name, signatures in (
+        ("other_input", module.double),
+        ("no_default", {"other": module.double}),
+    ):
+        tf.saved_model.save(module, str(tmp_path / name), signatures=signatures)
+        for load in (load_policy, Policy.load):
+            with pytest.raises(TfsacError, match="is not a tfsac policy: it has no 'serving_def"):
+                load(str(tmp_path / name))
+
+
+def test_a_run_stopped_between_evaluations_claims_no_evaluation_for_its_weights(tmp_path):
+    import os
+    import signal
+
+    from tfsac import Interrupted
+    from tfsac.deploy.loading import checkpoint_learner
+    from tfsac.run.evaluation import check_env_fits
+
+    def ctrl_c_at_60(record):  # as Ctrl-C: the run saves a checkpoint at its next step
+        if record["step"] == 60:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    config = tiny_config(tmp_path, "Pendulum-v1", total_steps=100, eval_every=50)
+    with pytest.raises(Interrupted):
+        train(config, export=False, quiet=True, on_log=ctrl_c_at_60)
+    _, _, info = checkpoint_learner(config.run_dir)
+    # The evaluation at step 50 is of other weights than those of the checkpoint at 61.
+    assert info["checkpoint_step"] == 61 and "eval_return_mean" not in info
+    # The observation layout is compared, not only the width: Box(3) against Dict's 3 + ...
+    with pytest.raises(TfsacError, match="flatten differently from those the policy was"):
+        check_env_fits("tfsac-test/Policy-dict-v0", None, {**info, "observation_dim": 5})

@@ -42,6 +42,10 @@ POSITIVE_INT = Check(lambda v: _is_int(v) and v > 0, "a positive integer", "{!r}
 POSITIVE_FINITE = Check(lambda v: 0 < v < math.inf, "positive and finite")
 NON_EMPTY_TEXT = Check(lambda v: isinstance(v, str) and bool(v), "a non-empty string", "")
 RATE = Check(lambda v: 0 < v < 1, "in (0, 1)")
+# What numpy's and gymnasium's seeding take.
+SEED = Check(lambda v: _is_int(v) and 0 <= v < 2**32, "in [0, 2**32 - 1]")
+# An evaluation keeps every episode's seed and return (and prints the returns).
+EPISODES = Check(lambda v: _is_int(v) and 0 < v <= 10**6, "in [1, 1000000]", "{!r}")
 
 
 def at_least(low: int, note: str = "") -> Check:

@@ -15,6 +15,7 @@ from tfsac.config.fields import (
     POSITIVE_FINITE,
     POSITIVE_INT,
     RATE,
+    SEED,
     Check,
     at_least,
     interval,
@@ -49,7 +50,7 @@ class EnvOptions:
         flag="env",
         check=NON_EMPTY_TEXT,
     )
-    seed: int = option(0, "seeds the env, numpy and TF", ENV)
+    seed: int = option(0, "seeds the env, numpy and TF", ENV, check=SEED)
     # JSON-serialisable (kept in checkpoints and the SavedModel's metadata).
     env_kwargs: Dict[str, Any] = option(
         dict,

@@ -9,6 +9,7 @@ import math
 from typing import Optional
 
 from tfsac.config.fields import (
+    EPISODES,
     POSITIVE_INT,
     Check,
     at_least,
@@ -68,7 +69,7 @@ class OutputOptions:
     eval_every: int = option(
         5_000, "env steps between deterministic evaluations", OUTPUT, check=POSITIVE_INT
     )
-    eval_episodes: int = option(10, "episodes per evaluation", OUTPUT, check=POSITIVE_INT)
+    eval_episodes: int = option(10, "episodes per evaluation", OUTPUT, check=EPISODES)
     log_every: int = option(1_000, "env steps between progress lines", OUTPUT, check=POSITIVE_INT)
     video_every: int = option(
         0,

@@ -175,8 +175,10 @@ def quantization_error(version_dir: str, count: int = 1000) -> float:
     SavedModel on `count` observations sampled from the observation space."""
     import tensorflow as tf
 
+    from tfsac.deploy.loading import load_policy
+
     metadata = read_metadata(version_dir)
-    served = tf.saved_model.load(version_dir).signatures["serving_default"]
+    served = load_policy(version_dir).signatures["serving_default"]
     dim = metadata.get("observation_dim")
     if dim is None:
         dim = served.structured_input_signature[1]["observation"].shape[1]
@@ -224,23 +226,30 @@ def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "n
     the folder never sees half a file); returns the paths written."""
     check_readable(version_dir)
     metadata = read_metadata(version_dir)
-    written = []
-    for name in (n for n in formats if n in FILES):
-        path = os.path.join(version_dir, FILES[name])
-        try:
-            tmp_dir = temp_folder(os.path.dirname(os.path.abspath(version_dir)))
-        except OSError as e:
-            raise TfsacError(f"cannot write {path!r}: {e.strerror or e}") from None
-        tmp = os.path.join(tmp_dir, FILES[name])
-        try:
+    names = [n for n in formats if n in FILES]
+    paths = [os.path.join(version_dir, FILES[n]) for n in names]
+    if not names:
+        return []
+    try:
+        tmp_dir = temp_folder(os.path.dirname(os.path.abspath(version_dir)))
+    except OSError as e:
+        raise TfsacError(f"cannot write {paths[0]!r}: {e.strerror or e}") from None
+    try:
+        # Every file is converted before any is renamed: a failed conversion leaves the
+        # version as it was, not with one format replaced.
+        for name in names:
+            tmp = os.path.join(tmp_dir, FILES[name])
             if name == "tflite":
                 write_tflite(version_dir, tmp, quantization)
             else:
                 write_onnx(version_dir, tmp, metadata)
-            os.replace(tmp, path)
-        except OSError as e:
-            raise TfsacError(f"cannot write {path!r}: {e.strerror or e}") from None
-        finally:
-            shutil.rmtree(tmp_dir, ignore_errors=True)
-        written.append(path)
-    return written
+        for name, path in zip(names, paths, strict=True):
+            try:
+                os.replace(os.path.join(tmp_dir, FILES[name]), path)
+            except OSError as e:
+                raise TfsacError(f"cannot write {path!r}: {e.strerror or e}") from None
+    except OSError as e:
+        raise TfsacError(f"cannot write in {version_dir!r}: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    return paths

@@ -76,14 +76,30 @@ class CheckpointReader:
         return None
 
 
+# The signatures every tfsac export has, each `observation` [batch, width] -> `action`.
+POLICY_SIGNATURES = ("serving_default", "sample")
+
+
 def load_policy(path: str):
-    """Loads an exported policy; returns the SavedModel object (`.signatures[...]`)."""
+    """Loads an exported policy; returns the SavedModel object (`.signatures[...]`).
+    TfsacError where it does not load, or is not a policy as tfsac exports them."""
     check_saved_model(path)
     try:
-        return tf.saved_model.load(path)
+        model = tf.saved_model.load(path)
     # IndexError: a truncated variables file ("Read less bytes than requested").
     except (OSError, ValueError, IndexError, tf.errors.OpError) as e:
         raise TfsacError(f"cannot load the SavedModel at {path!r}: {first_line(e)}") from None
+    for name in POLICY_SIGNATURES:
+        fn = model.signatures.get(name)
+        inputs = fn.structured_input_signature[1] if fn is not None else {}
+        outputs = fn.structured_outputs if fn is not None else {}
+        if set(inputs) != {"observation"} or "action" not in outputs:
+            raise TfsacError(
+                f"the SavedModel at {path!r} is not a tfsac policy: it has no {name!r} "
+                f"signature from 'observation' to 'action' (its signatures: "
+                f"{', '.join(sorted(model.signatures)) or 'none'})"
+            )
+    return model
 
 
 def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
@@ -99,8 +115,9 @@ def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dic
 
 def checkpoint_learner(run_dir: str):
     """(learner, env spec, info) from a run directory's newest checkpoint that restores;
-    info: the run's config (a dict), the checkpoint and its step, the final evaluation's
-    seed and return."""
+    info: the run's config (a dict), the observation space, the checkpoint and its step,
+    and the seed and return of the evaluation of those weights (where one was made at that
+    step: a run stopped between evaluations has none)."""
     config = run_config(run_dir)
     env = make_env(config.env_id, env_kwargs=config.env_kwargs)
     spec = env_spec(config.env_id, env)
@@ -116,11 +133,13 @@ def checkpoint_learner(run_dir: str):
         observation_dim=spec.obs_dim,
         action_low=list(spec.action_low),
         action_high=list(spec.action_high),
+        observation_space_json=spec.observation_space_json,
         checkpoint=prefix,
         checkpoint_step=state["step"],
     )
     evaluations = state.get("evaluations") or []
-    if evaluations:  # the checkpoint's last evaluation, for scripts/evaluate.py to repeat
+    # The evaluation of these weights, for scripts/evaluate.py to repeat: not an earlier one.
+    if evaluations and evaluations[-1]["step"] == state["step"]:
         info.update(
             eval_seed=evaluations[-1]["seed"],
             eval_return_mean=evaluations[-1]["return_mean"],

@@ -37,7 +37,42 @@ def read_metadata(version_dir: str) -> Dict:
         raise TfsacError(f"cannot read {path!r}: {getattr(e, 'strerror', None) or e}") from None
     if not isinstance(metadata, dict):
         raise TfsacError(f"cannot read {path!r}: not a JSON object")
+    if problem := _metadata_problem(metadata):
+        raise TfsacError(f"cannot read {path!r}: {problem}")
     return metadata
+
+
+_NUMBER = (int, float)
+# The entries that readers use, and the JSON types policy_metadata writes them as.
+_ENTRY_TYPES = {
+    "env_id": str,
+    "env_kwargs": dict,
+    "observation_dim": int,
+    "observation_space_json": dict,
+    "action_low": list,
+    "action_high": list,
+    "eval_seed": (int, type(None)),
+    "eval_episodes": int,
+    "eval_return_mean": (*_NUMBER, type(None)),
+    "training_steps": int,
+}
+
+
+def _metadata_problem(metadata: Dict):
+    """What is wrong with a metadata object's entries (None where they read)."""
+    for key, kind in _ENTRY_TYPES.items():
+        value = metadata.get(key)
+        if key in metadata and (not isinstance(value, kind) or isinstance(value, bool)):
+            return f"its {key!r} is {value!r}, not what tfsac writes"
+    for key in ("action_low", "action_high"):
+        if not all(isinstance(v, _NUMBER) for v in metadata.get(key, [])):
+            return f"its {key!r} is {metadata[key]!r}, not a list of numbers"
+    if "observation_space_json" in metadata:
+        try:
+            space_from_json(metadata["observation_space_json"])
+        except (KeyError, TypeError, ValueError, AttributeError, TfsacError) as e:
+            return f"its 'observation_space_json' does not describe a space ({e!r})"
+    return None
 
 
 def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:

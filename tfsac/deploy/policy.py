@@ -71,15 +71,19 @@ class Policy:
             unit = learner.act(batch, deterministic=deterministic)
             return unit_to_bounds(unit, spec.action_low, spec.action_high)
 
-        metadata = {**info, "observation_space_json": spec.observation_space_json}
-        return cls(act, spec.obs_dim, _space(metadata), metadata)
+        return cls(act, spec.obs_dim, _space(info), info)
 
     def predict(self, observation: Any, deterministic: bool = True) -> np.ndarray:
+        if not isinstance(deterministic, (bool, np.bool_)):
+            raise TfsacError(f"deterministic must be True or False, got {deterministic!r}")
         batch, single = self._flat_batch(observation)
         if not np.isfinite(batch).all():  # the exported files answer NaN (docs/serving.md)
             rows = np.flatnonzero(~np.isfinite(batch).all(axis=1)).tolist()
             where = "" if single else f" (batch rows {rows[:10]})"
-            raise TfsacError(f"the observation holds NaN or infinite values{where}")
+            raise TfsacError(
+                f"the observation holds NaN or infinite values{where} (as float32, the "
+                "policy's input: beyond 3.4e38 is infinite)"
+            )
         actions = np.asarray(self._act(batch, deterministic))
         return actions[0] if single else actions
 
@@ -101,7 +105,7 @@ class Policy:
         if isinstance(space, gym.spaces.Box):
             array = _numbers(observation)
             if array.ndim and array.shape[1:] == space.shape:
-                return array.reshape(len(array), -1), False
+                return array.reshape(len(array), self.obs_dim), False
         try:
             items = list(observation)
         except TypeError:
@@ -117,7 +121,8 @@ class Policy:
 def _numbers(observation: Any) -> np.ndarray:
     """`observation` as a float32 array; TfsacError naming it where it is not numbers."""
     try:
-        return np.asarray(observation, np.float32)
+        with np.errstate(over="ignore"):  # beyond float32's range is said by predict
+            return np.asarray(observation, np.float32)
     except (TypeError, ValueError) as e:
         raise TfsacError(
             f"the observation must be numbers ({first_line(e)}), got {observation!r}"[:300]
@@ -129,11 +134,18 @@ def _contains(space: gym.Space, observation) -> bool:
     for a Box, a Python int for Discrete)."""
     try:
         if isinstance(space, gym.spaces.Box):
-            return np.asarray(observation).shape == space.shape
+            array = np.asarray(observation)
+            return array.shape == space.shape and array.dtype.kind in "biuf"
+        # Discrete parts flatten to one-hot columns: their values index, so integers only.
         if isinstance(space, gym.spaces.Discrete):
-            return np.ndim(observation) == 0 and space.contains(np.int64(observation))
-        if isinstance(space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
-            return np.asarray(observation).shape == space.shape
+            return _integers(observation, ()) and space.contains(np.int64(observation))
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            return _integers(observation, space.shape) and space.contains(
+                np.asarray(observation, space.dtype)
+            )
+        if isinstance(space, gym.spaces.MultiBinary):  # 0 and 1, as ints or floats
+            array = np.asarray(observation)
+            return array.dtype.kind in "biuf" and space.contains(array)
         if isinstance(space, gym.spaces.Dict):
             return (
                 isinstance(observation, dict)
@@ -149,6 +161,12 @@ def _contains(space: gym.Space, observation) -> bool:
     except (TypeError, ValueError):
         return False
     return False
+
+
+def _integers(observation, shape) -> bool:
+    """Whether `observation` is integers (not 1.5, not '1') of `shape`."""
+    array = np.asarray(observation)
+    return array.shape == shape and array.dtype.kind in "biu"
 
 
 def _space(metadata: Dict) -> Optional[gym.Space]:

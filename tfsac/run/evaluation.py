@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from absl import logging
 
-from tfsac.data.envs import env_spec, make_env, unit_to_bounds
+from tfsac.data.envs import env_spec, make_env, space_from_json, unit_to_bounds
 from tfsac.errors import TfsacError
 from tfsac.logs import progress_bar
 from tfsac.run.rendering import RenderedEnv
@@ -152,6 +152,12 @@ def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
             f"{env_id} has {spec.obs_dim}-dimensional observations; the policy takes "
             f"{info['observation_dim']}"
         )
+    trained_on, env_space = info.get("observation_space_json"), spec.observation_space_json
+    if trained_on and env_space and _layout(trained_on) != _layout(env_space):
+        raise TfsacError(
+            f"{env_id}'s observations ({spec.observation_space}) flatten differently from "
+            f"those the policy was trained on ({space_from_json(trained_on)})"
+        )
     low, high = info.get("action_low"), info.get("action_high")
     if low is not None and high is not None:
         if len(low) != spec.action_dim or not (
@@ -161,6 +167,20 @@ def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
                 f"{env_id}'s actions (bounds {list(spec.action_low)} to "
                 f"{list(spec.action_high)}) are not the policy's ({low} to {high})"
             )
+
+
+def _layout(space_json: Dict):
+    """A space's description (tfsac.data.envs.space_to_json) without a Box's bounds or
+    any dtype: what decides how its observations flatten into the policy's columns."""
+    kind = space_json.get("type")
+    if kind == "Box":
+        return kind, tuple(space_json["shape"])
+    if kind in ("Dict", "Tuple"):
+        spaces = space_json["spaces"]
+        if kind == "Dict":
+            return kind, {k: _layout(v) for k, v in spaces.items()}
+        return kind, [_layout(v) for v in spaces]
+    return {k: v for k, v in space_json.items() if k != "dtype"}
 
 
 class Evaluator:

@@ -264,9 +264,12 @@ def config_from_flags(tfsac=None, resume: bool = False):
     from tfsac.files import RunDir
 
     try:
-        saved = (
-            RunDir(flags.FLAGS.run_dir).read_config() if resume and flags.FLAGS.run_dir else None
-        )
+        saved = None
+        if resume and flags.FLAGS.run_dir:
+            run = RunDir(flags.FLAGS.run_dir)
+            if problem := run.missing_config():  # unset flags would take their defaults
+                fail(problem)
+            saved = run.read_config()
         values = SACConfig.from_dict(saved).to_dict() if saved is not None else {}
         for field, _ in _config_fields():
             flag = flags.FLAGS[field.metadata["flag"] or field.name]

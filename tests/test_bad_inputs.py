@@ -75,6 +75,7 @@ CASES = [
     ("train", ["--min_evaluations=5"], "min_evaluations needs stop_after_no_improvement"),
     ("train", ["--resume", "--run_dir=oldrun", "--batch_size=16"], "batch_size=16 differs"),
     ("train", ["--resume", "--run_dir=oldrun", "--total_steps=2000"], "total_steps can only grow"),
+    ("train", ["--resume", "--run_dir=lost"], "holds a run's files but no config.json"),
     # Recorded data (folders that _folder writes; "nodata" is no folder: a Minari id).
     ("train", ["--offline_data=nodata"], "'nodata': no such folder, and no Minari dataset"),
     ("train", ["--offline_data=/gone/data"], "offline_data '/gone/data': no such folder"),
@@ -171,6 +172,7 @@ def _folder(root, index):
     (folder / "blocker").write_text("a file where a folder should be")
     config = SACConfig(total_steps=5000, run_dir="oldrun").to_dict()
     (folder / "oldrun" / "config.json").write_text(json.dumps(config))
+    (folder / "lost" / "checkpoints").mkdir(parents=True)  # a run without its config.json
     _recorded_data(folder)
     return folder
 

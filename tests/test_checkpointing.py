@@ -1,5 +1,6 @@
 """Checkpoints: full round trip, exact resume, determinism, refusals, faults."""
 
+import json
 import os
 import shutil
 import signal
@@ -117,6 +118,28 @@ def test_resume_restores_everything_exactly(tmp_path, options):
     # the stop at 100 fell mid-episode), so the resumed run is the uninterrupted one.
     _assert_same_state(resumed, full)
     np.testing.assert_array_equal(resumed.buffer.observation[:200], full.buffer.observation[:200])
+
+
+def test_a_resume_takes_the_settings_of_the_run_not_an_edited_config_json(tmp_path):
+    """Found by an independent tester: an edited config.json changed the learning rate.
+    (Without config.json, train.py refuses to resume: test_bad_inputs.py.)"""
+    _run(tmp_path / "run", total_steps=100)
+    config_file = tmp_path / "run" / "config.json"
+    saved = json.loads(config_file.read_text())
+    edited = {**saved, "learning_rate": 1e-3}
+    cases = [  # config.json's text, the config resumed with (as train.py builds it), error
+        ("[]", _config(tmp_path / "run"), "config.json: not a JSON object"),
+        (
+            json.dumps(edited),
+            SACConfig.from_dict(edited),
+            "ckpt-100 was trained with other settings: learning_rate=0.001 differs from",
+        ),
+    ]
+    for text, config, message in cases:
+        config_file.write_text(text)
+        with pytest.raises(TfsacError, match=message):
+            Trainer(config, export=False, resume=True)
+    assert "broken" not in os.listdir(tmp_path / "run" / "checkpoints")  # nothing set aside
 
 
 def test_resume_refuses_incompatible_config(tmp_path):

@@ -135,6 +135,18 @@ def test_an_env_factory_that_makes_no_env_is_one_clear_error(tmp_path):
         train(cfg, env_fn=lambda: (_ for _ in ()).throw(ValueError("no simulator")))
 
 
+def test_a_window_on_a_machine_without_a_display_is_refused_before_the_run(tmp_path, monkeypatch):
+    """Found by an independent tester: pygame ended the run with a segmentation fault at its
+    first frame, and left a half-made run directory."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setattr("sys.platform", "linux")
+    cfg = tiny_config(tmp_path, "Pendulum-v1", env_kwargs={"render_mode": "human"})
+    with pytest.raises(TfsacError, match="render_mode='human' opens a window, and this machine"):
+        train(cfg)
+    assert not os.path.exists(cfg.run_dir)
+
+
 class _FailingEnv(gym.Env):
     observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
     action_space = gym.spaces.Box(-1, 1, (1,), np.float32)

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import pathlib
 import sys
 
 import numpy as np
@@ -370,3 +371,12 @@ def test_numbers_of_other_types_become_the_fields_types():
     assert type(config.batch_size) is int and type(config.buffer_size) is int
     assert config.gamma == 1  # an int where a float goes
     json.dumps(config.to_dict())  # numpy scalars would not write into config.json
+    paths = SACConfig(run_dir=pathlib.Path("runs/a"), export_dir=pathlib.PurePosixPath("m"))
+    assert (paths.run_dir, paths.export_dir) == ("runs/a", "m")  # path objects: their text
+
+
+def test_a_run_of_something_else_than_a_config_is_one_line():
+    from tfsac import train
+
+    with pytest.raises(TfsacError, match="a run takes a tfsac.SACConfig, got dict"):
+        train({"env_id": "Pendulum-v1"})

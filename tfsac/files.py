@@ -113,9 +113,23 @@ class RunDir:
         """The run's config.json (a SACConfig dict), or None before a run started here."""
         return self._read(CONFIG_FILE)
 
+    def missing_config(self) -> Optional[str]:
+        """Why a resume that fills unset settings from config.json cannot (a run's files
+        without it, which would resume with defaults), or None."""
+        if os.path.exists(self.file(CONFIG_FILE)) or not self.holds_a_run():
+            return None
+        return (
+            f"run directory {self.path!r} holds a run's files but no {CONFIG_FILE}, the "
+            f"settings it was started with: restore that file (each checkpoint's "
+            f"{CHECKPOINT_STATE_FILE} keeps them under 'config') or use another run directory"
+        )
+
     def read_summary(self) -> Optional[Dict]:
         """The finished run's summary, or None while the run is not finished."""
         return self._read(SUMMARY_FILE)
 
     def _read(self, name: str) -> Optional[Dict]:
-        return read_json(self.file(name))
+        data = read_json(self.file(name))
+        if data is not None and not isinstance(data, dict):
+            raise TfsacError(f"cannot read {self.file(name)}: not a JSON object")
+        return data

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import math
 import numbers
+import os
 import typing
 from typing import Any, Callable, Optional
 
@@ -123,6 +124,10 @@ def _typed(hint, value):
     elif kind in (str, dict):
         if isinstance(value, kind):
             return value
+        # A pathlib.Path where a path goes (run_dir, export_dir, offline_data, ...).
+        if kind is str and isinstance(value, os.PathLike):
+            if isinstance(path := os.fspath(value), str):
+                return path
     else:  # a type no option has had so far: no check
         return value
     raise TypeError(_KINDS[kind])

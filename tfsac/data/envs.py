@@ -134,6 +134,20 @@ def check_env_id(env_id: str) -> None:
         raise TfsacError(f"cannot make environment {env_id!r}: {e}") from None
 
 
+def _check_display(env_id: str, render_mode) -> None:
+    """TfsacError for a window on a Linux machine without a display: pygame and MuJoCo's
+    viewer end the process with a segmentation fault at the first frame."""
+    headless = sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
+    if render_mode == "human" and headless:
+        raise TfsacError(
+            f"{env_id} with render_mode='human' opens a window, and this machine has no "
+            "display (neither DISPLAY nor WAYLAND_DISPLAY is set): leave render_mode out "
+            "(videos: --video_every, or scripts/evaluate.py --video_dir)"
+        )
+
+
 def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -> gym.Env:
     """`gymnasium.make(env_id, **env_kwargs)`, observations flattened to a float vector.
 
@@ -152,6 +166,7 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     kwargs = dict(env_kwargs or {})
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
+    _check_display(env_id, kwargs.get("render_mode"))
     _find_modules_in_the_current_directory(env_id)
     mujoco_warnings_logged()
     try:

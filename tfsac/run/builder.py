@@ -23,6 +23,7 @@ from tfsac.data.her import her_buffer
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.update_schedule import UpdateSchedule
+from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINTS_DIR, CONFIG_FILE, VIDEOS_DIR, RunDir, write_json
 from tfsac.run.callbacks import Callback, CallbackList, FunctionCallback
 from tfsac.run.checkpointing import Checkpointer, check_compatible
@@ -66,6 +67,11 @@ def seeded(config: SACConfig, export: Optional[bool]) -> SACConfig:
     """The config with `export` (when not None), resolved (tfsac.algorithm.resolve); sets the
     Python, numpy and TF seeds from it (before any env is made) and TF's op determinism when
     asked."""
+    if not isinstance(config, SACConfig):  # a dict of options, say
+        raise TfsacError(
+            f"a run takes a tfsac.SACConfig, got {type(config).__name__}: make one with "
+            "SACConfig(env_id=..., ...) or SACConfig.from_dict(...)"
+        )
     if export is not None:
         config = dataclasses.replace(config, export=export)
     config = resolve(config)
@@ -225,6 +231,12 @@ def _restore_latest(config, run_dir, checkpointer, buffer, schedule, updates, mi
 
     def check(state, prefix):
         check_compatible(state["config"], config.to_dict(), prefix)
+        # The start checked the settings against config.json; these are the ones that
+        # trained the checkpoint (a config.json edited by hand passes the first check).
+        try:
+            config.resume_changes(state["config"])
+        except TfsacError as e:
+            raise TfsacError(f"checkpoint {prefix} was trained with other settings: {e}") from None
         if mixed is not None:
             mixed.load_state(state, prefix)
 

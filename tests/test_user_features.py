@@ -198,6 +198,34 @@ def test_video_progress_and_log_lines(tmp_path, capfd, caplog, monkeypatch):
     assert any(m.startswith("wrote ") and ": 13 frames in " in m for m in logged), logged
 
 
+def test_a_stop_request_ends_a_video_at_once_and_removes_it(tmp_path, monkeypatch, caplog):
+    """Found by an independent tester: Ctrl-C waited for the evaluation's video (about a
+    minute for MuJoCo) before the checkpoint and the exit."""
+    from tfsac.run.evaluation import record_video
+
+    for name in DISPLAY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    caplog.set_level(logging.INFO, logger="absl")
+    calls = []
+
+    def policy(obs):
+        calls.append(1)
+        return np.zeros((1, 1), np.float32)
+
+    record_video(
+        "Pendulum-v1",
+        policy,
+        str(tmp_path / "videos"),
+        "stopped",
+        episodes=2,
+        env_kwargs={"max_episode_steps": 50},
+        stop=lambda: len(calls) >= 5,  # as the trainer's flag after a SIGINT at frame 6
+    )
+    assert len(calls) == 5 and os.listdir(tmp_path / "videos") == []  # no second episode
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("stopped-episode-0.mp4 at a stop request; removed it" in m for m in logged)
+
+
 def _plot_cli(run_dirs, out):
     return subprocess.run(
         [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -96,6 +97,7 @@ def record_video(
     seed: Optional[int] = None,
     env_kwargs: Optional[dict] = None,
     progress: Optional[bool] = None,
+    stop: Optional[Callable[[], bool]] = None,
 ) -> List[float]:
     """Runs `episodes` episodes of `env_id` rendered in a worker process
     (tfsac.run.rendering) and writes `<folder>/<name_prefix>-episode-<i>.mp4`; returns the
@@ -103,6 +105,8 @@ def record_video(
 
     `progress`: a bar of frames on stderr (default: when stderr is a terminal). Each video
     also logs a line when it starts and one with its frames and time when written.
+    `stop`: polled at every frame; once true, the video being recorded is removed and no
+    other starts (a MuJoCo video takes about a minute: longer than a preemption's notice).
     """
     try:
         os.makedirs(folder, exist_ok=True)
@@ -120,13 +124,18 @@ def record_video(
                 obs = env.reset(path, seed=seeds[i])
                 bar.update()
                 total, done = 0.0, False
-                while not done:
+                while not done and not (stop is not None and stop()):
                     action = policy(np.asarray(obs, np.float32)[None])[0]
                     obs, reward, terminated, truncated = env.step(action)
                     bar.update()
                     total += reward
                     done = terminated or truncated
                 written = env.end_video()
+            if not done:  # stopped: half an episode is no video of the policy
+                with contextlib.suppress(OSError):
+                    os.remove(path)
+                logging.warning("stopped recording %s at a stop request; removed it", path)
+                break
             seconds = time.perf_counter() - start
             logging.info(
                 "wrote %s: %d frames in %.1f s (%.0f frames/s)",
@@ -203,6 +212,9 @@ class Evaluator:
         self.videos_dir = videos_dir
         self._make_env = make_env
         self._copies: List[gym.Env] = []  # made at the first evaluation
+        # Whether the run was asked to stop (the trainer's SIGINT/SIGTERM flag): a video
+        # being recorded then ends at once.
+        self.stop_requested: Callable[[], bool] = lambda: False
 
     def envs(self) -> List[gym.Env]:
         """`env` and the copies (of `make_env`) that run its episodes beside it."""
@@ -250,6 +262,7 @@ class Evaluator:
             cfg.seed + 7,
             cfg.env_kwargs,
             progress=cfg.progress_bar,
+            stop=self.stop_requested,
         )
 
     def close(self) -> None:

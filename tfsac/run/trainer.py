@@ -157,6 +157,7 @@ class Trainer:
         try:
             self.callbacks.on_training_start(self)
             with StopSignals() as stop, bar, lines_above(bar):
+                self.evaluator.stop_requested = lambda: stop.received is not None
                 if cfg.total_steps:
                     self._collect_and_learn(stop)
                 else:

@@ -97,6 +97,7 @@ CASES = [
     ("collect", ["--env=Pendulum-v1"], "--output is required"),
     ("collect", ["--output=out", "--env=NoSuchEnv-v0", "--format=npz"], "NoSuchEnv-v0"),
     ("collect", ["--output=blocker", "--env=Pendulum-v1", "--format=npz"], "already exists"),
+    ("collect", ["--output=blocker/x", "--env=Pendulum-v1", "--format=npz"], "Not a directory"),
     ("collect", ["--output=out", "--env=Pendulum-v1"], "needs a dataset id"),
     ("collect", ["--output=o", "--env=Pendulum-v1", "--dataset_id=../x-v0"], "dataset_id must"),
     ("collect", ["--output=o", "--env=Pendulum-v1", "--dataset_id=medium"], "dataset_id must"),

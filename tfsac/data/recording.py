@@ -23,6 +23,7 @@ import numpy as np
 from tfsac.data.envs import make_env, unit_to_bounds
 from tfsac.data.offline_data import EPISODE_FIELDS, NPZ_FORMAT, NPZ_META_FILE
 from tfsac.errors import TfsacError
+from tfsac.files import check_writable
 
 Policy = Callable[[np.ndarray], np.ndarray]  # a batch of observations -> env-unit actions
 FORMATS = ("minari", "npz")
@@ -121,11 +122,7 @@ def check_output(output: str, fmt: str, dataset_id: Optional[str]) -> str:
     target = output if fmt == "npz" else os.path.join(output, dataset_id)
     if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
         raise TfsacError(f"{target!r} already exists; choose another output or dataset id")
-    parent = os.path.dirname(os.path.abspath(target))
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.access(parent, os.W_OK):
-        raise TfsacError(f"cannot write the dataset to {target!r}: {parent!r} is not writable")
+    check_writable(target)  # a folder in the way is a file, not writable, ...: one line
     return target
 
 

@@ -99,6 +99,7 @@ def test_a_stopped_run_continues_with_more_steps(stopped, tmp_path):
     steps = [e["step"] for e in continued.summary["evaluations"]]
     assert steps == [20, 40, 60, 80, 120, 160, 200, 240]
     assert continued.summary["resumed_from"].endswith(f"ckpt-{STOP_AT}")
+    assert os.path.isabs(continued.summary["resumed_from"])  # as "checkpoint"
     assert continued.summary["env_steps"] == continued.summary["total_steps"] == 240
     assert continued.learner.update_count == 40  # from learning_starts=200 on
     assert continued.saved_model_path.endswith(os.path.join("counter_v0", "2"))

@@ -283,8 +283,8 @@ class Trainer:
             wall_time,
             self.learning_clock.seconds(),
             stop={"step": self.loop.step, "reason": reason} if stopped else None,
-            resumed_from=self.resumed_from,
             # Absolute, as saved_model_path: usable from any directory.
+            resumed_from=self.resumed_from and os.path.abspath(self.resumed_from),
             checkpoint=latest and os.path.abspath(latest),
             saved_model_path=export_trained_policy(self.config, self.learner, self.spec, final)
             if self.config.export

@@ -4,6 +4,7 @@ stop and keep-best options, and a finished run continued with more steps."""
 import csv
 import dataclasses
 import json
+import logging
 import os
 import shutil
 
@@ -73,10 +74,19 @@ def test_keep_best_exports_each_new_best_as_a_version(stopped):
     assert [(m["training_steps"], m["eval_return_mean"]) for m in steps] == [(20, 3.0), (40, 4.0)]
 
 
-def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped):
+def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped, caplog):
     config, result = stopped
+    caplog.set_level(logging.INFO, logger="absl")
     again = tfsac.train(config, resume=True, quiet=True)
     assert again.stop_reason == result.stop_reason and again.summary == result.summary
+    # Nor with other stop options, and it says what would continue it.
+    looser = dataclasses.replace(config, stop_after_no_improvement=5)
+    assert tfsac.train(looser, resume=True, quiet=True).summary == result.summary
+    assert any(
+        "already complete (stopped by its callbacks; a larger total_steps continues it)"
+        in r.getMessage()
+        for r in caplog.records
+    )
 
 
 @pytest.mark.slow

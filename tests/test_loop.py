@@ -1,6 +1,7 @@
 """The environment loop: termination vs truncation, bounds, outputs."""
 
 import json
+import logging
 import os
 
 import gymnasium as gym
@@ -296,3 +297,21 @@ def test_the_long_run_notice_says_the_hours_left_past_an_hour_only():
     assert long_run_notice(3600 * 50, 50.0) is None  # exactly an hour
     notice = long_run_notice(900_000, 50.0)
     assert notice.startswith("at 50 env steps/s, the 900,000 steps left take about 5.0 hours")
+
+
+def test_an_out_of_date_env_version_is_one_warning_line_once(caplog, recwarn, monkeypatch):
+    """gymnasium warns through Python's warnings, in colour codes, at each env made (twice
+    before the first step: the start checks' env and the run's)."""
+    from tfsac.data import envs
+    from tfsac.data.envs import make_env
+
+    monkeypatch.setattr(envs, "_SAID", set())  # what this process said before
+    caplog.set_level(logging.WARNING, logger="absl")
+    for _ in range(2):
+        make_env("HalfCheetah-v4").close()
+    said = [r.getMessage() for r in caplog.records if "out of date" in r.getMessage()]
+    assert said == [
+        "The environment HalfCheetah-v4 is out of date. You should consider upgrading to "
+        "version `v5`."
+    ]
+    assert not [w for w in recwarn if "out of date" in str(w.message)]

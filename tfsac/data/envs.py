@@ -6,13 +6,16 @@ import dataclasses
 import functools
 import importlib.util
 import os
+import re
 import sys
 import time
+import warnings
 from importlib.machinery import PathFinder
 from typing import Callable, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
+from absl import logging
 
 from tfsac.data.goals import GoalColumns, goal_columns
 from tfsac.errors import TfsacError
@@ -170,14 +173,30 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     _find_modules_in_the_current_directory(env_id)
     mujoco_warnings_logged()
     try:
-        env = gym.make(env_id, **kwargs)
+        with warnings.catch_warnings(record=True) as caught:
+            env = gym.make(env_id, **kwargs)
     except gym.error.Error as e:
         raise TfsacError(f"cannot make environment {env_id!r}: {e}") from None
     except ModuleNotFoundError as e:
         raise TfsacError(f"environment {env_id!r} needs a missing module: {e}") from None
     except TypeError as e:
         raise TfsacError(f"environment {env_id!r} rejects its arguments: {e}") from None
+    for warning in caught:
+        _say_once(str(warning.message))
     return _checked(env, env_id)
+
+
+_SAID = set()
+_TERMINAL_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _say_once(message: str) -> None:
+    """A warning of making an env ("Pendulum-v0 is out of date", ...) as one warning line,
+    once per process (not Python's two lines with gymnasium's colour codes per env copy)."""
+    text = _TERMINAL_COLOURS.sub("", message).removeprefix("WARN: ").strip()
+    if text not in _SAID:
+        _SAID.add(text)
+        logging.warning("%s", text)
 
 
 def _find_modules_in_the_current_directory(env_id: str) -> None:

@@ -227,14 +227,12 @@ def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "n
     check_readable(version_dir)
     metadata = read_metadata(version_dir)
     names = [n for n in formats if n in FILES]
-    paths = [os.path.join(version_dir, FILES[n]) for n in names]
     if not names:
         return []
+    paths = [os.path.join(version_dir, FILES[n]) for n in names]
+    tmp_dir = None
     try:
         tmp_dir = temp_folder(os.path.dirname(os.path.abspath(version_dir)))
-    except OSError as e:
-        raise TfsacError(f"cannot write {paths[0]!r}: {e.strerror or e}") from None
-    try:
         # Every file is converted before any is renamed: a failed conversion leaves the
         # version as it was, not with one format replaced.
         for name in names:
@@ -244,12 +242,10 @@ def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "n
             else:
                 write_onnx(version_dir, tmp, metadata)
         for name, path in zip(names, paths, strict=True):
-            try:
-                os.replace(os.path.join(tmp_dir, FILES[name]), path)
-            except OSError as e:
-                raise TfsacError(f"cannot write {path!r}: {e.strerror or e}") from None
+            os.replace(os.path.join(tmp_dir, FILES[name]), path)
     except OSError as e:
         raise TfsacError(f"cannot write in {version_dir!r}: {e.strerror or e}") from None
     finally:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+        if tmp_dir is not None:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
     return paths

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from functools import partial
-from typing import Callable, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import keras
 import tensorflow as tf
@@ -61,6 +61,16 @@ class RunParts:
 
     def finished(self) -> bool:
         return self.source is None
+
+    def completed_summary(self) -> Dict:
+        """A finished run's summary.json, after a line saying that the run is complete."""
+        summary = self.files.read_summary()
+        # A stopped run's stop options no longer apply: only more steps continue it.
+        more = ""
+        if summary.get("stop"):
+            more = " (stopped by its callbacks; a larger total_steps continues it)"
+        logging.info("run in %s is already complete%s", self.run_dir, more)
+        return summary
 
 
 def seeded(config: SACConfig, export: Optional[bool]) -> SACConfig:

@@ -145,11 +145,8 @@ class Trainer:
         """Trains from the current step to `total_steps`, or until a callback stops it;
         returns the finished run."""
         if self.parts.finished():
-            summary = self.parts.files.read_summary()
+            summary = self.parts.completed_summary()
             saved, stop = summary.get("saved_model_path"), summary.get("stop") or {}
-            # A stopped run's stop options no longer apply: only more steps continue it.
-            more = " (stopped by its callbacks; a larger total_steps continues it)" if stop else ""
-            logging.info("run in %s is already complete%s", self.run_dir, more)
             return self._result(saved, summary, stop.get("reason"))
         cfg, loop = self.config, self.loop
         self.session_clock = Stopwatch(before=loop.wall_time_s)

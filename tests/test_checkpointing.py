@@ -120,13 +120,13 @@ def test_resume_restores_everything_exactly(tmp_path, options):
     np.testing.assert_array_equal(resumed.buffer.observation[:200], full.buffer.observation[:200])
 
 
-def test_a_resume_takes_the_settings_of_the_run_not_an_edited_config_json(tmp_path):
+def test_a_resume_takes_the_settings_of_the_run_not_an_edited_config_json(tmp_path, finished_run):
     """Found by an independent tester: an edited config.json changed the learning rate.
     (Without config.json, train.py refuses to resume: test_bad_inputs.py.)"""
-    _run(tmp_path / "run", total_steps=100)
+    shutil.copytree(finished_run, tmp_path / "run")
     config_file = tmp_path / "run" / "config.json"
     saved = json.loads(config_file.read_text())
-    edited = {**saved, "learning_rate": 1e-3}
+    edited = {**saved, "learning_rate": 1e-3, "run_dir": str(tmp_path / "run")}
     cases = [  # config.json's text, the config resumed with (as train.py builds it), error
         ("[]", _config(tmp_path / "run"), "config.json: not a JSON object"),
         (

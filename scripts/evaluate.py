@@ -1,4 +1,4 @@
-"""Run a trained policy: a SavedModel or a run's latest checkpoint.
+"""Run a trained policy: a SavedModel or a run's checkpoint (its newest, or --step's).
 
 python scripts/evaluate.py --saved_model=saved_models/pendulum_v1/1 --episodes=10
 python scripts/evaluate.py --run_dir=runs/cheetah --video_dir=videos
@@ -23,6 +23,9 @@ from tfsac.files import run_config  # noqa: E402 - TF-free
 
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder exported by tfsac.")
 flags.DEFINE_string("run_dir", None, "A run directory: its latest checkpoint is used.")
+flags.DEFINE_integer(
+    "step", None, "With --run_dir: the checkpoint of this env step (default: the newest)."
+)
 flags.DEFINE_string("env", None, "Env id (default: the one the policy was trained on).")
 flags.DEFINE_string("env_kwargs", None, "JSON keyword arguments for gymnasium.make.")
 flags.DEFINE_integer(
@@ -44,6 +47,8 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     if (FLAGS.saved_model is None) == (FLAGS.run_dir is None):
         fail("give exactly one of --saved_model and --run_dir")
+    if FLAGS.saved_model and FLAGS.step is not None:
+        fail("--step applies to --run_dir (which of its checkpoints to run)")
     for name, check in (("episodes", EPISODES), ("seed", SEED)):
         if FLAGS[name].value is not None and (error := check.error(f"--{name}", FLAGS[name].value)):
             fail(error)
@@ -53,7 +58,7 @@ def main(argv):
         if FLAGS.saved_model:
             check_saved_model(FLAGS.saved_model)
         else:
-            run_config(FLAGS.run_dir, need_checkpoint=True)
+            run_config(FLAGS.run_dir, need_checkpoint=True, step=FLAGS.step)
     except TfsacError as e:
         fail(str(e))
     tfsac = import_tfsac()
@@ -64,7 +69,7 @@ def main(argv):
         if FLAGS.saved_model:
             policy, info = loading.saved_model_policy(FLAGS.saved_model, FLAGS.stochastic)
         else:
-            policy, info = loading.checkpoint_policy(FLAGS.run_dir, FLAGS.stochastic)
+            policy, info = loading.checkpoint_policy(FLAGS.run_dir, FLAGS.stochastic, FLAGS.step)
             print(f"checkpoint: {info['checkpoint']} (step {info['checkpoint_step']})")
         env_id = FLAGS.env or info.get("env_id")
         if not env_id:

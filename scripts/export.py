@@ -1,8 +1,10 @@
 """Write a trained policy in more formats: LiteRT (policy.tflite) and ONNX (policy.onnx),
-beside an exported SavedModel, or as a new version from a run's latest checkpoint.
+beside an exported SavedModel, or as a new version from a run's checkpoint (its newest, or
+the one of env step --step).
 
 python scripts/export.py --saved_model=saved_models/pendulum_v1/1 --formats=tflite,onnx
 python scripts/export.py --run_dir=runs/cheetah --formats=saved_model,onnx
+python scripts/export.py --run_dir=runs/cheetah --step=20000 --formats=saved_model
 python scripts/export.py --saved_model=saved_models/pendulum_v1/1 --formats=tflite --quantize=int8
 """
 
@@ -30,6 +32,9 @@ from tfsac.paths import check_plain_name  # noqa: E402
 
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder: the files go beside it.")
 flags.DEFINE_string("run_dir", None, "A run directory: a new version from its latest checkpoint.")
+flags.DEFINE_integer(
+    "step", None, "With --run_dir: the checkpoint of this env step (default: the newest)."
+)
 flags.DEFINE_string("formats", "tflite,onnx", f"Comma list of {', '.join(EXPORT_FORMATS)}.")
 flags.DEFINE_string("export_dir", "saved_models", "With --run_dir: where the version goes.")
 flags.DEFINE_string("model_name", None, "With --run_dir: the model name (default from the env).")
@@ -53,6 +58,8 @@ def _checked():
         raise TfsacError(
             f"--formats must be a comma list of {', '.join(EXPORT_FORMATS)}, got {FLAGS.formats!r}"
         )
+    if FLAGS.saved_model and FLAGS.step is not None:
+        raise TfsacError("--step applies to --run_dir (which of its checkpoints to export)")
     if FLAGS.model_name is not None:
         if FLAGS.saved_model:
             raise TfsacError("--model_name applies to --run_dir (a new version of that model)")
@@ -64,7 +71,7 @@ def _checked():
         check_saved_model(FLAGS.saved_model)
         check_writable(FLAGS.saved_model)
         return formats, None
-    config = run_config(FLAGS.run_dir, need_checkpoint=True)
+    config = run_config(FLAGS.run_dir, need_checkpoint=True, step=FLAGS.step)
     check_writable(os.path.join(FLAGS.export_dir, _model_name(config)))
     return formats, config
 
@@ -102,7 +109,7 @@ def main(argv):
                 print(path)
             _say_quantization_error(FLAGS.saved_model)
             return
-        learner, spec, info = checkpoint_learner(FLAGS.run_dir)
+        learner, spec, info = checkpoint_learner(FLAGS.run_dir, FLAGS.step)
         final = {  # the evaluation of these weights, where the run made one
             "step": info["checkpoint_step"],
             "return_mean": info.get("eval_return_mean"),

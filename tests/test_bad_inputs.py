@@ -7,6 +7,7 @@ others need it), once per session; each case is its own test."""
 import concurrent.futures
 import json
 import os
+import shutil
 import sys
 
 import pytest
@@ -115,6 +116,8 @@ CASES = [
     ("evaluate", ["--run_dir=oldrun", "--episodes=0"], "--episodes must be in [1, 1000000], got 0"),
     ("evaluate", ["--run_dir=oldrun", "--episodes=4294967296"], "--episodes must be in [1, 1000"),
     ("evaluate", ["--run_dir=oldrun", "--seed=-5"], "--seed must be in [0, 2**32 - 1], got -5"),
+    ("evaluate", ["--run_dir=ckptrun", "--step=150"], "of step 150 in 'ckptrun'/checkpoints (st"),
+    ("evaluate", ["--saved_model=missing", "--step=100"], "--step applies to --run_dir"),
     # sweep.py (with --sweep_dir=sweep unless the case gives one)
     ("sweep", ["--grid=learning_rat=1e-3"], "unknown training flag --learning_rat"),
     ("sweep", ["--grid=learning_rate="], "learning_rate: no values"),
@@ -141,6 +144,8 @@ CASES = [
     ("export", ["--saved_model=missing"], "no SavedModel at 'missing'"),
     ("export", ["--run_dir=oldrun"], "no checkpoint that restores"),
     ("export", ["--run_dir=missing"], "not a tfsac run directory"),
+    ("export", ["--run_dir=ckptrun", "--step=150"], "'ckptrun'/checkpoints (steps: 200, 100)"),
+    ("export", ["--saved_model=missing", "--step=100"], "--step applies to --run_dir"),
     ("export", ["--saved_model=blocker", "--formats=tflite,pb"], "--formats must be a comma list"),
     ("export", ["--saved_model=blocker", "--formats=onnx", "--quantize=int8"], "applies to tflite"),
     ("export", ["--run_dir=oldrun", "--model_name=../evil"], "--model_name must be a folder name"),
@@ -174,6 +179,10 @@ def _folder(root, index):
     config = SACConfig(total_steps=5000, run_dir="oldrun").to_dict()
     (folder / "oldrun" / "config.json").write_text(json.dumps(config))
     (folder / "lost" / "checkpoints").mkdir(parents=True)  # a run without its config.json
+    shutil.copytree(folder / "oldrun", folder / "ckptrun")  # with checkpoints of two steps
+    (folder / "ckptrun" / "checkpoints").mkdir()
+    for step in (100, 200):
+        (folder / "ckptrun" / "checkpoints" / f"ckpt-{step}.index").write_bytes(b"")
     _recorded_data(folder)
     return folder
 

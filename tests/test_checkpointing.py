@@ -232,6 +232,20 @@ def test_a_lost_or_unreadable_index_resumes_from_the_newest_complete_checkpoint(
     ]
 
 
+def test_a_named_step_loads_that_checkpoint_and_a_missing_one_lists_the_kept(two_checkpoints):
+    run_dir = str(two_checkpoints)
+    newest, info = checkpoint_policy(run_dir)
+    older, older_info = checkpoint_policy(run_dir, step=100)
+    assert info["checkpoint_step"] == 200 and older_info["checkpoint_step"] == 100
+    assert older_info["checkpoint"].endswith("ckpt-100")
+    # The run evaluated at 150 and 200: step 100's weights have no evaluation to repeat.
+    assert "eval_return_mean" in info and "eval_return_mean" not in older_info
+    obs = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    assert not np.allclose(newest(obs), older(obs))
+    with pytest.raises(TfsacError, match=r"no checkpoint of step 150 in .*\(steps: 200, 100\)"):
+        checkpoint_policy(run_dir, step=150)
+
+
 def test_a_checkpoint_newer_than_the_index_is_used(tmp_path, two_checkpoints):
     # A kill between the TF files of ckpt-200 and the index leaves the index at ckpt-100.
     shutil.copytree(two_checkpoints, tmp_path / "run")

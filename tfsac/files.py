@@ -8,7 +8,7 @@ import json
 import os
 import re
 import tempfile
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError
@@ -51,19 +51,35 @@ def default_model_name(env_id: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", env_id.lower()).strip("_") or "policy"
 
 
-def run_config(run_dir: str, need_checkpoint: bool = False):
+_INDEX_NAME = re.compile(r"ckpt-(\d+)\.index")
+
+
+def checkpoint_steps(checkpoints_dir: str) -> List[int]:
+    """The env steps of the checkpoints in `checkpoints_dir` whose TF files are complete
+    (TF writes a checkpoint's index file last), newest first; whether they restore is for
+    the reader to say."""
+    try:
+        names = os.listdir(checkpoints_dir)
+    except OSError:
+        return []
+    return sorted((int(m.group(1)) for m in map(_INDEX_NAME.fullmatch, names) if m), reverse=True)
+
+
+def run_config(run_dir: str, need_checkpoint: bool = False, step: Optional[int] = None):
     """The SACConfig of the run in `run_dir`; TfsacError where it holds none, or with
-    `need_checkpoint` where it holds no checkpoint files (it reads none of them)."""
+    `need_checkpoint` where it holds no checkpoint files, or none of env step `step` where
+    one is named (it reads none of them)."""
     try:
         with open(os.path.join(run_dir, CONFIG_FILE)) as f:
             config = SACConfig.from_dict(json.load(f))
     except (OSError, ValueError, TypeError, TfsacError) as e:
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
-    checkpoints = os.path.join(run_dir, CHECKPOINTS_DIR)
-    if need_checkpoint and not (
-        os.path.isdir(checkpoints) and any(n.endswith(".index") for n in os.listdir(checkpoints))
-    ):
+    steps = checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
+    if need_checkpoint and not steps:
         raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
+    if need_checkpoint and step is not None and step not in steps:
+        kept = ", ".join(map(str, steps))
+        raise TfsacError(f"no checkpoint of step {step} in {run_dir!r}/checkpoints (steps: {kept})")
     return config
 
 

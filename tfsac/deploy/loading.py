@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -18,11 +17,9 @@ from tfsac.data.envs import env_spec, make_env, unit_to_bounds
 from tfsac.deploy.metadata import check_saved_model, read_metadata
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
-from tfsac.files import CHECKPOINTS_DIR, run_config
+from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
 
 Policy = Callable[[np.ndarray], np.ndarray]
-
-_INDEX_NAME = re.compile(r"ckpt-(\d+)\.index")
 
 
 class CheckpointReader:
@@ -35,14 +32,12 @@ class CheckpointReader:
         self.checkpoint = tf.train.Checkpoint(step=self.step, **learner.checkpoint_objects())
 
     def candidates(self) -> List[str]:
-        """Prefixes of the checkpoints whose TF files are complete (TF writes a checkpoint's
-        index file last), newest first; whether they restore is for `restore` to say."""
-        try:
-            names = os.listdir(self.directory)
-        except OSError:
-            return []
-        steps = [int(m.group(1)) for m in map(_INDEX_NAME.fullmatch, names) if m]
-        return [os.path.join(self.directory, f"ckpt-{s}") for s in sorted(steps, reverse=True)]
+        """Prefixes of the checkpoints whose TF files are complete, newest first; whether
+        they restore is for `restore` to say."""
+        return [self.prefix(s) for s in checkpoint_steps(self.directory)]
+
+    def prefix(self, step: int) -> str:
+        return os.path.join(self.directory, f"ckpt-{step}")
 
     @staticmethod
     def extra_dir(prefix: str) -> str:
@@ -113,18 +108,22 @@ def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dic
     return policy, read_metadata(path)
 
 
-def checkpoint_learner(run_dir: str):
-    """(learner, env spec, info) from a run directory's newest checkpoint that restores;
-    info: the run's config (a dict), the observation space, the checkpoint and its step,
-    and the seed and return of the evaluation of those weights (where one was made at that
-    step: a run stopped between evaluations has none)."""
-    config = run_config(run_dir)
+def checkpoint_learner(run_dir: str, step: Optional[int] = None):
+    """(learner, env spec, info) from a run directory's checkpoint of env step `step`, or
+    by default its newest that restores; info: the run's config (a dict), the observation
+    space, the checkpoint and its step, and the seed and return of the evaluation of those
+    weights (where one was made at that step: a run stopped between evaluations has none)."""
+    config = run_config(run_dir, need_checkpoint=step is not None, step=step)
     env = make_env(config.env_id, env_kwargs=config.env_kwargs)
     spec = env_spec(config.env_id, env)
     env.close()
     learner = SACLearner(spec.obs_dim, spec.action_dim, config)
     reader = CheckpointReader(os.path.join(run_dir, CHECKPOINTS_DIR), learner)
-    restored = reader.restore_newest_learner()
+    if step is not None:
+        prefix = reader.prefix(step)
+        restored = prefix, reader.restore_learner(prefix)
+    else:
+        restored = reader.restore_newest_learner()
     if restored is None:
         raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
     prefix, state = restored
@@ -147,10 +146,12 @@ def checkpoint_learner(run_dir: str):
     return learner, spec, info
 
 
-def checkpoint_policy(run_dir: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
-    """A policy from a run directory's newest checkpoint that restores, and the run's
-    config (a dict, with what checkpoint_learner adds)."""
-    learner, spec, info = checkpoint_learner(run_dir)
+def checkpoint_policy(
+    run_dir: str, stochastic: bool = False, step: Optional[int] = None
+) -> Tuple[Policy, Dict]:
+    """A policy from a run directory's checkpoint of env step `step` (default: the newest
+    that restores), and the run's config (a dict, with what checkpoint_learner adds)."""
+    learner, spec, info = checkpoint_learner(run_dir, step)
 
     def policy(obs):
         unit = learner.act(obs, deterministic=not stochastic)

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 from conftest import REPO_ROOT
 
+import tfsac
 from tfsac import SACConfig, TfsacError, Trainer
 from tfsac.deploy.loading import checkpoint_policy
 from tfsac.run.updates import NonFiniteError
@@ -244,6 +245,9 @@ def test_a_named_step_loads_that_checkpoint_and_a_missing_one_lists_the_kept(two
     assert not np.allclose(newest(obs), older(obs))
     with pytest.raises(TfsacError, match=r"no checkpoint of step 150 in .*\(steps: 200, 100\)"):
         checkpoint_policy(run_dir, step=150)
+    policy = tfsac.Policy.load(run_dir, step=100)
+    assert policy.metadata["checkpoint_step"] == 100
+    np.testing.assert_array_equal(policy.predict(obs), older(obs))
 
 
 def test_a_checkpoint_newer_than_the_index_is_used(tmp_path, two_checkpoints):

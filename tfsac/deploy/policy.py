@@ -35,12 +35,15 @@ class Policy:
         self.metadata = metadata
 
     @classmethod
-    def load(cls, path: str) -> Policy:
-        """From a SavedModel version folder (saved_model.pb) or a run directory."""
+    def load(cls, path: str, step: Optional[int] = None) -> Policy:
+        """From a SavedModel version folder (saved_model.pb) or a run directory: its
+        checkpoint of env step `step`, by default its newest that restores."""
         if os.path.isfile(os.path.join(path, "saved_model.pb")):
+            if step is not None:
+                raise TfsacError(f"step applies to a run directory; {path!r} is a SavedModel")
             return cls._from_saved_model(path)
         if os.path.isfile(os.path.join(path, "config.json")):
-            return cls._from_run_dir(path)
+            return cls._from_run_dir(path, step)
         raise TfsacError(
             f"{path!r} is neither a SavedModel version folder (saved_model.pb) nor a tfsac "
             "run directory (config.json)"
@@ -64,8 +67,8 @@ class Policy:
         return cls(act, dim, _space(metadata), metadata)
 
     @classmethod
-    def _from_run_dir(cls, run_dir: str) -> Policy:
-        learner, spec, info = checkpoint_learner(run_dir)
+    def _from_run_dir(cls, run_dir: str, step: Optional[int]) -> Policy:
+        learner, spec, info = checkpoint_learner(run_dir, step)
 
         def act(batch, deterministic):
             unit = learner.act(batch, deterministic=deterministic)

@@ -9,7 +9,10 @@ python scripts/collect.py --saved_model=saved_models/hopper_medium/1 --transitio
     --noise=0.1 --output=datasets --dataset_id=hopper/medium-v0
 """
 
+import json
+import math
 import os
+import shlex
 import sys
 
 # _cli beside this file, and the checkout's tfsac when run from one (installed, the
@@ -56,6 +59,8 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.output:
         fail("--output is required: the folder the dataset goes to")
+    if not math.isfinite(FLAGS.noise):
+        fail(f"--noise must be a finite number, got {FLAGS.noise}")
     if FLAGS.episodes <= 0 or FLAGS.noise < 0 or FLAGS.transitions < 0:
         fail("--episodes must be positive, and --noise and --transitions >= 0")
     if error := SEED.error("--seed", FLAGS.seed):
@@ -84,7 +89,7 @@ def main(argv):
             env_id, FLAGS.episodes, policy, FLAGS.noise, FLAGS.seed, kwargs, FLAGS.transitions
         )
         target = recording.write_dataset(
-            episodes, env_id, FLAGS.output, FLAGS.format, FLAGS.dataset_id
+            episodes, env_id, FLAGS.output, FLAGS.format, FLAGS.dataset_id, env_kwargs=kwargs
         )
     except TfsacError as e:
         fail(str(e))
@@ -94,7 +99,10 @@ def main(argv):
         f"recorded {len(episodes)} episodes, {steps} transitions, mean return "
         f"{sum(returns) / len(returns):.1f}: {target}"
     )
-    print(f"train from it: python scripts/train.py --env={env_id} --offline_data={target}")
+    again = [f"--env={env_id}", f"--offline_data={target}"]
+    if kwargs:
+        again.insert(1, f"--env_kwargs={json.dumps(kwargs)}")
+    print(f"train from it: python scripts/train.py {shlex.join(again)}")
 
 
 def run() -> None:

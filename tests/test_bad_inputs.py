@@ -87,6 +87,11 @@ CASES = [
     ("train", ["--offline_data=data_bounds"], "has action bounds [-1, 1], the env [-2, 2]"),
     ("train", ["--offline_data=data_flags"], "terminations and truncations must mark only"),
     ("train", ["--offline_data=oldrun"], "a tfsac run without checkpoints"),
+    ("train", ["--offline_data="], "offline_data is empty: a Minari dataset id or a folder"),
+    ("train", ["--offline_data=data_rewards2d"], "rewards of shape (3, 2), not one per step"),
+    ("train", ["--offline_data=data_text"], "episode 0: observations of dtype <U3, not numbers"),
+    ("train", ["--offline_data=data_envnum"], "unreadable dataset.json: env_id 123 is not an"),
+    ("train", ["--offline_data=data_bounds2"], "bounds of shapes (2,) and (1,), the env's are"),
     ("train", ["--offline_ratio=0.3"], "offline_ratio needs offline_data"),
     ("train", ["--offline_data=data_pend", "--offline_ratio=2"], "offline_ratio must be in [0, 1]"),
     ("train", ["--offline_data=data_pend", "--offline_ratio=half"], "or 'size', got 'half'"),
@@ -104,6 +109,7 @@ CASES = [
     ("collect", ["--output=o", "--env=Pendulum-v1", "--dataset_id=medium"], "dataset_id must"),
     ("collect", ["--output=out", "--saved_model=missing"], "no SavedModel at 'missing'"),
     ("collect", ["--output=out", "--env=Pendulum-v1", "--episodes=0"], "--episodes must be"),
+    ("collect", ["--output=out", "--env=Pendulum-v1", "--noise=nan"], "finite number, got nan"),
     ("collect", ["--output=out", "--env=Pendulum-v1", "--seed=-1"], "--seed must be in [0, 2**32"),
     ("collect", ["--output=o", "--episodes=3", "--transitions=9"], "--episodes or --transitions"),
     # evaluate.py
@@ -207,6 +213,10 @@ def _recorded_data(folder):
         "data_flags": ({}, {**episode, "terminations": np.array([True, False, False])}),
         "data_empty": ({}, None),
         "data_corrupt": ({}, b"not a zip file"),
+        "data_rewards2d": ({}, {**episode, "rewards": np.zeros((3, 2))}),
+        "data_text": ({}, {**episode, "observations": np.full((4, 3), "abc")}),
+        "data_envnum": ({"env_id": 123}, episode),
+        "data_bounds2": ({"action_low": [-2.0, -2.0]}, episode),
     }
     for name, (changes, content) in cases.items():
         (folder / name).mkdir()

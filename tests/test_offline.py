@@ -41,6 +41,10 @@ def test_collect_then_offline_data_gives_the_same_transitions_bounds_rescaled(tm
     assert proc.returncode == 0, proc.stderr[-2000:]
     folder = os.path.join("out", "pendulum/random-v0" if fmt == "minari" else "")
     assert f"--offline_data={os.path.normpath(folder)}\n" in proc.stdout
+    # The hint and the metadata name the env as it was made: with its keyword arguments.
+    assert "'--env_kwargs={\"max_episode_steps\": 30}'" in proc.stdout
+    if fmt == "npz":
+        assert json.loads((tmp_path / "out" / "dataset.json").read_text())["env_kwargs"] == kwargs
     data = load_recorded(str(tmp_path / folder), _spec())
     # The same random episodes, recorded again in this process.
     episodes = record_episodes("Pendulum-v1", 2, seed=4, env_kwargs=kwargs)
@@ -244,12 +248,49 @@ def test_checkpoints_reference_the_recorded_rows_and_a_resume_restores_exactly(t
     np.testing.assert_array_equal(replay.observation, full.buffer.observation[:40])
     np.testing.assert_array_equal(replay.next_observation, full.buffer.next_observation[:40])
     np.testing.assert_array_equal(replay.action, full.buffer.action[:40])
+    # The same data elsewhere (moved, or named from another directory): its checksum
+    # says it is the checkpoint's, and the resume takes it.
+    moved = shutil.copytree(dataset, tmp_path / "moved")
+    Trainer(_config(tmp_path, "split", moved, total_steps=60), export=False, resume=True)
+    _run_dir_sources_get_the_recorded_datas_checks(tmp_path / "full", tmp_path)
+    # A checkpoint whose reference to the data is damaged: one line, not a KeyError.
+    state_file = tmp_path / "split" / "checkpoints" / "ckpt-40.extra" / "state.json"
+    saved = state_file.read_text()
+    state = json.loads(saved)
+    del state["offline_data"]["checksum"]
+    state_file.write_text(json.dumps(state))
+    with pytest.raises(TfsacError, match=r"ckpt-40's offline_data entry is damaged"):
+        Trainer(_config(tmp_path, "split", dataset, total_steps=60), export=False, resume=True)
+    state_file.write_text(saved)
     # Other data under the same name: the resume refuses in one line, before training.
     shutil.copy(
         os.path.join(dataset, "episode_000000.npz"), os.path.join(dataset, "episode_000001.npz")
     )
     with pytest.raises(TfsacError, match=r"trained with 60 recorded transitions .* now holds 120"):
         Trainer(_config(tmp_path, "split", dataset, total_steps=60), export=False, resume=True)
+
+
+def _run_dir_sources_get_the_recorded_datas_checks(run_dir, tmp_path):
+    """A run's replay edited by hand is refused as a damaged episode file is."""
+    edits = {
+        "a NaN observation": ("rows", lambda a: a.__setitem__((3, 0), np.nan)),
+        "an action beyond the bounds": ("rows", lambda a: a.__setitem__((3, 3), 7.0)),
+        "a link before the first row": ("next_index", lambda a: a.__setitem__(3, -2)),
+    }
+    messages = {
+        "a NaN observation": "non-finite values in its checkpoint replay",
+        "an action beyond the bounds": r"replay actions outside \[-1, 1\]",
+        "a link before the first row": "corrupt checkpoint replay: next_index out of range",
+    }
+    for what, (name, edit) in edits.items():
+        copy = shutil.copytree(run_dir, tmp_path / f"edited {what}")
+        extra = copy / "checkpoints" / "ckpt-40.extra"
+        array = np.load(extra / f"{name}.npy")
+        edit(array)
+        np.save(extra / f"{name}.npy", array)
+        (copy / "checkpoints" / "ckpt-abc.extra").mkdir()  # not a checkpoint: passed over
+        with pytest.raises(TfsacError, match=messages[what]):
+            load_recorded(str(copy), _spec())
 
 
 def test_offline_only_training_runs_its_updates_on_the_recorded_data(tmp_path, dataset):

@@ -222,6 +222,10 @@ class SACConfig(
     def _validate_offline(self) -> None:
         """Recorded data: offline-only training (total_steps=0) needs it and a number of
         updates; the options that read it need it."""
+        if self.offline_data == "":
+            raise TfsacError(
+                "offline_data is empty: a Minari dataset id or a folder (leave it out for none)"
+            )
         if self.offline_data is None:
             for name, default in (("offline_updates", 0), ("offline_ratio", 0.5)):
                 if getattr(self, name) != default:
@@ -291,6 +295,11 @@ class SACConfig(
         for name in (f.name for f in dataclasses.fields(self)):
             if name == "run_dir" or old[name] == new[name]:
                 continue  # run_dir: the same folder, however it was written
+            if name == "offline_data" and None not in (old[name], new[name]):
+                # The data moved, or the run resumes from another directory: the checkpoint's
+                # checksum of it says whether it is the same (MixedReplay.load_state).
+                changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
+                continue
             if name not in RESUME_ADJUSTABLE or (name == "total_steps" and new[name] < old[name]):
                 why = "only grow" if name == "total_steps" else "not change"
                 raise TfsacError(

@@ -104,6 +104,10 @@ class MixedReplay:
         """Takes back `state()`; TfsacError where the data is not what the checkpoint used."""
         saved = state.get(STATE_KEY)
         reference = self.recorded.data.reference()
+        if saved is not None and not (
+            isinstance(saved, dict) and {"checksum", "transitions", "rng"} <= set(saved)
+        ):
+            raise TfsacError(f"checkpoint {prefix}'s {STATE_KEY} entry is damaged: {saved!r:.80}")
         if saved is None or saved["checksum"] != reference["checksum"]:
             what = "no recorded data"
             if saved is not None:

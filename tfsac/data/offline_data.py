@@ -5,7 +5,8 @@ held as read-only arrays with their actions in [-1, 1] (as the replay stores the
 The .npz layout (what scripts/collect.py --format=npz writes):
 
     <folder>/dataset.json        {"format": "tfsac-episodes/1", "env_id": ..., "action_low":
-                                  [...], "action_high": [...], "observation_shape": [d]}
+                                  [...], "action_high": [...], "observation_shape": [d],
+                                  "env_kwargs": {...} (what collect.py made the env with)}
     <folder>/episode_<n>.npz     one episode of T steps, Minari's fields: observations
                                   [T+1, d], actions [T, a] (in the env's units), rewards [T],
                                   terminations [T], truncations [T] (a flag only at step T)
@@ -21,6 +22,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import zipfile
 from typing import Dict, List, Optional, Sequence
 
@@ -38,6 +40,7 @@ EPISODE_FIELDS = ("observations", "actions", "rewards", "terminations", "truncat
 ARRAYS = ("observation", "action", "reward", "next_observation", "terminated")
 # Recorded actions may sit this far outside the bounds (float rounding of a clip).
 BOUNDS_SLACK = 1e-5
+_EXTRA_NAME = re.compile(r"ckpt-(\d+)\.extra")
 
 
 @dataclasses.dataclass
@@ -130,6 +133,8 @@ def _from_npz(source: str) -> Episodes:
             meta = json.load(f)
         if meta.get("format") != NPZ_FORMAT:
             raise ValueError(f"format {meta.get('format')!r}, not {NPZ_FORMAT!r}")
+        if not isinstance(meta.get("env_id"), str):
+            raise ValueError(f"env_id {meta.get('env_id')!r} is not an env id")
         low, high = (np.asarray(meta[k], np.float64) for k in ("action_low", "action_high"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise TfsacError(f"offline_data {source!r}: unreadable {NPZ_META_FILE}: {e}") from None
@@ -141,7 +146,7 @@ def _from_npz(source: str) -> Episodes:
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             name = os.path.basename(path)
             raise TfsacError(f"offline_data {source!r}: corrupt episode file {name}: {e}") from None
-    return Episodes("npz", meta.get("env_id"), low, high, episodes)
+    return Episodes("npz", meta["env_id"], low, high, episodes)
 
 
 def _minari(source: str, data_path: Optional[str]) -> Episodes:
@@ -187,11 +192,9 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
         raise TfsacError(f"offline_data {source!r}: unreadable {CONFIG_FILE}: {e}") from None
     _same_env(source, env_id, spec)
     folder = os.path.join(source, CHECKPOINTS_DIR)
-    extras = sorted(
-        glob.glob(os.path.join(glob.escape(folder), "ckpt-*.extra")),
-        key=lambda p: int(os.path.basename(p)[5:-6]),
-        reverse=True,
-    )
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    steps = sorted((int(m[1]) for m in map(_EXTRA_NAME.fullmatch, names) if m), reverse=True)
+    extras = [os.path.join(folder, f"ckpt-{step}.extra") for step in steps]
     if not extras:
         raise TfsacError(f"offline_data {source!r}: a tfsac run without checkpoints")
     try:
@@ -205,6 +208,8 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
         if rows.shape != (len(ref), d + spec.action_dim + 2):
             raise ValueError(f"rows of shape {rows.shape} for this env")
         ref = np.asarray(ref, np.int64)
+        if len(ref) and (ref.min() < 0 or ref.max() >= capacity + len(side)):
+            raise ValueError("next_index out of range")
         in_side = ref >= capacity
         next_obs = np.empty((len(ref), d), np.float32)
         next_obs[~in_side] = rows[ref[~in_side], :d]
@@ -213,11 +218,17 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
         raise TfsacError(f"offline_data {source!r}: corrupt checkpoint replay: {e}") from None
     if len(ref) == 0:
         raise TfsacError(f"offline_data {source!r} is empty: its checkpoint holds no transitions")
+    # The checks recorded episodes get (a replay file edited or damaged by hand).
+    action = rows[:, d:-2]
+    if not (np.isfinite(rows).all() and np.isfinite(next_obs).all()):
+        raise TfsacError(f"offline_data {source!r}: non-finite values in its checkpoint replay")
+    if np.abs(action).max() > 1.0 + BOUNDS_SLACK:
+        raise TfsacError(f"offline_data {source!r}: replay actions outside [-1, 1]")
     return RecordedData(
         source=source,
         kind="run",
         observation=rows[:, :d],
-        action=rows[:, d:-2],
+        action=action,
         reward=rows[:, -2],
         next_observation=next_obs,
         terminated=rows[:, -1],
@@ -265,8 +276,14 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
     _same_env(source, data.env_id, spec)
     low, high = np.asarray(spec.action_low), np.asarray(spec.action_high)
     if data.action_low is not None and (
-        np.shape(data.action_low) != low.shape
-        or not (np.allclose(data.action_low, low) and np.allclose(data.action_high, high))
+        np.shape(data.action_low) != low.shape or np.shape(data.action_high) != high.shape
+    ):
+        raise TfsacError(
+            f"offline_data {source!r} has action bounds of shapes {np.shape(data.action_low)} "
+            f"and {np.shape(data.action_high)}, the env's are {low.shape}"
+        )
+    if data.action_low is not None and not (
+        np.allclose(data.action_low, low) and np.allclose(data.action_high, high)
     ):
         raise TfsacError(
             f"offline_data {source!r} has action bounds [{_text(data.action_low)}, "
@@ -305,6 +322,14 @@ def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None)
     episode, checked for shapes, flags and finite values; `space`: the env's observation
     space before flattening."""
     where = f"offline_data {source!r}, episode {n}"
+    for name in EPISODE_FIELDS:
+        kind = getattr(episode[name], "dtype", np.dtype(object)).kind
+        if not isinstance(episode[name], (dict, tuple)) and kind not in "biuf":
+            raise TfsacError(f"{where}: {name} of dtype {episode[name].dtype}, not numbers")
+    if np.ndim(episode["rewards"]) != 1:
+        raise TfsacError(
+            f"{where}: rewards of shape {np.shape(episode['rewards'])}, not one per step"
+        )
     steps = len(episode["rewards"])
     obs = _flat_observations(where, episode["observations"], space, steps + 1)
     if obs.ndim != 2 or obs.shape[1] != spec.obs_dim:

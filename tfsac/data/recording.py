@@ -133,9 +133,11 @@ def write_dataset(
     fmt: str = "minari",
     dataset_id: Optional[str] = None,
     description: str = "",
+    env_kwargs: Optional[dict] = None,
 ) -> str:
-    """Writes `episodes` of `env_id` under `output`; returns what --offline_data takes:
-    the .npz folder `output` itself, or the Minari dataset's folder output/<dataset_id>."""
+    """Writes `episodes` of `env_id` (made with `env_kwargs`) under `output`; returns what
+    --offline_data takes: the .npz folder `output` itself, or the Minari dataset's folder
+    output/<dataset_id>. The metadata names the env and its spaces as recorded."""
     if not episodes:
         raise TfsacError("no episodes to write")
     target = check_output(output, fmt, dataset_id)
@@ -147,10 +149,10 @@ def write_dataset(
         raise TfsacError(f"cannot write the dataset to {target!r}: {e.strerror or e}") from None
     try:
         if fmt == "npz":
-            _write_npz(episodes, env_id, tmp)
+            _write_npz(episodes, env_id, tmp, env_kwargs)
             written = tmp
         else:
-            _write_minari(episodes, env_id, tmp, dataset_id, description)
+            _write_minari(episodes, env_id, tmp, dataset_id, description, env_kwargs)
             written = os.path.join(tmp, dataset_id)
         if os.path.isdir(target):
             os.rmdir(target)  # empty (checked above)
@@ -165,13 +167,14 @@ def write_dataset(
     return target
 
 
-def _write_npz(episodes, env_id: str, folder: str) -> None:
-    env = make_env(env_id)
+def _write_npz(episodes, env_id: str, folder: str, env_kwargs: Optional[dict]) -> None:
+    env = make_env(env_id, env_kwargs=env_kwargs)
     space = env.action_space
     env.close()
     meta = {
         "format": NPZ_FORMAT,
         "env_id": env_id,
+        "env_kwargs": env_kwargs or {},
         "action_low": space.low.tolist(),
         "action_high": space.high.tolist(),
         "observation_shape": list(episodes[0]["observations"].shape[1:]) if episodes else [],
@@ -182,7 +185,9 @@ def _write_npz(episodes, env_id: str, folder: str) -> None:
         json.dump(meta, f, indent=2)
 
 
-def _write_minari(episodes, env_id: str, root: str, dataset_id: str, description: str) -> None:
+def _write_minari(
+    episodes, env_id: str, root: str, dataset_id: str, description: str, env_kwargs
+) -> None:
     try:
         import minari  # the optional extra .[offline]
         from minari.data_collector import EpisodeBuffer
@@ -202,8 +207,9 @@ def _write_minari(episodes, env_id: str, root: str, dataset_id: str, description
         for n, e in enumerate(episodes)
     ]
     # The spaces of the recording: observations flattened as make_env gives them (a Dict
-    # env's too), under the registered id (Minari cannot import 'module:Id-v0' itself).
-    env = make_env(env_id)
+    # env's too), under the registered id (Minari cannot import 'module:Id-v0' itself), with
+    # the keyword arguments in its spec.
+    env = make_env(env_id, env_kwargs=env_kwargs)
     try:
         spec, obs_space, action_space = env.spec, env.observation_space, env.action_space
     finally:

@@ -97,6 +97,12 @@ CASES = [
     ("train", ["--offline_data=data_pend", "--offline_ratio=half"], "or 'size', got 'half'"),
     ("train", ["--total_steps=0"], "total_steps=0 trains on recorded data alone"),
     ("train", ["--offline_data=data_pend", "--offline_updates=5"], "offline_updates is for"),
+    (
+        "train",
+        ["--offline_data=data_pend", "--total_steps=0", "--offline_updates=5"]
+        + ["--normalize_rewards"],
+        "normalize_rewards needs env steps (total_steps > 0)",
+    ),
     ("train", ["--target_subset=3"], "target_subset (3) is larger than num_critics (2)"),
     ("train", ["--algorithm=tqc", "--target_subset=2"], "algorithm tqc does not read target_"),
     # collect.py

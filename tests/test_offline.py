@@ -179,6 +179,13 @@ def test_the_recorded_share_of_every_batch_is_exact(ratio):
     np.testing.assert_array_equal(batches[:, round(ratio * 64) :], reference)
 
 
+def test_a_ratio_that_rounds_to_no_rows_of_one_kind_is_said(tmp_path, dataset, caplog):
+    for ratio, said in ((0.001, "is 0 recorded rows per batch: online rows only"), (0.5, None)):
+        caplog.clear()
+        Trainer(_config(tmp_path, f"r{ratio}", dataset, offline_ratio=ratio), export=False)
+        assert (said in caplog.text) if said else ("recorded rows per batch" not in caplog.text)
+
+
 def test_sampling_by_size_draws_the_union_uniformly():
     mixed = MixedReplay(_online(40), RecordedReplay(_recorded(60), 1, 0.99), None, seed=0)
     share = (mixed.sample_packed(100, 200)[..., 4] == 1.0).mean()

@@ -236,8 +236,13 @@ class SACConfig(
                     "total_steps=0 trains on recorded data alone: it needs offline_data and "
                     "offline_updates > 0"
                 )
-            if self.lr_schedule != "constant" or self.num_actors:
-                what = "lr_schedule" if self.lr_schedule != "constant" else "num_actors"
+            needs_steps = {
+                "lr_schedule": self.lr_schedule != "constant",
+                "num_actors": bool(self.num_actors),
+                # Its return statistics come from collected episodes only.
+                "normalize_rewards": self.normalize_rewards,
+            }
+            for what in (name for name, on in needs_steps.items() if on):
                 raise TfsacError(f"{what} needs env steps (total_steps > 0)")
         elif self.offline_updates:
             raise TfsacError(

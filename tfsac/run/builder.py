@@ -176,7 +176,17 @@ def _mixed_replay(config: SACConfig, start: Start, buffer: ReplayBuffer) -> Opti
     )
     recorded = RecordedReplay(start.recorded, config.n_steps, config.gamma)
     ratio = 1.0 if config.total_steps == 0 else config.offline_ratio
-    return MixedReplay(buffer, recorded, ratio, config.seed)
+    mixed = MixedReplay(buffer, recorded, ratio, config.seed)
+    rows = None if ratio is None else mixed.recorded_rows(config.batch_size)
+    if ratio is not None and 0 < ratio < 1 and rows in (0, config.batch_size):
+        logging.warning(
+            "offline_ratio %g of a batch of %d is %d recorded rows per batch: %s",
+            ratio,
+            config.batch_size,
+            rows,
+            "online rows only" if rows == 0 else "recorded rows only",
+        )
+    return mixed
 
 
 def _fold_in_recorded(learner, mixed: Optional[MixedReplay], restored) -> None:

@@ -67,6 +67,10 @@ def main(argv):
         fail(error)
     if FLAGS.transitions and FLAGS["episodes"].present:
         fail("give --episodes or --transitions, not both")
+    if FLAGS.noise and not FLAGS.saved_model:
+        fail("--noise applies to a policy's actions (--saved_model); random actions have none")
+    if FLAGS.dataset_id and FLAGS.format != "minari":
+        fail("--dataset_id names a Minari dataset: it applies to --format=minari")
     kwargs = env_kwargs_from_flag(FLAGS.env_kwargs) if FLAGS.env_kwargs else None
     try:  # every mistake is said before TensorFlow loads and before any episode runs
         env_id = FLAGS.env
@@ -76,6 +80,7 @@ def main(argv):
         if not env_id:
             fail("--env is required (the SavedModel names no env)")
         check_env_id(env_id)
+        _check_size(env_id, kwargs)
         if FLAGS.saved_model:
             recording.check_policy_fits(read_metadata(FLAGS.saved_model), env_id, kwargs)
         target = recording.check_output(FLAGS.output, FLAGS.format, FLAGS.dataset_id)
@@ -103,6 +108,26 @@ def main(argv):
     if kwargs:
         again.insert(1, f"--env_kwargs={json.dumps(kwargs)}")
     print(f"train from it: python scripts/train.py {shlex.join(again)}")
+
+
+def _check_size(env_id: str, kwargs) -> None:
+    """The recording fits in memory: --transitions, or --episodes of the env's time limit."""
+    import gymnasium as gym
+
+    from tfsac.data.envs import make_env
+    from tfsac.run.memory_check import check_recording
+
+    env = make_env(env_id, env_kwargs=kwargs)
+    try:
+        dims = gym.spaces.flatdim(env.observation_space), gym.spaces.flatdim(env.action_space)
+        limit = env.spec.max_episode_steps if env.spec is not None else None
+    finally:
+        env.close()
+    if FLAGS.transitions:
+        check_recording(FLAGS.transitions, *dims, f"--transitions={FLAGS.transitions}")
+    elif limit:
+        what = f"--episodes={FLAGS.episodes} of {limit} steps"
+        check_recording(FLAGS.episodes * limit, *dims, what)
 
 
 def run() -> None:

@@ -116,6 +116,10 @@ CASES = [
     ("collect", ["--output=out", "--saved_model=missing"], "no SavedModel at 'missing'"),
     ("collect", ["--output=out", "--env=Pendulum-v1", "--episodes=0"], "--episodes must be"),
     ("collect", ["--output=out", "--env=Pendulum-v1", "--noise=nan"], "finite number, got nan"),
+    ("collect", ["--output=out", "--env=Pendulum-v1", "--noise=0.1"], "--noise applies to a po"),
+    ("collect", ["--output=o", "--env=Pendulum-v1", "--format=npz", "--dataset_id=a-v0"], "ap"),
+    ("collect", ["--output=o", "--env=Pendulum-v1", "--transitions=1000000000000"], "needs abo"),
+    ("collect", ["--output=o", "--env=Pendulum-v1", "--episodes=10000000000"], "of 200 steps n"),
     ("collect", ["--output=out", "--env=Pendulum-v1", "--seed=-1"], "--seed must be in [0, 2**32"),
     ("collect", ["--output=o", "--episodes=3", "--transitions=9"], "--episodes or --transitions"),
     # evaluate.py

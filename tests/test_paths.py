@@ -178,10 +178,16 @@ def test_a_datasets_id_keeps_it_inside_the_output_folder(tmp_path):
 
     out = tmp_path / "out"
     hostile = ["../x-v0", "ab/../../x-v0", "/abs/x-v0", f"{tmp_path}/x-v0", "..-v0"]
-    for dataset_id in [*hostile, ".hidden/x-v0", "ab\\..\\x-v0", "C:x-v0", "x-v0/", "medium"]:
+    odd = [".hidden/x-v0", "ab\\..\\x-v0", "C:x-v0", "x-v0/", "medium", "ab//cd/x-v0"]
+    for dataset_id in [*hostile, *odd]:
         with pytest.raises(TfsacError, match="dataset_id must be Minari's"):
             check_output(str(out), "minari", dataset_id)
     for dataset_id in ("medium-v0", "halfcheetah/medium-v0", "mujoco/halfcheetah/expert-v2"):
         target = check_output(str(out), "minari", dataset_id)
         assert os.path.commonpath([os.path.realpath(target), str(out)]) == str(out)
     assert _tree(tmp_path) == set()
+    # Not inside another dataset's folder ('ab/x-v0' is one: 'ab/x-v0/y-v1' would nest).
+    (out / "ab" / "x-v0" / "data").mkdir(parents=True)
+    (out / "ab" / "x-v0" / "data" / "metadata.json").write_text("{}")
+    with pytest.raises(TfsacError, match=r"x-v0' is a Minari dataset: a dataset id cannot go"):
+        check_output(str(out), "minari", "ab/x-v0/y-v1")

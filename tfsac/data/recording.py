@@ -103,7 +103,7 @@ def check_dataset_id(dataset_id: str) -> None:
     """Minari's '[namespace/]name-v<version>' (its namespace at least two characters):
     letters, digits, '_', '-' and the namespace's '/', so no '.' or '..' and nothing
     absolute: the dataset's folder stays inside the output folder."""
-    if not re.fullmatch(r"(?:[\w-][\w/-]*[\w-]/)?[\w-]+-v\d+", dataset_id):
+    if "//" in dataset_id or not re.fullmatch(r"(?:[\w-][\w/-]*[\w-]/)?[\w-]+-v\d+", dataset_id):
         raise TfsacError(
             "dataset_id must be Minari's '[namespace/]name-v<version>' of letters, digits, "
             f"'_' and '-' (e.g. halfcheetah/medium-v0), got {dataset_id!r}"
@@ -120,6 +120,11 @@ def check_output(output: str, fmt: str, dataset_id: Optional[str]) -> str:
             raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
         check_dataset_id(dataset_id)
     target = output if fmt == "npz" else os.path.join(output, dataset_id)
+    parts = [] if fmt == "npz" else dataset_id.split("/")[:-1]
+    for n in range(1, len(parts) + 1):  # 'a/b-v0/c-v1' would go inside the dataset 'a/b-v0'
+        folder = os.path.join(output, *parts[:n])
+        if os.path.isfile(os.path.join(folder, "data", "metadata.json")):
+            raise TfsacError(f"{folder!r} is a Minari dataset: a dataset id cannot go inside it")
     if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
         raise TfsacError(f"{target!r} already exists; choose another output or dataset id")
     check_writable(target)  # a folder in the way is a file, not writable, ...: one line

@@ -125,3 +125,18 @@ def _bytes(n: float) -> str:
 
 def _value(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, tuple) else repr(value)
+
+
+def check_recording(
+    steps: int, obs_dim: int, action_dim: int, what: str, memory: Optional[int] = None
+) -> None:
+    """Raises TfsacError where recording `steps` transitions (scripts/collect.py: float64
+    fields, held until they are written, then copied once more) clearly cannot fit in
+    `memory` (default: this machine's); `what` names the option that asked for them."""
+    memory = physical_memory() if memory is None else memory
+    size = 2 * steps * 8 * (obs_dim + action_dim + 3)
+    if memory and size > SHARE * memory:
+        raise TfsacError(
+            f"{what} needs about {_bytes(size)} to record, more than {SHARE:.0%} of this "
+            f"machine's {_bytes(memory)} of memory"
+        )

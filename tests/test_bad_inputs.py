@@ -127,6 +127,7 @@ CASES = [
     ("evaluate", ["--saved_model=missing", "--run_dir=oldrun"], "exactly one of"),
     ("evaluate", ["--saved_model=missing"], "missing"),
     ("evaluate", ["--saved_model=blocker"], "blocker"),
+    ("evaluate", ["--saved_model=models"], "model folder of versions: name one, e.g. models/3 (th"),
     ("evaluate", ["--run_dir=missing"], "not a tfsac run directory"),
     ("evaluate", ["--run_dir=oldrun"], "no checkpoint that restores"),
     ("evaluate", ["--run_dir=oldrun", "--episodes=0"], "--episodes must be in [1, 1000000], got 0"),
@@ -195,6 +196,9 @@ def _folder(root, index):
     config = SACConfig(total_steps=5000, run_dir="oldrun").to_dict()
     (folder / "oldrun" / "config.json").write_text(json.dumps(config))
     (folder / "lost" / "checkpoints").mkdir(parents=True)  # a run without its config.json
+    for version in (1, 3):  # a model folder (what --saved_model names is one of them)
+        (folder / "models" / str(version)).mkdir(parents=True)
+        (folder / "models" / str(version) / "saved_model.pb").write_bytes(b"")
     shutil.copytree(folder / "oldrun", folder / "ckptrun")  # with checkpoints of two steps
     (folder / "ckptrun" / "checkpoints").mkdir()
     for step in (100, 200):

@@ -21,6 +21,16 @@ METADATA_FILE = "tfsac_metadata.json"
 def check_saved_model(path: str) -> None:
     """TfsacError unless `path` holds a SavedModel (without loading it, or TensorFlow)."""
     if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        versions = [
+            int(name)
+            for name in (os.listdir(path) if os.path.isdir(path) else [])
+            if name.isdigit() and os.path.isfile(os.path.join(path, name, "saved_model.pb"))
+        ]
+        if versions:  # TF Serving's model folder, the versions inside
+            newest = os.path.join(path, str(max(versions)))
+            raise TfsacError(
+                f"{path!r} is a model folder of versions: name one, e.g. {newest} (the newest)"
+            )
         raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
 
 

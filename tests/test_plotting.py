@@ -195,3 +195,40 @@ def test_wall_clock_and_success_rate_axes(tmp_path, monkeypatch):
         plotting.plot_runs([older], str(tmp_path / "x.png"), x="wall_clock")
     with pytest.raises(TfsacError, match="none of the runs has evaluations with a success"):
         plotting.plot_runs([older], str(tmp_path / "x.png"), y="success_rate")
+
+
+def test_a_run_in_progress_and_damaged_files(tmp_path):
+    """Before summary.json, the evaluations are the newest checkpoint's; a progress row cut
+    off mid-line is left out (not read as a short number); damaged files are one line."""
+    running = _run_dir(tmp_path, "running", evaluations=((100, -900.0), (200, -500.0)))
+    summary = json.loads((tmp_path / "running" / "summary.json").read_text())
+    os.remove(os.path.join(running, "summary.json"))
+    for step, evaluations in ((100, summary["evaluations"][:1]), (200, summary["evaluations"])):
+        extra = tmp_path / "running" / "checkpoints" / f"ckpt-{step}.extra"
+        extra.mkdir(parents=True)
+        (extra / "state.json").write_text(json.dumps({"evaluations": evaluations}))
+        (extra.parent / f"ckpt-{step}.index").write_bytes(b"")
+    with open(os.path.join(running, "progress.csv"), "a") as f:
+        f.write("300,1,-400.0,0.")  # being written: the loss would read as 0.0
+    run = plotting.read_run(running)
+    assert run["curves"]["eval_return"][1].tolist() == [-900.0, -500.0]
+    assert run["curves"]["critic_loss"][0].tolist() == [100, 200]
+    # On the wall-clock axis a run without evaluations is left out, and alone refused.
+    bare = _run_dir(tmp_path, "bare")
+    (tmp_path / "bare" / "summary.json").write_text(json.dumps({"evaluations": []}))
+    with pytest.raises(TfsacError, match="no run's evaluations record their wall-clock time"):
+        plotting.plot_runs([bare], str(tmp_path / "w.png"), x="wall_clock")
+    for damage, message in (
+        ({"evaluations": None}, "its evaluations are not a list of them"),
+        ({"evaluations": ["x"]}, "its evaluations are not a list of them"),
+        ({"evaluations": [{"step": 1, "return_mean": "x"}]}, "an evaluation that is not numbers"),
+    ):
+        (tmp_path / "bare" / "summary.json").write_text(json.dumps(damage))
+        with pytest.raises(TfsacError, match=message):
+            plotting.read_run(bare)
+    with open(os.path.join(bare, "progress.csv"), "a") as f:
+        f.write("abc,1,2,3\n")
+    with pytest.raises(TfsacError, match="progress.csv.*invalid literal for int"):
+        plotting.read_run(bare)
+    with pytest.raises(TfsacError, match="is a folder: name the image, e.g. .*curves.png"):
+        plotting.plot_runs([running], str(tmp_path))

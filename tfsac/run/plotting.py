@@ -17,6 +17,8 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from tfsac.errors import TfsacError
+from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
+from tfsac.files import CHECKPOINTS_DIR, SUMMARY_FILE, checkpoint_steps
 from tfsac.run.run_groups import RunGroup, group_runs
 
 PANELS = (
@@ -62,33 +64,21 @@ def read_run(run_dir: str) -> Dict:
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
     if not isinstance(config, dict):
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: config.json is no object")
-    progress = os.path.join(run_dir, "progress.csv")
-    rows = []
-    if os.path.exists(progress):  # a run shorter than log_every has none
-        try:
-            with open(progress, newline="") as f:
-                rows = list(csv.DictReader(f))
-        except (OSError, ValueError) as e:
-            raise TfsacError(f"cannot read {progress!r}: {e}") from None
-    curves = {}
-    for name in ("episode_return", "critic_loss", "actor_loss", "alpha", "entropy"):
-        points = [(int(r["step"]), float(r[name])) for r in rows if r.get(name)]
-        if points:
-            curves[name] = tuple(np.array(v) for v in zip(*points, strict=True))
-    summary = os.path.join(run_dir, "summary.json")
-    evaluations = []
-    if os.path.exists(summary):
-        evaluations = _read_json(summary, "summary.json").get("evaluations", [])
+    curves = _progress_curves(os.path.join(run_dir, "progress.csv"))
+    path, evaluations = _evaluations(run_dir)
     minutes = {}  # eval curve -> wall-clock minutes at its steps, where all are recorded
-    for name, key, _ in EVALUATION_CURVES:
-        points = [e for e in evaluations if e.get(key) is not None]
-        if points:
-            curves[name] = (
-                np.array([e["step"] for e in points]),
-                np.array([e[key] for e in points]),
-            )
-            if all(e.get("wall_time_s") is not None for e in points):
-                minutes[name] = np.array([e["wall_time_s"] / 60 for e in points])
+    try:
+        for name, key, _ in EVALUATION_CURVES:
+            points = [e for e in evaluations if e.get(key) is not None]
+            if points:
+                curves[name] = (
+                    np.array([int(e["step"]) for e in points]),
+                    np.array([e[key] for e in points], float),
+                )
+                if all(e.get("wall_time_s") is not None for e in points):
+                    minutes[name] = np.array([e["wall_time_s"] / 60 for e in points], float)
+    except (ValueError, TypeError) as e:
+        raise TfsacError(f"cannot read {path!r}: an evaluation that is not numbers: {e}") from None
     return {
         "env": config.get("env_id", "?"),
         "seed": config.get("seed"),
@@ -97,6 +87,44 @@ def read_run(run_dir: str) -> Dict:
         "minutes": minutes,
         "dir": run_dir,
     }
+
+
+def _evaluations(run_dir: str) -> tuple:
+    """(the file they come from, the run's evaluations): summary.json's once the run is
+    finished, before that its newest checkpoint's (a run in progress), else none."""
+    path = os.path.join(run_dir, SUMMARY_FILE)
+    if not os.path.exists(path):
+        steps = checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
+        if not steps:
+            return path, []
+        path = os.path.join(run_dir, CHECKPOINTS_DIR, f"ckpt-{steps[0]}.extra", STATE_FILE)
+    evaluations = _read_json(path, os.path.basename(path)).get("evaluations", [])
+    if not isinstance(evaluations, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("step"), (int, float)) for e in evaluations
+    ):
+        raise TfsacError(f"cannot read {path!r}: its evaluations are not a list of them")
+    return path, evaluations
+
+
+def _progress_curves(progress: str) -> Dict[str, tuple]:
+    """The logged curves of progress.csv ({} where a run shorter than log_every has none);
+    a last row without its line end (being written, or cut off) is left out."""
+    if not os.path.exists(progress):
+        return {}
+    try:
+        with open(progress, newline="") as f:
+            text = f.read()
+        rows = list(csv.DictReader(text.splitlines(keepends=True)))
+        if rows and not text.endswith("\n"):
+            rows.pop()
+        curves = {}
+        for name in ("episode_return", "critic_loss", "actor_loss", "alpha", "entropy"):
+            points = [(int(r["step"]), float(r[name])) for r in rows if r.get(name)]
+            if points:
+                curves[name] = tuple(np.array(v) for v in zip(*points, strict=True))
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise TfsacError(f"cannot read {progress!r}: {e}") from None
+    return curves
 
 
 def mean_std(series: List[tuple]):
@@ -159,9 +187,13 @@ def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool
     """For each run, whether its evaluations record their wall-clock time (the others said
     in `notes`); an error when none does."""
     names = [name for name, _ in panels]
-    timed = [all(n in r["minutes"] for n in names if n in r["curves"]) for r in runs]
-    for run, has_times in zip(runs, timed, strict=True):
-        if not has_times:
+    timed = []
+    for run in runs:
+        drawn = [n for n in names if n in run["curves"]]
+        timed.append(bool(drawn) and all(n in run["minutes"] for n in drawn))
+        if not drawn:
+            notes.append(f"{run['dir']}: no evaluations yet, so it is left out")
+        elif not timed[-1]:
             notes.append(
                 f"{run['dir']}: its evaluations record no wall-clock time (made by a tfsac "
                 "before evaluations recorded wall_time_s), so it is left out"
@@ -235,9 +267,15 @@ def plot_runs(
     import matplotlib.pyplot as plt
 
     notes = notes if notes is not None else []
+    if os.path.isdir(out_path) or out_path.endswith(os.sep):
+        raise TfsacError(
+            f"{out_path!r} is a folder: name the image, e.g. {out_path.rstrip(os.sep)}"
+            f"{os.sep}curves.png"
+        )
     folder = os.path.dirname(out_path) or "."
     if not os.path.isdir(folder):
-        raise TfsacError(f"cannot write {out_path!r}: {folder!r} is not a folder")
+        why = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise TfsacError(f"cannot write {out_path!r}: {folder!r} {why}")
     runs, panels, groups = _select(run_dirs, labels, x, y, notes)
     if not os.path.splitext(out_path)[1]:
         out_path += ".png"  # what matplotlib writes for a name without an extension
@@ -261,8 +299,10 @@ def plot_runs(
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
-    if axes.flat[0].get_legend_handles_labels()[0]:  # runs without evaluations have none
-        axes.flat[0].legend(fontsize="small")
+    # The first panel with curves (runs without evaluations yet have none in the first).
+    legend_ax = next((a for a in axes.flat if a.get_legend_handles_labels()[0]), None)
+    if legend_ax is not None:
+        legend_ax.legend(fontsize="small")
     _say_unlike(groups, unlike, notes)
     fig.suptitle(title or ", ".join(sorted({r["env"] for r in runs})))
     fig.tight_layout()

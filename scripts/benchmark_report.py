@@ -24,9 +24,11 @@ seed<k>.csv (`# key: value` lines, then env_step,return_mean[,wall_time_s]), sma
 commit as runs finish; --curves='DIR/*.csv' builds the table and figures from them alone.
 """
 
+import contextlib
 import dataclasses
 import glob
 import json
+import math
 import os
 import re
 import sys
@@ -39,6 +41,8 @@ from absl import app, flags  # noqa: E402
 
 from tfsac.algorithm.architectures import ARCHITECTURES  # noqa: E402 - TF-free
 from tfsac.config import SACConfig  # noqa: E402
+from tfsac.errors import TfsacError  # noqa: E402
+from tfsac.files import check_writable  # noqa: E402
 
 flags.DEFINE_string("runs", "", "Glob of tfsac run directories.")
 flags.DEFINE_string("peer_results", "", "Glob of learn.py JSON files (one run each).")
@@ -55,6 +59,15 @@ flags.DEFINE_list(
 FLAGS = flags.FLAGS
 
 
+@contextlib.contextmanager
+def reading(path):
+    """A file or run that does not read as the report expects is one error line."""
+    try:
+        yield
+    except (OSError, ValueError, KeyError, TypeError, IndexError, TfsacError) as e:
+        fail(f"cannot read {path}: {e}")
+
+
 def tfsac_runs(pattern):
     """(env, label, run) of the finished runs that `pattern` matches; run = {seed, steps,
     returns, final, steps_per_s}."""
@@ -64,14 +77,16 @@ def tfsac_runs(pattern):
     for run_dir in sorted(glob.glob(pattern)):
         summary_path = os.path.join(run_dir, "summary.json")
         if not os.path.exists(summary_path):
-            print(f"skipped (not finished): {run_dir}", file=sys.stderr)
+            why = "not finished" if os.path.isdir(run_dir) else "not a run directory"
+            print(f"skipped ({why}): {run_dir}", file=sys.stderr)
             continue
-        with open(summary_path) as f:
-            summary = json.load(f)
-        with open(os.path.join(run_dir, "config.json")) as f:
-            config = json.load(f)
-        run = read_run(run_dir)
-        steps, returns = run["curves"]["eval_return"]
+        with reading(run_dir):
+            with open(summary_path) as f:
+                summary = json.load(f)
+            run = read_run(run_dir)
+            config = run["config"]
+            steps, returns = run["curves"]["eval_return"]
+            summary["seed"], summary["eval_return_mean"], summary["env_steps_per_s"]
         data = f"data-{config.get('offline_ratio')}" if config.get("offline_data") else None
         found.append(
             (
@@ -84,6 +99,8 @@ def tfsac_runs(pattern):
                     final=summary["eval_return_mean"],
                     steps_per_s=summary["env_steps_per_s"],
                     minutes=run["minutes"].get("eval_return"),
+                    config=config,
+                    dir=run_dir,
                 ),
             )
         )
@@ -128,7 +145,7 @@ def peer_runs(pattern):
 
     found = []
     for path in sorted(glob.glob(pattern)) if pattern else []:
-        with open(path) as f:
+        with reading(path), open(path) as f:
             lines = f.read().strip().splitlines()
         try:
             line = json.loads(lines[-1]) if lines else None
@@ -138,15 +155,16 @@ def peer_runs(pattern):
         if not isinstance(line, dict) or "curve" not in line or "eval_return_mean" not in line:
             print(f"skipped (not finished): {path}", file=sys.stderr)
             continue
-        steps, returns = (np.array(v) for v in zip(*line["curve"], strict=True))
-        run = dict(
-            seed=line["seed"],
-            steps=steps,
-            returns=returns,
-            final=line["eval_return_mean"],
-            steps_per_s=line["env_steps_per_s"],
-            minutes=None,
-        )
+        with reading(path):
+            steps, returns = (np.array(v, float) for v in zip(*line["curve"], strict=True))
+            run = dict(
+                seed=int(line["seed"]),
+                steps=steps,
+                returns=returns,
+                final=float(line["eval_return_mean"]),
+                steps_per_s=float(line["env_steps_per_s"]),
+                minutes=None,
+            )
         # The peer's policy class names the architecture (MlpPolicy: mlp, SimbaPolicy: simba).
         policies = {a.peer_policy: a.name for a in ARCHITECTURES.values()}
         network = policies.get(line.get("policy"))
@@ -197,21 +215,22 @@ def curve_runs(pattern):
 
     found = []
     for path in sorted(glob.glob(pattern)) if pattern else []:
-        with open(path) as f:
+        with reading(path), open(path) as f:
             lines = f.read().splitlines()
-        header = dict(line[2:].split(": ", 1) for line in lines if line.startswith("# "))
+        header = dict(line[2:].partition(": ")[::2] for line in lines if line.startswith("# "))
         rows = [line.split(",") for line in lines if line and line[0].isdigit()]
         if set(CURVE_KEYS) - set(header) or not rows:
             fail(f"{path} is not a curve file of --curve_data (its header or rows are missing)")
-        columns = [np.array(v, float) for v in zip(*rows, strict=True)]
-        run = dict(
-            seed=int(header["seed"]),
-            steps=columns[0],
-            returns=columns[1],
-            final=float(header["final_return"]),
-            steps_per_s=float(header["env_steps_per_s"]),
-            minutes=columns[2] / 60 if len(columns) > 2 else None,
-        )
+        with reading(path):
+            columns = [np.array(v, float) for v in zip(*rows, strict=True)]
+            run = dict(
+                seed=int(header["seed"]),
+                steps=columns[0],
+                returns=columns[1],
+                final=float(header["final_return"]),
+                steps_per_s=float(header["env_steps_per_s"]),
+                minutes=columns[2] / 60 if len(columns) > 2 else None,
+            )
         found.append((header["env"], header["library"], run))
     return found
 
@@ -225,7 +244,41 @@ def parse_reach(items):
             targets[env or None] = float(value)
         except ValueError:
             fail(f"--reach takes R or env=R items, got {item!r}")
+        if not math.isfinite(targets[env or None]):
+            fail(f"--reach takes finite returns, got {item!r}")
     return targets
+
+
+def parse_at_steps(items):
+    """--at_steps's items as distinct positive whole env steps."""
+    try:
+        steps = [float(item) for item in items]
+    except ValueError:
+        fail(f"--at_steps takes env steps, got {','.join(items)}")
+    if any(not (math.isfinite(n) and n > 0 and n == int(n)) for n in steps) or len(
+        set(steps)
+    ) < len(steps):
+        fail(f"--at_steps takes distinct positive whole env steps, got {','.join(items)}")
+    return [int(n) for n in steps]
+
+
+def check_row(env: str, lib: str, runs) -> None:
+    """A row averages seeds of one configuration: runs that differ in another setting, or
+    the same seed twice, are refused (give --runs a glob of one configuration per row)."""
+    from tfsac.run.run_groups import differing_fields
+
+    seeds = [r["seed"] for r in runs]
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        where = ", ".join(r.get("dir", "a curve file") for r in runs if r["seed"] in twice)
+        fail(f"{lib} on {env}: seed {twice[0]} more than once ({where})")
+    configs = [r["config"] for r in runs if "config" in r]
+    differ = differing_fields(configs) if len(configs) > 1 else []
+    if differ:
+        fail(
+            f"{lib} on {env}: the runs differ in {', '.join(differ)}; a row averages the seeds "
+            "of one configuration (give --runs a glob of one per row)"
+        )
 
 
 def reach_cells(runs, target, rate):
@@ -239,6 +292,25 @@ def reach_cells(runs, target, rate):
     return f"{mean:,.0f} ({len(reached)}/{len(runs)})", minutes
 
 
+def draw_row(ax, env: str, lib: str, runs) -> None:
+    """One row's curve: the mean ± std over the evaluated steps its seeds share, or, where
+    they share fewer than two, each seed's own evaluations (said on stderr)."""
+    from tfsac.run.plotting import mean_std
+
+    steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
+    if len(steps) >= 2 or len(runs) == 1:
+        seeds = f"{len(runs)} seed" + "s" * (len(runs) != 1)
+        ax.plot(steps, mean, marker="o" if len(steps) == 1 else None, label=f"{lib} ({seeds})")
+        ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
+        return
+    print(f"{lib} on {env}: its seeds share no evaluated steps; one line each", file=sys.stderr)
+    color = None
+    for n, run in enumerate(runs):
+        label = f"{lib} ({len(runs)} seeds, one line each)" if n == 0 else None
+        (line,) = ax.plot(run["steps"], run["returns"], marker=".", color=color, label=label)
+        color = line.get_color()
+
+
 def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
     """results.md and one PNG per env; returns the table's lines. `reach`: {env or None
     (any env): the return whose env steps are tabulated}; `at_steps`: env steps whose
@@ -248,8 +320,6 @@ def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-
-    from tfsac.run.plotting import mean_std
 
     os.makedirs(out_dir, exist_ok=True)
     # With idle rates, beside each run's own rate (its wall time, on whatever machine load).
@@ -283,12 +353,10 @@ def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
                 steps_cell, minutes = reach_cells(runs, target, idle)
                 lines[-1] += f" {target:,.0f} | {steps_cell} | {minutes} |"
             lines[-1] += "".join(f" {at_step_cell(runs, step)} |" for step in at_steps)
-            steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
-            seeds = f"{len(runs)} seed" + "s" * (len(runs) != 1)
-            ax.plot(steps, mean, label=f"{lib} ({seeds})")
-            ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
+            draw_row(ax, env, lib, runs)
         ax.set_title(f"{env}: deterministic evaluation return")
         ax.set_xlabel("env steps")
+        ax.set_ylabel("return (mean ± std over seeds)")
         ax.grid(alpha=0.3)
         ax.legend()
         fig.tight_layout()
@@ -310,18 +378,25 @@ def main(argv):
             rates[(env or None, label)] = float(value)
     except ValueError:
         fail(f"--idle_rates takes [env:]label=env steps/s pairs, got {','.join(FLAGS.idle_rates)}")
+    if any(not (math.isfinite(rate) and rate > 0) for rate in rates.values()):
+        fail(f"--idle_rates must be positive env steps/s, got {','.join(FLAGS.idle_rates)}")
     reach = parse_reach(FLAGS.reach)
-    try:
-        at_steps = [int(float(s)) for s in FLAGS.at_steps]
-    except ValueError:
-        fail(f"--at_steps takes env steps, got {','.join(FLAGS.at_steps)}")
+    at_steps = parse_at_steps(FLAGS.at_steps)
+    try:  # before anything is read or written
+        for folder in filter(None, (FLAGS.out_dir, FLAGS.curve_data)):
+            check_writable(folder)
+    except TfsacError as e:
+        fail(str(e))
     groups = defaultdict(lambda: defaultdict(list))
     found = tfsac_runs(FLAGS.runs) if FLAGS.runs else []
     found += peer_runs(FLAGS.peer_results) + curve_runs(FLAGS.curves)
     for env, lib, run in found:
         groups[env][lib].append(run)
-        if FLAGS.curve_data:
-            write_curve(FLAGS.curve_data, env, lib, run)
+    for env, libs in groups.items():
+        for lib, runs in libs.items():
+            check_row(env, lib, runs)
+    for env, lib, run in found if FLAGS.curve_data else ():
+        write_curve(FLAGS.curve_data, env, lib, run)
     if not groups:
         fail(
             f"no finished runs match --runs={FLAGS.runs!r}, --peer_results="

@@ -172,3 +172,41 @@ def test_file_names_of_any_env_id_stay_in_the_output_folder(monkeypatch):
     }
     for (env, lib), name in names.items():
         assert report.curve_file_name(env, lib, 0) == name
+
+
+def test_bad_inputs_are_one_line_and_nothing_is_written(tmp_path):
+    """Damaged files, nonsense values, unwritable folders and rows that would mix
+    configurations or repeat a seed: one error line, exit 2, no curve files or report."""
+    runs = tmp_path / "runs"
+    _tfsac_run(runs / "a" / "seed0", 0, [1.0, 100.0], 50.0)
+    _tfsac_run(runs / "b" / "seed0", 0, [1.0, 100.0], 50.0)  # the same seed again
+    _tfsac_run(runs / "lr" / "seed1", 1, [1.0, 100.0], 50.0, learning_rate=1e-3)
+    _tfsac_run(runs / "bad" / "seed0", 0, [1.0], 50.0)
+    (runs / "bad" / "seed0" / "summary.json").write_text("{not json")
+    (tmp_path / "curve.csv").write_text("# env\n10,5\n")
+    (tmp_path / "file").write_text("")
+    cases = [
+        ([f"--runs={runs}/[ab]/seed*"], "tfsac on Hopper-v5: seed 0 more than once"),
+        ([f"--runs={runs}/[al]*/seed*"], "the runs differ in learning_rate; a row averages"),
+        ([f"--runs={runs}/bad/seed*"], "cannot read"),
+        ([f"--runs={runs}/a/seed*", "--at_steps=inf"], "distinct positive whole env steps"),
+        ([f"--runs={runs}/a/seed*", "--at_steps=10,10"], "distinct positive whole env steps"),
+        ([f"--runs={runs}/a/seed*", "--reach=nan"], "--reach takes finite returns"),
+        ([f"--runs={runs}/a/seed*", "--idle_rates=tfsac=-1"], "must be positive env steps/s"),
+        ([f"--runs={runs}/a/seed*", f"--out_dir={tmp_path / 'file'}"], "cannot write"),
+        ([f"--curves={tmp_path / 'curve.csv'}"], "is not a curve file of --curve_data"),
+        ([f"--peer_results={runs}"], "cannot read"),
+    ]
+    for args, message in cases:
+        out, data = tmp_path / "out", tmp_path / "data"
+        proc = subprocess.run(
+            [sys.executable, SCRIPT, *args, f"--curve_data={data}"]
+            + ([] if any(a.startswith("--out_dir") for a in args) else [f"--out_dir={out}"]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr)
+        assert len(lines) == 1 and message in lines[0], (args, proc.stderr)
+        assert not data.exists() and not out.exists(), args

@@ -99,6 +99,16 @@ class IntegralParser(flags.IntegerParser):
             return int(value)
 
 
+class OptionalFloatParser(flags.FloatParser):
+    """Floats, and 'none' (or nothing) for an option that is off, as --help shows its
+    default: `--resume --stop_at_return=none` takes a stop away."""
+
+    def parse(self, argument):
+        if isinstance(argument, str) and argument.strip().lower() in ("", "none"):
+            return None
+        return super().parse(argument)
+
+
 def hide_from_help(names, helps: Optional[Dict[str, str]] = None) -> None:
     """Leaves `names` out of the script's --help and rewrites the help of `helps` (for a
     script that sets some training flags itself, as sweep.py does)."""
@@ -237,8 +247,10 @@ def define_training_flags() -> None:
             flags.DEFINE_bool(*args)
         elif hint is int:
             flags.DEFINE(IntegralParser(), *args, serializer=flags.ArgumentSerializer())
-        elif hint in (float, Optional[float]):
+        elif hint is float:
             flags.DEFINE_float(*args)
+        elif hint == Optional[float]:
+            flags.DEFINE(OptionalFloatParser(), *args, serializer=flags.ArgumentSerializer())
         elif hint in (str, Optional[str]):
             flags.DEFINE_string(*args)
         elif hint == Tuple[int, ...]:

@@ -8,10 +8,12 @@ import logging
 import os
 import shutil
 
+import numpy as np
 import pytest
 from conftest import tiny_config
 
 import tfsac
+from tfsac.run.callbacks import CallbackList, FunctionCallback
 from tfsac.run.stopping import StopTrainingOnNoModelImprovement, StopTrainingOnRewardThreshold
 
 # CounterEnv's evaluation episodes (one per evaluation, on one env) alternate: the even
@@ -127,8 +129,8 @@ def test_a_function_returning_false_stops_after_a_final_evaluation(tmp_path, cou
         tmp_path, counter_env_id, total_steps=200, learning_starts=200, eval_every=40, log_every=20
     )
 
-    def enough(record):
-        return False if record["step"] >= 60 else None
+    def enough(record):  # numpy's booleans too (a comparison of numpy values)
+        return np.float64(record["step"]) < 60
 
     best = tfsac.SaveBestPolicy(str(tmp_path / "mine"))  # a folder the user names
     result = tfsac.train(config, export=False, quiet=True, on_log=enough, callbacks=[best])
@@ -157,3 +159,21 @@ def test_no_improvement_counts_as_sb3_does():
     verdicts = [stop.on_evaluation({"step": i, "return_mean": r}) for i, r in enumerate(returns)]
     assert verdicts == [None, None, None, None, None, None, False, None]
     assert stop.best == 7.0 and stop.no_improvement == 0  # 7 after the stop: a new best
+
+
+def test_hooks_that_are_not_functions_or_callbacks_are_refused_before_anything_is_written(
+    tmp_path,
+):
+    config = tiny_config(tmp_path, "Pendulum-v1")
+    for hooks, message in (
+        ({"on_log": 5}, "on_log must be a function of one dict, got 5"),
+        ({"callbacks": [lambda e: False]}, "callbacks must be tfsac.Callback instances"),
+        ({"callbacks": tfsac.Callback()}, "callbacks must be a list of Callbacks"),
+    ):
+        with pytest.raises(tfsac.TfsacError, match=message):
+            tfsac.train(config, quiet=True, **hooks)
+        assert not os.path.exists(config.run_dir)
+    # An answer that is neither a boolean nor None is a mistake, said as one.
+    calls = CallbackList([FunctionCallback(on_log=lambda record: 0)])
+    with pytest.raises(tfsac.TfsacError, match="returned 0: return False to stop the run"):
+        calls.on_log({"step": 1})

@@ -380,3 +380,11 @@ def test_a_run_of_something_else_than_a_config_is_one_line():
 
     with pytest.raises(TfsacError, match="a run takes a tfsac.SACConfig, got dict"):
         train({"env_id": "Pendulum-v1"})
+
+
+def test_an_optional_number_is_switched_off_with_none_as_help_shows_its_default():
+    assert _config_from_args("--stop_at_return=250").stop_at_return == 250.0
+    for off in ("none", "None", ""):
+        assert _config_from_args(f"--stop_at_return={off}").stop_at_return is None
+    with pytest.raises(flags.IllegalFlagValueError):
+        _config_from_args("--stop_at_return=abc")

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Iterable, List, Optional
 
+import numpy as np
+
 from tfsac.data.update_schedule import crossed
+from tfsac.errors import TfsacError
 
 
 class IntervalTrigger:
@@ -34,8 +37,9 @@ class Callback:
     from `on_log` or `on_evaluation` stops the run cleanly, as a Stable-Baselines3
     callback's `_on_step` does: the final evaluation, the checkpoint, summary.json and the
     export are written, and `train` returns the result with the stop's reason,
-    `stop_reason` when the callback set it (None continues). An exception ends training
-    and propagates unchanged (a checkpoint of that step is kept).
+    `stop_reason` when the callback set it (True or None continues). An exception ends
+    training and propagates unchanged; the run's newest checkpoint stays, and a resume
+    continues from it.
     """
 
     stop_reason: Optional[str] = None
@@ -87,7 +91,7 @@ class CallbackList(Callback):
     def _call(self, method: str, argument: Dict) -> Optional[bool]:
         stop = False
         for callback in self.callbacks:
-            if getattr(callback, method)(argument) is False:
+            if _asks_to_stop(callback, method, getattr(callback, method)(argument)):
                 stop = True
                 if self.stop_reason is None:
                     self.stop_reason = _stopped_by(callback, method, argument["step"])
@@ -98,6 +102,35 @@ class CallbackList(Callback):
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
         return self._call("on_evaluation", evaluation)
+
+
+def check_hooks(on_log, on_evaluation, callbacks) -> List[Callback]:
+    """`train`'s callbacks as a list; TfsacError (before anything is written) for a hook
+    that is not a function (on_log, on_evaluation) or a Callback."""
+    for name, function in (("on_log", on_log), ("on_evaluation", on_evaluation)):
+        if function is not None and not callable(function):
+            raise TfsacError(f"{name} must be a function of one dict, got {function!r:.60}")
+    try:
+        callbacks = list(callbacks)
+    except TypeError:
+        raise TfsacError(f"callbacks must be a list of Callbacks, got {callbacks!r:.60}") from None
+    for callback in callbacks:
+        if not isinstance(callback, Callback):
+            raise TfsacError(
+                "callbacks must be tfsac.Callback instances (subclass it, or pass functions "
+                f"as on_log= and on_evaluation=), got {callback!r:.60}"
+            )
+    return callbacks
+
+
+def _asks_to_stop(callback: Callback, method: str, answer) -> bool:
+    """False (numpy's too) stops, True and None go on; any other answer is a mistake."""
+    if answer is None or isinstance(answer, (bool, np.bool_)):
+        return answer is not None and not answer
+    raise TfsacError(
+        f"{type(callback).__name__}.{method} returned {answer!r:.40}: return False to stop the "
+        "run, True or None to go on"
+    )
 
 
 def _stopped_by(callback: Callback, method: str, step: int) -> str:

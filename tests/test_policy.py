@@ -67,10 +67,11 @@ def test_raw_observations_of_structured_spaces(runs):
             assert policy.observation_space == space
             np.testing.assert_allclose(policy.predict(observations[0]), expected[0], atol=1e-5)
             np.testing.assert_allclose(policy.predict(observations), expected, atol=1e-5)
-            if name == "box2d":  # a batch as one array with a leading axis
-                np.testing.assert_allclose(
-                    policy.predict(np.stack(observations)), expected, atol=1e-5
-                )
+            # A batch as a vector env gives it: one array with a leading axis (per key).
+            batched = gym.vector.utils.concatenate(
+                space, observations, gym.vector.utils.create_empty_array(space, 4)
+            )
+            np.testing.assert_allclose(policy.predict(batched), expected, atol=1e-5)
 
 
 def test_what_a_policy_refuses_is_one_line(runs, tmp_path):

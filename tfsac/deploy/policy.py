@@ -109,16 +109,33 @@ class Policy:
             array = _numbers(observation)
             if array.ndim and array.shape[1:] == space.shape:
                 return array.reshape(len(array), self.obs_dim), False
-        try:
-            items = list(observation)
-        except TypeError:
-            items = None
+        items = _vector_batch(space, observation)
+        if items is None:
+            try:
+                items = list(observation)
+            except TypeError:
+                items = None
         if items and all(_contains(space, item) for item in items):
             rows = [gym.spaces.flatten(space, item) for item in items]
             return np.stack(rows).astype(np.float32), False
         raise TfsacError(
             f"expected an observation of {space} or a list of them, got {observation!r}"[:300]
         )
+
+
+def _vector_batch(space: gym.Space, observation: Any) -> Optional[list]:
+    """The observations of a batch as a vector env gives a Dict or Tuple space's (one array
+    per key with a leading axis), one by one; None where it is no such batch."""
+    if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        return None
+    try:
+        first = next(iter(observation.values() if isinstance(observation, dict) else observation))
+        while isinstance(first, (dict, tuple)):  # nested spaces: down to an array
+            first = next(iter(first.values() if isinstance(first, dict) else first))
+        batched = gym.vector.utils.batch_space(space, len(first))
+        return list(gym.vector.utils.iterate(batched, observation))
+    except (TypeError, KeyError, IndexError, ValueError, StopIteration, AssertionError):
+        return None
 
 
 def _numbers(observation: Any) -> np.ndarray:

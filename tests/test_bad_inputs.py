@@ -322,3 +322,15 @@ def test_the_memory_estimate_refuses_only_what_clearly_cannot_fit():
     )
     with pytest.raises(TfsacError, match=message):
         check_memory(recorded, 17, 6, memory=gib, recorded_bytes=900 * 2**20)
+
+
+def test_a_missing_env_module_names_the_extra_that_installs_it(monkeypatch):
+    from tfsac import TfsacError
+    from tfsac.data import envs
+
+    monkeypatch.setitem(envs.EXTRAS, "tfsac_no_such_module", "demo")
+    message = r"needs a missing module: tfsac_no_such_module \(pip install 'tfsac\[demo\]'\)"
+    with pytest.raises(TfsacError, match=message):
+        envs.make_env("tfsac_no_such_module:X-v0")
+    with pytest.raises(TfsacError, match=r"missing module: tfsac_other_module$"):
+        envs.make_env("tfsac_other_module:X-v0")

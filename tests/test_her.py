@@ -3,6 +3,7 @@ round trip, goal envs' flat layout and export, and a tiny end-to-end run of trai
 --her on tests/goal_env.py's PointReach (no gymnasium-robotics needed)."""
 
 import json
+import logging
 import os
 
 import numpy as np
@@ -158,7 +159,7 @@ def test_a_goal_env_is_flattened_with_its_keys_columns():
     assert env_spec("Pendulum-v1", pendulum).goal_columns is None
 
 
-def test_her_refuses_to_start_before_every_env_copy_can_end_an_episode():
+def test_her_refuses_to_start_before_every_env_copy_can_end_an_episode(caplog):
     import goal_env
 
     from tfsac import SACConfig, TfsacError
@@ -169,6 +170,11 @@ def test_her_refuses_to_start_before_every_env_copy_can_end_an_episode():
     check_her(SACConfig(her=True, learning_starts=40, num_envs=2), env, spec)
     with pytest.raises(TfsacError, match=r"learning_starts \(39\) must be at least .* \(20\) "):
         check_her(SACConfig(her=True, learning_starts=39, num_envs=2), env, spec)
+    # Without a time limit, episodes may still end by themselves: said, not refused.
+    endless = goal_env.PointReachEnv()  # as made without gymnasium.make: no TimeLimit
+    with caplog.at_level(logging.WARNING):
+        check_her(SACConfig(her=True), endless, spec)
+    assert "has no time limit: unless its episodes end by themselves" in caplog.text
     with pytest.raises(TfsacError, match="her needs a goal-conditioned env"):
         pendulum = make_env("Pendulum-v1")
         check_her(SACConfig(her=True), pendulum, env_spec("Pendulum-v1", pendulum))

@@ -125,6 +125,10 @@ def space_from_json(data: dict) -> gym.Space:
 CUSTOM_ENV = "custom:"
 
 
+# Modules of envs that a tfsac extra installs: a missing one's message names the extra.
+EXTRAS = {"gymnasium_robotics": "robotics", "Box2D": "box2d"}
+
+
 def check_env_id(env_id: str) -> None:
     """Raises TfsacError, as make_env would, for an id gymnasium has not registered; ids
     that name a module to import first ('module:Id-v0') are left to make_env. Cheap: it
@@ -178,7 +182,13 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     except gym.error.Error as e:
         raise TfsacError(f"cannot make environment {env_id!r}: {e}") from None
     except ModuleNotFoundError as e:
-        raise TfsacError(f"environment {env_id!r} needs a missing module: {e}") from None
+        # gymnasium re-raises the import's error with its own text: the name is the cause's.
+        name = e.name or getattr(e.__cause__, "name", None) or ""
+        hint = EXTRAS.get(name.split(".")[0])
+        install = f" (pip install 'tfsac[{hint}]')" if hint else ""
+        raise TfsacError(
+            f"environment {env_id!r} needs a missing module: {name or e}{install}"
+        ) from None
     except TypeError as e:
         raise TfsacError(f"environment {env_id!r} rejects its arguments: {e}") from None
     for warning in caught:

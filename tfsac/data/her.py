@@ -159,7 +159,8 @@ class HerReplayBuffer(ReplayBuffer):
             raise TfsacError(
                 f"her samples finished episodes, and none has ended yet "
                 f"({self.open_transitions} transitions under way): raise learning_starts "
-                "above the episode length"
+                "above the episode length, or give an env whose episodes never end a time "
+                "limit (max_episode_steps)"
             )
         slots = self.rng.integers(0, self.size, size=(num_batches, batch_size))
         rows = self.packed(slots)

@@ -10,6 +10,7 @@ import time
 from typing import List, Optional
 
 import gymnasium as gym
+from absl import logging
 
 from tfsac.algorithm.resolve import resolve  # TF-free, as the variants' declarations
 from tfsac.config import SACConfig
@@ -57,6 +58,12 @@ def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:
     (it samples finished episodes only, as SB3's HerReplayBuffer)."""
     reward_function(env, spec.goal_columns, config.env_id)
     limit = episode_limit(env)
+    if not limit:  # episodes may still end by termination: said, not refused
+        logging.warning(
+            "her samples finished episodes only, and %s has no time limit: unless its "
+            "episodes end by themselves, give one (--env_kwargs='{\"max_episode_steps\": 50}')",
+            config.env_id,
+        )
     streams = config.num_actors * config.envs_per_actor if config.num_actors else config.num_envs
     if limit and config.learning_starts < limit * streams:
         raise TfsacError(

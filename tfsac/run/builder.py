@@ -25,7 +25,7 @@ from tfsac.data.replay import ReplayBuffer
 from tfsac.data.update_schedule import UpdateSchedule
 from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINTS_DIR, CONFIG_FILE, VIDEOS_DIR, RunDir, write_json
-from tfsac.run.callbacks import Callback, CallbackList, FunctionCallback, check_hooks
+from tfsac.run.callbacks import Callback, CallbackList, check_hooks
 from tfsac.run.checkpointing import Checkpointer, check_compatible
 from tfsac.run.evaluation import Evaluator
 from tfsac.run.loop_state import LoopState
@@ -104,7 +104,7 @@ def build_run(
 ) -> RunParts:
     """The run's parts (the arguments are `Trainer`'s), restored from the newest checkpoint
     that restores when `resume`; writes the run's config.json once the start is sure."""
-    callbacks = check_hooks(on_log, on_evaluation, callbacks)
+    hooks = check_hooks(on_log, on_evaluation, callbacks)  # [functions, *callbacks]
     start = check_start(seeded(config, export), None, resume, env_fn)
     for change in start.resume_changes:
         logging.info("resume with %s", change)
@@ -130,9 +130,7 @@ def build_run(
         source = _make_source(config, start, learner, schedule, actor_fn, loop.resumes)
         if restored is not None:
             source.load_state(*restored)
-    calls = CallbackList(
-        [FunctionCallback(on_log, on_evaluation), *config_callbacks(config), *callbacks]
-    )
+    calls = CallbackList([hooks[0], *config_callbacks(config), *hooks[1:]])
     progress = _open_run_dir(start, learner, source, calls, loop.step if resume else None)
     return RunParts(
         config=config,

@@ -105,8 +105,8 @@ class CallbackList(Callback):
 
 
 def check_hooks(on_log, on_evaluation, callbacks) -> List[Callback]:
-    """`train`'s callbacks as a list; TfsacError (before anything is written) for a hook
-    that is not a function (on_log, on_evaluation) or a Callback."""
+    """`train`'s hooks as callbacks: the functions as one, then `callbacks`; TfsacError
+    (before anything is written) for a hook that is not a function or a Callback."""
     for name, function in (("on_log", on_log), ("on_evaluation", on_evaluation)):
         if function is not None and not callable(function):
             raise TfsacError(f"{name} must be a function of one dict, got {function!r:.60}")
@@ -120,7 +120,7 @@ def check_hooks(on_log, on_evaluation, callbacks) -> List[Callback]:
                 "callbacks must be tfsac.Callback instances (subclass it, or pass functions "
                 f"as on_log= and on_evaluation=), got {callback!r:.60}"
             )
-    return callbacks
+    return [FunctionCallback(on_log, on_evaluation), *callbacks]
 
 
 def _asks_to_stop(callback: Callback, method: str, answer) -> bool:

@@ -246,6 +246,22 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
     return runs, panels, groups
 
 
+def _image_path(out_path: str) -> str:
+    """The file a figure goes to (.png where the name has no extension); TfsacError where
+    it names a folder or its folder is missing."""
+    if os.path.isdir(out_path) or out_path.endswith(os.sep):
+        raise TfsacError(
+            f"{out_path!r} is a folder: name the image, e.g. {out_path.rstrip(os.sep)}"
+            f"{os.sep}curves.png"
+        )
+    folder = os.path.dirname(out_path) or "."
+    if not os.path.isdir(folder):
+        why = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise TfsacError(f"cannot write {out_path!r}: {folder!r} {why}")
+    # What matplotlib writes for a name without an extension.
+    return out_path if os.path.splitext(out_path)[1] else out_path + ".png"
+
+
 def plot_runs(
     run_dirs: Sequence[str],
     out_path: str,
@@ -267,18 +283,8 @@ def plot_runs(
     import matplotlib.pyplot as plt
 
     notes = notes if notes is not None else []
-    if os.path.isdir(out_path) or out_path.endswith(os.sep):
-        raise TfsacError(
-            f"{out_path!r} is a folder: name the image, e.g. {out_path.rstrip(os.sep)}"
-            f"{os.sep}curves.png"
-        )
-    folder = os.path.dirname(out_path) or "."
-    if not os.path.isdir(folder):
-        why = "is not a folder" if os.path.exists(folder) else "does not exist"
-        raise TfsacError(f"cannot write {out_path!r}: {folder!r} {why}")
+    out_path = _image_path(out_path)
     runs, panels, groups = _select(run_dirs, labels, x, y, notes)
-    if not os.path.splitext(out_path)[1]:
-        out_path += ".png"  # what matplotlib writes for a name without an extension
     rows = 1 if len(panels) <= 2 else 2
     columns = math.ceil(len(panels) / rows)
     fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)

@@ -87,7 +87,9 @@ def tfsac_runs(pattern):
             config = run["config"]
             steps, returns = run["curves"]["eval_return"]
             summary["seed"], summary["eval_return_mean"], summary["env_steps_per_s"]
-        data = f"data-{config.get('offline_ratio')}" if config.get("offline_data") else None
+        # config.json holds offline_ratio=size as null (the union sampled by size).
+        ratio = config.get("offline_ratio")
+        data = f"data-{'size' if ratio is None else ratio}" if config.get("offline_data") else None
         found.append(
             (
                 summary["env"],

@@ -123,7 +123,7 @@ def test_offline_arms_are_rows_with_returns_and_minutes_at_given_steps(tmp_path)
     data = {"offline_data": "datasets/hopper/medium-v0"}
     arms = {
         "rlpd": dict(offline_ratio=0.5, **data),
-        "preload": dict(offline_ratio="size", **data),
+        "preload": dict(offline_ratio=None, **data),  # 'size', as config.json holds it
         "scratch": {},
     }
     for i, (arm, config) in enumerate(arms.items()):

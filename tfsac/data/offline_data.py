@@ -323,9 +323,9 @@ def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None)
     space before flattening."""
     where = f"offline_data {source!r}, episode {n}"
     for name in EPISODE_FIELDS:
-        kind = getattr(episode[name], "dtype", np.dtype(object)).kind
-        if not isinstance(episode[name], (dict, tuple)) and kind not in "biuf":
-            raise TfsacError(f"{where}: {name} of dtype {episode[name].dtype}, not numbers")
+        dtype = getattr(episode[name], "dtype", np.dtype(object))
+        if not isinstance(episode[name], (dict, tuple)) and dtype.kind not in "biuf":
+            raise TfsacError(f"{where}: {name} of dtype {dtype}, not numbers")
     if np.ndim(episode["rewards"]) != 1:
         raise TfsacError(
             f"{where}: rewards of shape {np.shape(episode['rewards'])}, not one per step"

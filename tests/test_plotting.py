@@ -232,3 +232,6 @@ def test_a_run_in_progress_and_damaged_files(tmp_path):
         plotting.read_run(bare)
     with pytest.raises(TfsacError, match="is a folder: name the image, e.g. .*curves.png"):
         plotting.plot_runs([running], str(tmp_path))
+    notes = []  # the same run twice is no second seed: said
+    plotting.plot_runs([running, running], str(tmp_path / "twice.png"), notes=notes)
+    assert notes == ["Pendulum-v1: seed 0 is in 2 of its runs"]

@@ -237,6 +237,10 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             labels = [label for label, keep in zip(labels, timed, strict=True) if keep]
         runs = [run for run, keep in zip(runs, timed, strict=True) if keep]
     groups = group_runs(runs, labels)
+    for group in groups:  # the same run twice, or a copy: its "seeds" are one
+        seeds = [run["seed"] for run in group.runs]
+        for seed in sorted({s for s in seeds if seeds.count(s) > 1}, key=str):
+            notes.append(f"{group.label}: seed {seed} is in {seeds.count(seed)} of its runs")
     if not any(run["curves"] for run in runs):  # after the arguments' own mistakes
         raise TfsacError(
             f"nothing to plot yet: no progress rows and no evaluations in "

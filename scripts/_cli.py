@@ -15,6 +15,7 @@ from typing import Dict, List, NoReturn, Optional, Tuple
 from absl import app, flags
 
 from tfsac.algorithm.variants import VARIANTS  # TF-free: the declarations only
+from tfsac.files import model_versions  # TF-free
 from tfsac.logs import native_stderr_captured  # TF-free
 
 # TF's C++ log filter; the lines printed before absl::InitializeLog ignore it (see
@@ -37,7 +38,7 @@ def version_note(version_dir: str) -> str:
     """Which version of its model `version_dir` is, and whether TF Serving serves it (the
     highest) and so replaces the one served until now."""
     model_dir, version = os.path.split(os.path.normpath(version_dir))
-    versions = sorted(int(n) for n in os.listdir(model_dir) if n.isdigit())
+    versions = model_versions(model_dir)
     served = versions[-1]
     if int(version) != served:
         note = f"version {served}, not this one"

@@ -14,6 +14,7 @@ import tensorflow as tf
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
 from tfsac.data.envs import unit_to_bounds
 from tfsac.deploy import export as export_module
+from tfsac.deploy.metadata import check_saved_model
 from tfsac.files import check_writable
 
 SPEC = EnvSpec(
@@ -150,6 +151,14 @@ def test_versions_increase(exported, tmp_path):
     first = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
     second = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
     assert (os.path.basename(first), os.path.basename(second)) == ("1", "2")
+    # TF Serving's versions are names of ASCII digits, folders or not; others are passed over.
+    for name in ("\u00b2", "\u0663", "abc"):
+        os.makedirs(tmp_path / "m" / name)
+    (tmp_path / "m" / "9").write_text("")
+    third = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    assert os.path.basename(third) == "10"
+    with pytest.raises(TfsacError, match=r"name one, e\.g\. .*m/10 \(the newest\)"):
+        check_saved_model(str(tmp_path / "m"))
 
 
 def test_failed_export_leaves_nothing(exported, tmp_path, monkeypatch):

@@ -296,6 +296,7 @@ def _run_dir_sources_get_the_recorded_datas_checks(run_dir, tmp_path):
         edit(array)
         np.save(extra / f"{name}.npy", array)
         (copy / "checkpoints" / "ckpt-abc.extra").mkdir()  # not a checkpoint: passed over
+        (copy / "checkpoints" / "ckpt-90.extra").mkdir()  # a killed save's (no .index): too
         with pytest.raises(TfsacError, match=messages[what]):
             load_recorded(str(copy), _spec())
 

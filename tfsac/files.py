@@ -51,7 +51,21 @@ def default_model_name(env_id: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", env_id.lower()).strip("_") or "policy"
 
 
-_INDEX_NAME = re.compile(r"ckpt-(\d+)\.index")
+_VERSION_NAME = re.compile(r"[0-9]+")
+_INDEX_NAME = re.compile(r"ckpt-([0-9]+)\.index")
+
+
+def model_versions(model_dir: str, servable: bool = False) -> List[int]:
+    """The versions in TF Serving's model folder `model_dir`, ascending: its names of ASCII
+    digits, as TF Serving reads them (a new export must not reuse one), or with `servable`
+    only the folders that hold a saved_model.pb. [] where `model_dir` is not a folder."""
+    try:
+        names = [n for n in os.listdir(model_dir) if _VERSION_NAME.fullmatch(n)]
+    except OSError:
+        return []
+    if servable:
+        names = [n for n in names if os.path.isfile(os.path.join(model_dir, n, "saved_model.pb"))]
+    return sorted(int(n) for n in names)
 
 
 def checkpoint_steps(checkpoints_dir: str) -> List[int]:

@@ -22,7 +22,6 @@ import glob
 import hashlib
 import json
 import os
-import re
 import zipfile
 from typing import Dict, List, Optional, Sequence
 
@@ -31,7 +30,7 @@ import numpy as np
 
 from tfsac.data.envs import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
-from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE
+from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE, checkpoint_steps
 
 NPZ_FORMAT = "tfsac-episodes/1"
 NPZ_META_FILE = "dataset.json"
@@ -40,7 +39,6 @@ EPISODE_FIELDS = ("observations", "actions", "rewards", "terminations", "truncat
 ARRAYS = ("observation", "action", "reward", "next_observation", "terminated")
 # Recorded actions may sit this far outside the bounds (float rounding of a clip).
 BOUNDS_SLACK = 1e-5
-_EXTRA_NAME = re.compile(r"ckpt-(\d+)\.extra")
 
 
 @dataclasses.dataclass
@@ -192,16 +190,15 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
         raise TfsacError(f"offline_data {source!r}: unreadable {CONFIG_FILE}: {e}") from None
     _same_env(source, env_id, spec)
     folder = os.path.join(source, CHECKPOINTS_DIR)
-    names = os.listdir(folder) if os.path.isdir(folder) else []
-    steps = sorted((int(m[1]) for m in map(_EXTRA_NAME.fullmatch, names) if m), reverse=True)
-    extras = [os.path.join(folder, f"ckpt-{step}.extra") for step in steps]
-    if not extras:
+    steps = checkpoint_steps(folder)  # newest first, as a resume would take them
+    if not steps:
         raise TfsacError(f"offline_data {source!r}: a tfsac run without checkpoints")
+    extra = os.path.join(folder, f"ckpt-{steps[0]}.extra")
     try:
-        with open(os.path.join(extras[0], CHECKPOINT_STATE_FILE)) as f:
+        with open(os.path.join(extra, CHECKPOINT_STATE_FILE)) as f:
             replay = json.load(f)["replay"]
         rows, ref, side = (
-            np.load(os.path.join(extras[0], f"{name}.npy"), mmap_mode="r")
+            np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
             for name in ("rows", "next_index", "side_observation")
         )
         capacity, d = int(replay["capacity"]), spec.obs_dim

@@ -34,7 +34,7 @@ from tfsac.data.envs import EnvSpec
 from tfsac.deploy.formats import parse_formats, temp_folder, write_formats
 from tfsac.deploy.metadata import METADATA_FILE, policy_metadata, sample_observations
 from tfsac.errors import TfsacError, first_line
-from tfsac.files import check_writable, default_model_name
+from tfsac.files import check_writable, default_model_name, model_versions
 from tfsac.logs import absl_verbosity
 from tfsac.paths import check_plain_name
 
@@ -44,10 +44,7 @@ WARMUP_BATCHES = (1, 64)  # one client's request, and a batch as TF Serving's ba
 
 def next_version(model_dir: str) -> int:
     """One more than the largest numeric version folder (TF Serving serves the largest)."""
-    if not os.path.isdir(model_dir):
-        return 1
-    versions = [int(n) for n in os.listdir(model_dir) if n.isdigit()]
-    return max(versions, default=0) + 1
+    return max(model_versions(model_dir), default=0) + 1
 
 
 def _umask() -> int:

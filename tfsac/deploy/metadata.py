@@ -14,6 +14,7 @@ import numpy as np
 from tfsac import __version__
 from tfsac.data.envs import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
+from tfsac.files import model_versions
 
 METADATA_FILE = "tfsac_metadata.json"
 
@@ -21,13 +22,9 @@ METADATA_FILE = "tfsac_metadata.json"
 def check_saved_model(path: str) -> None:
     """TfsacError unless `path` holds a SavedModel (without loading it, or TensorFlow)."""
     if not os.path.isfile(os.path.join(path, "saved_model.pb")):
-        versions = [
-            int(name)
-            for name in (os.listdir(path) if os.path.isdir(path) else [])
-            if name.isdigit() and os.path.isfile(os.path.join(path, name, "saved_model.pb"))
-        ]
+        versions = model_versions(path, servable=True)
         if versions:  # TF Serving's model folder, the versions inside
-            newest = os.path.join(path, str(max(versions)))
+            newest = os.path.join(path, str(versions[-1]))
             raise TfsacError(
                 f"{path!r} is a model folder of versions: name one, e.g. {newest} (the newest)"
             )

@@ -8,10 +8,9 @@ import csv
 import io
 import math
 import os
-import re
 from typing import Dict, Iterable, List, Optional
 
-from tfsac.files import read_json, write_atomic
+from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, read_json, write_atomic
 from tfsac.run.plotting import plot_runs, read_run
 from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
 
@@ -32,7 +31,7 @@ def trial_outcome(entry: Dict) -> Dict:
     returns = [e["return_mean"] for e in evaluations]
     steps = evaluations[-1]["step"] if evaluations else 0
     if status not in DONE:  # where a --resume continues it: its newest checkpoint
-        steps = max([steps, *_checkpoint_steps(run_dir)])
+        steps = max([steps, *checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))])
     return {
         "status": status,
         "return": returns[-1] if returns else None,
@@ -41,14 +40,6 @@ def trial_outcome(entry: Dict) -> Dict:
         "steps": steps,
         "wall_time_s": wall_time,
     }
-
-
-def _checkpoint_steps(run_dir: str) -> List[int]:
-    try:
-        names = os.listdir(os.path.join(run_dir, "checkpoints"))
-    except OSError:
-        return []
-    return [int(m.group(1)) for m in map(re.compile(r"ckpt-(\d+)\.index").fullmatch, names) if m]
 
 
 def _fmt(value: Optional[float], digits: int = 1) -> str:

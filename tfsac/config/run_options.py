@@ -59,6 +59,14 @@ class OfflineOptions:
         OFFLINE,
         check=at_least(0),
     )
+    # tfsac/run/warm_start.py: the learned state only; this run's settings apply to the rest.
+    init_from: Optional[str] = option(
+        None,
+        "start a new run from another run's networks, targets and learned temperature (to "
+        "fine-tune an offline-only run online, say): its run directory (newest checkpoint) "
+        "or <run_dir>/checkpoints/ckpt-<step> (default: fresh networks)",
+        OFFLINE,
+    )
 
 
 @dataclasses.dataclass

@@ -226,6 +226,8 @@ class SACConfig(
             raise TfsacError(
                 "offline_data is empty: a Minari dataset id or a folder (leave it out for none)"
             )
+        if self.init_from == "":
+            raise TfsacError("init_from is empty: a tfsac run directory (leave it out for none)")
         if self.offline_data is None:
             for name, default in (("offline_updates", 0), ("offline_ratio", 0.5)):
                 if getattr(self, name) != default:

@@ -34,6 +34,7 @@ from tfsac.run.progress import ProgressLog
 from tfsac.run.source import CollectionSource, LocalSource, env_runners
 from tfsac.run.stopping import config_callbacks
 from tfsac.run.updates import NonFiniteError, Updates
+from tfsac.run.warm_start import warm_start
 
 ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
 
@@ -123,7 +124,7 @@ def build_run(
         restore = _restore_latest(config, start.run_dir, *parts)
         if restore is not None:
             loop, resumed_from, restored = restore
-    _fold_in_recorded(learner, mixed, restored)
+    _start_learner(config, learner, mixed, restored)
     finished = _finished(loop.step, config.total_steps, files.read_summary())
     source = None
     if not finished:
@@ -188,11 +189,17 @@ def _mixed_replay(config: SACConfig, start: Start, buffer: ReplayBuffer) -> Opti
     return mixed
 
 
-def _fold_in_recorded(learner, mixed: Optional[MixedReplay], restored) -> None:
-    """A new run's observation statistics (where it normalises them) start from the recorded
-    rows that its updates sample, as they cover each collected row after; a resume
-    (`restored`) has the checkpoint's."""
-    if restored is None and mixed is not None and mixed.ratio != 0:
+def _start_learner(config: SACConfig, learner, mixed: Optional[MixedReplay], restored) -> None:
+    """A new run's learned state: init_from's (run/warm_start.py), or fresh networks whose
+    observation statistics (where it normalises them) start from the recorded rows that
+    its updates sample, as they cover each collected row after. A resume (`restored`) has
+    the checkpoint's. Init_from's statistics are kept as they are: its networks expect
+    their inputs scaled by them."""
+    if restored is not None:
+        return
+    if config.init_from is not None:
+        warm_start(learner, config)
+    elif mixed is not None and mixed.ratio != 0:
         learner.observe(mixed.recorded.data.observation)
 
 

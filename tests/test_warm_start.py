@@ -1,0 +1,108 @@
+"""init_from (tfsac/run/warm_start.py): a new run starts from another run's learned state,
+and from nothing else of it."""
+
+import os
+
+import numpy as np
+import pytest
+from test_offline import _config, dataset, record_episodes  # noqa: F401  (a fixture)
+
+from tfsac import TfsacError
+from tfsac.deploy.loading import checkpoint_learner
+from tfsac.run.trainer import Trainer
+
+
+def _learned(learner):
+    sac = learner.sac
+    models = (sac.actor, sac.critic, sac.target_critic)
+    return [w for m in models for w in m.get_weights()] + [sac.temperature.log_alpha.numpy()]
+
+
+def _same(a, b):
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_an_offline_only_run_is_fine_tuned_online_from_its_learned_state(tmp_path, dataset):  # noqa: F811
+    offline = _config(
+        tmp_path, "offline", dataset, total_steps=0, offline_updates=30, network="simba"
+    )
+    source = Trainer(offline, export=False).run().learner
+    config = _config(
+        tmp_path, "online", dataset, network="simba", init_from=str(tmp_path / "offline"), seed=3
+    )
+    trainer = Trainer(config, export=False)
+    learner = trainer.learner
+    assert _same(_learned(learner), _learned(source))
+    # The observation statistics are the source's: not the recorded rows folded in again.
+    assert learner.sac.obs_normalizer.count.numpy() == source.sac.obs_normalizer.count.numpy()
+    # The run's course starts afresh: no optimizer steps or moments, this run's seed.
+    assert learner.update_count == 0
+    assert all(
+        not np.any(v.numpy()) for v in learner.sac.critic_optimizer.variables if v.shape.rank
+    )
+    trainer.run()
+    assert learner.update_count > 0 and not _same(_learned(learner), _learned(source))
+    # A resume takes its own checkpoint, not the source's again.
+    longer = _config(
+        tmp_path,
+        "online",
+        dataset,
+        network="simba",
+        init_from=str(tmp_path / "offline"),
+        seed=3,
+        total_steps=60,
+    )
+    resumed = Trainer(longer, export=False, resume=True)
+    assert _same(_learned(resumed.learner), _learned(learner))
+
+
+@pytest.fixture(scope="module")
+def online_source(tmp_path_factory):
+    """(a folder holding `source`, a 40-step run with checkpoints at 20 and 40, its data)."""
+    from tfsac.data.recording import write_dataset
+
+    root = tmp_path_factory.mktemp("warm")
+    episodes = record_episodes("Pendulum-v1", 1, seed=7, env_kwargs={"max_episode_steps": 60})
+    data = write_dataset(episodes, "Pendulum-v1", str(root / "data"), "npz")
+    Trainer(_config(root, "source", data, keep_checkpoints=5), export=False).run()
+    return root, data
+
+
+def test_a_checkpoint_prefix_names_the_step_and_a_fixed_alpha_stays_this_runs(
+    tmp_path, online_source
+):
+    root, data = online_source
+    prefix = root / "source" / "checkpoints" / "ckpt-20"
+    config = _config(tmp_path, "tuned", data, init_from=str(prefix), alpha=0.05)
+    learner = Trainer(config, export=False).learner
+    at_20, _, _ = checkpoint_learner(str(root / "source"), step=20)
+    newest, _, _ = checkpoint_learner(str(root / "source"))
+    assert _same(_learned(learner)[:-1], _learned(at_20)[:-1])
+    assert not _same(_learned(learner)[:-1], _learned(newest)[:-1])
+    assert np.isclose(np.exp(learner.sac.temperature.log_alpha.numpy()), 0.05)
+
+
+@pytest.mark.parametrize(
+    "source, overrides, message",
+    [
+        ("nowhere", {}, r"init_from: '.*nowhere' is not a tfsac run directory"),
+        ("source/checkpoints/ckpt-30", {}, r"no checkpoint of step 30 .* \(steps: 40, 20\)"),
+        ("source/checkpoints/ckpt-x", {}, r"not a checkpoint \(ckpt-<env step>\)"),
+        ("source", {"hidden_sizes": (8, 8)}, r"trained with hidden_sizes=\(16, 16\), this run"),
+        ("source", {"num_critics": 3}, r"trained with num_critics=2, this run has num_critics=3"),
+        # Same settings, other spaces: the variables' shapes differ.
+        (
+            "source",
+            {"env_id": "MountainCarContinuous-v0", "offline_data": None},
+            r"no checkpoint restores into this run",
+        ),
+    ],
+)
+def test_a_source_that_does_not_fit_is_one_line_and_writes_nothing(
+    tmp_path, online_source, source, overrides, message
+):
+    root, data = online_source
+    config = _config(tmp_path, "new", data, init_from=str(root / source), **overrides)
+    with pytest.raises(TfsacError, match=message):
+        Trainer(config, export=False)
+    assert not os.path.exists(tmp_path / "new")

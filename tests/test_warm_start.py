@@ -106,3 +106,14 @@ def test_a_source_that_does_not_fit_is_one_line_and_writes_nothing(
     with pytest.raises(TfsacError, match=message):
         Trainer(config, export=False)
     assert not os.path.exists(tmp_path / "new")
+
+
+@pytest.mark.parametrize("algorithm", ["sac_v1", "tqc", "crossq"])
+def test_every_algorithms_learned_state_carries_over(tmp_path, algorithm):
+    options = dict(algorithm=algorithm, offline_data=None, critic_hidden_sizes=(16, 16))
+    source = Trainer(_config(tmp_path, "source", None, **options), export=False).run().learner
+    config = _config(tmp_path, "new", None, init_from=str(tmp_path / "source"), **options)
+    learner = Trainer(config, export=False).learner
+    # Every variable an update writes: the variant's networks (V), batch statistics, atoms.
+    state, expected = learner.sac.trainable_state(), source.sac.trainable_state()
+    assert _same([v.numpy() for v in state], [v.numpy() for v in expected])

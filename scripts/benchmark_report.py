@@ -132,7 +132,10 @@ def at_step_cell(runs, step: int) -> str:
     returns = np.array([r["returns"][i] for r, i in found])
     cell = f"{returns.mean():,.0f} ± {returns.std():,.0f} ({len(found)}/{len(runs)})"
     minutes = [r["minutes"][i] for r, i in found if r.get("minutes") is not None]
-    return cell + (f", {np.mean(minutes):.0f} min" if len(minutes) == len(found) else "")
+    if len(minutes) != len(found):
+        return cell
+    mean = float(np.mean(minutes))  # seconds below a minute: "0 min" said nothing
+    return cell + (f", {mean:.0f} min" if mean >= 1 else f", {mean * 60:.0f} s")
 
 
 def steps_to_reach(run, target):

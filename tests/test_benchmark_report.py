@@ -159,6 +159,14 @@ def test_offline_arms_are_rows_with_returns_and_minutes_at_given_steps(tmp_path)
     assert subprocess.run(again, capture_output=True, text=True, timeout=120).stdout == proc.stdout
 
 
+def test_wall_clock_under_a_minute_is_said_in_seconds(monkeypatch):
+    report = script_module("benchmark_report", monkeypatch)
+    runs = [{"steps": [10], "returns": [5.0], "minutes": [m]} for m in (0.2, 0.3)]
+    assert report.at_step_cell(runs, 10) == "5 ± 0 (2/2), 15 s"
+    runs[0]["minutes"], runs[1]["minutes"] = [3.0], [4.0]
+    assert report.at_step_cell(runs, 10) == "5 ± 0 (2/2), 4 min"
+
+
 def test_file_names_of_any_env_id_stay_in_the_output_folder(monkeypatch):
     report = script_module("benchmark_report", monkeypatch)
     names = {

@@ -91,6 +91,8 @@ def test_user_labels_name_groups_or_runs(tmp_path):
         group_runs(runs, ["a", "b", "c"])
     with pytest.raises(TfsacError, match="an empty label"):
         group_runs(runs, ["a", ""])
+    with pytest.raises(TfsacError, match=r"'a' given to more than one of the 2 groups"):
+        group_runs(runs, ["a", "a"])  # one per group: two curves of one name
 
 
 def test_the_figure_draws_a_one_point_run_as_a_marker(tmp_path, monkeypatch):

@@ -132,6 +132,12 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
                 f"{_count(len(keyed), 'group')} ({'; '.join(made)}): give one per group, in "
                 "that order, or one per run"
             )
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:  # one label per group: two groups under one name could not be told apart
+            raise TfsacError(
+                f"labels: {', '.join(map(repr, twice))} given to more than one of the "
+                f"{len(keyed)} groups ({'; '.join(made)}); give each group its own label"
+            )
         made = list(labels)
     return [
         RunGroup(label, [runs[i] for i in members])

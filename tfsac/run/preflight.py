@@ -19,9 +19,16 @@ from tfsac.data.goals import episode_limit, reward_function
 from tfsac.data.offline_data import RecordedData, load_recorded
 from tfsac.deploy.formats import check_available, parse_formats
 from tfsac.errors import TfsacError
-from tfsac.files import RunDir, check_writable, default_model_name
+from tfsac.files import (
+    CHECKPOINTS_DIR,
+    RunDir,
+    check_writable,
+    checkpoint_steps,
+    default_model_name,
+)
 from tfsac.run.memory_check import check_memory
 from tfsac.run.source import env_runners
+from tfsac.run.warm_start import check_source
 
 
 def default_run_dir(config: SACConfig) -> str:
@@ -104,6 +111,9 @@ def check_start(
     run_dir = checked_run_dir(config, resume, env_fn)
     saved = RunDir(run_dir).read_config() if resume else None
     changes = config.resume_changes(saved) if saved is not None else []
+    own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
+    if config.init_from and not own_checkpoints:  # a resume reads its own, not init_from's
+        check_source(config)
     if config.export:
         model_name = config.model_name or default_model_name(config.env_id)
         check_writable(os.path.join(config.export_dir, model_name))

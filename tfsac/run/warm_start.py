@@ -8,13 +8,11 @@ replay), so the new run's own settings apply from its first update."""
 from __future__ import annotations
 
 import os
-from typing import Dict, Tuple
+from typing import List, Tuple
 
-import tensorflow as tf
 from absl import logging
 
-from tfsac.algorithm.learner import SACLearner
-from tfsac.algorithm.variants import VARIANTS
+from tfsac.algorithm.variants import VARIANTS  # TF-free: the declarations only
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
@@ -33,25 +31,9 @@ MATCHED_FIELDS = (
     "use_sde",
     "use_log_alpha",
 )
-# Checkpoint objects that belong to a run's course, not to what it learned.
-RUN_STATE = ("update_rng", "act_rng", "reward_divisor", "exploration")
 
 
-def learned_objects(learner: SACLearner) -> Dict[str, tf.Module]:
-    """The learner's checkpoint objects that `init_from` restores, by checkpoint name."""
-    objects = learner.checkpoint_objects()
-    learned = {
-        name: obj
-        for name, obj in objects.items()
-        if name not in RUN_STATE and not name.endswith("_optimizer")
-    }
-    if not learner.sac.temperature.learned:  # a fixed alpha is this run's setting
-        for name in learner.sac.temperature.checkpoint_objects():
-            learned.pop(name, None)
-    return learned
-
-
-def source_checkpoints(source: str) -> Tuple[str, list]:
+def source_checkpoints(source: str) -> Tuple[str, List[str]]:
     """(the source's run directory, its checkpoint prefixes to try, newest first) for
     `source`: a run directory (its complete checkpoints) or one checkpoint's prefix
     (<run_dir>/checkpoints/ckpt-<step>)."""
@@ -86,14 +68,23 @@ def check_matches(source_config: SACConfig, config: SACConfig, source: str) -> N
             )
 
 
-def warm_start(learner: SACLearner, config: SACConfig) -> str:
-    """Restores config.init_from's learned state into `learner` (a new run's); returns the
-    checkpoint restored. TfsacError where the source is no tfsac run, was trained with
-    other networks, or holds no checkpoint whose learned state restores into these."""
-    source = config.init_from
-    run_dir, prefixes = source_checkpoints(source)
-    check_matches(run_config(run_dir), config, source)
-    checkpoint = tf.train.Checkpoint(**learned_objects(learner))
+def check_source(config: SACConfig) -> List[str]:
+    """The checkpoint prefixes of config.init_from to try, newest first; TfsacError where it
+    is no tfsac run with checkpoints, or was trained with other networks' settings (run by
+    the start's checks, without TensorFlow)."""
+    run_dir, prefixes = source_checkpoints(config.init_from)
+    check_matches(run_config(run_dir), config, config.init_from)
+    return prefixes
+
+
+def warm_start(learner, config: SACConfig) -> str:
+    """Restores config.init_from's learned state into `learner` (a new run's SACLearner);
+    returns the checkpoint restored. TfsacError where check_source refuses the source, or
+    none of its checkpoints' learned state restores into this learner."""
+    import tensorflow as tf  # this module's checks run before TensorFlow is imported
+
+    prefixes = check_source(config)
+    checkpoint = tf.train.Checkpoint(**learner.learned_objects())
     errors = []
     for prefix in prefixes:
         try:
@@ -111,4 +102,6 @@ def warm_start(learner: SACLearner, config: SACConfig) -> str:
             prefix,
         )
         return prefix
-    raise TfsacError(f"init_from {source!r}: no checkpoint restores into this run ({errors[0]})")
+    raise TfsacError(
+        f"init_from {config.init_from!r}: no checkpoint restores into this run ({errors[0]})"
+    )

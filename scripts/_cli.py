@@ -40,14 +40,14 @@ def version_note(version_dir: str) -> str:
     model_dir, version = os.path.split(os.path.normpath(version_dir))
     versions = model_versions(model_dir)
     served = versions[-1]
-    if int(version) != served:
+    if version != served:
         note = f"version {served}, not this one"
     elif len(versions) > 1:
         note = f"so this one replaces version {versions[-2]}"
     else:
         note = "this one"
     return (
-        f"version {version} of {model_dir} (versions there: {', '.join(map(str, versions))}); "
+        f"version {version} of {model_dir} (versions there: {', '.join(versions)}); "
         f"TF Serving serves the highest: {note}."
     )
 

@@ -100,7 +100,8 @@ def main(argv):
 
 
 def _report(env_id, returns, seed, episodes, info, success_rate=None) -> None:
-    """The result line, whether it repeats the training run's final evaluation, and JSON."""
+    """The result line, whether it repeats the training run's evaluation of these weights,
+    and JSON."""
     import numpy as np
 
     mode = "stochastic" if FLAGS.stochastic else "deterministic"
@@ -118,8 +119,11 @@ def _report(env_id, returns, seed, episodes, info, success_rate=None) -> None:
         and not FLAGS.stochastic
     )
     if repeats_final:
+        # A checkpoint's own evaluation (--step, or an older one where the newest is damaged).
+        step = info.get("checkpoint_step")
+        which = "final evaluation" if step is None else f"evaluation at step {step}"
         print(
-            f"  the training run's final evaluation (same seed, episodes and env) returned "
+            f"  the training run's {which} (same seed, episodes and env) returned "
             f"{info['eval_return_mean']:.1f}"
         )
     result = {

@@ -248,6 +248,10 @@ def test_a_named_step_loads_that_checkpoint_and_a_missing_one_lists_the_kept(two
     policy = tfsac.Policy.load(run_dir, step=100)
     assert policy.metadata["checkpoint_step"] == 100
     np.testing.assert_array_equal(policy.predict(obs), older(obs))
+    assert tfsac.Policy.load(run_dir, step=np.int64(100)).metadata["checkpoint_step"] == 100
+    for wrong in ("100", 100.0, True):  # a step named otherwise than as a whole number
+        with pytest.raises(TfsacError, match=r"step must be a whole number \(an env step\)"):
+            tfsac.Policy.load(run_dir, step=wrong)
 
 
 def test_a_checkpoint_newer_than_the_index_is_used(tmp_path, two_checkpoints):

@@ -4,12 +4,14 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import REPO_ROOT
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
 from tfsac.data.envs import unit_to_bounds
@@ -146,19 +148,27 @@ def test_saved_model_cli_run_matches(exported, tmp_path):
     np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_versions_increase(exported, tmp_path):
+def test_versions_increase(exported, tmp_path, monkeypatch):
     learner, _ = exported
     first = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
     second = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
     assert (os.path.basename(first), os.path.basename(second)) == ("1", "2")
-    # TF Serving's versions are names of ASCII digits, folders or not; others are passed over.
-    for name in ("\u00b2", "\u0663", "abc"):
+    # TF Serving's versions: folders named by ASCII digits that fit an int64, as named.
+    for name in ("\u00b2", "\u0663", "abc", "9" * 20):
         os.makedirs(tmp_path / "m" / name)
-    (tmp_path / "m" / "9").write_text("")
-    third = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
-    assert os.path.basename(third) == "10"
-    with pytest.raises(TfsacError, match=r"name one, e\.g\. .*m/10 \(the newest\)"):
+    (tmp_path / "m" / "9").write_text("")  # a file: no version
+    shutil.copytree(first, tmp_path / "m" / "007")
+    with pytest.raises(TfsacError, match=r"name one, e\.g\. .*m/007 \(the newest\)"):
         check_saved_model(str(tmp_path / "m"))
+    third = export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    assert os.path.basename(third) == "8"
+    monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, "scripts"))
+    import _cli
+
+    assert _cli.version_note(third).startswith(
+        f"version 8 of {tmp_path / 'm'} (versions there: 1, 2, 007, 8); TF Serving serves "
+        "the highest: so this one replaces version 007."
+    )
 
 
 def test_failed_export_leaves_nothing(exported, tmp_path, monkeypatch):

@@ -94,8 +94,10 @@ def test_a_checkpoint_prefix_names_the_step_and_a_fixed_alpha_stays_this_runs(
         (
             "source",
             {"env_id": "MountainCarContinuous-v0", "offline_data": None},
-            r"no checkpoint restores into this run",
+            r"trained on Pendulum-v1 \(observations of 3 numbers, actions of 1\), this run's "
+            r"MountainCarContinuous-v0 has 2 and 1: its networks do not fit$",
         ),
+        ("source/checkpoints/ckpt-20.index", {}, r"name its prefix, .*/checkpoints/ckpt-20$"),
     ],
 )
 def test_a_source_that_does_not_fit_is_one_line_and_writes_nothing(
@@ -117,3 +119,38 @@ def test_every_algorithms_learned_state_carries_over(tmp_path, algorithm):
     # Every variable an update writes: the variant's networks (V), batch statistics, atoms.
     state, expected = learner.sac.trainable_state(), source.sac.trainable_state()
     assert _same([v.numpy() for v in state], [v.numpy() for v in expected])
+
+
+def test_networks_that_do_not_fit_are_one_line_without_tensorflows_warnings(
+    tmp_path, online_source, caplog
+):
+    from tfsac import Actor
+
+    def actor_fn(obs_dim, action_dim):  # the same settings, narrower layers: other shapes
+        return Actor(action_dim, hidden_sizes=(8, 8))
+
+    root, data = online_source
+    config = _config(tmp_path, "new", data, init_from=str(root / "source"))
+    with pytest.raises(TfsacError, match=r"no checkpoint restores into this run \(.*ckpt-40: "):
+        Trainer(config, export=False, actor_fn=actor_fn)
+    # TensorFlow's complaints about the dropped restore's objects: a page for one error.
+    assert not [r for r in caplog.records if r.name == "tensorflow"]
+    assert not os.path.exists(tmp_path / "new")
+
+
+def test_a_temperature_the_source_held_fixed_is_not_carried_over(tmp_path, dataset):  # noqa: F811
+    fixed = _config(tmp_path, "fixed", dataset, total_steps=0, offline_updates=5, alpha=0.1)
+    Trainer(fixed, export=False).run()
+    config = _config(tmp_path, "new", dataset, init_from=str(tmp_path / "fixed"), initial_alpha=0.5)
+    learner = Trainer(config, export=False).learner
+    assert np.isclose(np.exp(learner.sac.temperature.log_alpha.numpy()), 0.5)
+
+
+def test_a_resume_does_not_read_init_from_so_it_may_change(tmp_path, online_source):
+    root, data = online_source
+    source = str(root / "source")
+    Trainer(_config(tmp_path, "new", data, init_from=source), export=False).run()
+    # The same source written otherwise, or gone: the run's own checkpoint is restored.
+    for init_from in (source + "/", str(tmp_path / "gone")):
+        config = _config(tmp_path, "new", data, init_from=init_from, total_steps=60)
+        assert Trainer(config, export=False, resume=True).resumed_from.endswith("ckpt-40")

@@ -5,6 +5,7 @@ writes a run directory (deploy loads a policy from one, scale sweeps over them).
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import re
 import tempfile
@@ -55,17 +56,23 @@ _VERSION_NAME = re.compile(r"[0-9]+")
 _INDEX_NAME = re.compile(r"ckpt-([0-9]+)\.index")
 
 
-def model_versions(model_dir: str, servable: bool = False) -> List[int]:
-    """The versions in TF Serving's model folder `model_dir`, ascending: its names of ASCII
-    digits, as TF Serving reads them (a new export must not reuse one), or with `servable`
-    only the folders that hold a saved_model.pb. [] where `model_dir` is not a folder."""
+def model_versions(model_dir: str, servable: bool = False) -> List[str]:
+    """The version folders in TF Serving's model folder `model_dir`, by version: folders
+    named by a number of ASCII digits that fits TF Serving's int64 (it passes over other
+    names), or with `servable` only those that hold a saved_model.pb. Names as they are
+    ('007' is version 7). [] where `model_dir` is not a folder."""
     try:
         names = [n for n in os.listdir(model_dir) if _VERSION_NAME.fullmatch(n)]
     except OSError:
         return []
-    if servable:
-        names = [n for n in names if os.path.isfile(os.path.join(model_dir, n, "saved_model.pb"))]
-    return sorted(int(n) for n in names)
+    names = [
+        n
+        for n in names
+        if int(n) < 2**63
+        and os.path.isdir(os.path.join(model_dir, n))
+        and (not servable or os.path.isfile(os.path.join(model_dir, n, "saved_model.pb")))
+    ]
+    return sorted(names, key=int)
 
 
 def checkpoint_steps(checkpoints_dir: str) -> List[int]:
@@ -83,6 +90,8 @@ def run_config(run_dir: str, need_checkpoint: bool = False, step: Optional[int] 
     """The SACConfig of the run in `run_dir`; TfsacError where it holds none, or with
     `need_checkpoint` where it holds no checkpoint files, or none of env step `step` where
     one is named (it reads none of them)."""
+    if step is not None and (isinstance(step, bool) or not isinstance(step, numbers.Integral)):
+        raise TfsacError(f"step must be a whole number (an env step), got {step!r}")
     try:
         with open(os.path.join(run_dir, CONFIG_FILE)) as f:
             config = SACConfig.from_dict(json.load(f))

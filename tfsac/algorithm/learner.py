@@ -91,18 +91,19 @@ class SACLearner:
             objects["exploration"] = self.exploration.noise
         return objects
 
-    def learned_objects(self) -> Dict[str, tf.Module]:
+    def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:
         """The checkpoint objects that hold what was learned (the networks and their targets,
-        a variant's networks, the observation statistics, a learned temperature), without
-        a run's course (optimizers, random streams, reward statistics, gSDE noise): what
-        `init_from` (tfsac/run/warm_start.py) carries into a new run."""
+        a variant's networks, the observation statistics, a learned temperature unless
+        not `temperature`), without a run's course (optimizers, random streams, reward
+        statistics, gSDE noise): what `init_from` (tfsac/run/warm_start.py) carries into a
+        new run."""
         course = ("update_rng", "act_rng", "reward_divisor", "exploration")
         learned = {
             name: obj
             for name, obj in self.checkpoint_objects().items()
             if name not in course and not name.endswith("_optimizer")
         }
-        if not self.sac.temperature.learned:  # a fixed alpha is the config's
+        if not (temperature and self.sac.temperature.learned):  # a fixed alpha: a setting
             for name in self.sac.temperature.checkpoint_objects():
                 learned.pop(name, None)
         return learned

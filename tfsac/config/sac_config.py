@@ -302,6 +302,9 @@ class SACConfig(
         for name in (f.name for f in dataclasses.fields(self)):
             if name == "run_dir" or old[name] == new[name]:
                 continue  # run_dir: the same folder, however it was written
+            if name == "init_from":  # a resume restores its own checkpoints, not the source's
+                changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
+                continue
             if name == "offline_data" and None not in (old[name], new[name]):
                 # The data moved, or the run resumes from another directory: the checkpoint's
                 # checksum of it says whether it is the same (MixedReplay.load_state).

@@ -44,7 +44,7 @@ WARMUP_BATCHES = (1, 64)  # one client's request, and a batch as TF Serving's ba
 
 def next_version(model_dir: str) -> int:
     """One more than the largest numeric version folder (TF Serving serves the largest)."""
-    return max(model_versions(model_dir), default=0) + 1
+    return max(map(int, model_versions(model_dir)), default=0) + 1
 
 
 def _umask() -> int:
@@ -215,7 +215,10 @@ def _checkpoint_identity(checkpoint: str) -> dict:
 def _newest_version_from(export_dir: str, model_name: str, identity: dict) -> Optional[str]:
     """The model's newest version folder where it was exported from `identity`, or None."""
     model_dir = os.path.join(export_dir, model_name)
-    newest = os.path.join(model_dir, str(next_version(model_dir) - 1))
+    versions = model_versions(model_dir)
+    if not versions:
+        return None
+    newest = os.path.join(model_dir, versions[-1])
     try:
         with open(os.path.join(newest, METADATA_FILE)) as f:
             recorded = json.load(f).get("checkpoint")

@@ -24,7 +24,7 @@ def check_saved_model(path: str) -> None:
     if not os.path.isfile(os.path.join(path, "saved_model.pb")):
         versions = model_versions(path, servable=True)
         if versions:  # TF Serving's model folder, the versions inside
-            newest = os.path.join(path, str(versions[-1]))
+            newest = os.path.join(path, versions[-1])
             raise TfsacError(
                 f"{path!r} is a model folder of versions: name one, e.g. {newest} (the newest)"
             )

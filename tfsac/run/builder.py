@@ -124,7 +124,7 @@ def build_run(
         restore = _restore_latest(config, start.run_dir, *parts)
         if restore is not None:
             loop, resumed_from, restored = restore
-    _start_learner(config, learner, mixed, restored)
+    _start_learner(config, spec, learner, mixed, restored)
     finished = _finished(loop.step, config.total_steps, files.read_summary())
     source = None
     if not finished:
@@ -189,7 +189,7 @@ def _mixed_replay(config: SACConfig, start: Start, buffer: ReplayBuffer) -> Opti
     return mixed
 
 
-def _start_learner(config: SACConfig, learner, mixed: Optional[MixedReplay], restored) -> None:
+def _start_learner(config: SACConfig, spec, learner, mixed: Optional[MixedReplay], restored):
     """A new run's learned state: init_from's (run/warm_start.py), or fresh networks whose
     observation statistics (where it normalises them) start from the recorded rows that
     its updates sample, as they cover each collected row after. A resume (`restored`) has
@@ -198,7 +198,7 @@ def _start_learner(config: SACConfig, learner, mixed: Optional[MixedReplay], res
     if restored is not None:
         return
     if config.init_from is not None:
-        warm_start(learner, config)
+        warm_start(learner, config, spec)
     elif mixed is not None and mixed.ratio != 0:
         learner.observe(mixed.recorded.data.observation)
 

@@ -111,14 +111,14 @@ def check_start(
     run_dir = checked_run_dir(config, resume, env_fn)
     saved = RunDir(run_dir).read_config() if resume else None
     changes = config.resume_changes(saved) if saved is not None else []
-    own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
-    if config.init_from and not own_checkpoints:  # a resume reads its own, not init_from's
-        check_source(config)
     if config.export:
         model_name = config.model_name or default_model_name(config.env_id)
         check_writable(os.path.join(config.export_dir, model_name))
         check_available(parse_formats(config.export_formats))
     spec = env_spec(config.env_id, eval_env)
+    own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
+    if config.init_from and not own_checkpoints:  # a resume reads its own, not init_from's
+        check_source(config, spec)
     if config.her:
         check_her(config, eval_env, spec)
     recorded = load_recorded(config.offline_data, spec) if config.offline_data else None

@@ -7,13 +7,17 @@ replay), so the new run's own settings apply from its first update."""
 
 from __future__ import annotations
 
+import gc
+import logging as logging_module
 import os
-from typing import List, Tuple
+import re
+from typing import List, Optional, Tuple
 
 from absl import logging
 
 from tfsac.algorithm.variants import VARIANTS  # TF-free: the declarations only
 from tfsac.config import SACConfig
+from tfsac.data.envs import EnvSpec, env_spec, make_env
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
 
@@ -43,7 +47,10 @@ def source_checkpoints(source: str) -> Tuple[str, List[str]]:
     if os.path.basename(folder) == CHECKPOINTS_DIR and name.startswith("ckpt-"):
         path, step = os.path.dirname(folder), name[len("ckpt-") :]
         if not (step.isascii() and step.isdigit()):
-            raise TfsacError(f"init_from {source!r}: not a checkpoint (ckpt-<env step>)")
+            # One of a checkpoint's files: the checkpoint is their common prefix.
+            prefix = re.fullmatch(r"(ckpt-[0-9]+)\.(index|extra|data-.*)", name)
+            hint = f": name its prefix, {os.path.join(folder, prefix[1])}" if prefix else ""
+            raise TfsacError(f"init_from {source!r}: not a checkpoint (ckpt-<env step>){hint}")
     try:
         run_config(path, need_checkpoint=True, step=None if step is None else int(step))
     except TfsacError as e:
@@ -68,40 +75,84 @@ def check_matches(source_config: SACConfig, config: SACConfig, source: str) -> N
             )
 
 
-def check_source(config: SACConfig) -> List[str]:
-    """The checkpoint prefixes of config.init_from to try, newest first; TfsacError where it
-    is no tfsac run with checkpoints, or was trained with other networks' settings (run by
-    the start's checks, without TensorFlow)."""
+def check_spaces(source_config: SACConfig, config: SACConfig, spec: EnvSpec) -> None:
+    """TfsacError where the source's env gives other observation or action sizes than this
+    run's (`spec`); passed over where the source's env cannot be made here (a custom one)."""
+    same = (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs)
+    if same:
+        return
+    try:
+        env = make_env(source_config.env_id, env_kwargs=source_config.env_kwargs)
+    except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
+        return
+    try:
+        theirs = env_spec(source_config.env_id, env)
+    finally:
+        env.close()
+    if (theirs.obs_dim, theirs.action_dim) != (spec.obs_dim, spec.action_dim):
+        raise TfsacError(
+            f"init_from {config.init_from!r} was trained on {theirs.env_id} (observations of "
+            f"{theirs.obs_dim} numbers, actions of {theirs.action_dim}), this run's "
+            f"{spec.env_id} has {spec.obs_dim} and {spec.action_dim}: its networks do not fit"
+        )
+
+
+def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]]:
+    """(the source run's config, the checkpoint prefixes of config.init_from to try, newest
+    first); TfsacError where it is no tfsac run with checkpoints, was trained with other
+    networks' settings or on other spaces than `spec`'s (run by the start's checks,
+    without TensorFlow)."""
     run_dir, prefixes = source_checkpoints(config.init_from)
-    check_matches(run_config(run_dir), config, config.init_from)
-    return prefixes
+    source_config = run_config(run_dir)
+    check_matches(source_config, config, config.init_from)
+    check_spaces(source_config, config, spec)
+    return source_config, prefixes
 
 
-def warm_start(learner, config: SACConfig) -> str:
-    """Restores config.init_from's learned state into `learner` (a new run's SACLearner);
-    returns the checkpoint restored. TfsacError where check_source refuses the source, or
-    none of its checkpoints' learned state restores into this learner."""
+def warm_start(learner, config: SACConfig, spec: EnvSpec) -> str:
+    """Restores config.init_from's learned state into `learner` (a new run's SACLearner, for
+    `spec`); returns the checkpoint restored. TfsacError where check_source refuses the
+    source, or none of its checkpoints' learned state restores into this learner. A
+    temperature the source held fixed is a setting, not learned: this run's applies."""
     import tensorflow as tf  # this module's checks run before TensorFlow is imported
 
-    prefixes = check_source(config)
-    checkpoint = tf.train.Checkpoint(**learner.learned_objects())
+    source_config, prefixes = check_source(config, spec)
+    learned = learner.learned_objects(temperature=source_config.learned_alpha)
     errors = []
     for prefix in prefixes:
-        try:
-            # Every variable of the learned state must come from the checkpoint: a source
-            # with other networks (a custom actor_fn, other spaces) is refused, not mixed.
-            checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
-        except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
-            errors.append(f"{prefix}: {first_line(e)}")
-            if len(prefixes) > 1:
-                logging.warning("init_from: skipping a checkpoint that does not restore: %s", e)
-            continue
-        logging.info(
-            "init_from %s: networks, targets, temperature and observation statistics; "
-            "optimizers, random streams and the replay start afresh",
-            prefix,
-        )
-        return prefix
+        error = _restore(tf, tf.train.Checkpoint(**learned), prefix)
+        if error is None:
+            logging.info(
+                "init_from %s: networks, targets%s and observation statistics; optimizers, "
+                "random streams and the replay start afresh",
+                prefix,
+                ", temperature" if "log_alpha" in learned else "",
+            )
+            return prefix
+        errors.append(f"{prefix}: {error}")
+        if len(prefixes) > 1:
+            logging.warning("init_from: skipping a checkpoint that does not restore: %s", error)
     raise TfsacError(
         f"init_from {config.init_from!r}: no checkpoint restores into this run ({errors[0]})"
     )
+
+
+def _restore(tf, checkpoint, prefix: str) -> Optional[str]:
+    """Restores `prefix` into `checkpoint`; None, or the first line of why not. Every
+    variable must come from the checkpoint: a source with other networks (a custom
+    actor_fn) is refused, not mixed. A failed restore's objects are dropped here, with
+    TensorFlow's warnings about their unrestored values (a page of lines for one error)."""
+    logger, level = logging_module.getLogger("tensorflow"), None
+    try:
+        checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
+        return None
+    except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
+        error = first_line(e)
+    level = logger.level
+    logger.setLevel(logging_module.ERROR)
+    try:
+        del checkpoint
+        gc.collect()
+    finally:
+        logger.setLevel(level)
+    return error

@@ -89,7 +89,7 @@ def test_a_checkpoint_prefix_names_the_step_and_a_fixed_alpha_stays_this_runs(
         ("source/checkpoints/ckpt-30", {}, r"no checkpoint of step 30 .* \(steps: 40, 20\)"),
         ("source/checkpoints/ckpt-x", {}, r"not a checkpoint \(ckpt-<env step>\)"),
         ("source", {"hidden_sizes": (8, 8)}, r"trained with hidden_sizes=\(16, 16\), this run"),
-        ("source", {"num_critics": 3}, r"trained with num_critics=2, this run has num_critics=3"),
+        ("source", {"num_critics": 3}, r"num_critics=2, this run has num_critics=3"),
         # Same settings, other spaces: the variables' shapes differ.
         (
             "source",
@@ -154,3 +154,43 @@ def test_a_resume_does_not_read_init_from_so_it_may_change(tmp_path, online_sour
     for init_from in (source + "/", str(tmp_path / "gone")):
         config = _config(tmp_path, "new", data, init_from=init_from, total_steps=60)
         assert Trainer(config, export=False, resume=True).resumed_from.endswith("ckpt-40")
+
+
+def test_a_sweeps_trials_read_init_from_and_recorded_data_from_where_it_started(
+    tmp_path, monkeypatch, online_source
+):
+    """Trials run in Tune's trial folders: relative paths are made absolute when the sweep
+    is planned, and a source that no trial could read is refused then, writing nothing."""
+    from tfsac import SACConfig
+    from tfsac.algorithm.resolve import resolve
+    from tfsac.scale.sweeps.plan import plan_sweep
+
+    root, data = online_source
+    monkeypatch.chdir(root)
+
+    class Configs:  # the sweep script's FlagConfigs, over the source's settings
+        names = frozenset(SACConfig.__dataclass_fields__)
+
+        def check_name(self, name, where):
+            assert name in self.names
+
+        def __call__(self, overrides):
+            kinds = {"seed": int, "num_critics": int}
+            values = {k: kinds.get(k, str)(v) for k, v in overrides.items()}
+            return resolve(SACConfig(env_id="Pendulum-v1", hidden_sizes=(16, 16), **values))
+
+    grid = ["init_from=source,source/checkpoints/ckpt-20", "offline_data=data"]
+    plan = plan_sweep(Configs(), str(tmp_path / "sweep"), [0], grid=grid)
+    assert {t["config"]["init_from"] for t in plan.trials} == {
+        str(root / "source"),
+        str(root / "source" / "checkpoints" / "ckpt-20"),
+    }
+    assert {t["config"]["offline_data"] for t in plan.trials} == {str(root / "data")}
+    for grid, message in (
+        (["init_from=nowhere"], r"init_from: '.*nowhere' is not a tfsac run directory"),
+        (["init_from=source", "num_critics=3"], r"num_critics=2, this run has num_critics=3"),
+        (["offline_data=nodata"], r"'nodata': no such folder"),
+    ):
+        with pytest.raises(TfsacError, match=message):
+            plan_sweep(Configs(), str(tmp_path / "sweep"), [0], grid=grid)
+    assert not os.path.exists(tmp_path / "sweep")

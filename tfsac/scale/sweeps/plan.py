@@ -19,10 +19,12 @@ from absl import flags
 
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
-from tfsac.data.envs import checked_env, env_factory
+from tfsac.data.envs import EnvSpec, checked_env, env_factory, env_spec
+from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
 from tfsac.files import check_writable
 from tfsac.paths import check_plain_name
+from tfsac.run.warm_start import check_source
 from tfsac.scale.sweeps.search_space import Dimension, parse_grid, parse_space
 
 SEARCH_METHODS = ("optuna",)
@@ -114,7 +116,7 @@ class TrialFactory:
             "export_dir": os.path.join(run_dir, "saved_models"),
             "progress_bar": "false",
         }
-        config = self.configs({**overrides, **per_trial})
+        config = _paths_from_here(self.configs({**overrides, **per_trial}))
         return {
             "name": f"{tag}/seed{seed}",
             "tag": tag,
@@ -125,6 +127,17 @@ class TrialFactory:
             "config": config.to_dict(),
             **extra,
         }
+
+
+def _paths_from_here(config: SACConfig) -> SACConfig:
+    """The config with the paths it reads made absolute: trials run in Tune's trial
+    folders, where a relative path names another place (a Minari dataset id stays)."""
+    paths = {}
+    if config.init_from:
+        paths["init_from"] = os.path.abspath(config.init_from)
+    if config.offline_data and os.path.exists(config.offline_data):
+        paths["offline_data"] = os.path.abspath(config.offline_data)
+    return dataclasses.replace(config, **paths) if paths else config
 
 
 @dataclasses.dataclass
@@ -205,18 +218,37 @@ def plan_sweep(
 
 def _check_runs(plan: Plan, base: Dict) -> None:
     """What would fail every trial, checked here before anything is written: env runners
-    (a trial is one process with its CPUs), envs that cannot be made or trained on, a
-    sweep folder that cannot be written."""
+    (a trial is one process with its CPUs), envs that cannot be made or trained on, an
+    init_from run or recorded data that does not fit them, a sweep folder that cannot be
+    written."""
     configs = [t["config"] for t in plan.trials] or [base]
     if any(c["num_actors"] for c in configs):
         raise TfsacError(
             "env runners (--num_actors) do not run inside sweep trials: a trial is one "
             "process with --cpus_per_trial CPUs; sweep without --num_actors"
         )
-    envs = {json.dumps([c["env_id"], c["env_kwargs"]], sort_keys=True) for c in configs}
-    for env_id, env_kwargs in (json.loads(e) for e in sorted(envs)):
-        checked_env(env_factory(env_id, env_kwargs), env_id).close()
+    specs, checked = {}, set()
+    for config in configs:
+        env_id, env_kwargs = config["env_id"], config["env_kwargs"]
+        env = json.dumps([env_id, env_kwargs], sort_keys=True)
+        if env not in specs:
+            made = checked_env(env_factory(env_id, env_kwargs), env_id)
+            specs[env] = env_spec(env_id, made)
+            made.close()
+        sources = (env, config["init_from"], config["offline_data"])
+        if sources not in checked:
+            checked.add(sources)
+            _check_sources(config, specs[env])
     check_writable(plan.sweep_dir)
+
+
+def _check_sources(config: Dict, spec: EnvSpec) -> None:
+    """What a trial reads besides its env: init_from's run, and the recorded data (the
+    whole of it, as every trial would read it)."""
+    if config["init_from"]:
+        check_source(SACConfig.from_dict(config), spec)
+    if config["offline_data"]:
+        load_recorded(config["offline_data"], spec)
 
 
 def _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping) -> None:

@@ -154,3 +154,41 @@ def test_a_run_stopped_between_evaluations_claims_no_evaluation_for_its_weights(
     # The observation layout is compared, not only the width: Box(3) against Dict's 3 + ...
     with pytest.raises(TfsacError, match="flatten differently from those the policy was"):
         check_env_fits("tfsac-test/Policy-dict-v0", None, {**info, "observation_dim": 5})
+
+
+@pytest.mark.parametrize(
+    "name, env_fn, observation",
+    [
+        # An observation wrapper changes the space: the policy takes the wrapped env's.
+        (
+            "framestack",
+            lambda: gym.wrappers.FrameStackObservation(gym.make("Pendulum-v1"), 2),
+            np.ones((2, 3), np.float32),
+        ),
+        # A user's own flattening of a Dict: the flat vector it gives, not the Dict inside.
+        (
+            "userflat",
+            lambda: gym.wrappers.FlattenObservation(SpaceEnv(DICT_SPACE, ACTION_SPACE)),
+            np.ones(5, np.float32),
+        ),
+        ("scalar", lambda: SpaceEnv(gym.spaces.Box(-1, 1, (), np.float32)), np.float32(0.5)),
+    ],
+)
+def test_an_env_fn_envs_own_observations_are_what_its_exports_take(
+    tmp_path, name, env_fn, observation
+):
+    from tfsac.data.envs import unit_to_bounds
+
+    config = tiny_config(tmp_path, "Pendulum-v1", name=name, checkpoint_every=40)
+    result = train(config, env_fn=env_fn)
+    flat = np.asarray(observation, np.float32).reshape(1, -1)
+    spec = result.spec
+    expected = unit_to_bounds(
+        result.learner.act(flat, deterministic=True), spec.action_low, spec.action_high
+    )
+    exported = Policy.load(result.saved_model_path)
+    np.testing.assert_allclose(exported.predict(observation), expected[0], rtol=1e-5)
+    # Its id alone would remake another env (no wrappers): the run's checkpoints say so.
+    assert result.spec.env_id.startswith("custom:")
+    with pytest.raises(TfsacError, match=r"trained on an env made by an env_fn .* SavedModel"):
+        Policy.load(result.run_dir)

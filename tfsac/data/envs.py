@@ -70,7 +70,8 @@ def _bounds_text(bounds: np.ndarray):
 
 def _bounds_array(text, shape: tuple, dtype) -> np.ndarray:
     values = np.array([float(x) for x in np.atleast_1d(text)])
-    values = np.broadcast_to(values, shape) if values.size == 1 else values.reshape(shape)
+    # One value for all (a scalar space's too: shape ()), or one per element.
+    values = np.broadcast_to(values[0], shape) if values.size == 1 else values.reshape(shape)
     return values.astype(dtype)
 
 
@@ -233,8 +234,13 @@ def _checked(env: gym.Env, name: str) -> gym.Env:
             raise TfsacError(
                 f"{name}: unsupported observation space {env.observation_space}"
             ) from None
-        env = gym.wrappers.FlattenObservation(env)
+        env = Flattened(env)
     return env
+
+
+class Flattened(gym.wrappers.FlattenObservation):
+    """tfsac's own flattening of an env's observations, told apart from a user's wrappers:
+    what is inside it (the user's env, wrappers included) is the space a Policy takes."""
 
 
 EnvFn = Callable[[], gym.Env]
@@ -339,21 +345,24 @@ def check_action_space(env_id: str, space: gym.Space) -> None:
 
 def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
     space = env.action_space
-    flattened = isinstance(env, gym.wrappers.FlattenObservation)
+    flattened = isinstance(env, Flattened)
+    # The observations as the env (wrappers included) gives them: not `unwrapped`'s, which
+    # an observation wrapper (frame stacking, a transform) changes.
+    raw = env.env.observation_space if flattened else env.observation_space
     return EnvSpec(
         env_id=env_id,
         obs_dim=int(gym.spaces.flatdim(env.observation_space)),
         action_dim=int(space.shape[0]),
         action_low=tuple(float(x) for x in space.low),
         action_high=tuple(float(x) for x in space.high),
-        observation_space=str(env.unwrapped.observation_space),
+        observation_space=str(raw),
         action_space=str(space),
-        observation_space_json=space_to_json(env.unwrapped.observation_space),
+        observation_space_json=space_to_json(raw),
         observation_flattening=(
             "gymnasium.spaces.flatten: Box flattened in C order, Discrete and MultiDiscrete "
             "one-hot, MultiBinary as is, Dict in sorted key order, Tuple in order"
             if flattened
             else "none: the observation is already a flat Box"
         ),
-        goal_columns=goal_columns(env.env.observation_space) if flattened else None,
+        goal_columns=goal_columns(raw) if flattened else None,
     )

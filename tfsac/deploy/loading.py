@@ -13,7 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.data.envs import env_spec, make_env, unit_to_bounds
+from tfsac.data.envs import CUSTOM_ENV, env_spec, make_env, unit_to_bounds
 from tfsac.deploy.metadata import check_saved_model, read_metadata
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
@@ -114,6 +114,12 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
     space, the checkpoint and its step, and the seed and return of the evaluation of those
     weights (where one was made at that step: a run stopped between evaluations has none)."""
     config = run_config(run_dir, need_checkpoint=step is not None, step=step)
+    if config.env_id.startswith(CUSTOM_ENV):  # its networks' sizes come from the env
+        raise TfsacError(
+            f"{run_dir!r} trained on an env made by an env_fn "
+            f"({config.env_id[len(CUSTOM_ENV) :]}), which has no gymnasium id to remake it "
+            "by: load the run's SavedModel export instead (tfsac.Policy.load(<version folder>))"
+        )
     env = make_env(config.env_id, env_kwargs=config.env_kwargs)
     spec = env_spec(config.env_id, env)
     env.close()

@@ -14,7 +14,15 @@ from absl import logging
 
 from tfsac.algorithm.resolve import resolve  # TF-free, as the variants' declarations
 from tfsac.config import SACConfig
-from tfsac.data.envs import CUSTOM_ENV, EnvFn, EnvSpec, checked_env, env_factory, env_spec
+from tfsac.data.envs import (
+    CUSTOM_ENV,
+    EnvFn,
+    EnvSpec,
+    Flattened,
+    checked_env,
+    env_factory,
+    env_spec,
+)
 from tfsac.data.goals import episode_limit, reward_function
 from tfsac.data.offline_data import RecordedData, load_recorded
 from tfsac.deploy.formats import check_available, parse_formats
@@ -54,10 +62,21 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
 
 
 def _env_name(env) -> str:
+    """An env_fn env's name: its gymnasium id where that id remakes an env of its spaces
+    (a wrapper of rewards is left unsaid), else custom:<name>: a class of its own, or a
+    registered env inside wrappers that change its observations or actions (frame
+    stacking, say), which its id alone would not remake."""
     spec = getattr(env, "spec", None)
-    return (
-        spec.id if spec is not None and spec.id else f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
-    )
+    if spec is None or not spec.id:
+        return f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
+    users = env.env if isinstance(env, Flattened) else env  # without tfsac's own wrapper
+    inner = env.unwrapped
+    if not spec.additional_wrappers or (
+        users.observation_space == inner.observation_space
+        and users.action_space == inner.action_space
+    ):
+        return spec.id
+    return f"{CUSTOM_ENV}{spec.id}+" + "+".join(w.name for w in spec.additional_wrappers)
 
 
 def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:

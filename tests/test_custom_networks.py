@@ -58,6 +58,50 @@ def test_single_critic_is_refused():
         SACLearner(3, 1, SACConfig(), critic_fn=lambda o, a: One())
 
 
+class _Critics(keras.Model):
+    """`n` Q heads over [obs, action]: [n, batch]."""
+
+    def __init__(self, n=2, dtype=None):
+        super().__init__(dtype=dtype)
+        self.q = keras.layers.Dense(n, dtype=dtype)
+
+    def call(self, observations, actions, training=None):
+        return tf.transpose(self.q(tf.concat([observations, actions], -1)))
+
+
+def _actor(width=None, dtype=None):
+    def actor_fn(obs_dim, action_dim):
+        obs = keras.Input((width or obs_dim,))
+        outputs = [keras.layers.Dense(action_dim, dtype=dtype)(obs) for _ in range(2)]
+        return keras.Model(obs, outputs)
+
+    return actor_fn
+
+
+@pytest.mark.parametrize(
+    "actor_fn, critic_fn, config, message",
+    [
+        # A closure over one model: the target would be the critic itself, tau a no-op.
+        (None, "shared", {}, "returned the same model for the critic and its target"),
+        (lambda o, a: lambda x: x, None, {}, "the actor must be a keras.Model, got function"),
+        (None, lambda: lambda o, a: None, {}, "the critic must be a keras.Model, got NoneType"),
+        (_actor(width=4), None, {}, r"the actor does not take inputs \[batch, 3\]: "),
+        (_actor(dtype="float64"), None, {}, "the actor must compute in float32 .* float64"),
+        (None, lambda: lambda o, a: _Critics(dtype="float64"), {}, "critic must compute in f"),
+        (None, lambda: lambda o, a: _Critics(2), {"num_critics": 4}, "set num_critics=2"),
+    ],
+)
+def test_custom_models_that_break_a_contract_are_refused_when_the_learner_is_made(
+    actor_fn, critic_fn, config, message
+):
+    if critic_fn == "shared":
+        shared = _Critics()
+        critic_fn = lambda: lambda o, a: shared  # noqa: E731
+    critic_fn = critic_fn and critic_fn()
+    with pytest.raises(TfsacError, match=message):
+        SACLearner(3, 1, SACConfig(**config), actor_fn=actor_fn, critic_fn=critic_fn)
+
+
 def test_export_clips_a_custom_actors_log_std(tmp_path):
     from tfsac import EnvSpec, export_policy
 

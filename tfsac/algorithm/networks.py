@@ -8,7 +8,6 @@ from functools import partial
 from typing import Callable, Dict, Optional, Sequence
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from tfsac.algorithm.architectures import MLP, architecture_of
@@ -19,6 +18,7 @@ from tfsac.algorithm.layers import (
     call_sequential,
     check_no_members,
 )
+from tfsac.algorithm.network_checks import check_members, check_models, check_outputs
 from tfsac.algorithm.variants import variant_of
 from tfsac.errors import TfsacError
 
@@ -279,58 +279,13 @@ def build_networks(
     else:
         critic, make_target = critic_fn(obs_dim, action_dim), critic_fn
     target_critic = make_target(obs_dim, action_dim) if variant.has_target_critic else None
-    _check_outputs(actor, (critic, target_critic), obs_dim, action_dim, outputs)
+    check_models(actor, critic, target_critic)
+    check_outputs(actor, (critic, target_critic), obs_dim, action_dim, config.num_critics, outputs)
     if target_critic is not None and 0 < config.target_subset < config.num_critics:
-        _check_members(target_critic, obs_dim, action_dim, config.target_subset)
+        check_members(target_critic, obs_dim, action_dim, config.target_subset)
     if target_critic is not None:
         for target, source in zip(
             target_critic.trainable_variables, critic.trainable_variables, strict=True
         ):
             target.assign(source)
     return actor, critic, target_critic
-
-
-def _check_outputs(actor, critics, obs_dim: int, action_dim: int, per_critic: int = 1) -> None:
-    """Builds the models on a dummy batch and checks the shapes of what they return (the
-    contracts of build_networks, which custom models must keep)."""
-    obs = tf.zeros([3, obs_dim])
-    act = tf.zeros([3, action_dim])
-    outputs = actor(obs)
-    if not (
-        isinstance(outputs, (tuple, list))
-        and len(outputs) == 2
-        and all(tuple(o.shape) == (3, action_dim) for o in outputs)
-    ):
-        raise TfsacError(
-            f"the actor must return (mean, log_std), each [batch, {action_dim}]; got "
-            f"{[tuple(o.shape) for o in tf.nest.flatten(outputs)]}"
-        )
-    if per_critic == 1:
-        want, tail = "[n_critics >= 2, batch]", (3,)
-    else:
-        want, tail = f"[n_critics >= 2, batch, {per_critic}]", (3, per_critic)
-    for model in critics:
-        if model is None:
-            continue
-        shape = tuple(model(obs, act).shape)
-        if shape[1:] != tail or shape[0] < 2:
-            raise TfsacError(f"the critic must return Q values {want}; got {shape}")
-
-
-def _check_members(critic, obs_dim: int, action_dim: int, size: int) -> None:
-    """A target over a random subset evaluates only those critics: `members=` must give
-    the same values as the whole ensemble's, gathered."""
-    rng = np.random.default_rng(0)  # not TF's generators: the run's random numbers stay put
-    obs, act = (tf.constant(rng.normal(size=(3, d)), tf.float32) for d in (obs_dim, action_dim))
-    members = tf.range(size - 1, -1, -1)
-    try:
-        some = critic(obs, act, members=members)
-    except TypeError:
-        some = None
-    if some is None or not np.allclose(
-        some.numpy(), tf.gather(critic(obs, act), members).numpy(), rtol=1e-5, atol=1e-5
-    ):
-        raise TfsacError(
-            "with target_subset the critic must take members= (indices) and return only "
-            "those critics' values, as tfsac.algorithm.networks.Critic does"
-        )

@@ -173,7 +173,15 @@ def test_hooks_that_are_not_functions_or_callbacks_are_refused_before_anything_i
         with pytest.raises(tfsac.TfsacError, match=message):
             tfsac.train(config, quiet=True, **hooks)
         assert not os.path.exists(config.run_dir)
-    # An answer that is neither a boolean nor None is a mistake, said as one.
-    calls = CallbackList([FunctionCallback(on_log=lambda record: 0)])
-    with pytest.raises(tfsac.TfsacError, match="returned 0: return False to stop the run"):
-        calls.on_log({"step": 1})
+
+
+def test_an_answer_that_is_not_a_bool_goes_on_and_is_said_once(caplog):
+    # A logger's one-liner (f.write, writer.writerow) returns a number: not a stop.
+    calls = CallbackList([FunctionCallback(on_log=lambda record: 0), tfsac.Callback()])
+    assert [calls.on_log({"step": s}) for s in (1, 2, 3)] == [None, None, None]
+    said = [r.getMessage() for r in caplog.records if "not a bool" in r.getMessage()]
+    assert said == [
+        "FunctionCallback.on_log returned 0, not a bool: going on (only False "
+        "stops the run; this is said once)"
+    ]
+    assert calls.stop_reason is None

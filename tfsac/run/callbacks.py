@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Iterable, List, Optional
 
 import numpy as np
+from absl import logging
 
 from tfsac.data.update_schedule import crossed
 from tfsac.errors import TfsacError
@@ -83,6 +84,7 @@ class CallbackList(Callback):
     def __init__(self, callbacks: Iterable[Callback]):
         self.callbacks: List[Callback] = list(callbacks)
         self.stop_reason: Optional[str] = None
+        self._warned = set()  # (callback, method) whose non-bool answer was said
 
     def on_training_start(self, trainer) -> None:
         for callback in self.callbacks:
@@ -91,7 +93,7 @@ class CallbackList(Callback):
     def _call(self, method: str, argument: Dict) -> Optional[bool]:
         stop = False
         for callback in self.callbacks:
-            if _asks_to_stop(callback, method, getattr(callback, method)(argument)):
+            if self._asks_to_stop(callback, method, getattr(callback, method)(argument)):
                 stop = True
                 if self.stop_reason is None:
                     self.stop_reason = _stopped_by(callback, method, argument["step"])
@@ -102,6 +104,23 @@ class CallbackList(Callback):
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
         return self._call("on_evaluation", evaluation)
+
+    def _asks_to_stop(self, callback: Callback, method: str, answer) -> bool:
+        """False (numpy's too) stops; True and None go on. Any other answer goes on too,
+        said once per hook: a one-line logger's `f.write` or `writer.writerow` returns a
+        number, and ending a long run over it would lose more than it protects."""
+        if answer is None or isinstance(answer, (bool, np.bool_)):
+            return answer is not None and not answer
+        if (id(callback), method) not in self._warned:
+            self._warned.add((id(callback), method))
+            logging.warning(
+                "%s.%s returned %.40r, not a bool: going on (only False stops the run; this "
+                "is said once)",
+                type(callback).__name__,
+                method,
+                answer,
+            )
+        return False
 
 
 def check_hooks(on_log, on_evaluation, callbacks) -> List[Callback]:
@@ -121,16 +140,6 @@ def check_hooks(on_log, on_evaluation, callbacks) -> List[Callback]:
                 f"as on_log= and on_evaluation=), got {callback!r:.60}"
             )
     return [FunctionCallback(on_log, on_evaluation), *callbacks]
-
-
-def _asks_to_stop(callback: Callback, method: str, answer) -> bool:
-    """False (numpy's too) stops, True and None go on; any other answer is a mistake."""
-    if answer is None or isinstance(answer, (bool, np.bool_)):
-        return answer is not None and not answer
-    raise TfsacError(
-        f"{type(callback).__name__}.{method} returned {answer!r:.40}: return False to stop the "
-        "run, True or None to go on"
-    )
 
 
 def _stopped_by(callback: Callback, method: str, step: int) -> str:

@@ -44,8 +44,24 @@ def test_sample_is_reproducible_by_seed():
 
 
 def test_empty_buffer_refuses_to_sample():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="empty replay buffer"):
         ReplayBuffer(4, 1, 1).sample(2)
+
+
+def test_a_refused_add_changes_no_row_and_names_every_shape():
+    buffer = ReplayBuffer(4, 2, 1)
+    obs = np.arange(10, dtype=np.float32).reshape(5, 2)
+    for i in range(4):
+        buffer.add(obs[i], [0.0], float(i), obs[i + 1], False)
+    before = buffer.state_arrays()
+    with pytest.raises(ValueError, match=r"actions \(2,\), rewards \(\), .* actions \[1\]"):
+        buffer.add(np.array([99.0, 99.0]), [0.0, 0.0], 9.0, np.array([98.0, 98.0]), False)
+    for name, array in buffer.state_arrays().items():
+        np.testing.assert_array_equal(array, before[name])
+    buffer.add(obs[0], [0.5], np.array([1.0]), obs[1], False)  # a one-element reward: one row
+    assert buffer.reward[0] == 1.0
+    with pytest.raises(ValueError, match="batch_size must be a whole number >= 0, got -1"):
+        buffer.sample(-1)
 
 
 def test_adding_many_rows_wraps_like_single_adds():

@@ -3,6 +3,7 @@ observation once."""
 
 from __future__ import annotations
 
+import numbers
 from typing import Dict, List, Mapping, Tuple
 
 import numpy as np
@@ -80,7 +81,7 @@ class ReplayBuffer:
         n_steps: int = 1,
         gamma: float = 0.99,
     ):
-        self.capacity, self.obs_dim = int(capacity), int(obs_dim)
+        self.capacity, self.obs_dim, self.action_dim = int(capacity), int(obs_dim), int(action_dim)
         self.n_steps, self.gamma = int(n_steps), float(gamma)
         self.layout = transition_layout(obs_dim, action_dim)
         self._rows = np.zeros((self.capacity, obs_dim + action_dim + 2), np.float32)
@@ -118,28 +119,46 @@ class ReplayBuffer:
     def add(self, observation, action, reward, next_observation, terminated) -> None:
         """Adds one transition, or N in order (one per vector-env copy, or the rows of env
         runners' chunks: every argument with a leading axis of N)."""
-        if np.ndim(reward) == 0:
+        given = (observation, action, reward, next_observation, terminated)
+        if np.ndim(observation) == 1:  # one transition: rows of one
             observation, action, next_observation = (
                 np.asarray(x, np.float32)[None] for x in (observation, action, next_observation)
             )
-            reward, terminated = [reward], [terminated]
-        n = len(reward)
+            reward, terminated = np.reshape(reward, -1), np.reshape(terminated, -1)
+        n = len(observation)
         # Rows that later rows of this call overwrite are never stored.
         skip = max(n - self.capacity, 0)
-        obs, next_obs = (
+        obs, next_obs, action = (
             np.ascontiguousarray(np.asarray(x, np.float32)[skip:])
-            for x in (observation, next_observation)
+            for x in (observation, next_observation, action)
         )
-        if obs.shape != (n - skip, self.obs_dim) or next_obs.shape != obs.shape:
+        reward = np.asarray(reward, np.float32)
+        # Every shape checked before any row is written: a refused call changes nothing.
+        if (
+            obs.shape != (n - skip, self.obs_dim)
+            or next_obs.shape != obs.shape
+            or action.shape != (n - skip, self.action_dim)
+            or reward.shape != (n,)
+            or np.shape(terminated) not in ((), (n,))
+        ):
+            shapes = ", ".join(
+                f"{name} {np.shape(x)}"
+                for name, x in zip(
+                    ("observations", "actions", "rewards", "next observations", "terminated"),
+                    given,
+                    strict=True,
+                )
+            )
             raise ValueError(
-                f"{n} rows of observations {np.shape(observation)} and next observations "
-                f"{np.shape(next_observation)}; the buffer's obs_dim is {self.obs_dim}"
+                f"transitions of {shapes}; the buffer takes one row or N rows of "
+                f"observations [{self.obs_dim}], actions [{self.action_dim}] and one reward "
+                "and terminated flag each"
             )
         terminated = np.broadcast_to(np.asarray(terminated, np.float32), (n,))[skip:]
         slots = (self.cursor + skip + np.arange(n - skip)) % self.capacity
         self.observation[slots] = obs
-        self.action[slots] = np.asarray(action, np.float32)[skip:]
-        self.reward[slots] = np.asarray(reward, np.float32)[skip:]
+        self.action[slots] = action
+        self.reward[slots] = reward[skip:]
         self.terminated[slots] = terminated
         # Last: the links need not be undone when a row above does not fit.
         self._link(slots, obs, next_obs, terminated)
@@ -228,6 +247,10 @@ class ReplayBuffer:
         (the form `SACLearner.update` takes fastest)."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
+        for name, value in (("batch_size", batch_size), ("num_batches", num_batches)):
+            # 0 rows is a batch too: a mixed batch's online share at offline_ratio=1.
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
         return self.packed(self.rng.integers(0, self.size, size=(num_batches, batch_size)))
 
     def unpack(self, packed: np.ndarray) -> Dict[str, np.ndarray]:

@@ -137,3 +137,28 @@ def test_packed_and_dict_batches_give_the_same_update():
     for name, value in batch.items():
         np.testing.assert_array_equal(unpacked[name], value)
     np.testing.assert_array_equal(unpacked["discount"], np.float32(0.99))  # gamma: one step
+
+
+def test_inputs_of_another_shape_are_one_error_naming_the_shape_wanted():
+    from tfsac import TfsacError
+
+    learner = SACLearner(3, 2, SACConfig(hidden_sizes=(8,), jit_compile=False))
+    for observation in (np.zeros(3), np.zeros((2, 4))):
+        with pytest.raises(TfsacError, match=r"observations must be a batch \[B, 3\], got shape"):
+            learner.act(observation)
+    batch = _random_batch(1, 4)
+    width = 3 + 2 + 1 + 3 + 1 + 1
+    wrong = {
+        "a batch without its steps axis": {k: v[0] for k, v in batch.items()},
+        "no terminated field": {k: v for k, v in batch.items() if k != "terminated"},
+        "an empty batch": np.zeros((1, 0, width), np.float32),
+        "no steps": np.zeros((0, 8, width), np.float32),
+        "rows of another width": np.zeros((1, 8, width + 1), np.float32),
+    }
+    messages = {
+        "no terminated field": "batches lack the field 'terminated'",
+    }
+    for what, batches in wrong.items():
+        with pytest.raises(TfsacError, match=messages.get(what, r"\[steps >= 1, batch >= 1, 11\]")):
+            learner.update(batches)
+    assert learner.update_count == 0

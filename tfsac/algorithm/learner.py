@@ -21,7 +21,8 @@ from tfsac.algorithm.distributions import deterministic_action
 from tfsac.algorithm.exploration import GaussianExploration, GSDEExploration
 from tfsac.algorithm.sac import SAC
 from tfsac.config import SACConfig
-from tfsac.data.replay import SCALAR_FIELDS, pack_batch, transition_layout
+from tfsac.data.replay import FIELDS, SCALAR_FIELDS, pack_batch, transition_layout
+from tfsac.errors import TfsacError
 
 
 class SACLearner:
@@ -149,7 +150,19 @@ class SACLearner:
 
     def act(self, observation: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Actions in [-1, 1]^d for a batch of flat observations [B, obs_dim]."""
+        observation = self._observations(observation)
         return self._run(self._mode if deterministic else self._sample, observation).numpy()
+
+    def _observations(self, observation) -> np.ndarray:
+        """`observation` as [B, obs_dim]; TfsacError for another shape (TensorFlow's error
+        comes from inside the traced function, naming a layer)."""
+        observation = np.asarray(observation)
+        if observation.ndim != 2 or observation.shape[1] != self.obs_dim:
+            raise TfsacError(
+                f"observations must be a batch [B, {self.obs_dim}], got shape "
+                f"{observation.shape} (one observation is obs[None])"
+            )
+        return observation
 
     def reset_noise(self) -> None:
         """Draws new gSDE exploration matrices (a no-op without gSDE)."""
@@ -201,9 +214,24 @@ class SACLearner:
         }
 
     def _as_packed(self, batches) -> np.ndarray:
-        if isinstance(batches, np.ndarray):
-            return batches
-        return pack_batch(batches, self.config.gamma)
+        """Packed rows [steps, batch, width]; TfsacError for batches of another form."""
+        if not isinstance(batches, np.ndarray):
+            try:
+                batches = pack_batch(batches, self.config.gamma)
+            except KeyError as e:
+                raise TfsacError(
+                    f"batches lack the field {e}: a dict of {', '.join(FIELDS)} "
+                    "(discount optional), each [steps, batch, ...]"
+                ) from None
+            except ValueError as e:
+                raise TfsacError(f"batches of fields whose shapes do not fit: {e}") from None
+        width = sum(w for _, w in self._layout)
+        if batches.ndim != 3 or batches.shape[2] != width or 0 in batches.shape:
+            raise TfsacError(
+                f"batches must be packed rows [steps >= 1, batch >= 1, {width}] (or fields of "
+                f"[steps, batch, ...]), got shape {batches.shape}"
+            )
+        return batches
 
     def _moments(self, observed) -> list:
         if self._normalizer is None:
@@ -224,6 +252,7 @@ class SACLearner:
         """`update(batches, observed)`, then `act(observation)` with the updated actor, in
         one compiled call: the same result as the two calls, with one dispatch per step."""
         packed, moments = self._as_packed(batches), self._moments(observed)
+        observation = self._observations(observation)
         values, finite, action = self._run(self._update_act, packed, observation, *moments)
         return self._metrics(values, finite), action.numpy()
 

@@ -342,6 +342,14 @@ def test_options_doc_lists_every_config_field():
     assert table == options_table(), "docs/options.md's table should read:\n" + options_table()
 
 
+def test_widths_read_as_text_or_whole_numbers_and_from_dict_takes_a_dict():
+    for sizes in ("32,32", [32, 32.0], (32, 32)):
+        config = SACConfig(hidden_sizes=sizes, critic_hidden_sizes=sizes)
+        assert config.hidden_sizes == config.critic_hidden_sizes == (32, 32)
+    with pytest.raises(TfsacError, match="a config is a dict of fields, got NoneType"):
+        SACConfig.from_dict(None)
+
+
 @pytest.mark.parametrize(
     "field, value, must",
     [
@@ -353,6 +361,8 @@ def test_options_doc_lists_every_config_field():
         ("env_kwargs", ["g", 9.8], "a dict"),
         ("actor_learning_rate", "1e-3", "a number"),
         ("hidden_sizes", 64, "integers"),
+        ("hidden_sizes", (32.5,), "integers"),  # not rounded to 32
+        ("policy_delay", 1.5, "'auto' or an integer"),
     ],
 )
 def test_a_field_of_the_wrong_type_is_refused_when_the_config_is_made(field, value, must):

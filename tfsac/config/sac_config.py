@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import numbers
 from typing import Any, Dict, List
 
 from tfsac.config.fields import check_field_types, field_errors
@@ -49,6 +50,24 @@ RESUME_ADJUSTABLE = (
 
 
 ALPHA_FORMS = "a float, 'auto' or 'auto_<float>' (learned, starting at <float>)"
+
+
+def _whole(value) -> int:
+    """An integer from an int, an integral float (1e3, as flags take it) or the text of
+    one; ValueError for anything else (32.5 is refused, not rounded)."""
+    if isinstance(value, str):
+        value = float(value) if any(c in value for c in ".eE") else int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(value)
+    if isinstance(value, numbers.Integral) or float(value).is_integer():
+        return int(value)
+    raise ValueError(value)
+
+
+def _sizes(value) -> tuple:
+    """Layer widths from a sequence or a comma-separated text ('256,256')."""
+    parts = value.split(",") if isinstance(value, str) else value
+    return tuple(_whole(h.strip() if isinstance(h, str) else h) for h in parts)
 
 
 def _auto_or_float(name: str, value, forms: str = "a float or 'auto'"):
@@ -108,7 +127,7 @@ class SACConfig(
     def __post_init__(self):
         """Turns the string forms that flags and JSON carry into the fields' types."""
         try:
-            self.hidden_sizes = tuple(int(h) for h in self.hidden_sizes)
+            self.hidden_sizes = _sizes(self.hidden_sizes)
         except (TypeError, ValueError):
             raise TfsacError(f"hidden_sizes must be integers, got {self.hidden_sizes!r}") from None
         if isinstance(self.alpha, str) and self.alpha.strip().lower().startswith("auto_"):
@@ -144,10 +163,11 @@ class SACConfig(
                 continue
             try:
                 if name == "critic_hidden_sizes":
-                    parts = value.split(",") if isinstance(value, str) else value
-                    setattr(self, name, tuple(int(h) for h in parts))
-                elif isinstance(value, str) or kinds[name] is int:
-                    setattr(self, name, kinds[name](value))
+                    setattr(self, name, _sizes(value))
+                elif kinds[name] is int:
+                    setattr(self, name, _whole(value))
+                elif isinstance(value, str):
+                    setattr(self, name, float(value))
             except (TypeError, ValueError):
                 kind = {int: "an integer", float: "a number"}.get(kinds.get(name), "integers")
                 raise TfsacError(f"{name} must be 'auto' or {kind}, got {value!r}") from None
@@ -323,6 +343,8 @@ class SACConfig(
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> SACConfig:
         """A config from `to_dict()`'s output (a run's config.json)."""
+        if not isinstance(values, dict):
+            raise TfsacError(f"a config is a dict of fields, got {type(values).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(values) - known
         if unknown:

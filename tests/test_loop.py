@@ -315,3 +315,41 @@ def test_an_out_of_date_env_version_is_one_warning_line_once(caplog, recwarn, mo
         "version `v5`."
     ]
     assert not [w for w in recwarn if "out of date" in str(w.message)]
+
+
+class _OldGymEnv(gym.Env):
+    """The old gym API: step returns 4 values."""
+
+    observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+    action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+
+    def __init__(self, step_result=None, reset_result=None):
+        self.step_result, self.reset_result = step_result, reset_result
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if self.reset_result is not None:
+            return self.reset_result
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        return self.step_result
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        (_OldGymEnv((np.zeros(3), 0.0, False, {})), r"old gym API's 4: split done"),
+        (_OldGymEnv(reset_result=np.zeros(3)), r"reset\(\) must return \(observation, info\)"),
+        (_OldGymEnv((np.zeros(4), 0.0, False, False, {})), r"observation of shape \(4,\), and"),
+        (_OldGymEnv((np.zeros(3), np.zeros(2), False, False, {})), "not one number"),
+        (_OldGymEnv(), r"step\(\) must return .* it returned NoneType$"),
+    ],
+)
+def test_an_env_that_breaks_the_gymnasium_api_is_one_line_before_anything_is_written(
+    tmp_path, env, message
+):
+    config = tiny_config(tmp_path, "Pendulum-v1")
+    with pytest.raises(TfsacError, match=message):
+        train(config, env_fn=lambda: env)
+    assert not os.path.exists(config.run_dir)

@@ -14,6 +14,7 @@ from absl import logging
 
 from tfsac.algorithm.resolve import resolve  # TF-free, as the variants' declarations
 from tfsac.config import SACConfig
+from tfsac.data.env_checks import check_env_api
 from tfsac.data.envs import (
     CUSTOM_ENV,
     EnvFn,
@@ -54,8 +55,8 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
     run_dir = config.run_dir or default_run_dir(config)
     if not resume and RunDir(run_dir).holds_a_run():
         raise TfsacError(
-            f"run directory {run_dir!r} already holds a run; continue it with --resume or "
-            "choose another run directory"
+            f"run directory {run_dir!r} already holds a run; continue it with --resume "
+            "(resume=True in Python) or choose another run directory"
         )
     check_writable(run_dir)
     return run_dir
@@ -125,6 +126,7 @@ def check_start(
     config = resolve(config)
     make_env = env_fn or env_factory(config.env_id, config.env_kwargs)
     eval_env = checked_env(make_env, config.env_id if env_fn is None else "env_fn")
+    check_env_api(make_env, config.env_id if env_fn is None else "env_fn", eval_env)
     if env_fn is not None:  # the config (and the default run dir) name the env it trains on
         config = dataclasses.replace(config, env_id=_env_name(eval_env))
     run_dir = checked_run_dir(config, resume, env_fn)

@@ -1,0 +1,73 @@
+"""An env's API as the collector calls it, tried once at a run's start: `reset` returns
+(observation, info), `step` returns (observation, reward, terminated, truncated, info),
+observations of the declared space and a number for a reward. A custom env that breaks
+the gymnasium API (the old gym's 4-tuple step, say) is then one line before anything is
+written, not a traceback from inside the collector after the run directory exists."""
+
+from __future__ import annotations
+
+import numbers
+
+import gymnasium as gym
+import numpy as np
+
+from tfsac.data.envs import checked_env
+from tfsac.errors import TfsacError, first_line
+
+
+def _called(name: str, what: str, call):
+    try:
+        return call()
+    except TfsacError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a user's env may raise anything
+        raise TfsacError(f"{name}: {what} raised {type(e).__name__}: {first_line(e)}") from None
+
+
+def _check_observation(name: str, env: gym.Env, observation, where: str) -> None:
+    space = env.observation_space  # the flat Box tfsac's wrapper gives, or the env's own
+    if isinstance(space, gym.spaces.Box) and np.shape(observation) != space.shape:
+        raise TfsacError(
+            f"{name}: {where} gave an observation of shape {np.shape(observation)}, and its "
+            f"observation_space says {space.shape}"
+        )
+
+
+def check_env_api(env_fn, name: str, in_use: gym.Env) -> None:
+    """One reset (seed 0) and one step with a sampled action, on an env of `env_fn`'s own
+    (closed after: the run's envs, a stateful one's counters included, see none of it,
+    unless env_fn gives the same env each time, `in_use`'s); TfsacError naming the first
+    break of the gymnasium API."""
+    env = checked_env(env_fn, name)
+    try:
+        _try_api(env, name)
+    finally:
+        if env.unwrapped is not in_use.unwrapped:
+            env.close()
+
+
+def _try_api(env: gym.Env, name: str) -> None:
+    out = _called(name, "reset(seed=0)", lambda: env.reset(seed=0))
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TfsacError(
+            f"{name}: reset() must return (observation, info), as gymnasium's API does; it "
+            f"returned {type(out).__name__}" + (f" of {len(out)}" if isinstance(out, tuple) else "")
+        )
+    _check_observation(name, env, out[0], "reset()")
+    action = env.action_space.sample()
+    out = _called(name, "step(action)", lambda: env.step(action))
+    if not (isinstance(out, tuple) and len(out) == 5):
+        raise TfsacError(
+            f"{name}: step() must return (observation, reward, terminated, truncated, info), "
+            f"as gymnasium's API does; it returned {type(out).__name__}"
+            + (f" of {len(out)}" if isinstance(out, tuple) else "")
+            + (
+                " (the old gym API's 4: split done into terminated and truncated)"
+                if (isinstance(out, tuple) and len(out) == 4)
+                else ""
+            )
+        )
+    _check_observation(name, env, out[0], "step()")
+    reward = out[1]
+    if not (np.ndim(reward) == 0 and isinstance(np.asarray(reward).item(), numbers.Real)):
+        raise TfsacError(f"{name}: step() gave a reward of {reward!r:.40}, not one number")

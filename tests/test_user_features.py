@@ -419,3 +419,4 @@ def test_an_env_fn_env_says_how_to_evaluate_it():
     message = str(error.value)
     assert "made by an env_fn (GoToTarget)" in message and "\n" not in message
     assert "--env=<module>:<id>" in message and "run_episodes(env_fn(), policy" in message
+    assert "pass the same env_fn= (train, resume)" in message

@@ -166,10 +166,11 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     if env_id.startswith(CUSTOM_ENV):
         name = env_id[len(CUSTOM_ENV) :]
         raise TfsacError(
-            f"the policy was trained on an env made by an env_fn ({name}), which has no "
-            f"gymnasium id to make it by: pass --env=<module>:<id> of an env registered as "
-            f"gymnasium.register(<id>, entry_point={name}), or evaluate from Python with "
-            "tfsac.run.evaluation.run_episodes(env_fn(), policy, episodes) (README: Library)"
+            f"the run was trained on an env made by an env_fn ({name}), which has no "
+            f"gymnasium id to make it by: in Python pass the same env_fn= (train, resume) or "
+            "evaluate with tfsac.run.evaluation.run_episodes(env_fn(), policy, episodes); "
+            f"from scripts, --env=<module>:<id> of an env registered as "
+            f"gymnasium.register(<id>, entry_point=...) (README: Library)"
         )
     kwargs = dict(env_kwargs or {})
     if render_mode is not None:

@@ -6,9 +6,10 @@ import json
 import logging
 import os
 
+import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import REPO_ROOT, run_script
+from conftest import REPO_ROOT, run_script, tiny_config
 
 from tfsac.data.envs import env_spec, make_env
 from tfsac.data.her import HerReplayBuffer
@@ -157,6 +158,24 @@ def test_a_goal_env_is_flattened_with_its_keys_columns():
     np.testing.assert_array_equal(obs, np.concatenate([raw[k] for k in sorted(raw)]))
     pendulum = make_env("Pendulum-v1")
     assert env_spec("Pendulum-v1", pendulum).goal_columns is None
+
+
+def test_a_goal_env_the_user_flattened_trains_with_her_under_its_own_id(tmp_path):
+    """gymnasium's FlattenObservation gives the vector tfsac's flattening would: the goal
+    columns are found inside it, and the run is named by the env's id."""
+    import goal_env  # noqa: F401 - registers PointReach-v0
+
+    from tfsac import train
+
+    config = tiny_config(tmp_path, "Pendulum-v1", her=True, learning_starts=20, total_steps=40)
+    env_fn = lambda: gym.wrappers.FlattenObservation(gym.make(goal_env.ENV_ID))  # noqa: E731
+    result = train(config, env_fn=env_fn)
+    assert result.spec.env_id == goal_env.ENV_ID
+    assert result.spec.goal_columns == (
+        ("achieved_goal", 0, 2),
+        ("desired_goal", 2, 4),
+        ("observation", 4, 6),
+    )
 
 
 def test_her_refuses_to_start_before_every_env_copy_can_end_an_episode(caplog):

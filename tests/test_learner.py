@@ -146,6 +146,7 @@ def test_inputs_of_another_shape_are_one_error_naming_the_shape_wanted():
     for observation in (np.zeros(3), np.zeros((2, 4))):
         with pytest.raises(TfsacError, match=r"observations must be a batch \[B, 3\], got shape"):
             learner.act(observation)
+    assert learner.act(np.zeros((0, 3))).shape == (0, 2)  # no rows: no actions
     batch = _random_batch(1, 4)
     width = 3 + 2 + 1 + 3 + 1 + 1
     wrong = {

@@ -1,5 +1,6 @@
 """The environment loop: termination vs truncation, bounds, outputs."""
 
+import dataclasses
 import json
 import logging
 import os
@@ -353,3 +354,29 @@ def test_an_env_that_breaks_the_gymnasium_api_is_one_line_before_anything_is_wri
     with pytest.raises(TfsacError, match=message):
         train(config, env_fn=lambda: env)
     assert not os.path.exists(config.run_dir)
+
+
+def test_a_run_named_by_its_id_before_wrappers_were_told_apart_resumes(tmp_path):
+    """An earlier tfsac named an env_fn env in frame-stacking wrappers by its id alone; its
+    runs resume under today's name (custom:<id>+<wrappers>)."""
+    import glob
+
+    def env_fn():
+        return gym.wrappers.FrameStackObservation(gym.make("Pendulum-v1"), 2)
+
+    config = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=40, export=False)
+    first = train(config, env_fn=env_fn)
+    assert first.spec.env_id == "custom:Pendulum-v1+FrameStackObservation"
+    for path in [
+        os.path.join(config.run_dir, "config.json"),
+        *glob.glob(os.path.join(config.run_dir, "checkpoints", "*.extra", "state.json")),
+    ]:
+        with open(path) as f:
+            data = json.load(f)
+        (data.get("config") or data)["env_id"] = "Pendulum-v1"  # as the earlier tfsac wrote
+        with open(path, "w") as f:
+            json.dump(data, f)
+    longer = dataclasses.replace(config, total_steps=80)
+    result = train(longer, env_fn=env_fn, resume=True)
+    assert result.summary["total_steps"] == 80
+    assert result.summary["resumed_from"].endswith("ckpt-40")

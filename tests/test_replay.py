@@ -60,6 +60,11 @@ def test_a_refused_add_changes_no_row_and_names_every_shape():
         np.testing.assert_array_equal(array, before[name])
     buffer.add(obs[0], [0.5], np.array([1.0]), obs[1], False)  # a one-element reward: one row
     assert buffer.reward[0] == 1.0
+    buffer.add(obs[1], 0.25, 2.0, obs[2], False)  # a scalar action where action_dim is 1
+    assert buffer.action[1, 0] == 0.25
+    scalars = ReplayBuffer(4, 1, 2)
+    scalars.add(0.5, np.zeros(2), 1.0, 0.75, False)  # a scalar observation where obs_dim is 1
+    assert scalars.observation[0, 0] == 0.5 and len(scalars) == 1
     with pytest.raises(ValueError, match="batch_size must be a whole number >= 0, got -1"):
         buffer.sample(-1)
 

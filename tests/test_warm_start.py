@@ -177,7 +177,8 @@ def test_a_sweeps_trials_read_init_from_and_recorded_data_from_where_it_started(
         def __call__(self, overrides):
             kinds = {"seed": int, "num_critics": int}
             values = {k: kinds.get(k, str)(v) for k, v in overrides.items()}
-            return resolve(SACConfig(env_id="Pendulum-v1", hidden_sizes=(16, 16), **values))
+            values = {"env_id": "Pendulum-v1", "hidden_sizes": (16, 16), **values}
+            return resolve(SACConfig(**values))
 
     grid = ["init_from=source,source/checkpoints/ckpt-20", "offline_data=data"]
     plan = plan_sweep(Configs(), str(tmp_path / "sweep"), [0], grid=grid)
@@ -189,6 +190,8 @@ def test_a_sweeps_trials_read_init_from_and_recorded_data_from_where_it_started(
     for grid, message in (
         (["init_from=nowhere"], r"init_from: '.*nowhere' is not a tfsac run directory"),
         (["init_from=source", "num_critics=3"], r"num_critics=2, this run has num_critics=3"),
+        # Every config's networks: the first grid value fits, the second does not.
+        (["init_from=source", "hidden_sizes=16,16;8,8"], r"this run has hidden_sizes=\(8, 8\)"),
         (["offline_data=nodata"], r"'nodata': no such folder"),
     ):
         with pytest.raises(TfsacError, match=message):

@@ -99,10 +99,12 @@ def run_config(run_dir: str, need_checkpoint: bool = False, step: Optional[int] 
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
     steps = checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
     if need_checkpoint and not steps:
-        raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
+        folder = os.path.join(run_dir, CHECKPOINTS_DIR)
+        raise TfsacError(f"no checkpoint that restores in {folder!r}")
     if need_checkpoint and step is not None and step not in steps:
         kept = ", ".join(map(str, steps))
-        raise TfsacError(f"no checkpoint of step {step} in {run_dir!r}/checkpoints (steps: {kept})")
+        folder = os.path.join(run_dir, CHECKPOINTS_DIR)
+        raise TfsacError(f"no checkpoint of step {step} in {folder!r} (steps: {kept})")
     return config
 
 

@@ -151,6 +151,8 @@ class SACLearner:
     def act(self, observation: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Actions in [-1, 1]^d for a batch of flat observations [B, obs_dim]."""
         observation = self._observations(observation)
+        if not len(observation):  # no rows: no actions (the traced sampler needs one)
+            return np.zeros((0, self.action_dim), np.float32)
         return self._run(self._mode if deterministic else self._sample, observation).numpy()
 
     def _observations(self, observation) -> np.ndarray:

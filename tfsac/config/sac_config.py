@@ -129,7 +129,10 @@ class SACConfig(
         try:
             self.hidden_sizes = _sizes(self.hidden_sizes)
         except (TypeError, ValueError):
-            raise TfsacError(f"hidden_sizes must be integers, got {self.hidden_sizes!r}") from None
+            raise TfsacError(
+                "hidden_sizes must be integers, a sequence of widths such as (256, 256) or "
+                f"'256,256', got {self.hidden_sizes!r}"
+            ) from None
         if isinstance(self.alpha, str) and self.alpha.strip().lower().startswith("auto_"):
             text = self.alpha.strip()[5:]
             try:
@@ -322,6 +325,11 @@ class SACConfig(
         for name in (f.name for f in dataclasses.fields(self)):
             if name == "run_dir" or old[name] == new[name]:
                 continue  # run_dir: the same folder, however it was written
+            if name == "env_id" and str(new[name]).startswith(f"custom:{old[name]}+"):
+                # An env_fn run of an earlier tfsac, named by its id before the names told
+                # wrappers that change spaces apart (the checkpoint's shapes still decide).
+                changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
+                continue
             if name == "init_from":  # a resume restores its own checkpoints, not the source's
                 changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
                 continue

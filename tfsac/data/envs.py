@@ -350,6 +350,14 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
     # The observations as the env (wrappers included) gives them: not `unwrapped`'s, which
     # an observation wrapper (frame stacking, a transform) changes.
     raw = env.env.observation_space if flattened else env.observation_space
+    # A goal env's Dict, where it is flattened: by tfsac, or by the user's FlattenObservation
+    # (the same vector).
+    users = env.env if flattened else env
+    dict_space = (
+        users.env.observation_space
+        if isinstance(users, gym.wrappers.FlattenObservation)
+        else users.observation_space
+    )
     return EnvSpec(
         env_id=env_id,
         obs_dim=int(gym.spaces.flatdim(env.observation_space)),
@@ -365,5 +373,5 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
             if flattened
             else "none: the observation is already a flat Box"
         ),
-        goal_columns=goal_columns(raw) if flattened else None,
+        goal_columns=goal_columns(dict_space),
     )

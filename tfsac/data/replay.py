@@ -120,9 +120,10 @@ class ReplayBuffer:
         """Adds one transition, or N in order (one per vector-env copy, or the rows of env
         runners' chunks: every argument with a leading axis of N)."""
         given = (observation, action, reward, next_observation, terminated)
-        if np.ndim(observation) == 1:  # one transition: rows of one
+        if np.ndim(observation) < 2:  # one transition (a scalar's too): rows of one
             observation, action, next_observation = (
-                np.asarray(x, np.float32)[None] for x in (observation, action, next_observation)
+                np.reshape(np.asarray(x, np.float32), (1, -1))
+                for x in (observation, action, next_observation)
             )
             reward, terminated = np.reshape(reward, -1), np.reshape(terminated, -1)
         n = len(observation)

@@ -118,7 +118,8 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
         raise TfsacError(
             f"{run_dir!r} trained on an env made by an env_fn "
             f"({config.env_id[len(CUSTOM_ENV) :]}), which has no gymnasium id to remake it "
-            "by: load the run's SavedModel export instead (tfsac.Policy.load(<version folder>))"
+            "by: use the run's SavedModel export instead (scripts: --saved_model=<version "
+            "folder>; Python: tfsac.Policy.load(<version folder>))"
         )
     env = make_env(config.env_id, env_kwargs=config.env_kwargs)
     spec = env_spec(config.env_id, env)
@@ -131,7 +132,8 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
     else:
         restored = reader.restore_newest_learner()
     if restored is None:
-        raise TfsacError(f"no checkpoint that restores in {run_dir!r}/checkpoints")
+        folder = os.path.join(run_dir, CHECKPOINTS_DIR)
+        raise TfsacError(f"no checkpoint that restores in {folder!r}")
     prefix, state = restored
     info = config.to_dict()
     info.update(

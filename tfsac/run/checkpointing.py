@@ -266,7 +266,8 @@ def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None
             saved = tuple(saved)
         if isinstance(current, list):
             current = tuple(current)
-        if saved != current:
+        renamed = field == "env_id" and str(current).startswith(f"custom:{saved}+")
+        if saved != current and not renamed:  # renamed: SACConfig.resume_changes says why
             raise TfsacError(
                 f"checkpoint {prefix} was made with {field}={saved!r}, this run has "
                 f"{field}={current!r}; use another --run_dir or the same {field}"

@@ -64,20 +64,24 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
 
 def _env_name(env) -> str:
     """An env_fn env's name: its gymnasium id where that id remakes an env of its spaces
-    (a wrapper of rewards is left unsaid), else custom:<name>: a class of its own, or a
-    registered env inside wrappers that change its observations or actions (frame
-    stacking, say), which its id alone would not remake."""
+    (wrappers of rewards or time limits, and flattening, which tfsac does the same, are
+    left unsaid), else custom:<name>: a class of its own, or a registered env inside
+    wrappers that change its observations or actions (frame stacking, say), which its id
+    alone would not remake."""
     spec = getattr(env, "spec", None)
     if spec is None or not spec.id:
         return f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
     users = env.env if isinstance(env, Flattened) else env  # without tfsac's own wrapper
+    if isinstance(users, gym.wrappers.FlattenObservation):
+        users = users.env  # the user's flattening: the vector tfsac's would give
     inner = env.unwrapped
-    if not spec.additional_wrappers or (
+    wrappers = [w.name for w in spec.additional_wrappers if w.name != Flattened.__name__]
+    if not wrappers or (
         users.observation_space == inner.observation_space
         and users.action_space == inner.action_space
     ):
         return spec.id
-    return f"{CUSTOM_ENV}{spec.id}+" + "+".join(w.name for w in spec.additional_wrappers)
+    return f"{CUSTOM_ENV}{spec.id}+" + "+".join(wrappers)
 
 
 def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:

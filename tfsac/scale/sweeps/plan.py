@@ -19,7 +19,7 @@ from absl import flags
 
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
-from tfsac.data.envs import EnvSpec, checked_env, env_factory, env_spec
+from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
 from tfsac.files import check_writable
@@ -235,20 +235,17 @@ def _check_runs(plan: Plan, base: Dict) -> None:
             made = checked_env(env_factory(env_id, env_kwargs), env_id)
             specs[env] = env_spec(env_id, made)
             made.close()
-        sources = (env, config["init_from"], config["offline_data"])
-        if sources not in checked:
-            checked.add(sources)
-            _check_sources(config, specs[env])
+        # init_from against every config's networks (a read of config.json each); the
+        # recorded data, read whole, once per env.
+        same = {k: v for k, v in config.items() if k not in ("seed", "run_dir", "export_dir")}
+        setting = json.dumps(same, sort_keys=True, default=str)
+        if config["init_from"] and setting not in checked:
+            checked.add(setting)
+            check_source(SACConfig.from_dict(config), specs[env])
+        if config["offline_data"] and (env, config["offline_data"]) not in checked:
+            checked.add((env, config["offline_data"]))
+            load_recorded(config["offline_data"], specs[env])
     check_writable(plan.sweep_dir)
-
-
-def _check_sources(config: Dict, spec: EnvSpec) -> None:
-    """What a trial reads besides its env: init_from's run, and the recorded data (the
-    whole of it, as every trial would read it)."""
-    if config["init_from"]:
-        check_source(SACConfig.from_dict(config), spec)
-    if config["offline_data"]:
-        load_recorded(config["offline_data"], spec)
 
 
 def _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping) -> None:

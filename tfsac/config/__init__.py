@@ -3,6 +3,7 @@ run_options.py, with fields.py's checks), `SACConfig` over all of them (sac_conf
 the learning-rate schedules (schedules.py). TF-free; it imports no other tfsac layer."""
 
 from tfsac.config.options import GROUPS
-from tfsac.config.sac_config import RESUME_ADJUSTABLE, SACConfig, parse_env_kwargs
+from tfsac.config.resume import RESUME_ADJUSTABLE
+from tfsac.config.sac_config import SACConfig, parse_env_kwargs
 
 __all__ = ["GROUPS", "RESUME_ADJUSTABLE", "SACConfig", "parse_env_kwargs"]

@@ -22,32 +22,9 @@ from tfsac.config.options import (
     OptimOptions,
     VariantOptions,
 )
+from tfsac.config.resume import resume_changes
 from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions, StopOptions
 from tfsac.errors import TfsacError
-
-# What a resumed run may change (each change is said in one line): how long it runs (a
-# finished or stopped run continues with a larger total_steps), when it stops, what it
-# reports and writes. Any other option would make it another run than the one saved.
-RESUME_ADJUSTABLE = (
-    "total_steps",
-    "eval_every",
-    "eval_episodes",
-    "log_every",
-    "video_every",
-    "progress_bar",
-    "tensorboard",
-    "checkpoint_every",
-    "keep_checkpoints",
-    "export",
-    "export_dir",
-    "export_formats",
-    "model_name",
-    "stop_at_return",
-    "stop_after_no_improvement",
-    "min_evaluations",
-    "keep_best",
-)
-
 
 ALPHA_FORMS = "a float, 'auto' or 'auto_<float>' (learned, starting at <float>)"
 
@@ -320,33 +297,7 @@ class SACConfig(
         'name: old -> new' texts; raises TfsacError for a change that a resume cannot make
         (only RESUME_ADJUSTABLE options, and total_steps only upward)."""
         old = json.loads(json.dumps(SACConfig.from_dict(saved).to_dict()))
-        new = json.loads(json.dumps(self.to_dict()))
-        changes = []
-        for name in (f.name for f in dataclasses.fields(self)):
-            if name == "run_dir" or old[name] == new[name]:
-                continue  # run_dir: the same folder, however it was written
-            if name == "env_id" and str(new[name]).startswith(f"custom:{old[name]}+"):
-                # An env_fn run of an earlier tfsac, named by its id before the names told
-                # wrappers that change spaces apart (the checkpoint's shapes still decide).
-                changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
-                continue
-            if name == "init_from":  # a resume restores its own checkpoints, not the source's
-                changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
-                continue
-            if name == "offline_data" and None not in (old[name], new[name]):
-                # The data moved, or the run resumes from another directory: the checkpoint's
-                # checksum of it says whether it is the same (MixedReplay.load_state).
-                changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
-                continue
-            if name not in RESUME_ADJUSTABLE or (name == "total_steps" and new[name] < old[name]):
-                why = "only grow" if name == "total_steps" else "not change"
-                raise TfsacError(
-                    f"{name}={new[name]!r} differs from the resumed run's {old[name]!r}: a "
-                    f"resume continues the saved run, whose {name} can {why}; start a new "
-                    "run directory for other settings"
-                )
-            changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
-        return changes
+        return resume_changes(old, json.loads(json.dumps(self.to_dict())))
 
     @classmethod
     def from_dict(cls, values: Dict[str, Any]) -> SACConfig:

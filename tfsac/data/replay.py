@@ -54,6 +54,41 @@ def _row_keys(rows: np.ndarray) -> List[bytes]:
     return rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist()
 
 
+def _rows_to_add(capacity, obs_dim, action_dim, *transitions) -> tuple:
+    """ReplayBuffer.add's arguments as (n, rows skipped, then the arrays of the rows kept):
+    one transition or N; every shape checked before any row is written, so that a refused
+    call changes nothing (ValueError naming each argument's shape)."""
+    observation, action, reward, next_observation, terminated = transitions
+    if np.ndim(observation) < 2:  # one transition (a scalar's too): rows of one
+        observation, action, next_observation = (
+            np.reshape(np.asarray(x, np.float32), (1, -1))
+            for x in (observation, action, next_observation)
+        )
+        reward, terminated = np.reshape(reward, -1), np.reshape(terminated, -1)
+    n = len(observation)
+    skip = max(n - capacity, 0)  # rows that later rows of this call overwrite: never stored
+    obs, next_obs, action = (
+        np.ascontiguousarray(np.asarray(x, np.float32)[skip:])
+        for x in (observation, next_observation, action)
+    )
+    reward = np.asarray(reward, np.float32)
+    if (
+        obs.shape != (n - skip, obs_dim)
+        or next_obs.shape != obs.shape
+        or action.shape != (n - skip, action_dim)
+        or reward.shape != (n,)
+        or np.shape(terminated) not in ((), (n,))
+    ):
+        names = ("observations", "actions", "rewards", "next observations", "terminated")
+        shapes = ", ".join(f"{k} {np.shape(x)}" for k, x in zip(names, transitions, strict=True))
+        raise ValueError(
+            f"transitions of {shapes}; the buffer takes one row or N rows of observations "
+            f"[{obs_dim}], actions [{action_dim}] and one reward and terminated flag each"
+        )
+    terminated = np.broadcast_to(np.asarray(terminated, np.float32), (n,))[skip:]
+    return n, skip, obs, action, reward[skip:], next_obs, terminated
+
+
 class ReplayBuffer:
     """A ring buffer of (s, a, r, s', terminated), allocated once at full size, that stores
     a next observation only where no later row holds it as its observation.
@@ -119,47 +154,20 @@ class ReplayBuffer:
     def add(self, observation, action, reward, next_observation, terminated) -> None:
         """Adds one transition, or N in order (one per vector-env copy, or the rows of env
         runners' chunks: every argument with a leading axis of N)."""
-        given = (observation, action, reward, next_observation, terminated)
-        if np.ndim(observation) < 2:  # one transition (a scalar's too): rows of one
-            observation, action, next_observation = (
-                np.reshape(np.asarray(x, np.float32), (1, -1))
-                for x in (observation, action, next_observation)
-            )
-            reward, terminated = np.reshape(reward, -1), np.reshape(terminated, -1)
-        n = len(observation)
-        # Rows that later rows of this call overwrite are never stored.
-        skip = max(n - self.capacity, 0)
-        obs, next_obs, action = (
-            np.ascontiguousarray(np.asarray(x, np.float32)[skip:])
-            for x in (observation, next_observation, action)
+        n, skip, obs, action, reward, next_obs, terminated = _rows_to_add(
+            self.capacity,
+            self.obs_dim,
+            self.action_dim,
+            observation,
+            action,
+            reward,
+            next_observation,
+            terminated,
         )
-        reward = np.asarray(reward, np.float32)
-        # Every shape checked before any row is written: a refused call changes nothing.
-        if (
-            obs.shape != (n - skip, self.obs_dim)
-            or next_obs.shape != obs.shape
-            or action.shape != (n - skip, self.action_dim)
-            or reward.shape != (n,)
-            or np.shape(terminated) not in ((), (n,))
-        ):
-            shapes = ", ".join(
-                f"{name} {np.shape(x)}"
-                for name, x in zip(
-                    ("observations", "actions", "rewards", "next observations", "terminated"),
-                    given,
-                    strict=True,
-                )
-            )
-            raise ValueError(
-                f"transitions of {shapes}; the buffer takes one row or N rows of "
-                f"observations [{self.obs_dim}], actions [{self.action_dim}] and one reward "
-                "and terminated flag each"
-            )
-        terminated = np.broadcast_to(np.asarray(terminated, np.float32), (n,))[skip:]
         slots = (self.cursor + skip + np.arange(n - skip)) % self.capacity
         self.observation[slots] = obs
         self.action[slots] = action
-        self.reward[slots] = reward[skip:]
+        self.reward[slots] = reward
         self.terminated[slots] = terminated
         # Last: the links need not be undone when a row above does not fit.
         self._link(slots, obs, next_obs, terminated)

@@ -1,0 +1,66 @@
+"""What a resume may change in the run it continues: the options of how long it trains (a
+finished or stopped run continues with a larger total_steps), when it stops, what it
+reports and writes, and the paths of what it reads (checked by checksum or not read at
+all). Any other option would make it another run than the one saved."""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+from tfsac.errors import TfsacError
+
+# Each change is said in one line as the run resumes.
+RESUME_ADJUSTABLE = (
+    "total_steps",
+    "eval_every",
+    "eval_episodes",
+    "log_every",
+    "video_every",
+    "progress_bar",
+    "tensorboard",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "export",
+    "export_dir",
+    "export_formats",
+    "model_name",
+    "stop_at_return",
+    "stop_after_no_improvement",
+    "min_evaluations",
+    "keep_best",
+)
+
+
+def resume_changes(old: Dict, new: Dict) -> List[str]:
+    """What `new` changes in `old` (two configs' to_dict(), through JSON) as 'name: old ->
+    new' texts; TfsacError for a change that a resume cannot make (only RESUME_ADJUSTABLE
+    options, and total_steps only upward)."""
+    changes = []
+    for name in new:
+        if name == "run_dir" or old[name] == new[name]:
+            continue  # run_dir: the same folder, however it was written
+        decided_elsewhere = _DECIDED_ELSEWHERE.get(name, lambda old, new: False)
+        if not decided_elsewhere(old[name], new[name]) and (
+            name not in RESUME_ADJUSTABLE or (name == "total_steps" and new[name] < old[name])
+        ):
+            why = "only grow" if name == "total_steps" else "not change"
+            raise TfsacError(
+                f"{name}={new[name]!r} differs from the resumed run's {old[name]!r}: a "
+                f"resume continues the saved run, whose {name} can {why}; start a new "
+                "run directory for other settings"
+            )
+        changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
+    return changes
+
+
+# Changes that checks other than the settings' decide, by field: whether this is one.
+_DECIDED_ELSEWHERE = {
+    # An env_fn run of an earlier tfsac, named by its id before the names told wrappers that
+    # change spaces apart (the checkpoint's shapes still decide).
+    "env_id": lambda old, new: str(new).startswith(f"custom:{old}+"),
+    # A resume restores its own checkpoints, never init_from's.
+    "init_from": lambda old, new: True,
+    # The data moved, or the run resumes from another directory: the checkpoint's checksum
+    # of it says whether it is the same (MixedReplay.load_state).
+    "offline_data": lambda old, new: None not in (old, new),
+}

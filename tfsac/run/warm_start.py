@@ -126,7 +126,7 @@ def warm_start(learner, config: SACConfig, spec: EnvSpec) -> str:
                 "init_from %s: networks, targets%s and observation statistics; optimizers, "
                 "random streams and the replay start afresh",
                 prefix,
-                ", temperature" if "log_alpha" in learned else "",
+                ", temperature" if source_config.learned_alpha and config.learned_alpha else "",
             )
             return prefix
         errors.append(f"{prefix}: {error}")
@@ -142,12 +142,12 @@ def _restore(tf, checkpoint, prefix: str) -> Optional[str]:
     variable must come from the checkpoint: a source with other networks (a custom
     actor_fn) is refused, not mixed. A failed restore's objects are dropped here, with
     TensorFlow's warnings about their unrestored values (a page of lines for one error)."""
-    logger, level = logging_module.getLogger("tensorflow"), None
     try:
         checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
         return None
     except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
         error = first_line(e)
+    logger = logging_module.getLogger("tensorflow")
     level = logger.level
     logger.setLevel(logging_module.ERROR)
     try:

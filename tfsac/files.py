@@ -97,13 +97,12 @@ def run_config(run_dir: str, need_checkpoint: bool = False, step: Optional[int] 
             config = SACConfig.from_dict(json.load(f))
     except (OSError, ValueError, TypeError, TfsacError) as e:
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
-    steps = checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
+    folder = os.path.join(run_dir, CHECKPOINTS_DIR)
+    steps = checkpoint_steps(folder)
     if need_checkpoint and not steps:
-        folder = os.path.join(run_dir, CHECKPOINTS_DIR)
         raise TfsacError(f"no checkpoint that restores in {folder!r}")
     if need_checkpoint and step is not None and step not in steps:
         kept = ", ".join(map(str, steps))
-        folder = os.path.join(run_dir, CHECKPOINTS_DIR)
         raise TfsacError(f"no checkpoint of step {step} in {folder!r} (steps: {kept})")
     return config
 

@@ -51,8 +51,8 @@ class SACLearner:
             else GaussianExploration(self.sac.actor, config, self.act_rng)
         )
         self._layout = transition_layout(obs_dim, action_dim)
-        width = sum(w for _, w in self._layout)
-        batches = tf.TensorSpec([None, None, width], tf.float32)  # [steps, batch, row]
+        self._row_width = sum(w for _, w in self._layout)
+        batches = tf.TensorSpec([None, None, self._row_width], tf.float32)  # [steps, batch, row]
         obs = tf.TensorSpec([None, obs_dim], tf.float32)
         # With an observation normaliser (SimBa's), update calls also take the moments of
         # the observations collected since the last call and fold them in first.
@@ -227,7 +227,7 @@ class SACLearner:
                 ) from None
             except ValueError as e:
                 raise TfsacError(f"batches of fields whose shapes do not fit: {e}") from None
-        width = sum(w for _, w in self._layout)
+        width = self._row_width
         if batches.ndim != 3 or batches.shape[2] != width or 0 in batches.shape:
             raise TfsacError(
                 f"batches must be packed rows [steps >= 1, batch >= 1, {width}] (or fields of "

@@ -31,6 +31,13 @@ RESUME_ADJUSTABLE = (
 )
 
 
+def env_renamed(old: str, new: str) -> bool:
+    """Whether env id `new` is today's name of an env_fn env an earlier tfsac named `old`,
+    by its id, before the names told wrappers that change spaces apart (custom:<id>+...;
+    the checkpoint's shapes still decide whether it restores)."""
+    return str(new).startswith(f"custom:{old}+")
+
+
 def resume_changes(old: Dict, new: Dict) -> List[str]:
     """What `new` changes in `old` (two configs' to_dict(), through JSON) as 'name: old ->
     new' texts; TfsacError for a change that a resume cannot make (only RESUME_ADJUSTABLE
@@ -55,9 +62,7 @@ def resume_changes(old: Dict, new: Dict) -> List[str]:
 
 # Changes that checks other than the settings' decide, by field: whether this is one.
 _DECIDED_ELSEWHERE = {
-    # An env_fn run of an earlier tfsac, named by its id before the names told wrappers that
-    # change spaces apart (the checkpoint's shapes still decide).
-    "env_id": lambda old, new: str(new).startswith(f"custom:{old}+"),
+    "env_id": env_renamed,
     # A resume restores its own checkpoints, never init_from's.
     "init_from": lambda old, new: True,
     # The data moved, or the run resumes from another directory: the checkpoint's checksum

@@ -244,6 +244,18 @@ class Flattened(gym.wrappers.FlattenObservation):
     what is inside it (the user's env, wrappers included) is the space a Policy takes."""
 
 
+def users_env(env: gym.Env) -> gym.Env:
+    """`env` without tfsac's own flattening: as the user's factory made it."""
+    return env.env if isinstance(env, Flattened) else env
+
+
+def unflattened(env: gym.Env) -> gym.Env:
+    """`env` inside any flattening of its observations, tfsac's or the user's
+    FlattenObservation: both give the same vector, of this env's space."""
+    env = users_env(env)
+    return env.env if isinstance(env, gym.wrappers.FlattenObservation) else env
+
+
 EnvFn = Callable[[], gym.Env]
 
 
@@ -349,15 +361,7 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
     flattened = isinstance(env, Flattened)
     # The observations as the env (wrappers included) gives them: not `unwrapped`'s, which
     # an observation wrapper (frame stacking, a transform) changes.
-    raw = env.env.observation_space if flattened else env.observation_space
-    # A goal env's Dict, where it is flattened: by tfsac, or by the user's FlattenObservation
-    # (the same vector).
-    users = env.env if flattened else env
-    dict_space = (
-        users.env.observation_space
-        if isinstance(users, gym.wrappers.FlattenObservation)
-        else users.observation_space
-    )
+    raw = users_env(env).observation_space
     return EnvSpec(
         env_id=env_id,
         obs_dim=int(gym.spaces.flatdim(env.observation_space)),
@@ -373,5 +377,6 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
             if flattened
             else "none: the observation is already a flat Box"
         ),
-        goal_columns=goal_columns(dict_space),
+        # A goal env's Dict, where it is flattened (by tfsac, or by the user).
+        goal_columns=goal_columns(unflattened(env).observation_space),
     )

@@ -23,6 +23,7 @@ from tfsac.data.envs import (
     checked_env,
     env_factory,
     env_spec,
+    unflattened,
 )
 from tfsac.data.goals import episode_limit, reward_function
 from tfsac.data.offline_data import RecordedData, load_recorded
@@ -71,9 +72,7 @@ def _env_name(env) -> str:
     spec = getattr(env, "spec", None)
     if spec is None or not spec.id:
         return f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
-    users = env.env if isinstance(env, Flattened) else env  # without tfsac's own wrapper
-    if isinstance(users, gym.wrappers.FlattenObservation):
-        users = users.env  # the user's flattening: the vector tfsac's would give
+    users = unflattened(env)  # any flattening: the vector tfsac's own would give
     inner = env.unwrapped
     wrappers = [w.name for w in spec.additional_wrappers if w.name != Flattened.__name__]
     if not wrappers or (

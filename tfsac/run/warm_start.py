@@ -37,8 +37,8 @@ MATCHED_FIELDS = (
 )
 
 
-def source_checkpoints(source: str) -> Tuple[str, List[str]]:
-    """(the source's run directory, its checkpoint prefixes to try, newest first) for
+def source_checkpoints(source: str) -> Tuple[SACConfig, List[str]]:
+    """(the source run's config, its checkpoint prefixes to try, newest first) for
     `source`: a run directory (its complete checkpoints) or one checkpoint's prefix
     (<run_dir>/checkpoints/ckpt-<step>)."""
     path = os.path.normpath(source)
@@ -52,23 +52,19 @@ def source_checkpoints(source: str) -> Tuple[str, List[str]]:
             hint = f": name its prefix, {os.path.join(folder, prefix[1])}" if prefix else ""
             raise TfsacError(f"init_from {source!r}: not a checkpoint (ckpt-<env step>){hint}")
     try:
-        run_config(path, need_checkpoint=True, step=None if step is None else int(step))
+        config = run_config(path, need_checkpoint=True, step=None if step is None else int(step))
     except TfsacError as e:
         raise TfsacError(f"init_from: {e}") from None
     folder = os.path.join(path, CHECKPOINTS_DIR)
     steps = checkpoint_steps(folder) if step is None else [int(step)]
-    return path, [os.path.join(folder, f"ckpt-{s}") for s in steps]
+    return config, [os.path.join(folder, f"ckpt-{s}") for s in steps]
 
 
 def check_matches(source_config: SACConfig, config: SACConfig, source: str) -> None:
     """TfsacError naming the first setting in which the source run differs from `config`."""
-    fields = MATCHED_FIELDS + VARIANTS[config.algorithm].resume_keeps
-    saved, current = source_config.to_dict(), config.to_dict()
-    for field in fields:
-        old, new = saved[field], current[field]
-        if (tuple(old) if isinstance(old, list) else old) != (
-            tuple(new) if isinstance(new, list) else new
-        ):
+    for field in MATCHED_FIELDS + VARIANTS[config.algorithm].resume_keeps:
+        old, new = getattr(source_config, field), getattr(config, field)
+        if old != new:  # both configs parsed: widths are tuples on both sides
             raise TfsacError(
                 f"init_from {source!r} was trained with {field}={old!r}, this run has "
                 f"{field}={new!r}: its networks do not fit; use the same {field}"
@@ -102,8 +98,7 @@ def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]
     first); TfsacError where it is no tfsac run with checkpoints, was trained with other
     networks' settings or on other spaces than `spec`'s (run by the start's checks,
     without TensorFlow)."""
-    run_dir, prefixes = source_checkpoints(config.init_from)
-    source_config = run_config(run_dir)
+    source_config, prefixes = source_checkpoints(config.init_from)
     check_matches(source_config, config, config.init_from)
     check_spaces(source_config, config, spec)
     return source_config, prefixes

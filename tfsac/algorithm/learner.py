@@ -150,21 +150,10 @@ class SACLearner:
 
     def act(self, observation: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Actions in [-1, 1]^d for a batch of flat observations [B, obs_dim]."""
-        observation = self._observations(observation)
+        observation = checked_observations(observation, self.obs_dim)
         if not len(observation):  # no rows: no actions (the traced sampler needs one)
             return np.zeros((0, self.action_dim), np.float32)
         return self._run(self._mode if deterministic else self._sample, observation).numpy()
-
-    def _observations(self, observation) -> np.ndarray:
-        """`observation` as [B, obs_dim]; TfsacError for another shape (TensorFlow's error
-        comes from inside the traced function, naming a layer)."""
-        observation = np.asarray(observation)
-        if observation.ndim != 2 or observation.shape[1] != self.obs_dim:
-            raise TfsacError(
-                f"observations must be a batch [B, {self.obs_dim}], got shape "
-                f"{observation.shape} (one observation is obs[None])"
-            )
-        return observation
 
     def reset_noise(self) -> None:
         """Draws new gSDE exploration matrices (a no-op without gSDE)."""
@@ -216,24 +205,7 @@ class SACLearner:
         }
 
     def _as_packed(self, batches) -> np.ndarray:
-        """Packed rows [steps, batch, width]; TfsacError for batches of another form."""
-        if not isinstance(batches, np.ndarray):
-            try:
-                batches = pack_batch(batches, self.config.gamma)
-            except KeyError as e:
-                raise TfsacError(
-                    f"batches lack the field {e}: a dict of {', '.join(FIELDS)} "
-                    "(discount optional), each [steps, batch, ...]"
-                ) from None
-            except ValueError as e:
-                raise TfsacError(f"batches of fields whose shapes do not fit: {e}") from None
-        width = self._row_width
-        if batches.ndim != 3 or batches.shape[2] != width or 0 in batches.shape:
-            raise TfsacError(
-                f"batches must be packed rows [steps >= 1, batch >= 1, {width}] (or fields of "
-                f"[steps, batch, ...]), got shape {batches.shape}"
-            )
-        return batches
+        return packed_batches(batches, self.config.gamma, self._row_width)
 
     def _moments(self, observed) -> list:
         if self._normalizer is None:
@@ -254,7 +226,7 @@ class SACLearner:
         """`update(batches, observed)`, then `act(observation)` with the updated actor, in
         one compiled call: the same result as the two calls, with one dispatch per step."""
         packed, moments = self._as_packed(batches), self._moments(observed)
-        observation = self._observations(observation)
+        observation = checked_observations(observation, self.obs_dim)
         values, finite, action = self._run(self._update_act, packed, observation, *moments)
         return self._metrics(values, finite), action.numpy()
 
@@ -270,3 +242,37 @@ class SACLearner:
             if not np.all(np.isfinite(v.numpy()))
         ]
         return names
+
+
+# What act and update take, checked in Python: TensorFlow's errors come from inside the
+# traced functions, naming a layer or a split.
+def checked_observations(observation, obs_dim: int) -> np.ndarray:
+    """`observation` as [B, obs_dim]; TfsacError for another shape."""
+    observation = np.asarray(observation)
+    if observation.ndim != 2 or observation.shape[1] != obs_dim:
+        raise TfsacError(
+            f"observations must be a batch [B, {obs_dim}], got shape "
+            f"{observation.shape} (one observation is obs[None])"
+        )
+    return observation
+
+
+def packed_batches(batches, gamma: float, width: int) -> np.ndarray:
+    """Packed rows [steps, batch, width] (as given, or packed from fields); TfsacError for
+    batches of another form."""
+    if not isinstance(batches, np.ndarray):
+        try:
+            batches = pack_batch(batches, gamma)
+        except KeyError as e:
+            raise TfsacError(
+                f"batches lack the field {e}: a dict of {', '.join(FIELDS)} "
+                "(discount optional), each [steps, batch, ...]"
+            ) from None
+        except ValueError as e:
+            raise TfsacError(f"batches of fields whose shapes do not fit: {e}") from None
+    if batches.ndim != 3 or batches.shape[2] != width or 0 in batches.shape:
+        raise TfsacError(
+            f"batches must be packed rows [steps >= 1, batch >= 1, {width}] (or fields of "
+            f"[steps, batch, ...]), got shape {batches.shape}"
+        )
+    return batches

@@ -189,7 +189,8 @@ def env_file_stem(env: str) -> str:
 
 def curve_file_name(env: str, lib: str, seed) -> str:
     """<env>-<library>-<algorithm>[-<network>]-seed<k>.csv, e.g. hopper_v5-sbx-crossq-seed0."""
-    words = lib.split()
+    # An algorithm of a user's module, 'my_algos:mean_q', is my_algos_mean_q in a file name.
+    words = [re.sub(r"[:/\\]+", "_", word) for word in lib.split()]
     words += ["sac"] if len(words) == 1 else []
     return f"{env_file_stem(env)}-{'-'.join(words)}-seed{seed}.csv"
 

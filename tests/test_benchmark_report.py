@@ -177,6 +177,8 @@ def test_file_names_of_any_env_id_stay_in_the_output_folder(monkeypatch):
             "sbx",
         ): "gymnasium_robotics_fetchreach_v4-sbx-sac-seed0.csv",
         ("../../x", "tfsac"): "_x-tfsac-sac-seed0.csv",
+        ("Hopper-v5", "tfsac my_algos:mean_q"): "hopper_v5-tfsac-my_algos_mean_q-seed0.csv",
+        ("Hopper-v5", "tfsac a/../b"): "hopper_v5-tfsac-a_.._b-seed0.csv",
     }
     for (env, lib), name in names.items():
         assert report.curve_file_name(env, lib, 0) == name

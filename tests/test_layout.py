@@ -10,8 +10,9 @@ PACKAGE = pathlib.Path(REPO_ROOT) / "tfsac"
 MAX_LINES = {"module": 400, "class": 250, "function": 60}
 # The one-way stack, top to bottom: each subpackage imports only itself and the layers
 # below it, config (the options and SACConfig) the lowest. The foundation (errors, path
-# names, the run directory's format in files.py, the console's lines in logs.py) is the
-# modules outside the subpackages: they may read the config, nothing above it.
+# names, the run directory's format in files.py, the console's lines in logs.py, modules
+# named in a value in user_modules.py) is the modules outside the subpackages: they may
+# read the config, nothing above it.
 STACK = ("scale", "run", "deploy", ("algorithm", "data"), "config")
 LOWER = {"algorithm": {"data"}, "data": set()}  # algorithm reads data's batches and envs
 
@@ -27,7 +28,7 @@ def _allowed(layer: str) -> set:
 
 
 SUBPACKAGES = {"scale", "run", "deploy", "algorithm", "data", "config"}
-FOUNDATION = ("errors.py", "paths.py", "files.py", "logs.py")
+FOUNDATION = ("errors.py", "paths.py", "files.py", "logs.py", "user_modules.py")
 
 
 def _modules():

@@ -86,7 +86,8 @@ def test_tqc_options_are_checked(tmp_path):
     with pytest.raises(TfsacError, match="variant v1 is SAC's own; algorithm tqc has none"):
         resolve(_tqc(variant="v1"))
     with pytest.raises(
-        TfsacError, match="algorithm must be one of crossq, sac, sac_v1, tqc, got 'qrsac'"
+        TfsacError,
+        match="algorithm must be one of crossq, sac, sac_v1, tqc, or <module>:.* got 'qrsac'",
     ):
         resolve(SACConfig(algorithm="qrsac"))
 

@@ -248,7 +248,7 @@ class VariantOptions:
     algorithm: str = option(
         "sac",
         "the algorithm: a variant registered in tfsac/algorithm/variants/ (train.py --help "
-        "lists them)",
+        "lists them), or <module>:<name> of one your module registers",
         VARIANT,
         check=NON_EMPTY_TEXT,
     )

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 import os
 import re
 import sys
 import time
 import warnings
-from importlib.machinery import PathFinder
 from typing import Callable, Optional, Tuple
 
 import gymnasium as gym
@@ -20,6 +18,7 @@ from absl import logging
 from tfsac.data.goals import GoalColumns, goal_columns
 from tfsac.errors import TfsacError
 from tfsac.logs import mujoco_warnings_logged
+from tfsac.user_modules import find_in_current_directory
 
 # MuJoCo picks its GL backend when first imported; without a display, GLFW cannot open a
 # context, so headless machines render through EGL unless the user chose otherwise.
@@ -176,7 +175,8 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
     _check_display(env_id, kwargs.get("render_mode"))
-    _find_modules_in_the_current_directory(env_id)
+    if ":" in env_id:  # gymnasium imports the module; where to look is tfsac's rule
+        find_in_current_directory(env_id.split(":", 1)[0])
     mujoco_warnings_logged()
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -209,20 +209,6 @@ def _say_once(message: str) -> None:
     if text not in _SAID:
         _SAID.add(text)
         logging.warning("%s", text)
-
-
-def _find_modules_in_the_current_directory(env_id: str) -> None:
-    """Appends the current directory to sys.path where the module that 'module:Id-v0' names
-    is found there and nowhere else: `python -m` and an interactive Python look there, a
-    script run by its path (scripts/train.py) does not."""
-    if ":" not in env_id:
-        return
-    top = env_id.split(":", 1)[0].split(".")[0]
-    here = os.getcwd()
-    if not top.isidentifier() or here in sys.path or "" in sys.path:
-        return
-    if importlib.util.find_spec(top) is None and PathFinder.find_spec(top, [here]) is not None:
-        sys.path.append(here)
 
 
 def _checked(env: gym.Env, name: str) -> gym.Env:

@@ -34,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.algorithm.variants import VARIANTS
+from tfsac.algorithm.variants import variant_named
 from tfsac.config.resume import env_renamed
 from tfsac.data.replay import ReplayBuffer
 from tfsac.deploy.loading import STATE_FILE, CheckpointReader
@@ -259,7 +259,7 @@ def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None
     """Raises TfsacError naming the first structural field that differs."""
     # gSDE keeps one exploration matrix per env copy.
     fields = STRUCTURAL_FIELDS + (("num_envs",) if config_dict.get("use_sde") else ())
-    fields += VARIANTS[config_dict["algorithm"]].resume_keeps
+    fields += variant_named(config_dict["algorithm"]).resume_keeps
     for field in fields:
         saved = saved_config.get(field)
         current = config_dict.get(field)

@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple
 
 from absl import logging
 
-from tfsac.algorithm.variants import VARIANTS  # TF-free: the declarations only
+from tfsac.algorithm.variants import variant_of  # TF-free: the declarations only
 from tfsac.config import SACConfig
 from tfsac.data.envs import EnvSpec, env_spec, make_env
 from tfsac.errors import TfsacError, first_line
@@ -62,7 +62,7 @@ def source_checkpoints(source: str) -> Tuple[SACConfig, List[str]]:
 
 def check_matches(source_config: SACConfig, config: SACConfig, source: str) -> None:
     """TfsacError naming the first setting in which the source run differs from `config`."""
-    for field in MATCHED_FIELDS + VARIANTS[config.algorithm].resume_keeps:
+    for field in MATCHED_FIELDS + variant_of(config).resume_keeps:
         old, new = getattr(source_config, field), getattr(config, field)
         if old != new:  # both configs parsed: widths are tuples on both sides
             raise TfsacError(

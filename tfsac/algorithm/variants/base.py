@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple, Type
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError
+from tfsac.user_modules import import_named, split
 
 
 class lazy_module:  # noqa: N801 - stands where a module name stands
@@ -137,8 +138,25 @@ def register(cls: Type[Variant]) -> Type[Variant]:
 
 def variant_of(config: SACConfig) -> Type[Variant]:
     """The registered variant that `config.algorithm` names."""
-    try:
-        return VARIANTS[config.algorithm]
-    except KeyError:
-        names = ", ".join(sorted(VARIANTS))
-        raise TfsacError(f"algorithm must be one of {names}, got {config.algorithm!r}") from None
+    return variant_named(config.algorithm)
+
+
+def variant_named(algorithm: str) -> Type[Variant]:
+    """The variant of an `algorithm` value: a registered name, or '<module>:<name>' of a
+    variant that the module registers when imported (so that every process that reads the
+    config, a resume's or a sweep trial's, imports it too)."""
+    module, name = split(algorithm)
+    if module is not None:
+        import_named(module, f"algorithm {algorithm!r}")
+    if name in VARIANTS:
+        return VARIANTS[name]
+    names = ", ".join(sorted(VARIANTS))
+    if module is not None:
+        raise TfsacError(
+            f"module {module!r} registers no algorithm {name!r} (registered: {names}); a "
+            "variant registers itself with @tfsac.algorithm.variants.register and its name"
+        )
+    raise TfsacError(
+        f"algorithm must be one of {names}, or <module>:<name> of a variant your module "
+        f"registers, got {algorithm!r}"
+    )

@@ -1,0 +1,60 @@
+"""Modules a user names inside an option's value, '<module>:<name>' (gymnasium's rule for
+env ids, 'my_package.envs:MyEnv-v0', which tfsac also takes for algorithms,
+'my_algos:mean_q'): the value alone says what to import, so a resume, an evaluation or a
+sweep's trial in another process finds the same env or algorithm again."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+from importlib.machinery import PathFinder
+from types import ModuleType
+from typing import Optional, Tuple
+
+from tfsac.errors import TfsacError
+
+
+def split(value: str) -> Tuple[Optional[str], str]:
+    """('my_algos', 'mean_q') for 'my_algos:mean_q'; (None, value) without a module."""
+    module, sep, name = value.rpartition(":")
+    return (module, name) if sep else (None, value)
+
+
+def find_in_current_directory(module: str) -> None:
+    """Appends the current directory to sys.path where `module` is found there and nowhere
+    else: `python -m` and an interactive Python look there, a script run by its path
+    (scripts/train.py) does not. The path is absolute, so it holds after a sweep's trial
+    changes directory (Ray's workers on this machine take the driver's sys.path)."""
+    top = module.split(".")[0]
+    here = os.getcwd()
+    if not top.isidentifier() or here in sys.path or "" in sys.path:
+        return
+    if importlib.util.find_spec(top) is None and PathFinder.find_spec(top, [here]) is not None:
+        sys.path.append(here)
+
+
+def import_named(module: str, what: str) -> ModuleType:
+    """Imports the module that `what` (e.g. "algorithm 'my_algos:mean_q'") names; TfsacError
+    in one line where it is missing or fails while it is imported (the line names the file
+    and line of the user's code that raised)."""
+    find_in_current_directory(module)
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and (module == e.name or module.startswith(e.name + ".")):
+            raise TfsacError(
+                f"{what} names module {module!r}, which is not found: run from the folder "
+                "that holds it, or put that folder on PYTHONPATH"
+            ) from None
+        raise TfsacError(f"module {module!r} ({what}) needs a missing module: {e.name}") from None
+    except SyntaxError as e:
+        raise TfsacError(f"module {module!r} ({what}) does not parse: {e}") from None
+    except Exception as e:  # the user's own code: where it raised, in one line
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        raise TfsacError(
+            f"importing module {module!r} ({what}) raised {type(e).__name__}: {e} "
+            f"({frame.filename}, line {frame.lineno})"
+        ) from None

@@ -11,12 +11,12 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CUSTOM_NETWORKS_DOC = os.path.join(REPO_ROOT, "docs", "custom_networks.md")
 
 
-def docs_example(path=CUSTOM_NETWORKS_DOC):
-    """The Python block after `<!-- example -->` in a docs page (exactly one)."""
+def docs_example(path=CUSTOM_NETWORKS_DOC, marker="example"):
+    """The Python block after `<!-- <marker> -->` in a docs page (exactly one)."""
     import re
 
     with open(path) as f:
-        (code,) = re.findall(r"<!-- example -->\s*```python\n(.*?)```", f.read(), re.S)
+        (code,) = re.findall(rf"<!-- {re.escape(marker)} -->\s*```python\n(.*?)```", f.read(), re.S)
     return code
 
 

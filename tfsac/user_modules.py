@@ -12,9 +12,41 @@ import sys
 import traceback
 from importlib.machinery import PathFinder
 from types import ModuleType
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple, TypeVar
 
 from tfsac.errors import TfsacError
+
+T = TypeVar("T")
+
+
+def add(registry: Dict[str, T], cls: T, kind: str) -> T:
+    """`registry[cls.name] = cls` where the name is letters, digits and '_' (one that
+    fits in '<module>:<name>', a file name and a flag's value); ValueError otherwise."""
+    if not cls.name or not cls.name.replace("_", "").isalnum():
+        raise ValueError(f"{kind} needs a name of letters, digits and _: {cls.name!r}")
+    registry[cls.name] = cls
+    return cls
+
+
+def registered(value: str, registry: Dict[str, T], option: str, how: str) -> T:
+    """The entry of `registry` that the option's `value` names: a registered name, or
+    '<module>:<name>' of one the module registers when imported (`how` says how a module
+    registers one); TfsacError in one line otherwise."""
+    module, name = split(value)
+    if module is not None:
+        import_named(module, f"{option} {value!r}")
+    if name in registry:
+        return registry[name]
+    names = ", ".join(sorted(registry))
+    if module is not None:
+        raise TfsacError(
+            f"module {module!r} registers no {option} {name!r} (registered: {names}); a "
+            f"module registers one with {how}"
+        )
+    raise TfsacError(
+        f"{option} must be one of {names}, or <module>:<name> of one your module "
+        f"registers, got {value!r}"
+    )
 
 
 def split(value: str) -> Tuple[Optional[str], str]:

@@ -10,6 +10,7 @@ from typing import Any, Dict, Optional, Tuple
 from tfsac.algorithm.variants.base import lazy_module
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError
+from tfsac.user_modules import add, registered
 
 networks = lazy_module("tfsac.algorithm.networks")
 simba = lazy_module("tfsac.algorithm.simba")
@@ -115,10 +116,15 @@ class SimBa(MLP):
 ARCHITECTURES = {cls.name: cls for cls in (MLP, SimBa)}
 
 
+def register_architecture(cls):
+    """Makes `cls` selectable as `network=cls.name` (a class decorator). Subclass MLP and
+    override what differs: `build_actor`, `build_critic`, `defaults`, `check`, and `peers`
+    (the SB3/SBX twins of benchmark.py --peers; () where there is none)."""
+    return add(ARCHITECTURES, cls, "an architecture")
+
+
 def architecture_of(config: SACConfig):
-    """The architecture that `config.network` names."""
-    try:
-        return ARCHITECTURES[config.network]
-    except KeyError:
-        names = ", ".join(sorted(ARCHITECTURES))
-        raise TfsacError(f"network must be one of {names}, got {config.network!r}") from None
+    """The architecture that `config.network` names: a registered name, or '<module>:<name>'
+    of one that the module registers when imported."""
+    how = "@tfsac.algorithm.architectures.register_architecture on its class"
+    return registered(config.network, ARCHITECTURES, "network", how)

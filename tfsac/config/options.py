@@ -305,11 +305,14 @@ class NetOptions:
     )
     # SimBa (Lee et al. 2025, arXiv:2410.09754): a running observation normaliser, then
     # residual blocks x + Dense(Dense(LayerNorm(x), 4h, relu), h), one per hidden size.
+    # The registered architectures (tfsac/algorithm/architectures.py), checked when the
+    # config is resolved: a registered one of your own is a value too.
     network: str = option(
         "mlp",
-        "mlp, or simba: normalised observations and residual pre-layer-norm blocks",
+        "mlp, or simba: normalised observations and residual pre-layer-norm blocks; or "
+        "<module>:<name> of an architecture your module registers",
         NETS,
-        choices=("mlp", "simba"),
+        check=NON_EMPTY_TEXT,
     )
     # A running mean/std of every collected observation, subtracted and divided first in
     # the actor and the critics (so in every export too): raw observations in, always.

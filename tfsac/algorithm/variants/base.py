@@ -17,8 +17,7 @@ import importlib
 from typing import Any, Dict, List, Optional, Tuple, Type
 
 from tfsac.config import SACConfig
-from tfsac.errors import TfsacError
-from tfsac.user_modules import import_named, split
+from tfsac.user_modules import add, registered
 
 
 class lazy_module:  # noqa: N801 - stands where a module name stands
@@ -130,10 +129,7 @@ VARIANTS: Dict[str, Type[Variant]] = {}
 
 def register(cls: Type[Variant]) -> Type[Variant]:
     """Makes `cls` selectable as `algorithm=cls.name` (a class decorator)."""
-    if not cls.name or not cls.name.replace("_", "").isalnum():
-        raise ValueError(f"a variant needs a name of letters, digits and _: {cls.name!r}")
-    VARIANTS[cls.name] = cls
-    return cls
+    return add(VARIANTS, cls, "a variant")
 
 
 def variant_of(config: SACConfig) -> Type[Variant]:
@@ -145,18 +141,5 @@ def variant_named(algorithm: str) -> Type[Variant]:
     """The variant of an `algorithm` value: a registered name, or '<module>:<name>' of a
     variant that the module registers when imported (so that every process that reads the
     config, a resume's or a sweep trial's, imports it too)."""
-    module, name = split(algorithm)
-    if module is not None:
-        import_named(module, f"algorithm {algorithm!r}")
-    if name in VARIANTS:
-        return VARIANTS[name]
-    names = ", ".join(sorted(VARIANTS))
-    if module is not None:
-        raise TfsacError(
-            f"module {module!r} registers no algorithm {name!r} (registered: {names}); a "
-            "variant registers itself with @tfsac.algorithm.variants.register and its name"
-        )
-    raise TfsacError(
-        f"algorithm must be one of {names}, or <module>:<name> of a variant your module "
-        f"registers, got {algorithm!r}"
-    )
+    how = "@tfsac.algorithm.variants.register on its Variant class"
+    return registered(algorithm, VARIANTS, "algorithm", how)

@@ -1,6 +1,8 @@
 """tfsac.Policy: one raw observation or a batch, from a SavedModel or a run directory,
 deterministic or sampled, for every observation space tfsac trains on."""
 
+import os
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -191,5 +193,14 @@ def test_an_env_fn_envs_own_observations_are_what_its_exports_take(
     # Its id alone would remake another env (no wrappers): the run's checkpoints say so.
     names = {"framestack": "custom:Pendulum-v1+FrameStackObservation"}  # not tfsac's wrapper
     assert result.spec.env_id == names.get(name, "custom:SpaceEnv")
-    with pytest.raises(TfsacError, match=r"trained on an env made by an env_fn .* SavedModel"):
+    # The run directory's env_spec.json stands in for the env, which no id remakes.
+    from_run = Policy.load(result.run_dir)
+    np.testing.assert_allclose(from_run.predict(observation), expected[0], rtol=1e-5)
+    spec_file = os.path.join(result.run_dir, "env_spec.json")
+    with open(spec_file, "w") as f:
+        f.write('{"obs_dim": 6}')
+    with pytest.raises(TfsacError, match="env_spec.json is not an env spec that tfsac wrote"):
+        Policy.load(result.run_dir)
+    os.remove(spec_file)  # as an earlier tfsac's run
+    with pytest.raises(TfsacError, match=r"made by an env_fn .* no env_spec.json .* SavedModel"):
         Policy.load(result.run_dir)

@@ -15,6 +15,8 @@ from tfsac.config import SACConfig
 from tfsac.errors import TfsacError
 
 CONFIG_FILE = "config.json"
+# The env as the networks and exports saw it (data.spaces.EnvSpec): loads a run without its env.
+ENV_SPEC_FILE = "env_spec.json"
 PROGRESS_FILE = "progress.csv"
 SUMMARY_FILE = "summary.json"
 TENSORBOARD_DIR = "tensorboard"

@@ -13,7 +13,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils import EzPickle
 
-from tfsac.data.envs import EnvFn, EnvSpec, make_vector_env, unit_to_bounds
+from tfsac.data.envs import EnvFn, make_vector_env, unit_to_bounds
+from tfsac.data.spaces import EnvSpec
 
 
 @dataclasses.dataclass

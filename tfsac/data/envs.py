@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import re
 import sys
 import time
 import warnings
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional
 
 import gymnasium as gym
 import numpy as np
 from absl import logging
 
-from tfsac.data.goals import GoalColumns, goal_columns
+from tfsac.data.goals import goal_columns
+from tfsac.data.spaces import EnvSpec, space_to_json
 from tfsac.errors import TfsacError
 from tfsac.logs import mujoco_warnings_logged
 from tfsac.user_modules import find_in_current_directory
@@ -37,88 +37,6 @@ def unit_to_bounds(unit_action, low, high):
     high = np.asarray(high, np.float32)
     action = low + (np.asarray(unit_action, np.float32) + 1.0) * 0.5 * (high - low)
     return np.minimum(np.maximum(action, low), high)  # np.clip's dispatch costs more than this
-
-
-@dataclasses.dataclass(frozen=True)
-class EnvSpec:
-    """What the networks and the exported policy need to know about an env."""
-
-    env_id: str
-    obs_dim: int
-    action_dim: int
-    action_low: Tuple[float, ...]
-    action_high: Tuple[float, ...]
-    observation_space: str
-    action_space: str
-    # How the env's observation becomes the flat float32 vector the networks (and the
-    # SavedModel's `observation` input) take.
-    observation_flattening: str
-    # The observation space as JSON (space_to_json), from which a Policy flattens raw
-    # observations as training did.
-    observation_space_json: Optional[dict] = None
-    # A goal env's (tfsac.data.goals): (key, first, end column) of each Dict key in the
-    # flat observation; None for other envs.
-    goal_columns: Optional[GoalColumns] = None
-
-
-def _bounds_text(bounds: np.ndarray):
-    """Box bounds as strict JSON: numbers as text ('inf' included), one for all if equal."""
-    flat = [repr(float(x)) for x in bounds.flat]
-    return flat[0] if len(set(flat)) == 1 else flat
-
-
-def _bounds_array(text, shape: tuple, dtype) -> np.ndarray:
-    values = np.array([float(x) for x in np.atleast_1d(text)])
-    # One value for all (a scalar space's too: shape ()), or one per element.
-    values = np.broadcast_to(values[0], shape) if values.size == 1 else values.reshape(shape)
-    return values.astype(dtype)
-
-
-def space_to_json(space: gym.Space) -> Optional[dict]:
-    """The observation spaces SAC trains on as JSON (None for another kind of space)."""
-    if isinstance(space, gym.spaces.Box):
-        return {
-            "type": "Box",
-            "shape": list(space.shape),
-            "dtype": str(space.dtype),
-            "low": _bounds_text(space.low),
-            "high": _bounds_text(space.high),
-        }
-    if isinstance(space, gym.spaces.Discrete):
-        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "start": space.start.tolist()}
-    if isinstance(space, gym.spaces.MultiBinary):
-        return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
-    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-        items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
-        parts = {str(k): space_to_json(v) for k, v in items}
-        if any(v is None for v in parts.values()):
-            return None
-        if isinstance(space, gym.spaces.Dict):
-            return {"type": "Dict", "spaces": parts}
-        return {"type": "Tuple", "spaces": list(parts.values())}
-    return None
-
-
-def space_from_json(data: dict) -> gym.Space:
-    """The space that space_to_json described."""
-    kind = data["type"]
-    if kind == "Box":
-        shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
-        low, high = (_bounds_array(data[k], shape, dtype) for k in ("low", "high"))
-        return gym.spaces.Box(low, high, shape, dtype=dtype)
-    if kind == "Discrete":
-        return gym.spaces.Discrete(data["n"], start=data["start"])
-    if kind == "MultiDiscrete":
-        return gym.spaces.MultiDiscrete(data["nvec"], start=data["start"])
-    if kind == "MultiBinary":
-        return gym.spaces.MultiBinary(data["n"])
-    if kind == "Dict":
-        return gym.spaces.Dict({k: space_from_json(v) for k, v in data["spaces"].items()})
-    if kind == "Tuple":
-        return gym.spaces.Tuple([space_from_json(v) for v in data["spaces"]])
-    raise TfsacError(f"unknown observation space type {kind!r}")
 
 
 # How a run names an env that an env_fn made without a gymnasium id: no script can make it.

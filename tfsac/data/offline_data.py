@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence
 import gymnasium as gym
 import numpy as np
 
-from tfsac.data.envs import EnvSpec, space_from_json
+from tfsac.data.spaces import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE, checkpoint_steps
 

@@ -30,7 +30,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.distributions import policy_params, squash_bijector
-from tfsac.data.envs import EnvSpec
+from tfsac.data.spaces import EnvSpec
 from tfsac.deploy.formats import parse_formats, temp_folder, write_formats
 from tfsac.deploy.metadata import METADATA_FILE, policy_metadata, sample_observations
 from tfsac.errors import TfsacError, first_line

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac import __version__
-from tfsac.data.envs import EnvSpec, space_from_json
+from tfsac.data.spaces import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
 from tfsac.files import model_versions
 

@@ -11,7 +11,8 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from tfsac.data.envs import space_from_json, unit_to_bounds
+from tfsac.data.envs import unit_to_bounds
+from tfsac.data.spaces import space_from_json
 from tfsac.deploy.loading import checkpoint_learner, load_policy
 from tfsac.deploy.metadata import read_metadata
 from tfsac.errors import TfsacError, first_line

@@ -18,13 +18,21 @@ from tfsac.algorithm.learner import SACLearner
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
-from tfsac.data.envs import EnvFn, EnvSpec, checked_env
+from tfsac.data.envs import EnvFn, checked_env
 from tfsac.data.her import her_buffer
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
 from tfsac.data.replay import ReplayBuffer
+from tfsac.data.spaces import EnvSpec
 from tfsac.data.update_schedule import UpdateSchedule
 from tfsac.errors import TfsacError
-from tfsac.files import CHECKPOINTS_DIR, CONFIG_FILE, VIDEOS_DIR, RunDir, write_json
+from tfsac.files import (
+    CHECKPOINTS_DIR,
+    CONFIG_FILE,
+    ENV_SPEC_FILE,
+    VIDEOS_DIR,
+    RunDir,
+    write_json,
+)
 from tfsac.run.callbacks import Callback, CallbackList, check_hooks
 from tfsac.run.checkpointing import Checkpointer, check_compatible
 from tfsac.run.evaluation import Evaluator
@@ -231,6 +239,7 @@ def _open_run_dir(start: Start, learner, source, calls: CallbackList, resumed_at
         progress.truncate(resumed_at)
     if source is not None:
         write_json(files.file(CONFIG_FILE), config.to_dict())
+        write_json(files.file(ENV_SPEC_FILE), start.spec.to_dict())
     return progress
 
 

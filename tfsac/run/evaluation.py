@@ -11,7 +11,8 @@ import gymnasium as gym
 import numpy as np
 from absl import logging
 
-from tfsac.data.envs import env_spec, make_env, space_from_json, unit_to_bounds
+from tfsac.data.envs import env_spec, make_env, unit_to_bounds
+from tfsac.data.spaces import space_from_json
 from tfsac.errors import TfsacError
 from tfsac.logs import progress_bar
 from tfsac.run.rendering import RenderedEnv
@@ -179,7 +180,7 @@ def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
 
 
 def _layout(space_json: Dict):
-    """A space's description (tfsac.data.envs.space_to_json) without a Box's bounds or
+    """A space's description (tfsac.data.spaces.space_to_json) without a Box's bounds or
     any dtype: what decides how its observations flatten into the policy's columns."""
     kind = space_json.get("type")
     if kind == "Box":

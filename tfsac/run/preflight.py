@@ -18,7 +18,6 @@ from tfsac.data.env_checks import check_env_api
 from tfsac.data.envs import (
     CUSTOM_ENV,
     EnvFn,
-    EnvSpec,
     Flattened,
     checked_env,
     env_factory,
@@ -27,6 +26,7 @@ from tfsac.data.envs import (
 )
 from tfsac.data.goals import episode_limit, reward_function
 from tfsac.data.offline_data import RecordedData, load_recorded
+from tfsac.data.spaces import EnvSpec
 from tfsac.deploy.formats import check_available, parse_formats
 from tfsac.errors import TfsacError
 from tfsac.files import (

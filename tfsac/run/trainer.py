@@ -13,8 +13,9 @@ from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
 from tfsac.config import SACConfig
-from tfsac.data.envs import EnvFn, EnvSpec
+from tfsac.data.envs import EnvFn
 from tfsac.data.replay import ReplayBuffer
+from tfsac.data.spaces import EnvSpec
 from tfsac.deploy.export import export_trained_policy
 from tfsac.errors import TfsacError
 from tfsac.files import SUMMARY_FILE, write_json

@@ -17,7 +17,8 @@ from absl import logging
 
 from tfsac.algorithm.variants import variant_of  # TF-free: the declarations only
 from tfsac.config import SACConfig
-from tfsac.data.envs import EnvSpec, env_spec, make_env
+from tfsac.data.envs import env_spec, make_env
+from tfsac.data.spaces import EnvSpec
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
 

@@ -11,7 +11,8 @@ from absl import logging
 
 from tfsac.config import SACConfig
 from tfsac.data.collector import Transitions
-from tfsac.data.envs import EnvFn, EnvSpec
+from tfsac.data.envs import EnvFn
+from tfsac.data.spaces import EnvSpec
 from tfsac.data.update_schedule import UpdateSchedule, crossed
 from tfsac.run.source import register_env_runners
 from tfsac.scale.ray_cluster import check_address, require_ray, start_ray

@@ -35,7 +35,8 @@ from absl import logging
 
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector, Transitions
-from tfsac.data.envs import EnvFn, EnvSpec
+from tfsac.data.envs import EnvFn
+from tfsac.data.spaces import EnvSpec
 from tfsac.errors import TfsacError, first_line
 from tfsac.logs import quiet_library_logs
 from tfsac.scale.numpy_actor import NumpyActor

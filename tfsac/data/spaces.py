@@ -1,0 +1,117 @@
+"""What the networks and the exported policy know about an env (`EnvSpec`, also a run
+directory's env_spec.json), and the observation spaces tfsac trains on as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Tuple
+
+import gymnasium as gym
+import numpy as np
+
+from tfsac.data.goals import GoalColumns
+from tfsac.errors import TfsacError
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """What the networks and the exported policy need to know about an env."""
+
+    env_id: str
+    obs_dim: int
+    action_dim: int
+    action_low: Tuple[float, ...]
+    action_high: Tuple[float, ...]
+    observation_space: str
+    action_space: str
+    # How the env's observation becomes the flat float32 vector the networks (and the
+    # SavedModel's `observation` input) take.
+    observation_flattening: str
+    # The observation space as JSON (space_to_json), from which a Policy flattens raw
+    # observations as training did.
+    observation_space_json: Optional[dict] = None
+    # A goal env's (tfsac.data.goals): (key, first, end column) of each Dict key in the
+    # flat observation; None for other envs.
+    goal_columns: Optional[GoalColumns] = None
+
+    def to_dict(self) -> dict:
+        """As JSON holds it (a run directory's env_spec.json)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str) -> EnvSpec:
+        """The spec that `to_dict` wrote; TfsacError naming `source` where it is not one."""
+        try:
+            data = dict(data, action_low=tuple(data["action_low"]))
+            data.update(action_high=tuple(data["action_high"]))
+            columns = data.get("goal_columns")
+            data["goal_columns"] = tuple(map(tuple, columns)) if columns else None
+            spec = cls(**data)
+        except (KeyError, TypeError) as e:
+            raise TfsacError(f"{source} is not an env spec that tfsac wrote: {e}") from None
+        sizes = (spec.obs_dim, spec.action_dim)
+        if not all(type(size) is int and size > 0 for size in sizes):
+            raise TfsacError(f"{source}: obs_dim and action_dim must be positive whole numbers")
+        if not len(spec.action_low) == len(spec.action_high) == spec.action_dim:
+            raise TfsacError(f"{source}: action bounds of another size than action_dim")
+        return spec
+
+
+def _bounds_text(bounds: np.ndarray):
+    """Box bounds as strict JSON: numbers as text ('inf' included), one for all if equal."""
+    flat = [repr(float(x)) for x in bounds.flat]
+    return flat[0] if len(set(flat)) == 1 else flat
+
+
+def _bounds_array(text, shape: tuple, dtype) -> np.ndarray:
+    values = np.array([float(x) for x in np.atleast_1d(text)])
+    # One value for all (a scalar space's too: shape ()), or one per element.
+    values = np.broadcast_to(values[0], shape) if values.size == 1 else values.reshape(shape)
+    return values.astype(dtype)
+
+
+def space_to_json(space: gym.Space) -> Optional[dict]:
+    """The observation spaces SAC trains on as JSON (None for another kind of space)."""
+    if isinstance(space, gym.spaces.Box):
+        return {
+            "type": "Box",
+            "shape": list(space.shape),
+            "dtype": str(space.dtype),
+            "low": _bounds_text(space.low),
+            "high": _bounds_text(space.high),
+        }
+    if isinstance(space, gym.spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "start": space.start.tolist()}
+    if isinstance(space, gym.spaces.MultiBinary):
+        return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
+        parts = {str(k): space_to_json(v) for k, v in items}
+        if any(v is None for v in parts.values()):
+            return None
+        if isinstance(space, gym.spaces.Dict):
+            return {"type": "Dict", "spaces": parts}
+        return {"type": "Tuple", "spaces": list(parts.values())}
+    return None
+
+
+def space_from_json(data: dict) -> gym.Space:
+    """The space that space_to_json described."""
+    kind = data["type"]
+    if kind == "Box":
+        shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
+        low, high = (_bounds_array(data[k], shape, dtype) for k in ("low", "high"))
+        return gym.spaces.Box(low, high, shape, dtype=dtype)
+    if kind == "Discrete":
+        return gym.spaces.Discrete(data["n"], start=data["start"])
+    if kind == "MultiDiscrete":
+        return gym.spaces.MultiDiscrete(data["nvec"], start=data["start"])
+    if kind == "MultiBinary":
+        return gym.spaces.MultiBinary(data["n"])
+    if kind == "Dict":
+        return gym.spaces.Dict({k: space_from_json(v) for k, v in data["spaces"].items()})
+    if kind == "Tuple":
+        return gym.spaces.Tuple([space_from_json(v) for v in data["spaces"]])
+    raise TfsacError(f"unknown observation space type {kind!r}")

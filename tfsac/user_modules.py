@@ -1,7 +1,8 @@
 """Modules a user names inside an option's value, '<module>:<name>' (gymnasium's rule for
 env ids, 'my_package.envs:MyEnv-v0', which tfsac also takes for algorithms,
-'my_algos:mean_q'): the value alone says what to import, so a resume, an evaluation or a
-sweep's trial in another process finds the same env or algorithm again."""
+'my_algos:mean_q', and networks): the value alone says what to import, so a resume, an
+evaluation or a sweep's trial in another process finds the same env or algorithm again.
+Algorithms and networks are found in registries that such a module adds its classes to."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ def add(registry: Dict[str, T], cls: T, kind: str) -> T:
     fits in '<module>:<name>', a file name and a flag's value); ValueError otherwise."""
     if not cls.name or not cls.name.replace("_", "").isalnum():
         raise ValueError(f"{kind} needs a name of letters, digits and _: {cls.name!r}")
+    old = registry.get(cls.name)
+    where = (cls.__module__, cls.__qualname__)
+    if old is not None and (old.__module__, old.__qualname__) != where:  # not a re-import
+        raise ValueError(
+            f"{kind} named {cls.name!r} is registered already ({old.__module__}."
+            f"{old.__qualname__}): give {cls.__qualname__} a name of its own"
+        )
     registry[cls.name] = cls
     return cls
 

@@ -111,7 +111,7 @@ def test_a_run_of_the_users_modules_resumes_and_loads_where_they_were_not_import
             "'needs_algos' .* needs a missing module: not_installed_xyz",
         ),
         ("algorithm", "mean_q_nowhere", "or <module>:<name> of one your module registers"),
-        ("algorithm", "clash_algos:sac", "named 'sac' is registered already .*SoftDoubleQ"),
+        ("algorithm", "clash_algos:sac", r"'sac' is registered already .*clash_algos.py, line"),
         ("network", "my_algos:ln_actor", "module 'my_algos' registers no network 'ln_actor'"),
         ("network", "resnet", "network must be one of mlp, simba, or <module>:<name>"),
     ],

@@ -303,6 +303,32 @@ def test_a_damaged_latest_checkpoint_is_set_aside_and_the_one_before_restores(
     assert trainer.loop.step == 300 and (checkpoints / "broken" / "ckpt-200.index").exists()
 
 
+def test_checkpoints_of_other_networks_are_refused_in_one_line_and_kept(
+    tmp_path, two_checkpoints, caplog
+):
+    """Networks that changed since the run saved them (a custom actor_fn, a user's network
+    or algorithm module edited, config.json edited) do not make whole checkpoints damaged:
+    nothing is set aside, nothing restarts from step 0, and TensorFlow adds no warnings."""
+    shutil.copytree(two_checkpoints, tmp_path / "run")
+    checkpoints = tmp_path / "run" / "checkpoints"
+    before = sorted(os.listdir(checkpoints))
+
+    def narrow_actor(obs_dim, action_dim):
+        return tfsac.Actor(action_dim, hidden_sizes=(8, 8))
+
+    with pytest.raises(TfsacError, match="ckpt-200' holds other networks than this run's"):
+        Trainer(_config(tmp_path / "run"), export=False, resume=True, actor_fn=narrow_actor)
+    config_file = tmp_path / "run" / "config.json"
+    config = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps({**config, "hidden_sizes": [8, 8]}))
+    with pytest.raises(TfsacError, match="ckpt-200' holds other networks") as raised:
+        tfsac.Policy.load(str(tmp_path / "run"))
+    assert "\n" not in str(raised.value)
+    assert sorted(os.listdir(checkpoints)) == before  # no broken/, no new files
+    assert "damaged" not in caplog.text
+    assert not [r for r in caplog.records if r.name == "tensorflow"]
+
+
 def test_a_corrupt_replay_buffer_is_set_aside_and_the_checkpoint_before_restores(
     tmp_path, two_checkpoints, caplog
 ):

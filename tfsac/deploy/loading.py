@@ -4,7 +4,9 @@ tfsac.run.checkpointing writes)."""
 
 from __future__ import annotations
 
+import gc
 import json
+import logging as logging_module
 import os
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -55,21 +57,60 @@ class CheckpointReader:
         """Restores only the learner's state (for evaluation: no replay buffer); returns
         the saved loop state."""
         state = self.read_state(prefix)
-        try:
-            self.checkpoint.restore(prefix).expect_partial()
-        except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
-            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}") from None
+        restore_checkpoint(self.checkpoint, prefix, "model")
         return state
 
     def restore_newest_learner(self) -> Optional[Tuple[str, Dict]]:
         """(prefix, saved state) of the newest checkpoint whose learner state restores, or
-        None; a damaged one is said in one line and skipped (a reader moves nothing)."""
+        None; a damaged one is said in one line and skipped (a reader moves nothing), one of
+        other networks is refused (CheckpointMismatch)."""
         for prefix in self.candidates():
             try:
                 return prefix, self.restore_learner(prefix)
+            except CheckpointMismatch:
+                raise
             except TfsacError as e:
                 logging.warning("skipping a damaged checkpoint: %s", e)
         return None
+
+
+class CheckpointMismatch(TfsacError):
+    """A checkpoint whose files read but hold other variables than the model it is restored
+    into (other networks, another algorithm): refused, never skipped or set aside as
+    damaged."""
+
+
+def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
+    """Restores `prefix` into `checkpoint` (a tf.train.Checkpoint); `match`: 'all' (every
+    value on both sides: a resume) or 'model' (every variable of the model from the
+    checkpoint, which may hold more: evaluation, init_from). TfsacError for files that do
+    not read, CheckpointMismatch for other variables. A failed restore's objects are
+    dropped here, with TensorFlow's page of warnings about their unrestored values."""
+    status = None
+    try:
+        status = checkpoint.restore(prefix).expect_partial()
+        if match == "all":
+            status.assert_consumed()
+        else:
+            status.assert_existing_objects_matched()
+        return
+    except (ValueError, AssertionError) as e:
+        error = CheckpointMismatch(
+            f"checkpoint {prefix!r} holds other networks than this run's ({first_line(e)}): "
+            "load it with the networks and algorithm that trained it (the same actor_fn and "
+            "critic_fn, network and algorithm modules)"
+        )
+    except (tf.errors.OpError, IndexError, KeyError) as e:
+        error = TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}")
+    logger = logging_module.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(logging_module.ERROR)
+    try:
+        checkpoint = status = None  # the failed restore's objects, dropped here
+        gc.collect()
+    finally:
+        logger.setLevel(level)
+    raise error
 
 
 # The signatures every tfsac export has, each `observation` [batch, width] -> `action`.

@@ -37,8 +37,13 @@ from tfsac.algorithm.learner import SACLearner
 from tfsac.algorithm.variants import variant_named
 from tfsac.config.resume import env_renamed
 from tfsac.data.replay import ReplayBuffer
-from tfsac.deploy.loading import STATE_FILE, CheckpointReader
-from tfsac.errors import TfsacError, first_line
+from tfsac.deploy.loading import (
+    STATE_FILE,
+    CheckpointMismatch,
+    CheckpointReader,
+    restore_checkpoint,
+)
+from tfsac.errors import TfsacError
 
 INDEX_FILE = "checkpoint"  # CheckpointManager's state file
 BROKEN_DIR = "broken"
@@ -113,6 +118,8 @@ class Checkpointer(CheckpointReader):
             check(state, prefix)
             try:
                 state = restore(prefix)
+            except CheckpointMismatch:  # whole, of other networks: refused, kept in place
+                raise
             except TfsacError as e:
                 self._set_aside(prefix, e)
                 continue
@@ -231,10 +238,7 @@ class Checkpointer(CheckpointReader):
     def restore(self, prefix: str, buffer: ReplayBuffer) -> Dict:
         """Restores learner and buffer from `prefix`; returns the saved loop state."""
         state = self.read_state(prefix)
-        try:
-            self.checkpoint.restore(prefix).assert_consumed()
-        except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
-            raise TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}") from None
+        restore_checkpoint(self.checkpoint, prefix, "all")
         replay = state["replay"]
         if replay["capacity"] != buffer.capacity:
             raise TfsacError(

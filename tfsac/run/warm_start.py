@@ -7,11 +7,9 @@ replay), so the new run's own settings apply from its first update."""
 
 from __future__ import annotations
 
-import gc
-import logging as logging_module
 import os
 import re
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 from absl import logging
 
@@ -19,7 +17,7 @@ from tfsac.algorithm.variants import variant_of  # TF-free: the declarations onl
 from tfsac.config import SACConfig
 from tfsac.data.envs import env_spec, make_env
 from tfsac.data.spaces import EnvSpec
-from tfsac.errors import TfsacError, first_line
+from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
 
 # Settings that decide the learned state's variables or what they mean: the source run
@@ -112,43 +110,26 @@ def warm_start(learner, config: SACConfig, spec: EnvSpec) -> str:
     temperature the source held fixed is a setting, not learned: this run's applies."""
     import tensorflow as tf  # this module's checks run before TensorFlow is imported
 
+    from tfsac.deploy.loading import restore_checkpoint
+
     source_config, prefixes = check_source(config, spec)
     learned = learner.learned_objects(temperature=source_config.learned_alpha)
     errors = []
     for prefix in prefixes:
-        error = _restore(tf, tf.train.Checkpoint(**learned), prefix)
-        if error is None:
-            logging.info(
-                "init_from %s: networks, targets%s and observation statistics; optimizers, "
-                "random streams and the replay start afresh",
-                prefix,
-                ", temperature" if source_config.learned_alpha and config.learned_alpha else "",
-            )
-            return prefix
-        errors.append(f"{prefix}: {error}")
-        if len(prefixes) > 1:
-            logging.warning("init_from: skipping a checkpoint that does not restore: %s", error)
+        try:
+            restore_checkpoint(tf.train.Checkpoint(**learned), prefix, "model")
+        except TfsacError as e:
+            errors.append(str(e))
+            if len(prefixes) > 1:
+                logging.warning("init_from: skipping a checkpoint that does not restore: %s", e)
+            continue
+        logging.info(
+            "init_from %s: networks, targets%s and observation statistics; optimizers, "
+            "random streams and the replay start afresh",
+            prefix,
+            ", temperature" if source_config.learned_alpha and config.learned_alpha else "",
+        )
+        return prefix
     raise TfsacError(
         f"init_from {config.init_from!r}: no checkpoint restores into this run ({errors[0]})"
     )
-
-
-def _restore(tf, checkpoint, prefix: str) -> Optional[str]:
-    """Restores `prefix` into `checkpoint`; None, or the first line of why not. Every
-    variable must come from the checkpoint: a source with other networks (a custom
-    actor_fn) is refused, not mixed. A failed restore's objects are dropped here, with
-    TensorFlow's warnings about their unrestored values (a page of lines for one error)."""
-    try:
-        checkpoint.restore(prefix).expect_partial().assert_existing_objects_matched()
-        return None
-    except (tf.errors.OpError, AssertionError, ValueError, IndexError, KeyError) as e:
-        error = first_line(e)
-    logger = logging_module.getLogger("tensorflow")
-    level = logger.level
-    logger.setLevel(logging_module.ERROR)
-    try:
-        del checkpoint
-        gc.collect()
-    finally:
-        logger.setLevel(level)
-    return error

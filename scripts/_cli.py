@@ -228,7 +228,8 @@ def _help(field) -> str:
     """A training flag's help: its option's, the algorithm's listing the registered variants."""
     if field.name != "algorithm":
         return field.metadata["help"]
-    return "; ".join(f"{name}: {cls.summary}" for name, cls in sorted(VARIANTS.items()))
+    listing = "; ".join(f"{name}: {cls.summary}" for name, cls in sorted(VARIANTS.items()))
+    return f"{listing}; or <module>:<name> of a variant your module registers"
 
 
 def define_training_flags() -> None:

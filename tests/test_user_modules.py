@@ -84,7 +84,7 @@ def test_a_run_of_the_users_modules_resumes_and_loads_where_they_were_not_import
 ):
     def config(**overrides):
         names = dict(algorithm="my_algos:mean_q", network="my_nets:ln_actor")
-        return tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=40, **names, **overrides)
+        return tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=40, **{**names, **overrides})
 
     first = train(config(), export=False, quiet=True)
     assert type(first.learner.sac.variant).__name__ == "MeanQ"
@@ -93,9 +93,21 @@ def test_a_run_of_the_users_modules_resumes_and_loads_where_they_were_not_import
     resumed = train(config(total_steps=80), resume=True, export=False, quiet=True)
     assert resumed.summary["resumed_from"].endswith("ckpt-40")
     assert type(resumed.learner.sac.variant).__name__ == "MeanQ"
+    # The user's module renamed: naming it again resumes the run (the shapes decide).
+    (tmp_path / "my_algos.py").rename(tmp_path / "algos_v2.py")
     _forget_modules()
+    with pytest.raises(TfsacError, match="names module 'my_algos', which is not found"):
+        train(config(total_steps=120), resume=True, export=False, quiet=True)
+    moved = train(
+        config(total_steps=120, algorithm="algos_v2:mean_q"), resume=True, export=False, quiet=True
+    )
+    assert moved.summary["resumed_from"].endswith("ckpt-80")
+    config_file = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config_file["algorithm"] == "algos_v2:mean_q"
+    _forget_modules()
+    sys.modules.pop("algos_v2", None)
     policy = Policy.load(str(tmp_path / "run"))
-    expected = resumed.learner.act(np.zeros((1, 3), np.float32), deterministic=True)
+    expected = moved.learner.act(np.zeros((1, 3), np.float32), deterministic=True)
     np.testing.assert_allclose(policy.predict(np.zeros(3, np.float32)), 2 * expected[0], 1e-5)
 
 
@@ -114,6 +126,9 @@ def test_a_run_of_the_users_modules_resumes_and_loads_where_they_were_not_import
         ("algorithm", "clash_algos:sac", r"'sac' is registered already .*clash_algos.py, line"),
         ("network", "my_algos:ln_actor", "module 'my_algos' registers no network 'ln_actor'"),
         ("network", "resnet", "network must be one of mlp, simba, or <module>:<name>"),
+        ("algorithm", "my_algos:tqc", "module 'my_algos' registers no algorithm 'tqc'"),
+        ("algorithm", ":mean_q", "'' is not a module name"),
+        ("algorithm", "../x/my_algos:mean_q", "'../x/my_algos' is not a module name"),
     ],
 )
 def test_a_bad_module_or_name_is_one_line_and_nothing_is_written(

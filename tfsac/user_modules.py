@@ -43,8 +43,10 @@ def registered(value: str, registry: Dict[str, T], option: str, how: str) -> T:
     module, name = split(value)
     if module is not None:
         import_named(module, f"{option} {value!r}")
-    if name in registry:
-        return registry[name]
+    found = registry.get(name)
+    # 'my_algos:tqc' where my_algos registers no tqc would train tfsac's own under its name.
+    if found is not None and (module is None or not found.__module__.startswith("tfsac.")):
+        return found
     names = ", ".join(sorted(registry))
     if module is not None:
         raise TfsacError(
@@ -80,6 +82,11 @@ def import_named(module: str, what: str) -> ModuleType:
     """Imports the module that `what` (e.g. "algorithm 'my_algos:mean_q'") names; TfsacError
     in one line where it is missing or fails while it is imported (the line names the file
     and line of the user's code that raised)."""
+    if not all(part.isidentifier() for part in module.split(".")):
+        raise TfsacError(
+            f"{what}: {module!r} is not a module name (dotted Python names, as in "
+            "'my_package.my_algos'; a folder goes on PYTHONPATH, not into the name)"
+        )
     find_in_current_directory(module)
     try:
         return importlib.import_module(module)

@@ -38,6 +38,23 @@ def env_renamed(old: str, new: str) -> bool:
     return str(new).startswith(f"custom:{old}+")
 
 
+def module_moved(old: str, new: str) -> bool:
+    """Whether an algorithm or network value names the same registered class from another
+    module ('my_algos:mean_q' -> 'algos_v2:mean_q', or the Python-registered 'mean_q'): the
+    user's module was renamed or moved (the checkpoint's shapes still decide whether it
+    restores)."""
+    return str(old).rpartition(":")[2] == str(new).rpartition(":")[2]
+
+
+# Structural fields whose value may name the same thing another way, by field: whether it does.
+_RENAMES = {"env_id": env_renamed, "algorithm": module_moved, "network": module_moved}
+
+
+def renamed(field: str, old, new) -> bool:
+    """Whether a changed structural field names the same thing (env_renamed, module_moved)."""
+    return field in _RENAMES and _RENAMES[field](old, new)
+
+
 def resume_changes(old: Dict, new: Dict) -> List[str]:
     """What `new` changes in `old` (two configs' to_dict(), through JSON) as 'name: old ->
     new' texts; TfsacError for a change that a resume cannot make (only RESUME_ADJUSTABLE
@@ -62,7 +79,7 @@ def resume_changes(old: Dict, new: Dict) -> List[str]:
 
 # Changes that checks other than the settings' decide, by field: whether this is one.
 _DECIDED_ELSEWHERE = {
-    "env_id": env_renamed,
+    **_RENAMES,
     # A resume restores its own checkpoints, never init_from's.
     "init_from": lambda old, new: True,
     # The data moved, or the run resumes from another directory: the checkpoint's checksum

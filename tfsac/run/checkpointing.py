@@ -35,7 +35,7 @@ from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
 from tfsac.algorithm.variants import variant_named
-from tfsac.config.resume import env_renamed
+from tfsac.config.resume import renamed
 from tfsac.data.replay import ReplayBuffer
 from tfsac.deploy.loading import (
     STATE_FILE,
@@ -271,8 +271,7 @@ def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None
             saved = tuple(saved)
         if isinstance(current, list):
             current = tuple(current)
-        renamed = field == "env_id" and env_renamed(saved, current)
-        if saved != current and not renamed:
+        if saved != current and not renamed(field, saved, current):
             raise TfsacError(
                 f"checkpoint {prefix} was made with {field}={saved!r}, this run has "
                 f"{field}={current!r}; use another --run_dir or the same {field}"

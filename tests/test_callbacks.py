@@ -185,3 +185,16 @@ def test_an_answer_that_is_not_a_bool_goes_on_and_is_said_once(caplog):
         "stops the run; this is said once)"
     ]
     assert calls.stop_reason is None
+
+
+def test_on_training_start_cannot_stop_and_says_so(caplog):
+    class Refuses(tfsac.Callback):
+        def on_training_start(self, trainer):
+            return False
+
+    CallbackList([Refuses(), tfsac.Callback()]).on_training_start(None)
+    said = [r.getMessage() for r in caplog.records if "stops nothing" in r.getMessage()]
+    assert said == [
+        "Refuses.on_training_start returned a value, which stops nothing: return False from "
+        "on_log or on_evaluation to stop the run"
+    ]

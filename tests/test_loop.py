@@ -341,6 +341,11 @@ class _OldGymEnv(gym.Env):
     "env, message",
     [
         (_OldGymEnv((np.zeros(3), 0.0, False, {})), r"old gym API's 4: split done"),
+        # Registered with a time limit (gym.make): the wrapper's unpacking fails first.
+        (
+            gym.wrappers.TimeLimit(_OldGymEnv((np.zeros(3), 0.0, False, {})), 10),
+            r"raised ValueError: .*\(expected 5, got 4\) \(the old gym API's 4",
+        ),
         (_OldGymEnv(reset_result=np.zeros(3)), r"reset\(\) must return \(observation, info\)"),
         (_OldGymEnv((np.zeros(4), 0.0, False, False, {})), r"observation of shape \(4,\), and"),
         (_OldGymEnv((np.zeros(3), np.zeros(2), False, False, {})), "not one number"),

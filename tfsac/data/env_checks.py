@@ -14,6 +14,8 @@ import numpy as np
 from tfsac.data.envs import checked_env
 from tfsac.errors import TfsacError, first_line
 
+OLD_GYM = " (the old gym API's 4: split done into terminated and truncated)"
+
 
 def _called(name: str, what: str, call):
     try:
@@ -21,7 +23,11 @@ def _called(name: str, what: str, call):
     except TfsacError:
         raise
     except Exception as e:  # noqa: BLE001 - a user's env may raise anything
-        raise TfsacError(f"{name}: {what} raised {type(e).__name__}: {first_line(e)}") from None
+        # gymnasium's TimeLimit unpacks an env's step: the old 4-tuple fails inside it.
+        hint = OLD_GYM if "(expected 5, got 4)" in str(e) else ""
+        raise TfsacError(
+            f"{name}: {what} raised {type(e).__name__}: {first_line(e)}{hint}"
+        ) from None
 
 
 def _check_observation(name: str, env: gym.Env, observation, where: str) -> None:
@@ -61,11 +67,7 @@ def _try_api(env: gym.Env, name: str) -> None:
             f"{name}: step() must return (observation, reward, terminated, truncated, info), "
             f"as gymnasium's API does; it returned {type(out).__name__}"
             + (f" of {len(out)}" if isinstance(out, tuple) else "")
-            + (
-                " (the old gym API's 4: split done into terminated and truncated)"
-                if (isinstance(out, tuple) and len(out) == 4)
-                else ""
-            )
+            + (OLD_GYM if (isinstance(out, tuple) and len(out) == 4) else "")
         )
     _check_observation(name, env, out[0], "step()")
     reward = out[1]

@@ -88,7 +88,12 @@ class CallbackList(Callback):
 
     def on_training_start(self, trainer) -> None:
         for callback in self.callbacks:
-            callback.on_training_start(trainer)
+            if callback.on_training_start(trainer) is not None:  # SB3's cannot stop either
+                logging.warning(
+                    "%s.on_training_start returned a value, which stops nothing: return False "
+                    "from on_log or on_evaluation to stop the run",
+                    type(callback).__name__,
+                )
 
     def _call(self, method: str, argument: Dict) -> Optional[bool]:
         stop = False

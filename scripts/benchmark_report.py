@@ -48,7 +48,12 @@ flags.DEFINE_string("runs", "", "Glob of tfsac run directories.")
 flags.DEFINE_string("peer_results", "", "Glob of learn.py JSON files (one run each).")
 flags.DEFINE_string("curves", "", "Glob of curve files that --curve_data wrote.")
 flags.DEFINE_string("curve_data", "", "Also write each run's curve file into this folder.")
-flags.DEFINE_string("out_dir", "docs/benchmarks", "Folder of results.md and the PNGs.")
+flags.DEFINE_string(
+    "out_dir",
+    None,
+    "Folder of results.md and the PNGs (required: docs/benchmarks/<table> for the "
+    "repository's tables, which it replaces).",
+)
 flags.DEFINE_list(
     "reach", [], "Also tabulate the env steps to an evaluation of this return: R, or env=R,..."
 )
@@ -273,18 +278,18 @@ def check_row(env: str, lib: str, runs) -> None:
     the same seed twice, are refused (give --runs a glob of one configuration per row)."""
     from tfsac.run.run_groups import differing_fields
 
-    seeds = [r["seed"] for r in runs]
-    twice = sorted({s for s in seeds if seeds.count(s) > 1})
-    if twice:
-        where = ", ".join(r.get("dir", "a curve file") for r in runs if r["seed"] in twice)
-        fail(f"{lib} on {env}: seed {twice[0]} more than once ({where})")
     configs = [r["config"] for r in runs if "config" in r]
     differ = differing_fields(configs) if len(configs) > 1 else []
-    if differ:
+    if differ:  # first: two configurations' seeds repeat one another
         fail(
             f"{lib} on {env}: the runs differ in {', '.join(differ)}; a row averages the seeds "
             "of one configuration (give --runs a glob of one per row)"
         )
+    seeds = [r["seed"] for r in runs]
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        where = ", ".join(r.get("dir", "a curve file") for r in runs if r["seed"] == twice[0])
+        fail(f"{lib} on {env}: seed {twice[0]} more than once ({where})")
 
 
 def reach_cells(runs, target, rate):
@@ -388,6 +393,8 @@ def main(argv):
         fail(f"--idle_rates must be positive env steps/s, got {','.join(FLAGS.idle_rates)}")
     reach = parse_reach(FLAGS.reach)
     at_steps = parse_at_steps(FLAGS.at_steps)
+    if not FLAGS.out_dir:  # no default: it replaces the results.md it finds there
+        fail("--out_dir is required: the folder that results.md and the figures go to")
     try:  # before anything is read or written
         for folder in filter(None, (FLAGS.out_dir, FLAGS.curve_data)):
             check_writable(folder)
@@ -409,6 +416,11 @@ def main(argv):
             f"{FLAGS.peer_results!r} or --curves={FLAGS.curves!r}"
         )
     print("\n".join(write_report(groups, FLAGS.out_dir, reach, rates, at_steps)))
+    # What was written goes to stderr: stdout is the table alone.
+    figures = ", ".join(f"{env_file_stem(env)}.png" for env in sorted(groups))
+    print(f"wrote {os.path.join(FLAGS.out_dir, 'results.md')} and {figures} there", file=sys.stderr)
+    if FLAGS.curve_data:
+        print(f"wrote {len(found)} curve files in {FLAGS.curve_data}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -191,6 +191,7 @@ def test_bad_inputs_are_one_line_and_nothing_is_written(tmp_path):
     _tfsac_run(runs / "a" / "seed0", 0, [1.0, 100.0], 50.0)
     _tfsac_run(runs / "b" / "seed0", 0, [1.0, 100.0], 50.0)  # the same seed again
     _tfsac_run(runs / "lr" / "seed1", 1, [1.0, 100.0], 50.0, learning_rate=1e-3)
+    _tfsac_run(runs / "lr0" / "seed0", 0, [1.0, 100.0], 50.0, learning_rate=1e-3)
     _tfsac_run(runs / "bad" / "seed0", 0, [1.0], 50.0)
     (runs / "bad" / "seed0" / "summary.json").write_text("{not json")
     (tmp_path / "curve.csv").write_text("# env\n10,5\n")
@@ -198,12 +199,15 @@ def test_bad_inputs_are_one_line_and_nothing_is_written(tmp_path):
     cases = [
         ([f"--runs={runs}/[ab]/seed*"], "tfsac on Hopper-v5: seed 0 more than once"),
         ([f"--runs={runs}/[al]*/seed*"], "the runs differ in learning_rate; a row averages"),
+        # Two configurations' seed 0: the setting that differs is named, not the seed.
+        ([f"--runs={runs}/[al]*/seed0"], "the runs differ in learning_rate; a row averages"),
         ([f"--runs={runs}/bad/seed*"], "cannot read"),
         ([f"--runs={runs}/a/seed*", "--at_steps=inf"], "distinct positive whole env steps"),
         ([f"--runs={runs}/a/seed*", "--at_steps=10,10"], "distinct positive whole env steps"),
         ([f"--runs={runs}/a/seed*", "--reach=nan"], "--reach takes finite returns"),
         ([f"--runs={runs}/a/seed*", "--idle_rates=tfsac=-1"], "must be positive env steps/s"),
         ([f"--runs={runs}/a/seed*", f"--out_dir={tmp_path / 'file'}"], "cannot write"),
+        ([f"--runs={runs}/a/seed*", "--out_dir="], "--out_dir is required"),
         ([f"--curves={tmp_path / 'curve.csv'}"], "is not a curve file of --curve_data"),
         ([f"--peer_results={runs}"], "cannot read"),
     ]

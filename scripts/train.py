@@ -20,7 +20,7 @@ from _cli import (  # noqa: E402
     run_script,
     version_note,
 )
-from absl import flags  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from tfsac.errors import TfsacError  # noqa: E402
 from tfsac.run.preflight import check_start  # noqa: E402 - TF-free
@@ -35,6 +35,13 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     check_runner_flags()
     config = config_from_flags(resume=FLAGS.resume)
+    if FLAGS["offline_ratio"].present and config.offline_data is None and not FLAGS.resume:
+        # RLPD's presets set it: without their data they are slow online SAC.
+        logging.warning(
+            "--offline_ratio=%s is given without --offline_data: this run learns online only "
+            "(RLPD's presets need --offline_data=<Minari id or folder>)",
+            FLAGS.offline_ratio,
+        )
     try:  # TF is imported only once the start is known to be good (TF-free checks).
         check_start(config, resume=FLAGS.resume).eval_env.close()
     except TfsacError as e:

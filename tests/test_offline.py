@@ -391,3 +391,18 @@ def test_random_subset_takes_distinct_critics_the_same_for_the_whole_batch():
     assert target.numpy().tolist() == [2.0]
     mean_loss = losses.actor_loss_on_mean(tf.constant([0.0]), tf.constant([[2.0], [4.0]]), 1.0)
     assert mean_loss.numpy() == -3.0
+
+
+def test_an_rlpd_preset_without_data_says_that_it_learns_online_only(tmp_path):
+    """The presets set offline_ratio; without --offline_data they would be slow online SAC,
+    silently. (An unknown env ends each start before anything is trained or written.)"""
+    from conftest import REPO_ROOT
+
+    preset = os.path.join(REPO_ROOT, "scripts", "presets", "pendulum_v1_rlpd.flags")
+    base = [f"--flagfile={preset}", "--env=NoSuchEnv-v0"]
+    done = run_script("train", base, cwd=tmp_path)
+    assert done.returncode == 2 and "NoSuchEnv-v0" in done.stderr
+    assert "without --offline_data: this run learns online only" in done.stderr
+    done = run_script("train", [*base, "--offline_data=somewhere"], cwd=tmp_path)
+    assert done.returncode == 2 and "learns online only" not in done.stderr
+    assert os.listdir(tmp_path) == []

@@ -122,8 +122,9 @@ def _scalar_tags(run_dir):
 
 
 def test_tensorboard_and_progress_csv(tmp_path):
+    # 450 is no multiple of log_every: the last row is the run's last step's.
     train(
-        _config(tmp_path, "Pendulum-v1", total_steps=400, log_every=200, eval_every=200),
+        _config(tmp_path, "Pendulum-v1", total_steps=450, log_every=200, eval_every=200),
         export=False,
     )
     tags = _scalar_tags(str(tmp_path / "run"))
@@ -141,7 +142,7 @@ def test_tensorboard_and_progress_csv(tmp_path):
         assert tag in tags, tags
     rows = (tmp_path / "run" / "progress.csv").read_text().splitlines()
     assert rows[0].startswith("step,episodes,episode_return,episode_length,env_steps_per_s")
-    assert [r.split(",")[0] for r in rows[1:]] == ["200", "400"]
+    assert [r.split(",")[0] for r in rows[1:]] == ["200", "400", "450"]
 
 
 @pytest.mark.slow  # a display option; the default run keeps the default suite under 8 minutes

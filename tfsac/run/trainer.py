@@ -92,7 +92,7 @@ class Trainer:
         cfg = self.config
         self.triggers = [  # in this order: a checkpoint holds its step's evaluation
             IntervalTrigger(cfg.eval_every, self._evaluate_and_record, at_end=True),
-            IntervalTrigger(cfg.log_every, self._log),
+            IntervalTrigger(cfg.log_every, self._log, at_end=True),  # a last row at the end
             IntervalTrigger(cfg.checkpoint_every, self._save_checkpoint, at_end=True),
         ]
 

@@ -180,7 +180,8 @@ CASES = [
     ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "cannot write"),
     ("benchmark_report", ["--curves=blocker"], "blocker is not a curve file"),
     ("benchmark_report", ["--runs=none*", "--reach=Hopper-v5=far"], "--reach takes R or env=R"),
-    ("plot", ["--run_dirs=oldrun,oldrun", "--labels=a,b,c"], "labels: 3 given for 2 runs in 1 "),
+    ("plot", ["--run_dirs=oldrun", "--labels=a,b,c"], "labels: 3 given for 1 run in 1 "),
+    ("plot", ["--run_dirs=oldrun,./oldrun/"], "'oldrun' and './oldrun/' are one folder"),
     ("plot", ["--run_dirs=oldrun", "--labels=,"], "labels: an empty label"),
 ]
 

@@ -234,6 +234,51 @@ def test_a_run_in_progress_and_damaged_files(tmp_path):
         plotting.read_run(bare)
     with pytest.raises(TfsacError, match="is a folder: name the image, e.g. .*curves.png"):
         plotting.plot_runs([running], str(tmp_path))
-    notes = []  # the same run twice is no second seed: said
-    plotting.plot_runs([running, running], str(tmp_path / "twice.png"), notes=notes)
+    with pytest.raises(TfsacError, match="run directories .* are one folder"):
+        plotting.plot_runs([running, running + "/"], str(tmp_path / "twice.png"))
+    notes = []  # a copy of a run is no second seed: said
+    copy = _run_dir(tmp_path, "copy")
+    plotting.plot_runs([running, copy], str(tmp_path / "twice.png"), notes=notes)
     assert notes == ["Pendulum-v1: seed 0 is in 2 of its runs"]
+
+
+def test_runs_of_several_envs_are_rows_of_their_own_and_lines_of_one_group_differ(
+    tmp_path, monkeypatch
+):
+    """Returns of other envs never share axes or labels; a group whose runs end at other
+    steps draws one line per run, each styled apart, a running one said in its label."""
+    runs = [
+        _run_dir(tmp_path, "p0", seed=0),
+        _run_dir(tmp_path, "p1", seed=1, evaluations=((100, -800.0),)),
+        _run_dir(tmp_path, "m0", seed=0, env_id="MountainCarContinuous-v0"),
+        _run_dir(tmp_path, "m1", seed=0, env_id="MountainCarContinuous-v0", learning_rate=1e-3),
+    ]
+    os.remove(os.path.join(runs[1], "summary.json"))  # in progress: its checkpoint's
+    extra = tmp_path / "p1" / "checkpoints" / "ckpt-100.extra"
+    extra.mkdir(parents=True)
+    (extra / "state.json").write_text(
+        json.dumps({"evaluations": [{"step": 100, "return_mean": -800.0}]})
+    )
+    (extra.parent / "ckpt-100.index").write_bytes(b"")
+    lines = []
+    real_plot = matplotlib.axes.Axes.plot
+
+    def spy(ax, *args, **kwargs):
+        lines.append((ax.get_title(), kwargs.get("label"), kwargs.get("linestyle")))
+        return real_plot(ax, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
+    notes = []
+    plotting.plot_runs(runs, str(tmp_path / "envs.png"), notes=notes, y="return")
+    assert (tmp_path / "envs.png").stat().st_size > 0
+    labels = [label for _, label, _ in lines]
+    # Pendulum: one group (seeds 0, 1) of unlike runs; MountainCar: by learning rate alone.
+    assert labels[:2] == ["Pendulum-v1 seed 0", "Pendulum-v1 seed 1 (running)"]
+    assert [style for _, _, style in lines[:2]] == ["-", "--"]
+    assert labels[2:] == ["learning_rate=0.0003 (1 seed)", "learning_rate=0.001 (1 seed)"]
+    assert notes and "Pendulum-v1: the runs cover different env steps" in notes[0]
+    with pytest.raises(TfsacError, match="runs of 2 envs .* take one label per run"):
+        plotting.plot_runs(runs, str(tmp_path / "envs.png"), labels=["a", "b", "c"])
+    notes = []  # one label on runs of two settings: drawn as asked, and said
+    plotting.plot_runs(runs[2:], str(tmp_path / "one.png"), labels=["x", "x"], notes=notes)
+    assert notes == ["x: seed 0 is in 2 of its runs", "x: its runs differ in learning_rate"]

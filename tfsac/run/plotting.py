@@ -12,14 +12,14 @@ import json
 import math
 import os
 from collections import defaultdict
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
 from tfsac.files import CHECKPOINTS_DIR, SUMMARY_FILE, checkpoint_steps
-from tfsac.run.run_groups import RunGroup, group_runs
+from tfsac.run.run_groups import RunGroup, differing_fields, group_runs
 
 PANELS = (
     ("eval_return", "evaluation return (deterministic)"),
@@ -36,6 +36,8 @@ EVALUATION_CURVES = (
     ("eval_success_rate", "success_rate", "evaluation success rate"),
 )
 X_AXES = {"env_steps": "env steps", "wall_clock": "wall-clock minutes"}
+# A group's runs drawn one line each share its colour: these tell them apart.
+LINE_STYLES, MARKERS = ("-", "--", ":", "-."), ("o", "s", "^", "v", "D")
 # --y: every panel, or one of the evaluation curves.
 Y_AXES = {"all": None, "return": "eval_return", "success_rate": "eval_success_rate"}
 
@@ -86,6 +88,7 @@ def read_run(run_dir: str) -> Dict:
         "curves": curves,
         "minutes": minutes,
         "dir": run_dir,
+        "finished": os.path.exists(os.path.join(run_dir, SUMMARY_FILE)),
     }
 
 
@@ -158,9 +161,10 @@ def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps
                 ax.plot(xs, mean, color=color, label=label)
                 ax.fill_between(xs, mean - std, mean + std, color=color, alpha=0.25)
         return True
-    for run, (_, values) in zip(runs, series, strict=True):
-        label = f"{group.label} seed {run['seed']}"
-        ax.plot(x_of(run), values, "o-", color=color, linewidth=1, markersize=3, label=label)
+    for k, (run, (_, values)) in enumerate(zip(runs, series, strict=True)):
+        label = f"{group.label} seed {run['seed']}" + ("" if run["finished"] else " (running)")
+        style = dict(linestyle=LINE_STYLES[k % 4], marker=MARKERS[k % len(MARKERS)])
+        ax.plot(x_of(run), values, color=color, linewidth=1, markersize=3, label=label, **style)
     return False
 
 
@@ -229,6 +233,11 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             f"x must be one of {', '.join(X_AXES)} and y one of {', '.join(Y_AXES)}; "
             f"got x={x!r}, y={y!r}"
         )
+    real = [os.path.realpath(run_dir) for run_dir in run_dirs]
+    for i, path in enumerate(real):
+        if path in real[:i]:  # its evaluations would count as a second seed
+            first = run_dirs[real.index(path)]
+            raise TfsacError(f"run directories {first!r} and {run_dirs[i]!r} are one folder")
     runs = [read_run(run_dir) for run_dir in run_dirs]
     panels = _panels(runs, x, y)
     if x == "wall_clock":
@@ -236,18 +245,64 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
         if labels and len(labels) == len(runs):  # one per run: those of the runs kept
             labels = [label for label, keep in zip(labels, timed, strict=True) if keep]
         runs = [run for run, keep in zip(runs, timed, strict=True) if keep]
-    groups = group_runs(runs, labels)
-    for group in groups:  # the same run twice, or a copy: its "seeds" are one
-        seeds = [run["seed"] for run in group.runs]
-        for seed in sorted({s for s in seeds if seeds.count(s) > 1}, key=str):
-            notes.append(f"{group.label}: seed {seed} is in {seeds.count(seed)} of its runs")
+    rows = _env_rows(runs, labels)
+    for _, groups in rows:
+        for group in groups:  # a copy of a run: its "seeds" are one
+            seeds = [run["seed"] for run in group.runs]
+            for seed in sorted({s for s in seeds if seeds.count(s) > 1}, key=str):
+                notes.append(f"{group.label}: seed {seed} is in {seeds.count(seed)} of its runs")
+            differ = differing_fields([run["config"] for run in group.runs]) if labels else []
+            if differ:
+                notes.append(f"{group.label}: its runs differ in {', '.join(differ)}")
     if not any(run["curves"] for run in runs):  # after the arguments' own mistakes
         raise TfsacError(
             f"nothing to plot yet: no progress rows and no evaluations in "
             f"{', '.join(map(repr, run_dirs))} (a run writes them every --log_every and "
             "--eval_every steps)"
         )
-    return runs, panels, groups
+    return runs, panels, rows
+
+
+def _env_rows(runs: List[Dict], labels) -> List[Tuple[str, List[RunGroup]]]:
+    """(env, its groups) for each env of `runs`, in the order of their first runs: runs of
+    other envs are never averaged, labelled or drawn on one axes together."""
+    envs = list(dict.fromkeys(run["env"] for run in runs))
+    if len(envs) == 1:
+        return [(envs[0], group_runs(runs, labels))]
+    if labels and len(labels) != len(runs):
+        raise TfsacError(
+            f"labels: runs of {len(envs)} envs ({', '.join(envs)}) take one label per run "
+            f"({len(runs)}), not one per group"
+        )
+    rows = []
+    for env in envs:
+        members = [i for i, run in enumerate(runs) if run["env"] == env]
+        env_labels = [labels[i] for i in members] if labels else None
+        rows.append((env, group_runs([runs[i] for i in members], env_labels)))
+    return rows
+
+
+def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str) -> None:
+    """One env's panels on the axes `cells` (a legend on the first with curves); the
+    groups whose runs cover different env steps said in `notes`."""
+    from matplotlib.ticker import MaxNLocator
+
+    unlike = defaultdict(list)  # group -> panels whose runs cover different steps
+    for ax, (name, label) in zip(cells, panels, strict=False):
+        for index, group in enumerate(groups):
+            if not _draw_curves(ax, group, name, f"C{index % 10}", x):
+                unlike[group.label].append(label)
+        ax.set_title(f"{env}: {label}" if env else label)
+        ax.set_xlabel(X_AXES[x])
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # labels of minutes run together
+        ax.grid(alpha=0.3)
+    for ax in cells[len(panels) :]:
+        ax.set_visible(False)
+    # The first panel with curves (runs without evaluations yet have none in the first).
+    legend_ax = next((a for a in cells if a.get_legend_handles_labels()[0]), None)
+    if legend_ax is not None:
+        legend_ax.legend(fontsize="small")
+    _say_unlike(groups, unlike, notes)
 
 
 def _image_path(out_path: str) -> str:
@@ -288,9 +343,12 @@ def plot_runs(
 
     notes = notes if notes is not None else []
     out_path = _image_path(out_path)
-    runs, panels, groups = _select(run_dirs, labels, x, y, notes)
-    rows = 1 if len(panels) <= 2 else 2
-    columns = math.ceil(len(panels) / rows)
+    runs, panels, env_rows = _select(run_dirs, labels, x, y, notes)
+    if len(env_rows) == 1:  # its panels in one or two rows
+        rows = 1 if len(panels) <= 2 else 2
+        columns = math.ceil(len(panels) / rows)
+    else:  # a row of panels per env
+        rows, columns = len(env_rows), len(panels)
     fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
     extension = os.path.splitext(out_path)[1][1:].lower()
     if extension not in fig.canvas.get_supported_filetypes():
@@ -299,21 +357,9 @@ def plot_runs(
             f"cannot write {out_path!r}: unsupported image format {extension!r} "
             f"(supported: {', '.join(sorted(fig.canvas.get_supported_filetypes()))})"
         )
-    unlike = defaultdict(list)  # group -> panels whose runs cover different steps
-    for ax, (name, label) in zip(axes.flat, panels, strict=False):
-        for index, group in enumerate(groups):
-            if not _draw_curves(ax, group, name, f"C{index % 10}", x):
-                unlike[group.label].append(label)
-        ax.set_title(label)
-        ax.set_xlabel(X_AXES[x])
-        ax.grid(alpha=0.3)
-    for ax in axes.flat[len(panels) :]:
-        ax.set_visible(False)
-    # The first panel with curves (runs without evaluations yet have none in the first).
-    legend_ax = next((a for a in axes.flat if a.get_legend_handles_labels()[0]), None)
-    if legend_ax is not None:
-        legend_ax.legend(fontsize="small")
-    _say_unlike(groups, unlike, notes)
+    for row, (env, groups) in enumerate(env_rows):
+        cells = list(axes.flat) if len(env_rows) == 1 else list(axes[row])
+        _draw_panels(cells, panels, groups, x, notes, env if len(env_rows) > 1 else "")
     fig.suptitle(title or ", ".join(sorted({r["env"] for r in runs})))
     fig.tight_layout()
     try:

@@ -42,6 +42,19 @@ flags.DEFINE_string("video_dir", None, "Record every episode as an MP4 in this f
 FLAGS = flags.FLAGS
 
 
+def _video_prefix(info, seed: int) -> str:
+    """Video names that say which policy and starts they show, so that evaluations of other
+    policies into one folder sit side by side: step-<N> of a run's checkpoint, or
+    <model>-v<version> of a SavedModel; then the seed (and whether actions were sampled)."""
+    if FLAGS.saved_model:
+        version = os.path.normpath(FLAGS.saved_model)
+        model = os.path.basename(os.path.dirname(version))
+        source = f"{model}-v{os.path.basename(version)}"
+    else:
+        source = f"step-{info['checkpoint_step']}"
+    return f"{source}-seed{seed}" + ("-stochastic" if FLAGS.stochastic else "")
+
+
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -84,8 +97,9 @@ def main(argv):
         episodes = FLAGS.episodes or info.get("eval_episodes") or 10
         successes = []  # each episode's info["is_success"] (goal envs), not with videos
         if FLAGS.video_dir:
+            prefix = _video_prefix(info, seed)
             returns = evaluation.record_video(
-                env_id, policy, FLAGS.video_dir, "eval", episodes, seed, env_kwargs
+                env_id, policy, FLAGS.video_dir, prefix, episodes, seed, env_kwargs
             )
         else:
             # As the training run's evaluations: episodes side by side on env copies.

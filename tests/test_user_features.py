@@ -357,6 +357,10 @@ def test_evaluate_script_saved_model_checkpoint_and_video(tmp_path):
     assert report["env"] == "Pendulum-v1" and report["episodes"] == 2
     videos = sorted(glob.glob(str(tmp_path / "videos" / "*.mp4")))
     assert len(videos) == 2 and all(os.path.getsize(v) > 1000 for v in videos)
+    # Named by the policy and the starts: other evaluations into the folder sit beside.
+    seed = report["seed"]
+    expected = [f"pendulum_v1-v1-seed{seed}-episode-{i}.mp4" for i in (0, 1)]
+    assert [os.path.basename(v) for v in videos] == expected
     # A run that succeeds prints no `error:` line, from the render worker neither.
     assert not [line for line in out.stderr.splitlines() if line.startswith("error:")], out.stderr
     assert out.stderr.count(": 11 frames in ") == 2, out.stderr

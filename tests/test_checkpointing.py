@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, run_script
 
 import tfsac
 from tfsac import SACConfig, TfsacError, Trainer
@@ -316,17 +316,34 @@ def test_checkpoints_of_other_networks_are_refused_in_one_line_and_kept(
     def narrow_actor(obs_dim, action_dim):
         return tfsac.Actor(action_dim, hidden_sizes=(8, 8))
 
-    with pytest.raises(TfsacError, match="ckpt-200' holds other networks than this run's"):
+    with pytest.raises(TfsacError, match="ckpt-200' holds other variables than this run's"):
         Trainer(_config(tmp_path / "run"), export=False, resume=True, actor_fn=narrow_actor)
     config_file = tmp_path / "run" / "config.json"
     config = json.loads(config_file.read_text())
     config_file.write_text(json.dumps({**config, "hidden_sizes": [8, 8]}))
-    with pytest.raises(TfsacError, match="ckpt-200' holds other networks") as raised:
+    with pytest.raises(TfsacError, match="ckpt-200' holds other variables") as raised:
         tfsac.Policy.load(str(tmp_path / "run"))
     assert "\n" not in str(raised.value)
     assert sorted(os.listdir(checkpoints)) == before  # no broken/, no new files
     assert "damaged" not in caplog.text
     assert not [r for r in caplog.records if r.name == "tensorflow"]
+    # From the script: one line, also after TensorFlow deletes the failed restore's objects.
+    done = run_script("evaluate", ["--run_dir=run", "--episodes=1"], cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert "holds other variables than this run's model" in lines[0]
+
+
+def test_a_variable_of_another_dtype_is_a_mismatch_not_damage(tmp_path):
+    from tfsac.deploy.loading import CheckpointMismatch, restore_checkpoint
+
+    prefix = tf.train.Checkpoint(v=tf.Variable(1, dtype=tf.int64)).write(str(tmp_path / "c"))
+    with pytest.raises(CheckpointMismatch, match="expected dtype float does not equal"):
+        restore_checkpoint(tf.train.Checkpoint(v=tf.Variable(1.0)), prefix, "all")
+    (tmp_path / "c.index").write_bytes(b"not an index")  # damage: not a mismatch
+    with pytest.raises(TfsacError, match="cannot be restored") as raised:
+        restore_checkpoint(tf.train.Checkpoint(v=tf.Variable(1.0)), prefix, "all")
+    assert not isinstance(raised.value, CheckpointMismatch)
 
 
 def test_a_corrupt_replay_buffer_is_set_aside_and_the_checkpoint_before_restores(

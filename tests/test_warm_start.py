@@ -132,7 +132,7 @@ def test_networks_that_do_not_fit_are_one_line_without_tensorflows_warnings(
     root, data = online_source
     config = _config(tmp_path, "new", data, init_from=str(root / "source"))
     with pytest.raises(
-        TfsacError, match=r"no checkpoint restores into this run \(.*ckpt-40' holds other networks"
+        TfsacError, match=r"no checkpoint restores into this run \(.*ckpt-40' holds other variables"
     ):
         Trainer(config, export=False, actor_fn=actor_fn)
     # TensorFlow's complaints about the dropped restore's objects: a page for one error.

@@ -4,7 +4,6 @@ tfsac.run.checkpointing writes)."""
 
 from __future__ import annotations
 
-import gc
 import json
 import logging as logging_module
 import os
@@ -84,9 +83,7 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
     """Restores `prefix` into `checkpoint` (a tf.train.Checkpoint); `match`: 'all' (every
     value on both sides: a resume) or 'model' (every variable of the model from the
     checkpoint, which may hold more: evaluation, init_from). TfsacError for files that do
-    not read, CheckpointMismatch for other variables. A failed restore's objects are
-    dropped here, with TensorFlow's page of warnings about their unrestored values."""
-    status = None
+    not read, CheckpointMismatch for other variables (shapes, dtypes, objects)."""
     try:
         status = checkpoint.restore(prefix).expect_partial()
         if match == "all":
@@ -94,23 +91,37 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
         else:
             status.assert_existing_objects_matched()
         return
-    except (ValueError, AssertionError) as e:
-        error = CheckpointMismatch(
-            f"checkpoint {prefix!r} holds other networks than this run's ({first_line(e)}): "
-            "load it with the networks and algorithm that trained it (the same actor_fn and "
-            "critic_fn, network and algorithm modules)"
-        )
+    except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as e:
+        damaged = isinstance(e, tf.errors.InvalidArgumentError) and "dtype" not in str(e)
+        error = TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}")
+        if not damaged:
+            error = CheckpointMismatch(
+                f"checkpoint {prefix!r} holds other variables than this run's model "
+                f"({first_line(e)}): load it with the settings, networks and algorithm that "
+                "made it (its config.json; in Python the same actor_fn and critic_fn)"
+            )
     except (tf.errors.OpError, IndexError, KeyError) as e:
         error = TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}")
-    logger = logging_module.getLogger("tensorflow")
-    level = logger.level
-    logger.setLevel(logging_module.ERROR)
-    try:
-        checkpoint = status = None  # the failed restore's objects, dropped here
-        gc.collect()
-    finally:
-        logger.setLevel(level)
+    _quiet_unrestored_values()
     raise error
+
+
+class _UnrestoredValues(logging_module.Filter):
+    """TensorFlow's page of warnings, when the objects of a restore that failed are deleted
+    (at any later time, at exit too), about the values they did not take: tfsac has said
+    in one line why the restore failed."""
+
+    TEXTS = ("deleted with unrestored values", "could not be found in the restored object")
+
+    def filter(self, record) -> bool:
+        return not any(text in record.getMessage() for text in self.TEXTS)
+
+
+def _quiet_unrestored_values() -> None:
+    """Adds the filter to TensorFlow's logger once, at the first restore that failed."""
+    logger = logging_module.getLogger("tensorflow")
+    if not any(isinstance(f, _UnrestoredValues) for f in logger.filters):
+        logger.addFilter(_UnrestoredValues())
 
 
 # The signatures every tfsac export has, each `observation` [batch, width] -> `action`.

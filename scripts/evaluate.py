@@ -44,14 +44,15 @@ FLAGS = flags.FLAGS
 
 def _video_prefix(info, seed: int) -> str:
     """Video names that say which policy and starts they show, so that evaluations of other
-    policies into one folder sit side by side: step-<N> of a run's checkpoint, or
+    policies into one folder sit side by side: <run>-step-<N> of a run's checkpoint, or
     <model>-v<version> of a SavedModel; then the seed (and whether actions were sampled)."""
     if FLAGS.saved_model:
         version = os.path.normpath(FLAGS.saved_model)
         model = os.path.basename(os.path.dirname(version))
         source = f"{model}-v{os.path.basename(version)}"
     else:
-        source = f"step-{info['checkpoint_step']}"
+        run = os.path.basename(os.path.normpath(os.path.abspath(FLAGS.run_dir)))
+        source = f"{run}-step-{info['checkpoint_step']}"
     return f"{source}-seed{seed}" + ("-stochastic" if FLAGS.stochastic else "")
 
 

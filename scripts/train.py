@@ -35,6 +35,10 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     check_runner_flags()
     config = config_from_flags(resume=FLAGS.resume)
+    try:  # TF is imported only once the start is known to be good (TF-free checks).
+        check_start(config, resume=FLAGS.resume).eval_env.close()
+    except TfsacError as e:
+        fail(str(e))
     if FLAGS["offline_ratio"].present and config.offline_data is None and not FLAGS.resume:
         # RLPD's presets set it: without their data they are slow online SAC.
         logging.warning(
@@ -42,10 +46,6 @@ def main(argv):
             "(RLPD's presets need --offline_data=<Minari id or folder>)",
             FLAGS.offline_ratio,
         )
-    try:  # TF is imported only once the start is known to be good (TF-free checks).
-        check_start(config, resume=FLAGS.resume).eval_env.close()
-    except TfsacError as e:
-        fail(str(e))
     tfsac = import_tfsac()
     try:
         result = tfsac.train(config, resume=FLAGS.resume)

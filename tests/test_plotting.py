@@ -273,7 +273,7 @@ def test_runs_of_several_envs_are_rows_of_their_own_and_lines_of_one_group_diffe
     assert (tmp_path / "envs.png").stat().st_size > 0
     labels = [label for _, label, _ in lines]
     # Pendulum: one group (seeds 0, 1) of unlike runs; MountainCar: by learning rate alone.
-    assert labels[:2] == ["Pendulum-v1 seed 0", "Pendulum-v1 seed 1 (running)"]
+    assert labels[:2] == ["Pendulum-v1 seed 0", "Pendulum-v1 seed 1 (unfinished)"]
     assert [style for _, _, style in lines[:2]] == ["-", "--"]
     assert labels[2:] == ["learning_rate=0.0003 (1 seed)", "learning_rate=0.001 (1 seed)"]
     assert notes and "Pendulum-v1: the runs cover different env steps" in notes[0]

@@ -140,10 +140,14 @@ def test_a_bad_module_or_name_is_one_line_and_nothing_is_written(
     assert not (tmp_path / "run").exists() and not (tmp_path / "export").exists()
 
 
-def test_a_module_is_imported_once_and_names_the_registered_class(user_modules):
+def test_a_value_names_the_class_its_module_registers_and_only_that(user_modules):
     cls = variant_named("my_algos:mean_q")
     assert cls is VARIANTS["mean_q"] is variant_named("mean_q")
-    assert variant_named("my_algos:mean_q") is cls  # not imported and registered again
+    assert cls.__module__ == "my_algos"
+    # mean_q is registered now, but not by no_algos: not taken for it.
+    with pytest.raises(TfsacError, match="module 'no_algos' registers no algorithm 'mean_q'"):
+        variant_named("no_algos:mean_q")
+    assert variant_named("tfsac.algorithm.variants.tqc:tqc") is VARIANTS["tqc"]
     config = tiny_config(user_modules, "Pendulum-v1", network="my_nets:ln_actor")
     assert architecture_of(config) is ARCHITECTURES["ln_actor"]
     with pytest.raises(TfsacError, match="ln_actor has no observation normaliser"):
@@ -153,3 +157,13 @@ def test_a_module_is_imported_once_and_names_the_registered_class(user_modules):
             ),
             quiet=True,
         )
+
+
+def test_a_resume_takes_a_moved_module_but_no_other_class():
+    from tfsac.config.resume import module_moved, renamed
+
+    assert module_moved("my_algos:mean_q", "algos_v2:mean_q")
+    assert module_moved("mean_q", "pkg.sub:mean_q")  # registered in Python, then by a module
+    assert not module_moved("my_algos:mean_q", "my_algos:max_q")
+    assert renamed("network", "a:ln_actor", "b:ln_actor") and not renamed("seed", "a:x", "b:x")
+    assert not renamed("algorithm", "sac", "tqc")

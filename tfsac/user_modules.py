@@ -1,8 +1,9 @@
 """Modules a user names inside an option's value, '<module>:<name>' (gymnasium's rule for
 env ids, 'my_package.envs:MyEnv-v0', which tfsac also takes for algorithms,
 'my_algos:mean_q', and networks): the value alone says what to import, so a resume, an
-evaluation or a sweep's trial in another process finds the same env or algorithm again.
-Algorithms and networks are found in registries that such a module adds its classes to."""
+evaluation or a sweep's trial in another process finds the same env, algorithm or networks
+again. Algorithms and networks are found in registries that such a module adds its classes
+to."""
 
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ def registered(value: str, registry: Dict[str, T], option: str, how: str) -> T:
     if module is not None:
         import_named(module, f"{option} {value!r}")
     found = registry.get(name)
-    # 'my_algos:tqc' where my_algos registers no tqc would train tfsac's own under its name.
-    if found is not None and (module is None or not found.__module__.startswith("tfsac.")):
+    # Only the module's own (or its submodules'): 'my_algos:tqc' where my_algos registers no
+    # tqc would train tfsac's TQC, or another module's class, under my_algos's name.
+    if found is not None and (module is None or _defined_in(found, module)):
         return found
     names = ", ".join(sorted(registry))
     if module is not None:
@@ -59,6 +61,10 @@ def registered(value: str, registry: Dict[str, T], option: str, how: str) -> T:
     )
 
 
+def _defined_in(cls, module: str) -> bool:
+    return cls.__module__ == module or cls.__module__.startswith(module + ".")
+
+
 def split(value: str) -> Tuple[Optional[str], str]:
     """('my_algos', 'mean_q') for 'my_algos:mean_q'; (None, value) without a module."""
     module, sep, name = value.rpartition(":")
@@ -67,9 +73,10 @@ def split(value: str) -> Tuple[Optional[str], str]:
 
 def find_in_current_directory(module: str) -> None:
     """Appends the current directory to sys.path where `module` is found there and nowhere
-    else: `python -m` and an interactive Python look there, a script run by its path
-    (scripts/train.py) does not. The path is absolute, so it holds after a sweep's trial
-    changes directory (Ray's workers on this machine take the driver's sys.path)."""
+    else (sys.path first, so an installed module of that name wins): `python -m` and an
+    interactive Python look there, a script run by its path (scripts/train.py) does not.
+    Ray adds the driver's current folder to its workers' sys.path, so a sweep's trials and
+    env runners find the module there too."""
     top = module.split(".")[0]
     here = os.getcwd()
     if not top.isidentifier() or here in sys.path or "" in sys.path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from tfsac.errors import TfsacError
+from tfsac.user_modules import split
 
 # Each change is said in one line as the run resumes.
 RESUME_ADJUSTABLE = (
@@ -43,7 +44,7 @@ def module_moved(old: str, new: str) -> bool:
     module ('my_algos:mean_q' -> 'algos_v2:mean_q', or the Python-registered 'mean_q'): the
     user's module was renamed or moved (the checkpoint's shapes still decide whether it
     restores)."""
-    return str(old).rpartition(":")[2] == str(new).rpartition(":")[2]
+    return split(str(old))[1] == split(str(new))[1]
 
 
 # Structural fields whose value may name the same thing another way, by field: whether it does.

@@ -18,7 +18,7 @@ from tfsac.data.goals import goal_columns
 from tfsac.data.spaces import EnvSpec, space_to_json
 from tfsac.errors import TfsacError
 from tfsac.logs import mujoco_warnings_logged
-from tfsac.user_modules import find_in_current_directory
+from tfsac.user_modules import find_in_current_directory, split
 
 # MuJoCo picks its GL backend when first imported; without a display, GLFW cannot open a
 # context, so headless machines render through EGL unless the user chose otherwise.
@@ -93,8 +93,9 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
     _check_display(env_id, kwargs.get("render_mode"))
-    if ":" in env_id:  # gymnasium imports the module; where to look is tfsac's rule
-        find_in_current_directory(env_id.split(":", 1)[0])
+    module = split(env_id)[0]
+    if module is not None:  # gymnasium imports it; where to look is tfsac's rule
+        find_in_current_directory(module)
     mujoco_warnings_logged()
     try:
         with warnings.catch_warnings(record=True) as caught:

@@ -4,6 +4,7 @@ directory's env_spec.json), and the observation spaces tfsac trains on as JSON."
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Optional, Tuple
 
 import gymnasium as gym
@@ -11,6 +12,7 @@ import numpy as np
 
 from tfsac.data.goals import GoalColumns
 from tfsac.errors import TfsacError
+from tfsac.files import ENV_SPEC_FILE, read_json
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,19 +43,26 @@ class EnvSpec:
     @classmethod
     def from_dict(cls, data: dict, source: str) -> EnvSpec:
         """The spec that `to_dict` wrote; TfsacError naming `source` where it is not one."""
+        if not isinstance(data, dict):
+            raise TfsacError(f"{source} is not an env spec that tfsac wrote: not an object")
         try:
             data = dict(data, action_low=tuple(data["action_low"]))
             data.update(action_high=tuple(data["action_high"]))
             columns = data.get("goal_columns")
             data["goal_columns"] = tuple(map(tuple, columns)) if columns else None
             spec = cls(**data)
-        except (KeyError, TypeError) as e:
+        except (KeyError, TypeError, ValueError) as e:
             raise TfsacError(f"{source} is not an env spec that tfsac wrote: {e}") from None
         sizes = (spec.obs_dim, spec.action_dim)
         if not all(type(size) is int and size > 0 for size in sizes):
             raise TfsacError(f"{source}: obs_dim and action_dim must be positive whole numbers")
         if not len(spec.action_low) == len(spec.action_high) == spec.action_dim:
             raise TfsacError(f"{source}: action bounds of another size than action_dim")
+        try:  # a Policy rebuilds the space from it
+            if spec.observation_space_json is not None:
+                space_from_json(spec.observation_space_json)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise TfsacError(f"{source}: observation_space_json is no space: {e!r}") from None
         return spec
 
 
@@ -115,3 +124,11 @@ def space_from_json(data: dict) -> gym.Space:
     if kind == "Tuple":
         return gym.spaces.Tuple([space_from_json(v) for v in data["spaces"]])
     raise TfsacError(f"unknown observation space type {kind!r}")
+
+
+def read_env_spec(run_dir: str) -> Optional[EnvSpec]:
+    """The run directory's env_spec.json, or None where it has none (a run of a tfsac
+    that wrote none); TfsacError where it does not read as a spec."""
+    path = os.path.join(run_dir, ENV_SPEC_FILE)
+    data = read_json(path)
+    return None if data is None else EnvSpec.from_dict(data, path)

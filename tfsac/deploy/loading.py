@@ -15,11 +15,11 @@ from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
 from tfsac.data.envs import CUSTOM_ENV, env_spec, make_env, unit_to_bounds
-from tfsac.data.spaces import EnvSpec
+from tfsac.data.spaces import EnvSpec, read_env_spec
 from tfsac.deploy.metadata import check_saved_model, read_metadata
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
-from tfsac.files import CHECKPOINTS_DIR, ENV_SPEC_FILE, checkpoint_steps, read_json, run_config
+from tfsac.files import CHECKPOINTS_DIR, ENV_SPEC_FILE, checkpoint_steps, run_config
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -164,10 +164,9 @@ def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dic
 def run_env_spec(run_dir: str, config) -> EnvSpec:
     """The run's env as its networks saw it: its env_spec.json, or for a run of an earlier
     tfsac that did not write one, made from its env again (which needs a gymnasium id)."""
-    path = os.path.join(run_dir, ENV_SPEC_FILE)
-    data = read_json(path)
-    if data is not None:
-        return EnvSpec.from_dict(data, path)
+    spec = read_env_spec(run_dir)
+    if spec is not None:
+        return spec
     if config.env_id.startswith(CUSTOM_ENV):
         raise TfsacError(
             f"{run_dir!r} trained on an env made by an env_fn "

@@ -15,8 +15,9 @@ from absl import logging
 
 from tfsac.algorithm.variants import variant_of  # TF-free: the declarations only
 from tfsac.config import SACConfig
+from tfsac.config.resume import renamed
 from tfsac.data.envs import env_spec, make_env
-from tfsac.data.spaces import EnvSpec
+from tfsac.data.spaces import EnvSpec, read_env_spec
 from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
 
@@ -63,27 +64,31 @@ def check_matches(source_config: SACConfig, config: SACConfig, source: str) -> N
     """TfsacError naming the first setting in which the source run differs from `config`."""
     for field in MATCHED_FIELDS + variant_of(config).resume_keeps:
         old, new = getattr(source_config, field), getattr(config, field)
-        if old != new:  # both configs parsed: widths are tuples on both sides
+        # Both configs parsed: widths are tuples on both sides.
+        if old != new and not renamed(field, old, new):
             raise TfsacError(
                 f"init_from {source!r} was trained with {field}={old!r}, this run has "
                 f"{field}={new!r}: its networks do not fit; use the same {field}"
             )
 
 
-def check_spaces(source_config: SACConfig, config: SACConfig, spec: EnvSpec) -> None:
+def check_spaces(source_config: SACConfig, config: SACConfig, spec: EnvSpec, run_dir) -> None:
     """TfsacError where the source's env gives other observation or action sizes than this
-    run's (`spec`); passed over where the source's env cannot be made here (a custom one)."""
+    run's (`spec`): as its env_spec.json says, else as its env made again; passed over
+    where neither can say (a custom env of a tfsac that wrote no env_spec.json)."""
     same = (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs)
     if same:
         return
-    try:
-        env = make_env(source_config.env_id, env_kwargs=source_config.env_kwargs)
-    except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
-        return
-    try:
-        theirs = env_spec(source_config.env_id, env)
-    finally:
-        env.close()
+    theirs = read_env_spec(run_dir)
+    if theirs is None:
+        try:
+            env = make_env(source_config.env_id, env_kwargs=source_config.env_kwargs)
+        except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
+            return
+        try:
+            theirs = env_spec(source_config.env_id, env)
+        finally:
+            env.close()
     if (theirs.obs_dim, theirs.action_dim) != (spec.obs_dim, spec.action_dim):
         raise TfsacError(
             f"init_from {config.init_from!r} was trained on {theirs.env_id} (observations of "
@@ -99,7 +104,7 @@ def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]
     without TensorFlow)."""
     source_config, prefixes = source_checkpoints(config.init_from)
     check_matches(source_config, config, config.init_from)
-    check_spaces(source_config, config, spec)
+    check_spaces(source_config, config, spec, os.path.dirname(os.path.dirname(prefixes[0])))
     return source_config, prefixes
 
 

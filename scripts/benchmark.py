@@ -265,6 +265,12 @@ def peer_arguments(config) -> list:
     return ["--algo", variant.peer, "--policy", policy_class, "--kwargs", json.dumps(kwargs)]
 
 
+def _peer_installed(lib: str) -> bool:
+    return os.path.exists(PEER_PYTHON[lib]) and os.path.exists(
+        os.path.join(FLAGS.peers_dir, "throughput.py")
+    )
+
+
 def measure_peer(lib, config):
     if variant_of(config).peer is None:
         return {"lib": lib, "error": f"algorithm {config.algorithm} has no peer"}
@@ -272,8 +278,6 @@ def measure_peer(lib, config):
         return {"lib": lib, "error": f"{lib} has no network {config.network}"}
     python = PEER_PYTHON[lib]
     script = os.path.join(FLAGS.peers_dir, "throughput.py")
-    if not (os.path.exists(python) and os.path.exists(script)):
-        return {"lib": lib, "error": f"not installed (run {FLAGS.peers_dir}/setup.sh)"}
     cmd = [
         python,
         script,
@@ -399,6 +403,9 @@ def main(argv):
         return against_baseline()
     if FLAGS.env_delay_ms and FLAGS.peers:
         fail("--env_delay_ms slows tfsac's envs only: leave out --peers")
+    missing = [lib for lib in ("sb3", "sbx") if FLAGS.peers and not _peer_installed(lib)]
+    if missing:  # before tfsac's rounds, which take minutes
+        fail(f"--peers: {' and '.join(missing)} not installed (run {FLAGS.peers_dir}/setup.sh)")
     tfsac = import_tfsac()
     config = config_from_flags(tfsac)
     config.total_steps = FLAGS.steps

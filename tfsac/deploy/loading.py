@@ -97,8 +97,10 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
         if not damaged:
             error = CheckpointMismatch(
                 f"checkpoint {prefix!r} holds other variables than this run's model "
-                f"({first_line(e)}): load it with the settings, networks and algorithm that "
-                "made it (its config.json; in Python the same actor_fn and critic_fn)"
+                f"({first_line(e)}): other settings, networks or algorithm code made it (an "
+                "edited config.json, a changed network or algorithm module, or actor_fn and "
+                "critic_fn networks, which train(..., resume=True) takes again and its "
+                "SavedModel holds)"
             )
     except (tf.errors.OpError, IndexError, KeyError) as e:
         error = TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}")

@@ -495,3 +495,21 @@ def test_results_of_a_half_done_sweep_count_only_done_trials(tmp_path):
     table = (tmp_path / "results.md").read_text()
     assert "| final eval return (mean ± std) | final success rate | env steps |" in table
     assert "| base | 0 1 2 3 | -150.0 ± 50.0 | 0.90 | 150 | 40 | 1 finished" in table
+
+
+def test_trials_import_an_algorithm_of_the_users_module_from_the_drivers_folder(
+    tmp_path, ray_address
+):
+    """Trials run in Ray's workers, in folders of their own: Ray adds the driver's current
+    folder to their sys.path, where the module (docs/architecture.md's) is found."""
+    from conftest import docs_example
+
+    code = docs_example(os.path.join(REPO_ROOT, "docs", "architecture.md"), "my_algos.py")
+    (tmp_path / "my_algos.py").write_text(code)
+    args = [*TINY, "--total_steps=200", "--eval_every=200", "--algorithm=my_algos:mean_q"]
+    args += ["--grid=learning_rate=1e-3", "--sweep_dir=sweep", f"--ray_address={ray_address}"]
+    done = subprocess.run(_command(args), capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = tmp_path / "sweep" / "learning_rate=1e-3" / "seed0"
+    assert _json(run_dir / "config.json")["algorithm"] == "my_algos:mean_q"
+    assert _json(run_dir / "summary.json")["total_steps"] == 200

@@ -178,8 +178,9 @@ CASES = [
     # plot.py
     ("plot", ["--run_dirs=missing"], "missing"),
     ("plot", ["--run_dirs=oldrun", "--out=blocker/curves.png"], "cannot write"),
-    ("benchmark_report", ["--curves=blocker"], "blocker is not a curve file"),
+    ("benchmark_report", ["--curves=blocker", "--out_dir=report"], "blocker is not a curve file"),
     ("benchmark_report", ["--runs=none*", "--reach=Hopper-v5=far"], "--reach takes R or env=R"),
+    ("benchmark_report", ["--runs=none*"], "--out_dir is required"),
     ("plot", ["--run_dirs=oldrun", "--labels=a,b,c"], "labels: 3 given for 1 run in 1 "),
     ("plot", ["--run_dirs=oldrun,./oldrun/"], "'oldrun' and './oldrun/' are one folder"),
     ("plot", ["--run_dirs=oldrun", "--labels=,"], "labels: an empty label"),

@@ -91,10 +91,14 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
         else:
             status.assert_existing_objects_matched()
         return
-    except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as e:
-        damaged = isinstance(e, tf.errors.InvalidArgumentError) and "dtype" not in str(e)
+    except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as e:
+        # Other shapes or objects, or a variable of another dtype: whole files of other
+        # variables. Anything else is damage.
+        other = isinstance(e, (ValueError, AssertionError)) or (
+            isinstance(e, tf.errors.InvalidArgumentError) and "dtype" in str(e)
+        )
         error = TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}")
-        if not damaged:
+        if other:
             error = CheckpointMismatch(
                 f"checkpoint {prefix!r} holds other variables than this run's model "
                 f"({first_line(e)}): other settings, networks or algorithm code made it (an "
@@ -102,8 +106,6 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
                 "critic_fn networks, which train(..., resume=True) takes again and its "
                 "SavedModel holds)"
             )
-    except (tf.errors.OpError, IndexError, KeyError) as e:
-        error = TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}")
     _quiet_unrestored_values()
     raise error
 

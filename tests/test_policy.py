@@ -57,6 +57,17 @@ def test_one_observation_or_a_batch_from_a_saved_model_and_its_run_dir(runs):
     assert Policy.load(result.saved_model_path).metadata["env_id"] == "Pendulum-v1"
 
 
+def test_a_run_without_env_spec_json_loads_by_making_its_env_again(runs, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "earlier"  # a copy: the module's runs stay as they are
+    shutil.copytree(runs["pendulum"].run_dir, run_dir)
+    os.remove(run_dir / "env_spec.json")  # as a run of a tfsac that wrote none
+    batch = np.random.default_rng(1).uniform(-1, 1, (4, 3)).astype(np.float32)
+    expected = Policy.load(runs["pendulum"].run_dir).predict(batch)
+    np.testing.assert_allclose(Policy.load(str(run_dir)).predict(batch), expected, atol=1e-6)
+
+
 def test_raw_observations_of_structured_spaces(runs):
     for name, space in (("dict", DICT_SPACE), ("box2d", BOX2D_SPACE)):
         result = runs[name]

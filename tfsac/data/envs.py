@@ -15,8 +15,9 @@ import numpy as np
 from absl import logging
 
 from tfsac.data.goals import goal_columns
-from tfsac.data.spaces import EnvSpec, space_to_json
+from tfsac.data.spaces import EnvSpec, read_env_spec, space_to_json
 from tfsac.errors import TfsacError
+from tfsac.files import ENV_SPEC_FILE
 from tfsac.logs import mujoco_warnings_logged
 from tfsac.user_modules import find_in_current_directory, split
 
@@ -285,3 +286,24 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
         # A goal env's Dict, where it is flattened (by tfsac, or by the user).
         goal_columns=goal_columns(unflattened(env).observation_space),
     )
+
+
+def run_env_spec(run_dir: str, env_id: str, env_kwargs: Optional[dict] = None) -> EnvSpec:
+    """The env a run's networks saw: its env_spec.json, or for a run of an earlier tfsac
+    that wrote none, its env (`env_id`, `env_kwargs`) made again. TfsacError where that
+    cannot be (an env_fn's env, which no id makes)."""
+    spec = read_env_spec(run_dir)
+    if spec is not None:
+        return spec
+    if env_id.startswith(CUSTOM_ENV):
+        raise TfsacError(
+            f"{run_dir!r} trained on an env made by an env_fn "
+            f"({env_id[len(CUSTOM_ENV) :]}) and has no {ENV_SPEC_FILE} (an earlier "
+            "tfsac wrote none): use the run's SavedModel export instead (scripts: "
+            "--saved_model=<version folder>; Python: tfsac.Policy.load(<version folder>))"
+        )
+    env = make_env(env_id, env_kwargs=env_kwargs)
+    try:
+        return env_spec(env_id, env)
+    finally:
+        env.close()

@@ -14,12 +14,11 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.data.envs import CUSTOM_ENV, env_spec, make_env, unit_to_bounds
-from tfsac.data.spaces import EnvSpec, read_env_spec
+from tfsac.data.envs import run_env_spec, unit_to_bounds
 from tfsac.deploy.metadata import check_saved_model, read_metadata
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
-from tfsac.files import CHECKPOINTS_DIR, ENV_SPEC_FILE, checkpoint_steps, run_config
+from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
@@ -165,32 +164,13 @@ def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dic
     return policy, read_metadata(path)
 
 
-def run_env_spec(run_dir: str, config) -> EnvSpec:
-    """The run's env as its networks saw it: its env_spec.json, or for a run of an earlier
-    tfsac that did not write one, made from its env again (which needs a gymnasium id)."""
-    spec = read_env_spec(run_dir)
-    if spec is not None:
-        return spec
-    if config.env_id.startswith(CUSTOM_ENV):
-        raise TfsacError(
-            f"{run_dir!r} trained on an env made by an env_fn "
-            f"({config.env_id[len(CUSTOM_ENV) :]}) and has no {ENV_SPEC_FILE} (an earlier "
-            "tfsac wrote none): use the run's SavedModel export instead (scripts: "
-            "--saved_model=<version folder>; Python: tfsac.Policy.load(<version folder>))"
-        )
-    env = make_env(config.env_id, env_kwargs=config.env_kwargs)
-    spec = env_spec(config.env_id, env)
-    env.close()
-    return spec
-
-
 def checkpoint_learner(run_dir: str, step: Optional[int] = None):
     """(learner, env spec, info) from a run directory's checkpoint of env step `step`, or
     by default its newest that restores; info: the run's config (a dict), the observation
     space, the checkpoint and its step, and the seed and return of the evaluation of those
     weights (where one was made at that step: a run stopped between evaluations has none)."""
     config = run_config(run_dir, need_checkpoint=step is not None, step=step)
-    spec = run_env_spec(run_dir, config)
+    spec = run_env_spec(run_dir, config.env_id, config.env_kwargs)
     learner = SACLearner(spec.obs_dim, spec.action_dim, config)
     reader = CheckpointReader(os.path.join(run_dir, CHECKPOINTS_DIR), learner)
     if step is not None:

@@ -16,8 +16,8 @@ from absl import logging
 from tfsac.algorithm.variants import variant_of  # TF-free: the declarations only
 from tfsac.config import SACConfig
 from tfsac.config.resume import renamed
-from tfsac.data.envs import env_spec, make_env
-from tfsac.data.spaces import EnvSpec, read_env_spec
+from tfsac.data.envs import run_env_spec
+from tfsac.data.spaces import EnvSpec
 from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
 
@@ -79,16 +79,10 @@ def check_spaces(source_config: SACConfig, config: SACConfig, spec: EnvSpec, run
     same = (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs)
     if same:
         return
-    theirs = read_env_spec(run_dir)
-    if theirs is None:
-        try:
-            env = make_env(source_config.env_id, env_kwargs=source_config.env_kwargs)
-        except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
-            return
-        try:
-            theirs = env_spec(source_config.env_id, env)
-        finally:
-            env.close()
+    try:
+        theirs = run_env_spec(run_dir, source_config.env_id, source_config.env_kwargs)
+    except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
+        return
     if (theirs.obs_dim, theirs.action_dim) != (spec.obs_dim, spec.action_dim):
         raise TfsacError(
             f"init_from {config.init_from!r} was trained on {theirs.env_id} (observations of "

@@ -39,6 +39,7 @@ from tfsac.run.evaluation import Evaluator
 from tfsac.run.loop_state import LoopState
 from tfsac.run.preflight import Start, check_start
 from tfsac.run.progress import ProgressLog
+from tfsac.run.run_lock import hold_run_dir, release_run_dir
 from tfsac.run.source import CollectionSource, LocalSource, env_runners
 from tfsac.run.stopping import config_callbacks
 from tfsac.run.updates import NonFiniteError, Updates
@@ -112,9 +113,20 @@ def build_run(
     callbacks: Sequence[Callback] = (),
 ) -> RunParts:
     """The run's parts (the arguments are `Trainer`'s), restored from the newest checkpoint
-    that restores when `resume`; writes the run's config.json once the start is sure."""
+    that restores when `resume`; writes the run's config.json once the start is sure. The
+    run directory is this process's from the start's checks on (run/run_lock.py), and again
+    another's to take where the parts cannot be made."""
     hooks = check_hooks(on_log, on_evaluation, callbacks)  # [functions, *callbacks]
     start = check_start(seeded(config, export), None, resume, env_fn)
+    try:
+        return _make_parts(start, resume, hooks, actor_fn, critic_fn)
+    except BaseException:
+        release_run_dir(start.run_dir)
+        raise
+
+
+def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn) -> RunParts:
+    """A checked start's parts, restored from its newest checkpoint when `resume`."""
     for change in start.resume_changes:
         logging.info("resume with %s", change)
     config, spec, files = start.config, start.spec, RunDir(start.run_dir)
@@ -227,6 +239,7 @@ def _open_run_dir(start: Start, learner, source, calls: CallbackList, resumed_at
     the step a resumed run continues from, whose later rows a killed session wrote."""
     config, files = start.config, RunDir(start.run_dir)
     os.makedirs(start.run_dir, exist_ok=True)
+    hold_run_dir(start.run_dir)  # a new run's directory: the start's checks found none
     progress = ProgressLog(
         files,
         learner.metric_names,

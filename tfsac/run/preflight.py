@@ -37,6 +37,7 @@ from tfsac.files import (
     default_model_name,
 )
 from tfsac.run.memory_check import check_memory
+from tfsac.run.run_lock import hold_run_dir
 from tfsac.run.source import env_runners
 from tfsac.run.warm_start import check_source
 
@@ -123,7 +124,8 @@ def check_start(
     config: SACConfig, export: Optional[bool] = None, resume: bool = False, env_fn=None
 ) -> Start:
     """The checks that can refuse a run's start (TfsacError), before anything is written;
-    the arguments are `Trainer`'s."""
+    the arguments are `Trainer`'s. Last, an existing run directory's lock is taken for this
+    process (run/run_lock.py): another process training there is refused here."""
     if export is not None:
         config = dataclasses.replace(config, export=export)
     config = resolve(config)
@@ -151,4 +153,5 @@ def check_start(
     )
     if config.num_actors:
         env_runners("check")(config)
+    hold_run_dir(run_dir)
     return Start(config, run_dir, make_env, eval_env, spec, changes, recorded)

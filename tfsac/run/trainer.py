@@ -24,6 +24,7 @@ from tfsac.run.builder import ENVS_FILE, build_run
 from tfsac.run.callbacks import Callback, IntervalTrigger
 from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import run_summary
+from tfsac.run.run_lock import release_run_dir
 from tfsac.run.signals import StopSignals
 from tfsac.run.updates import NonFiniteError
 
@@ -35,8 +36,11 @@ __all__ = ["Interrupted", "NonFiniteError", "TrainResult", "Trainer", "train"]
 class Interrupted(TfsacError):
     """SIGINT or SIGTERM stopped training after a checkpoint was saved."""
 
-    def __init__(self, message: str, signum: int):
-        super().__init__(message)
+    def __init__(self, signum: int, where: str, run_dir: str):
+        super().__init__(
+            f"{signal.Signals(signum).name} at {where}: checkpoint saved; continue with "
+            f"--resume --run_dir={run_dir}"
+        )
         self.signum = signum
 
 
@@ -144,7 +148,14 @@ class Trainer:
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
         """Trains from the current step to `total_steps`, or until a callback stops it;
-        returns the finished run."""
+        returns the finished run. Then, or on an error, another process may train in the
+        run directory (run/run_lock.py)."""
+        try:
+            return self._run()
+        finally:
+            release_run_dir(self.run_dir)
+
+    def _run(self) -> TrainResult:
         if self.parts.finished():
             summary = self.parts.completed_summary()
             saved, stop = summary.get("saved_model_path"), summary.get("stop") or {}
@@ -210,11 +221,7 @@ class Trainer:
                 logging.info("offline update %d of %d: %s", updates.count, total, metrics)
             if stop.received is not None and updates.count < total:
                 self._save_checkpoint()
-                raise Interrupted(
-                    f"{signal.Signals(stop.received).name} at offline update {updates.count}: "
-                    f"checkpoint saved; continue with --resume --run_dir={self.run_dir}",
-                    stop.received,
-                )
+                raise Interrupted(stop.received, f"offline update {updates.count}", self.run_dir)
         self._after_step(0, None)
 
     def _record(self, transitions, steps: int) -> tuple:
@@ -260,12 +267,7 @@ class Trainer:
             logging.info("stopped at step %d: %s", step, calls.stop_reason)
             return True
         if stop is not None and not at_end:
-            raise Interrupted(
-                f"{signal.Signals(stop).name} at step {step}: checkpoint saved in "
-                f"{self.checkpointer.directory}; continue with --resume "
-                f"--run_dir={self.run_dir}",
-                stop,
-            )
+            raise Interrupted(stop, f"step {step}", self.run_dir)
         return False
 
     # -------------------------------------------------------------------- finish

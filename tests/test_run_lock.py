@@ -1,0 +1,119 @@
+"""One training process per run directory (tfsac/run/run_lock.py): a second is refused in
+one line before it touches the run; the lock goes with the run's end, its failure or its
+process."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import tiny_config
+
+from tfsac import TfsacError, train
+
+# Holds a run directory's lock (prints "held" once it does) until its stdin closes; with
+# "try", says whether it could take the lock and exits.
+HOLDER = """
+import sys
+from tfsac.errors import TfsacError
+from tfsac.run.run_lock import hold_run_dir
+try:
+    hold_run_dir(sys.argv[1])
+except TfsacError as e:
+    print(e, flush=True)
+    sys.exit(0)
+print("held", flush=True)
+if sys.argv[2] == "hold":
+    sys.stdin.read()
+"""
+
+
+def _lock(run_dir, mode):
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(run_dir), mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _another_process_can_take(run_dir) -> bool:
+    out, _ = _lock(run_dir, "try").communicate(timeout=60)
+    return out.strip() == "held"
+
+
+def _files(run_dir):
+    return {
+        os.path.relpath(os.path.join(d, f), run_dir): os.path.getmtime(os.path.join(d, f))
+        for d, _, names in os.walk(run_dir)
+        for f in names
+    }
+
+
+def test_a_second_process_is_refused_before_it_touches_the_run(tmp_path):
+    config = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=20)
+    train(config, export=False, quiet=True)
+    assert _another_process_can_take(config.run_dir)  # the run's end let it go
+    holder = _lock(config.run_dir, "hold")
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = _files(config.run_dir)
+        more = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=20, total_steps=80)
+        message = (
+            rf"run directory '.*run' is in use by another training process \(pid {holder.pid} on "
+        )
+        with pytest.raises(TfsacError, match=message):
+            train(more, export=False, quiet=True, resume=True)
+        assert _files(config.run_dir) == before  # nothing restored, moved or written
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    # The holder's end let it go: the resume continues.
+    assert train(more, export=False, quiet=True, resume=True).summary["env_steps"] == 80
+
+
+def test_a_new_run_holds_its_directory_while_it_trains_and_lets_go_on_failure(tmp_path):
+    config = tiny_config(tmp_path, "Pendulum-v1", total_steps=60)
+    seen = []
+
+    def check(record):  # while training: another process is refused
+        seen.append(_another_process_can_take(config.run_dir))
+
+    train(config, export=False, quiet=True, on_log=check)
+    assert seen and not any(seen)
+    assert _another_process_can_take(config.run_dir)
+
+    def broken_actor(*args):
+        raise ValueError("no actor today")
+
+    more = tiny_config(tmp_path, "Pendulum-v1", total_steps=80)
+    with pytest.raises(ValueError, match="no actor today"):
+        train(more, export=False, quiet=True, resume=True, actor_fn=broken_actor)
+    assert _another_process_can_take(config.run_dir)  # the failed start let it go
+
+
+def test_the_script_refuses_a_run_directory_in_use_in_one_line(tmp_path):
+    from test_checkpointing import SCRIPT, SCRIPT_ARGS, _checkpoint_steps
+
+    run_dir = tmp_path / "run"
+    args = [sys.executable, SCRIPT, *SCRIPT_ARGS, "--total_steps=100000", f"--run_dir={run_dir}"]
+    args.append("--export=false")
+    first = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while not _checkpoint_steps(run_dir) and time.time() < deadline:
+            time.sleep(0.5)
+        second = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        assert second.returncode != 0
+        assert second.stderr.strip().splitlines() == [
+            f"error: run directory '{run_dir}' is in use by another training process (pid "
+            f"{first.pid} on {os.uname().nodename}): wait for it to end, or stop it (SIGINT or "
+            "SIGTERM saves a checkpoint) and continue it with --resume"
+        ]
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=120)
+    assert first.returncode == 128 + signal.SIGTERM  # the first run was left alone
+    assert _another_process_can_take(run_dir)

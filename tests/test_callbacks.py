@@ -123,6 +123,27 @@ def test_a_stopped_run_continues_with_more_steps(stopped, tmp_path):
     assert sorted(os.listdir(os.path.join(run_dir, "best"))) == ["1", "2"]
 
 
+def test_a_stop_between_log_steps_writes_a_progress_row_at_the_stop(tmp_path, counter_env_id):
+    import signal
+
+    def steps(run_dir):
+        with open(os.path.join(run_dir, "progress.csv")) as f:
+            return [int(r["step"]) for r in csv.DictReader(f)]
+
+    options = dict(total_steps=200, learning_starts=200, eval_every=30, log_every=50)
+    config = tiny_config(tmp_path, counter_env_id, name="callback", **options)
+    tfsac.train(config, export=False, quiet=True, on_evaluation=lambda e: e["step"] < 60)
+    assert steps(config.run_dir) == [50, 60]
+
+    def ctrl_c(evaluation):  # as Ctrl-C at step 30: the run stops at its next step
+        os.kill(os.getpid(), signal.SIGINT)
+
+    config = tiny_config(tmp_path, counter_env_id, name="signal", **options)
+    with pytest.raises(tfsac.Interrupted, match="SIGINT at step 31"):
+        tfsac.train(config, export=False, quiet=True, on_evaluation=ctrl_c)
+    assert steps(config.run_dir) == [31]
+
+
 def test_a_function_returning_false_stops_after_a_final_evaluation(tmp_path, counter_env_id):
     """A stop asked for from on_log at a step without an evaluation evaluates there."""
     config = tiny_config(

@@ -250,7 +250,7 @@ class Trainer:
         at_end = step >= self.config.total_steps
         evaluate, log, checkpoint = self.triggers
         evaluated = evaluate(step_before, step, at_end)
-        log(step_before, step, at_end)
+        logged = log(step_before, step, at_end or stop is not None)  # a signal's stop: a row
         if calls.stop_reason is not None and not evaluated:  # asked by on_log
             self._evaluate_and_record()
             evaluated = True
@@ -262,6 +262,8 @@ class Trainer:
         if evaluated:
             calls.on_evaluation(dict(self.loop.evaluations[-1]))
         if calls.stop_reason is not None and not at_end:
+            if not logged:  # asked by on_evaluation: the stop's row
+                self._log()
             if not saved:  # asked by on_evaluation
                 self._save_checkpoint()
             logging.info("stopped at step %d: %s", step, calls.stop_reason)

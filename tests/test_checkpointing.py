@@ -1,6 +1,7 @@
 """Checkpoints: full round trip, exact resume, determinism, refusals, faults."""
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -141,6 +142,36 @@ def test_a_resume_takes_the_settings_of_the_run_not_an_edited_config_json(tmp_pa
         with pytest.raises(TfsacError, match=message):
             Trainer(config, export=False, resume=True)
     assert "broken" not in os.listdir(tmp_path / "run" / "checkpoints")  # nothing set aside
+
+
+def test_damaged_logs_of_a_run_are_one_line_or_their_cut_rows_dropped(
+    tmp_path, two_checkpoints, caplog
+):
+    """Found by an independent tester: a progress.csv of garbage was a UnicodeDecodeError's
+    traceback, a row cut short was kept, a damaged summary.json came after the resume's
+    lines."""
+    caplog.set_level(logging.INFO, logger="absl")
+    shutil.copytree(two_checkpoints, tmp_path / "run")
+    progress, summary = tmp_path / "run" / "progress.csv", tmp_path / "run" / "summary.json"
+    rows = progress.read_text()
+    more = _config(tmp_path / "run", total_steps=300)
+    progress.write_bytes(b"\x00\xff garbage\n1,2\n")
+    with pytest.raises(TfsacError, match=r"cannot read .*progress.csv: 'utf-8' codec .* move it"):
+        Trainer(more, export=False, resume=True)
+    progress.write_text(rows)
+    summary_text = summary.read_text()
+    summary.write_text("{cut")
+    caplog.clear()
+    with pytest.raises(TfsacError, match=r"cannot read .*summary.json"):
+        Trainer(more, export=False, resume=True)
+    assert "resume with" not in caplog.text
+    summary.write_text(summary_text)
+    lines = rows.splitlines()  # the header, then rows at 50, 100, 150, 200
+    progress.write_text("\n".join(lines[:3]) + "\n" + lines[3][:20])  # 150's row cut short
+    Trainer(more, export=False, resume=True).run()
+    steps = [int(line.split(",")[0]) for line in progress.read_text().splitlines()[1:]]
+    assert steps == [50, 100, 250, 300]
+    assert "progress.csv: 1 incomplete rows dropped" in caplog.text
 
 
 def test_resume_refuses_incompatible_config(tmp_path):
@@ -346,14 +377,25 @@ def test_a_variable_of_another_dtype_is_a_mismatch_not_damage(tmp_path):
     assert not isinstance(raised.value, CheckpointMismatch)
 
 
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("next_index of another shape", "next_index.npy has shape (3,)"),
+        ("an empty rows file", "No data left in file"),  # EOFError, found by a tester
+    ],
+)
 def test_a_corrupt_replay_buffer_is_set_aside_and_the_checkpoint_before_restores(
-    tmp_path, two_checkpoints, caplog
+    tmp_path, two_checkpoints, caplog, damage, message
 ):
     shutil.copytree(two_checkpoints, tmp_path / "run")
-    np.save(tmp_path / "run" / "checkpoints" / "ckpt-200.extra" / "next_index.npy", np.zeros(3))
+    extra = tmp_path / "run" / "checkpoints" / "ckpt-200.extra"
+    if damage == "an empty rows file":
+        (extra / "rows.npy").write_bytes(b"")
+    else:
+        np.save(extra / "next_index.npy", np.zeros(3))
     trainer = Trainer(_config(tmp_path / "run", total_steps=300), export=False, resume=True)
     assert trainer.loop.step == 100 and trainer.resumed_from.endswith("ckpt-100")
-    assert "ckpt-200' has a corrupt replay buffer: next_index.npy has shape (3,)" in caplog.text
+    assert f"ckpt-200' has a corrupt replay buffer: {message}" in caplog.text
 
 
 def test_incompatible_settings_are_refused_not_skipped(tmp_path):

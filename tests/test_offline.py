@@ -299,6 +299,10 @@ def _run_dir_sources_get_the_recorded_datas_checks(run_dir, tmp_path):
         (copy / "checkpoints" / "ckpt-90.extra").mkdir()  # a killed save's (no .index): too
         with pytest.raises(TfsacError, match=messages[what]):
             load_recorded(str(copy), _spec())
+    copy = shutil.copytree(run_dir, tmp_path / "empty rows")  # a file a full disk left empty
+    (copy / "checkpoints" / "ckpt-40.extra" / "rows.npy").write_bytes(b"")
+    with pytest.raises(TfsacError, match="corrupt checkpoint replay: No data left in file"):
+        load_recorded(str(copy), _spec())
 
 
 def test_offline_only_training_runs_its_updates_on_the_recorded_data(tmp_path, dataset):

@@ -117,3 +117,31 @@ def test_the_script_refuses_a_run_directory_in_use_in_one_line(tmp_path):
         first.communicate(timeout=120)
     assert first.returncode == 128 + signal.SIGTERM  # the first run was left alone
     assert _another_process_can_take(run_dir)
+
+
+def test_a_second_sweep_driver_on_a_sweep_directory_in_use_is_one_line(tmp_path):
+    """Found by an independent tester: two drivers on one sweep folder each marked the
+    other's trials as failed. The second is refused before it starts Ray."""
+    from test_sweep import GRID, _command
+
+    (tmp_path / "sweep").mkdir()
+    holder = _lock(tmp_path / "sweep", "hold")
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        proc = subprocess.run(
+            _command([*GRID, "--sweep_dir=sweep", "--resume"]),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        f"error: sweep directory '{tmp_path / 'sweep'}' is in use by another training process (pid "
+        f"{holder.pid} on {os.uname().nodename}): wait for it to end, or stop it (SIGINT or "
+        "SIGTERM saves a checkpoint) and continue it with --resume"
+    ]
+    assert os.listdir(tmp_path / "sweep") == ["run.lock"]  # no sweep.json, no trials

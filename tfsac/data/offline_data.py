@@ -211,7 +211,7 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
         next_obs = np.empty((len(ref), d), np.float32)
         next_obs[~in_side] = rows[ref[~in_side], :d]
         next_obs[in_side] = side[ref[in_side] - capacity]
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+    except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError) as e:
         raise TfsacError(f"offline_data {source!r}: corrupt checkpoint replay: {e}") from None
     if len(ref) == 0:
         raise TfsacError(f"offline_data {source!r} is empty: its checkpoint holds no transitions")

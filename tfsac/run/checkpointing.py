@@ -253,7 +253,7 @@ class Checkpointer(CheckpointReader):
                 for name in replay["arrays"]
             }
             buffer.load_state_arrays(arrays, replay["size"], replay["cursor"])
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, EOFError) as e:  # EOFError: an empty .npy file
             raise TfsacError(f"checkpoint {prefix!r} has a corrupt replay buffer: {e}") from None
         buffer.rng.bit_generator.state = replay["rng"]
         return state

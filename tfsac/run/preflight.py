@@ -136,6 +136,8 @@ def check_start(
         config = dataclasses.replace(config, env_id=_env_name(eval_env))
     run_dir = checked_run_dir(config, resume, env_fn)
     saved = RunDir(run_dir).read_config() if resume else None
+    if resume:  # a damaged summary.json: one line before the resume says what it changes
+        RunDir(run_dir).read_summary()
     changes = config.resume_changes(saved) if saved is not None else []
     if config.export:
         model_name = config.model_name or default_model_name(config.env_id)

@@ -10,6 +10,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import tensorflow as tf
 from absl import logging
 
+from tfsac.errors import TfsacError
 from tfsac.files import PROGRESS_FIELDS, PROGRESS_FILE, TENSORBOARD_DIR, RunDir
 from tfsac.run.loop_state import LoopState
 
@@ -54,9 +55,23 @@ class ProgressLog:
         path = self.run_dir.file(PROGRESS_FILE)
         if not os.path.exists(path):
             return
-        with open(path, newline="") as f:
-            rows = [r for r in csv.DictReader(f) if int(r["step"]) <= step]
-        self._write_rows(rows, mode="w")
+        try:
+            with open(path, newline="") as f:
+                reader = csv.DictReader(f)
+                rows = list(reader)
+            if rows and "step" not in reader.fieldnames:
+                raise ValueError(f"no step column in {reader.fieldnames}")
+            # A row cut short (a file truncated by hand or a full disk) lacks fields.
+            complete = [r for r in rows if None not in r and None not in r.values()]
+            kept = [r for r in complete if int(r["step"]) <= step]
+        except (OSError, UnicodeDecodeError, csv.Error, ValueError) as e:
+            raise TfsacError(
+                f"cannot read {path}: {e}; move it away to continue the run without its "
+                "earlier rows"
+            ) from None
+        if len(complete) < len(rows):
+            logging.warning("%s: %d incomplete rows dropped", path, len(rows) - len(complete))
+        self._write_rows(kept, mode="w")
 
     def _write_rows(self, rows: List[Dict], mode: str = "a") -> None:
         path = self.run_dir.file(PROGRESS_FILE)

@@ -148,6 +148,7 @@ def test_a_saved_model_that_is_not_a_tfsac_policy_is_refused_in_one_line(tmp_pat
 
 def test_a_run_stopped_between_evaluations_claims_no_evaluation_for_its_weights(tmp_path):
     import os
+    import pickle
     import signal
 
     from tfsac import Interrupted
@@ -159,8 +160,10 @@ def test_a_run_stopped_between_evaluations_claims_no_evaluation_for_its_weights(
             os.kill(os.getpid(), signal.SIGINT)
 
     config = tiny_config(tmp_path, "Pendulum-v1", total_steps=100, eval_every=50)
-    with pytest.raises(Interrupted):
+    with pytest.raises(Interrupted) as raised:
         train(config, export=False, quiet=True, on_log=ctrl_c_at_60)
+    again = pickle.loads(pickle.dumps(raised.value))  # as multiprocessing and Ray pass it on
+    assert (str(again), again.signum) == (str(raised.value), signal.SIGINT)
     _, _, info = checkpoint_learner(config.run_dir)
     # The evaluation at step 50 is of other weights than those of the checkpoint at 61.
     assert info["checkpoint_step"] == 61 and "eval_return_mean" not in info

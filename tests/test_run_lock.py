@@ -11,16 +11,17 @@ import time
 import pytest
 from conftest import tiny_config
 
-from tfsac import TfsacError, train
+from tfsac import TfsacError, Trainer, train
 
 # Holds a run directory's lock (prints "held" once it does) until its stdin closes; with
 # "try", says whether it could take the lock and exits.
 HOLDER = """
 import sys
 from tfsac.errors import TfsacError
-from tfsac.run.run_lock import hold_run_dir
+from tfsac.run.run_lock import RunLock
+lock = RunLock(sys.argv[1])
 try:
-    hold_run_dir(sys.argv[1])
+    lock.hold()
 except TfsacError as e:
     print(e, flush=True)
     sys.exit(0)
@@ -92,6 +93,65 @@ def test_a_new_run_holds_its_directory_while_it_trains_and_lets_go_on_failure(tm
     with pytest.raises(ValueError, match="no actor today"):
         train(more, export=False, quiet=True, resume=True, actor_fn=broken_actor)
     assert _another_process_can_take(config.run_dir)  # the failed start let it go
+
+
+def test_in_one_process_a_trainer_is_refused_while_another_trains_there_not_before(tmp_path):
+    """Found by a reviewer (the POSIX lock of the first version): a second Trainer in the same
+    process trained beside the first. A built Trainer holds nothing until it runs, so a
+    notebook cell that builds one can run again, and a built one keeps no one else out."""
+    config = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=20)
+    train(config, export=False, quiet=True)
+    more = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=20, total_steps=80)
+    refused = []
+
+    def build_another(record):
+        with pytest.raises(TfsacError, match=r"'.*run' is in use by another Trainer of this pro"):
+            Trainer(more, export=False, resume=True)
+        refused.append(record["step"])
+
+    first = Trainer(more, export=False, resume=True, on_log=build_another)
+    assert _another_process_can_take(config.run_dir)
+    Trainer(more, export=False, resume=True)  # the cell run again
+    assert first.run().summary["env_steps"] == 80 and refused == [60, 80]
+    assert _another_process_can_take(config.run_dir)
+
+
+def test_the_lock_outlives_the_users_own_opening_of_its_file_and_forked_children(tmp_path):
+    """A callback that backs the run directory up opens and closes run.lock (which let a
+    POSIX lock go); a child forked while the run holds the lock does not keep it after."""
+    import multiprocessing
+    import shutil
+
+    config = tiny_config(tmp_path, "Pendulum-v1", total_steps=60)
+    seen, children = [], []
+
+    def back_up_and_fork(record):
+        shutil.copytree(config.run_dir, tmp_path / f"backup-{record['step']}")
+        child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+        child.start()
+        children.append(child)
+        seen.append(_another_process_can_take(config.run_dir))
+
+    try:
+        train(config, export=False, quiet=True, on_log=back_up_and_fork)
+        assert seen and not any(seen)
+        assert all(child.is_alive() for child in children)
+        assert _another_process_can_take(config.run_dir)  # the children hold nothing
+    finally:
+        for child in children:
+            child.kill()  # SIGTERM: the run's handler, which the fork copied, takes it
+            child.join()
+
+
+def test_a_run_that_ends_by_an_exception_lets_go(tmp_path):
+    config = tiny_config(tmp_path, "Pendulum-v1", total_steps=60)
+
+    def boom(record):
+        raise RuntimeError("the user's callback failed")
+
+    with pytest.raises(RuntimeError, match="callback failed"):
+        train(config, export=False, quiet=True, on_log=boom)
+    assert _another_process_can_take(config.run_dir)
 
 
 def test_the_script_refuses_a_run_directory_in_use_in_one_line(tmp_path):

@@ -110,6 +110,21 @@ def test_a_source_that_does_not_fit_is_one_line_and_writes_nothing(
     assert not os.path.exists(tmp_path / "new")
 
 
+def test_a_source_whose_env_spec_json_is_damaged_is_one_line(tmp_path, online_source):
+    """Found by a reviewer: a damaged env_spec.json was passed over with the env's failures,
+    so a source of other spaces got by the space check."""
+    import shutil
+
+    root, _ = online_source
+    source = shutil.copytree(root / "source", tmp_path / "source")
+    (source / "env_spec.json").write_text("{cut")
+    overrides = dict(env_id="MountainCarContinuous-v0", offline_data=None)
+    config = _config(tmp_path, "new", None, init_from=str(source), **overrides)
+    with pytest.raises(TfsacError, match=r"env_spec.json"):
+        Trainer(config, export=False)
+    assert not os.path.exists(tmp_path / "new")
+
+
 @pytest.mark.parametrize("algorithm", ["sac_v1", "tqc", "crossq"])
 def test_every_algorithms_learned_state_carries_over(tmp_path, algorithm):
     options = dict(algorithm=algorithm, offline_data=None, critic_hidden_sizes=(16, 16))

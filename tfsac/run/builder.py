@@ -39,7 +39,7 @@ from tfsac.run.evaluation import Evaluator
 from tfsac.run.loop_state import LoopState
 from tfsac.run.preflight import Start, check_start
 from tfsac.run.progress import ProgressLog
-from tfsac.run.run_lock import hold_run_dir, release_run_dir
+from tfsac.run.run_lock import RunLock
 from tfsac.run.source import CollectionSource, LocalSource, env_runners
 from tfsac.run.stopping import config_callbacks
 from tfsac.run.updates import NonFiniteError, Updates
@@ -67,6 +67,7 @@ class RunParts:
     resumed_from: Optional[str]
     source: Optional[CollectionSource]
     progress: ProgressLog
+    lock: RunLock  # the run directory's, held while the run trains
     mixed: Optional[MixedReplay] = None  # with offline_data: what the updates sample
 
     def finished(self) -> bool:
@@ -114,18 +115,19 @@ def build_run(
 ) -> RunParts:
     """The run's parts (the arguments are `Trainer`'s), restored from the newest checkpoint
     that restores when `resume`; writes the run's config.json once the start is sure. The
-    run directory is this process's from the start's checks on (run/run_lock.py), and again
-    another's to take where the parts cannot be made."""
+    run directory's lock (run/run_lock.py) is held from before the restore until the parts
+    are made; `Trainer.run` takes it again."""
     hooks = check_hooks(on_log, on_evaluation, callbacks)  # [functions, *callbacks]
     start = check_start(seeded(config, export), None, resume, env_fn)
+    lock = RunLock(start.run_dir)
+    lock.hold()  # an existing run directory's; a new one's once it is made
     try:
-        return _make_parts(start, resume, hooks, actor_fn, critic_fn)
-    except BaseException:
-        release_run_dir(start.run_dir)
-        raise
+        return _make_parts(start, resume, hooks, actor_fn, critic_fn, lock)
+    finally:
+        lock.release()
 
 
-def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn) -> RunParts:
+def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn, lock) -> RunParts:
     """A checked start's parts, restored from its newest checkpoint when `resume`."""
     for change in start.resume_changes:
         logging.info("resume with %s", change)
@@ -152,7 +154,7 @@ def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn) ->
         if restored is not None:
             source.load_state(*restored)
     calls = CallbackList([hooks[0], *config_callbacks(config), *hooks[1:]])
-    progress = _open_run_dir(start, learner, source, calls, loop.step if resume else None)
+    progress = _open_run_dir(start, learner, source, calls, loop.step if resume else None, lock)
     return RunParts(
         config=config,
         run_dir=start.run_dir,
@@ -169,6 +171,7 @@ def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn) ->
         resumed_from=resumed_from,
         source=source,
         progress=progress,
+        lock=lock,
         mixed=mixed,
     )
 
@@ -233,13 +236,15 @@ def _finished(step: int, total_steps: int, summary: dict) -> bool:
     return step >= total_steps or bool(stopped)
 
 
-def _open_run_dir(start: Start, learner, source, calls: CallbackList, resumed_at) -> ProgressLog:
+def _open_run_dir(
+    start: Start, learner, source, calls: CallbackList, resumed_at, lock: RunLock
+) -> ProgressLog:
     """The run directory with the progress log open, once the start can no longer be
     refused (these write files); a finished run's files stay as they were. `resumed_at`:
     the step a resumed run continues from, whose later rows a killed session wrote."""
     config, files = start.config, RunDir(start.run_dir)
     os.makedirs(start.run_dir, exist_ok=True)
-    hold_run_dir(start.run_dir)  # a new run's directory: the start's checks found none
+    lock.hold()  # a new run directory's, before its first file
     progress = ProgressLog(
         files,
         learner.metric_names,

@@ -1,5 +1,5 @@
 """The training loop's Python state, as checkpoints keep it, and the summary of a
-finished run made from it."""
+finished run made from it, with its last line."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import dataclasses
 from typing import Dict, List, Optional
 
 import numpy as np
+from absl import logging
 
 from tfsac import __version__
 
@@ -85,3 +86,19 @@ def run_summary(config, loop: LoopState, wall_time: float, learning_time: float,
         "saved_model_path": paths["saved_model_path"],
         "tfsac_version": __version__,
     }
+
+
+def log_summary(summary: Dict, run_dir: str) -> None:
+    """The run's last line: its final evaluation, wall time and speed, and where its
+    summary is."""
+    final = summary["evaluations"][-1]
+    rate = final.get("success_rate")
+    logging.info(
+        "done: eval return %.1f +- %.1f%s, %.1fs, %.0f env steps/s; summary in %s",
+        final["return_mean"],
+        final["return_std"],
+        "" if rate is None else f" (success rate {rate:.2f})",
+        summary["wall_time_s"],
+        summary["env_steps_per_s"],
+        run_dir,
+    )

@@ -37,7 +37,7 @@ from tfsac.files import (
     default_model_name,
 )
 from tfsac.run.memory_check import check_memory
-from tfsac.run.run_lock import hold_run_dir
+from tfsac.run.run_lock import check_run_dir_free
 from tfsac.run.source import env_runners
 from tfsac.run.warm_start import check_source
 
@@ -55,6 +55,7 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
     if env_fn is not None and config.video_every:
         raise TfsacError("video_every needs an env id: videos remake the env by id")
     run_dir = config.run_dir or default_run_dir(config)
+    check_run_dir_free(run_dir)  # first: a run in it is why it holds one, and --resume no help
     if not resume and RunDir(run_dir).holds_a_run():
         raise TfsacError(
             f"run directory {run_dir!r} already holds a run; continue it with --resume "
@@ -124,8 +125,7 @@ def check_start(
     config: SACConfig, export: Optional[bool] = None, resume: bool = False, env_fn=None
 ) -> Start:
     """The checks that can refuse a run's start (TfsacError), before anything is written;
-    the arguments are `Trainer`'s. Last, an existing run directory's lock is taken for this
-    process (run/run_lock.py): another process training there is refused here."""
+    the arguments are `Trainer`'s."""
     if export is not None:
         config = dataclasses.replace(config, export=export)
     config = resolve(config)
@@ -155,5 +155,4 @@ def check_start(
     )
     if config.num_actors:
         env_runners("check")(config)
-    hold_run_dir(run_dir)
     return Start(config, run_dir, make_env, eval_env, spec, changes, recorded)

@@ -4,6 +4,7 @@ console and a callback."""
 from __future__ import annotations
 
 import csv
+import io
 import os
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -57,12 +58,15 @@ class ProgressLog:
             return
         try:
             with open(path, newline="") as f:
-                reader = csv.DictReader(f)
-                rows = list(reader)
+                text = f.read()
+            reader = csv.DictReader(io.StringIO(text))
+            rows = list(reader)
             if rows and "step" not in reader.fieldnames:
                 raise ValueError(f"no step column in {reader.fieldnames}")
             # A row cut short (a file truncated by hand or a full disk) lacks fields.
-            complete = [r for r in rows if None not in r and None not in r.values()]
+            # A last row cut in its last field looks whole: the file ends without a newline.
+            whole = rows if text.endswith("\n") else rows[:-1]
+            complete = [r for r in whole if None not in r and None not in r.values()]
             kept = [r for r in complete if int(r["step"]) <= step]
         except (OSError, UnicodeDecodeError, csv.Error, ValueError) as e:
             raise TfsacError(

@@ -1,13 +1,16 @@
-"""One training process per run directory: a second process that would train in the same
-run directory (a run launched twice, a sweep's trial resumed while it still runs) is refused
-in one line before it restores, moves or writes anything there. A sweep's folder has its
-lock too (one sweep driver at a time).
+"""One training run per run directory: a `Trainer` (in another process or this one) that
+would start or resume in a run directory where another one is being built or trains (a run
+launched twice, a sweep resumed while it still runs) is refused in one line before it
+restores, moves or writes anything there. A built `Trainer` holds nothing until it runs, so
+a notebook can build one again. A sweep's folder has its lock too (one driver at a time).
 
-The lock is a POSIX record lock (`fcntl.lockf`) on <run_dir>/run.lock: the system drops it
-when its process ends, however it ends, so no stale lock outlives a killed run. A process
-holds each run directory's lock once (`_HELD`): POSIX drops a process's lock when it closes
-any descriptor of the file, so a second open and close would let it go. Processes that
-fork (async vector envs) do not pass it on. Without `fcntl` (Windows) there is no lock.
+A `RunLock` is an `fcntl.flock` on <run_dir>/run.lock through a descriptor of its own.
+flock belongs to that open file, not to the process: the system drops it when the process
+ends, however it ends (no stale lock outlives a killed run); a second lock on the same
+directory conflicts in this process too; and the user's code that opens and closes the file
+(a backup of the run directory in a callback) does not let it go, as it would a POSIX
+`lockf`. A forked child (multiprocessing, an async vector env) closes its copy at once, so
+it never keeps the lock after its parent lets go. Without `fcntl` (Windows) there is no lock.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from typing import Dict
+import weakref
+from typing import Optional
 
 from absl import logging
 
@@ -27,46 +31,92 @@ except ImportError:  # Windows
     fcntl = None
 
 LOCK_FILE = "run.lock"
-_HELD: Dict[str, int] = {}  # the lock file's real path: its descriptor, held by this process
+_LIVE: weakref.WeakSet[RunLock] = weakref.WeakSet()  # for a forked child to close
 
 
-def _path(run_dir: str) -> str:
-    return os.path.realpath(os.path.join(run_dir, LOCK_FILE))
+def _in_use(path: str, what: str, fd: int) -> TfsacError:
+    holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+    if holder.startswith(f"pid {os.getpid()} "):
+        return TfsacError(f"{what} {path!r} is in use by another Trainer of this process")
+    return TfsacError(
+        f"{what} {path!r} is in use by another training process ({holder or 'starting'}): "
+        "wait for it to end, or stop it (SIGINT or SIGTERM saves a checkpoint) and continue "
+        "it with --resume"
+    )
 
 
-def hold_run_dir(run_dir: str, what: str = "run directory") -> None:
-    """Takes `run_dir`'s lock for this process where the directory exists (a new run's is
-    taken once it is made; taking it again is a no-op). TfsacError, naming the process that
-    holds it, where another process trains there. `what` names the directory (a sweep's
-    folder holds one too)."""
-    path = _path(run_dir)
-    if fcntl is None or path in _HELD or not os.path.isdir(run_dir):
-        return
+def _lock(path: str, what: str, create: bool) -> Optional[int]:
+    """A descriptor of path's run.lock holding its lock, or None (no fcntl, no such file
+    where not `create`, a file system without locks); TfsacError where it is taken."""
+    if fcntl is None:
+        return None
+    flags = (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY  # flock needs no write access
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(os.path.join(path, LOCK_FILE), flags)
     except OSError as e:
-        raise TfsacError(f"cannot write in {what} {run_dir!r}: {e.strerror}") from None
+        if not create:  # no run.lock, no run holds it; an unreadable one: the write checks'
+            return None
+        raise TfsacError(f"cannot write in {what} {path!r}: {e.strerror}") from None
     try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
-        holder = os.read(fd, 200).decode(errors="replace").strip()
+        error = _in_use(path, what, fd) if e.errno in (errno.EAGAIN, errno.EACCES) else None
         os.close(fd)
-        if e.errno not in (errno.EACCES, errno.EAGAIN):  # a file system without locks
-            logging.warning("run directory %s cannot be locked (%s)", run_dir, e.strerror)
+        if error is not None:
+            raise error from None
+        logging.warning("%s %s cannot be locked (%s)", what, path, e.strerror)
+        return None
+    return fd
+
+
+def check_run_dir_free(path: str, what: str = "run directory") -> None:
+    """TfsacError where a run trains in `path` (its run.lock is held); writes nothing (for
+    the checks before a start, and before a sweep's trial writes its record)."""
+    fd = _lock(path, what, create=False)
+    if fd is not None:
+        os.close(fd)  # closing the only descriptor of this open file lets the lock go
+
+
+class RunLock:
+    """The lock of one run directory (or sweep folder), held from `hold` until `release`,
+    the object's deletion or the process's end; `hold` takes it again after a release."""
+
+    def __init__(self, path: str, what: str = "run directory"):
+        self.path, self.what = path, what
+        self._fd: Optional[int] = None
+        self._close: Optional[weakref.finalize] = None
+
+    def hold(self) -> None:
+        """Takes the lock where the directory exists (a new one's once it is made) and says
+        in run.lock who holds it; while held, does nothing."""
+        if (self._close is not None and self._close.alive) or not os.path.isdir(self.path):
             return
-        raise TfsacError(
-            f"{what} {run_dir!r} is in use by another training process "
-            f"({holder or 'starting'}): wait for it to end, or stop it (SIGINT or SIGTERM "
-            "saves a checkpoint) and continue it with --resume"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
-    _HELD[path] = fd
+        self._fd = fd = _lock(self.path, self.what, create=True)
+        if fd is not None:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        self._close = weakref.finalize(self, _close, fd)
+        _LIVE.add(self)
+
+    def release(self) -> None:
+        """Lets another run take the directory."""
+        if self._close is not None:
+            self._close()
+
+    def _forget(self) -> None:  # in a forked child: its copy only, the parent keeps the lock
+        if self._close is not None and self._close.detach() is not None:
+            _close(self._fd)
 
 
-def release_run_dir(run_dir: str) -> None:
-    """Lets another process train in `run_dir` (a no-op where this process holds no lock
-    there)."""
-    fd = _HELD.pop(_path(run_dir), None)
+def _close(fd: Optional[int]) -> None:
     if fd is not None:
         os.close(fd)
+
+
+def _after_fork_in_child() -> None:
+    for lock in list(_LIVE):
+        lock._forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -23,8 +23,7 @@ from tfsac.logs import lines_above, progress_bar, progress_lines
 from tfsac.run.builder import ENVS_FILE, build_run
 from tfsac.run.callbacks import Callback, IntervalTrigger
 from tfsac.run.clock import LearningSpeed, Stopwatch
-from tfsac.run.loop_state import run_summary
-from tfsac.run.run_lock import release_run_dir
+from tfsac.run.loop_state import log_summary, run_summary
 from tfsac.run.signals import StopSignals
 from tfsac.run.updates import NonFiniteError
 
@@ -41,7 +40,10 @@ class Interrupted(TfsacError):
             f"{signal.Signals(signum).name} at {where}: checkpoint saved; continue with "
             f"--resume --run_dir={run_dir}"
         )
-        self.signum = signum
+        self.signum, self._args = signum, (signum, where, run_dir)
+
+    def __reduce__(self):  # pickled (multiprocessing, Ray) by its arguments, not its message
+        return Interrupted, self._args
 
 
 @dataclasses.dataclass
@@ -148,12 +150,13 @@ class Trainer:
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
         """Trains from the current step to `total_steps`, or until a callback stops it;
-        returns the finished run. Then, or on an error, another process may train in the
-        run directory (run/run_lock.py)."""
+        returns the finished run. Meanwhile no other run may train in the run directory
+        (run/run_lock.py)."""
         try:
+            self.parts.lock.hold()
             return self._run()
         finally:
-            release_run_dir(self.run_dir)
+            self.parts.lock.release()
 
     def _run(self) -> TrainResult:
         if self.parts.finished():
@@ -295,16 +298,7 @@ class Trainer:
             else None,
         )
         write_json(self.parts.files.file(SUMMARY_FILE), summary)
-        rate = final.get("success_rate")
-        logging.info(
-            "done: eval return %.1f +- %.1f%s, %.1fs, %.0f env steps/s; summary in %s",
-            final["return_mean"],
-            final["return_std"],
-            "" if rate is None else f" (success rate {rate:.2f})",
-            wall_time,
-            summary["env_steps_per_s"],
-            self.run_dir,
-        )
+        log_summary(summary, self.run_dir)
         saved = summary["saved_model_path"]
         return self._result(saved, summary, reason)
 

@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import read_json, write_atomic
-from tfsac.run.run_lock import hold_run_dir, release_run_dir
+from tfsac.run.run_lock import RunLock
 from tfsac.run.signals import StopSignals
 from tfsac.scale.ray_cluster import start_ray
 from tfsac.scale.sweeps.plan import TAG_LENGTH, Plan, config_tag
@@ -205,14 +205,15 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
     Returns {"trials": {name: entry}, "files": [...], "unfinished": [name, ...], "signal":
     the SIGINT/SIGTERM that stopped it, or None}."""
     _check_definition(plan, resume)
-    hold_run_dir(plan.sweep_dir, SWEEP_DIR)  # before Ray: a second driver is one line
+    lock = RunLock(plan.sweep_dir, SWEEP_DIR)
+    lock.hold()  # an existing folder's before Ray: a second driver is one line at once
     try:
-        return _run_sweep(plan, ray_address, resume)
+        return _run_sweep(plan, ray_address, resume, lock)
     finally:
-        release_run_dir(plan.sweep_dir)
+        lock.release()
 
 
-def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool) -> Dict:
+def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLock) -> Dict:
     """run_sweep's work, with the sweep's folder held."""
     state = SweepState(plan.sweep_dir)
     searching = plan.method != "grid"
@@ -226,7 +227,7 @@ def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool) -> Dict:
     started = start_ray(ray_address) if count else False
     try:
         os.makedirs(plan.sweep_dir, exist_ok=True)
-        hold_run_dir(plan.sweep_dir, SWEEP_DIR)  # a new sweep's folder, made now
+        lock.hold()  # a new sweep's folder, made now
         definition = json.dumps(plan.definition, indent=2)
         write_atomic(os.path.join(plan.sweep_dir, SWEEP_FILE), definition)
         for spec in plan.trials:

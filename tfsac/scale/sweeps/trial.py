@@ -15,6 +15,7 @@ from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import read_json, write_atomic
 from tfsac.logs import OwnInfoOnly
+from tfsac.run.run_lock import check_run_dir_free
 from tfsac.scale.sweeps.state import TRIAL_FILE
 
 
@@ -108,6 +109,7 @@ def run_trial(tune_config: Dict) -> None:
     (a retry), reporting each evaluation to Tune (which may stop it there)."""
     spec = tune_config["trial"]
     config = SACConfig.from_dict(spec["config"])
+    check_run_dir_free(config.run_dir)  # before its log and record: another run's files
     _set_up_worker(spec["threads"], config.run_dir)
     from ray import tune
 

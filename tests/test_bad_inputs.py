@@ -339,3 +339,19 @@ def test_a_missing_env_module_names_the_extra_that_installs_it(monkeypatch):
         envs.make_env("tfsac_no_such_module:X-v0")
     with pytest.raises(TfsacError, match=r"missing module: tfsac_other_module$"):
         envs.make_env("tfsac_other_module:X-v0")
+
+
+def test_an_sb3_users_first_lines_are_one_line_each_pointing_to_train(tmp_path):
+    """Found by a tester writing SB3's code: tfsac.SAC("MlpPolicy", env, config) failed deep
+    in Keras (units=<TimeLimit...>), train(callback=...) was a TypeError."""
+    import gymnasium as gym
+    from conftest import tiny_config
+
+    import tfsac
+
+    with pytest.raises(TfsacError, match=r"takes the sizes .* got 'MlpPolicy' and <TimeLimit"):
+        tfsac.SAC("MlpPolicy", gym.make("Pendulum-v1"), tfsac.SACConfig())
+    config = tiny_config(tmp_path, "Pendulum-v1")
+    with pytest.raises(TfsacError, match=r"no option 'callback'; did you mean 'callbacks'\?$"):
+        tfsac.train(config, callback=[])
+    assert not os.path.exists(config.run_dir)

@@ -14,7 +14,11 @@ from conftest import tiny_config
 
 import tfsac
 from tfsac.run.callbacks import CallbackList, FunctionCallback
-from tfsac.run.stopping import StopTrainingOnNoModelImprovement, StopTrainingOnRewardThreshold
+from tfsac.run.stopping import (
+    StopTrainingOnNoModelImprovement,
+    StopTrainingOnRewardThreshold,
+    config_callbacks,
+)
 
 # CounterEnv's evaluation episodes (one per evaluation, on one env) alternate: the even
 # ones terminate after 3 steps (return 3), the odd ones are truncated after 4 (return 4).
@@ -169,7 +173,12 @@ def test_the_reward_threshold_stops_at_the_first_evaluation_that_reaches_it():
     stop = StopTrainingOnRewardThreshold(-150)
     assert stop.on_evaluation({"step": 10, "return_mean": -151.0}) is None
     assert stop.on_evaluation({"step": 20, "return_mean": -150.0}) is False
-    assert stop.stop_reason == "evaluation return -150.00 reached -150 at step 20 (stop_at_return)"
+    reason = "evaluation return -150.00 reached -150 at step 20 (StopTrainingOnRewardThreshold)"
+    assert stop.stop_reason == reason  # a tester: it named the config's option, not given
+    config = dataclasses.replace(tfsac.SACConfig(), stop_at_return=-150.0)
+    (made,) = [c for c in config_callbacks(config) if isinstance(c, type(stop))]
+    made.on_evaluation({"step": 20, "return_mean": -150.0})
+    assert made.stop_reason.endswith("(stop_at_return)")
 
 
 def test_no_improvement_counts_as_sb3_does():

@@ -10,7 +10,7 @@ import tensorflow as tf
 from conftest import SpaceEnv, tiny_config
 
 from tfsac import Policy, TfsacError, train
-from tfsac.deploy.loading import load_policy
+from tfsac.deploy.loading import load_policy, saved_model_policy
 
 DICT_SPACE = gym.spaces.Dict(
     {"pos": gym.spaces.Box(-1, 1, (2,), np.float32), "mode": gym.spaces.Discrete(3)}
@@ -57,6 +57,21 @@ def test_one_observation_or_a_batch_from_a_saved_model_and_its_run_dir(runs):
     assert Policy.load(result.saved_model_path).metadata["env_id"] == "Pendulum-v1"
 
 
+def test_a_model_folder_loads_its_highest_version_as_tf_serving_serves_it(runs, tmp_path, caplog):
+    """Found by a tester: Policy.load("mybest"), the folder of versions 1 and 2, was refused."""
+    import logging
+    import shutil
+
+    caplog.set_level(logging.INFO, logger="absl")
+    version = runs["pendulum"].saved_model_path
+    for name in ("2", "12", "notes"):  # "notes" is no version: TF Serving passes over it
+        shutil.copytree(version, tmp_path / "model" / name)
+    batch = np.random.default_rng(2).uniform(-1, 1, (4, 3)).astype(np.float32)
+    expected = Policy.load(version).predict(batch)
+    np.testing.assert_allclose(Policy.load(str(tmp_path / "model")).predict(batch), expected)
+    assert f"loading {tmp_path / 'model' / '12'}, the highest version" in caplog.text
+
+
 def test_a_run_without_env_spec_json_loads_by_making_its_env_again(runs, tmp_path):
     import shutil
 
@@ -85,6 +100,18 @@ def test_raw_observations_of_structured_spaces(runs):
                 space, observations, gym.vector.utils.create_empty_array(space, 4)
             )
             np.testing.assert_allclose(policy.predict(batched), expected, atol=1e-5)
+
+
+def test_episodes_of_a_dict_env_run_flattened_as_training_saw_them(runs):
+    """Found by a tester: README's run_episodes(make_env(), policy, ...) on an env of Dict
+    observations failed in float() (a dict is no number)."""
+    from tfsac.run.evaluation import run_episodes
+
+    policy, metadata = saved_model_policy(runs["dict"].saved_model_path)
+    env_id, seed = "tfsac-test/Policy-dict-v0", metadata["eval_seed"]
+    returns = run_episodes(gym.make(env_id), policy, 2, seed)
+    flat = run_episodes(gym.wrappers.FlattenObservation(gym.make(env_id)), policy, 2, seed)
+    assert returns == flat and np.all(np.isfinite(returns))
 
 
 def test_what_a_policy_refuses_is_one_line(runs, tmp_path):

@@ -17,6 +17,7 @@ Compilation (XLA, packed batches, several steps per call) is tfsac.algorithm.lea
 
 from __future__ import annotations
 
+import numbers
 from typing import Callable, Dict, List, Optional
 
 import keras
@@ -29,6 +30,7 @@ from tfsac.algorithm.resolve import resolve
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
+from tfsac.errors import TfsacError
 
 # observation, action, reward, next_observation, terminated, discount (transition_layout)
 Batch = Dict[str, tf.Tensor]
@@ -63,6 +65,7 @@ class SAC:
         actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
+        _check_sizes(obs_dim, action_dim)
         self.config = config = resolve(config)
         # The running observation statistics (normalize_observations), shared by the
         # actor and the critics; None without.
@@ -228,3 +231,18 @@ class SAC:
         for target, online in self.variant.polyak_pairs():
             polyak_update(target.trainable_variables, online.trainable_variables, self.config.tau)
         return tf.constant(True)
+
+
+def _check_sizes(obs_dim, action_dim) -> None:
+    """TfsacError for sizes that are not positive integers: SB3's SAC("MlpPolicy", env)
+    written for this class (a Keras error about `units` deep in the networks, before)."""
+    sizes = (obs_dim, action_dim)
+    if all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0 for n in sizes):
+        return
+    raise TfsacError(
+        f"SAC(obs_dim, action_dim, config) takes the sizes of the observation and action "
+        f"vectors, got {obs_dim!r} and {action_dim!r}: it is the training state and its "
+        "update. To train on an env (SB3's SAC('MlpPolicy', env).learn(n)): "
+        "tfsac.train(tfsac.SACConfig(env_id=..., total_steps=n)), or train(config, "
+        "env_fn=make_env) for your env (README: Coming from Stable-Baselines3)"
+    )

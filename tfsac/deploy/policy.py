@@ -10,12 +10,14 @@ from typing import Any, Callable, Dict, Optional
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfsac.data.envs import unit_to_bounds
 from tfsac.data.spaces import space_from_json
 from tfsac.deploy.loading import checkpoint_learner, load_policy
 from tfsac.deploy.metadata import read_metadata
 from tfsac.errors import TfsacError, first_line
+from tfsac.files import model_versions
 
 # (flat float32 observations [N, obs_dim], deterministic) -> actions [N, action_dim]
 ActFn = Callable[[np.ndarray, bool], np.ndarray]
@@ -37,8 +39,13 @@ class Policy:
 
     @classmethod
     def load(cls, path: str, step: Optional[int] = None) -> Policy:
-        """From a SavedModel version folder (saved_model.pb) or a run directory: its
-        checkpoint of env step `step`, by default its newest that restores."""
+        """From a SavedModel version folder (saved_model.pb), a model folder of them (its
+        highest version, the one TF Serving serves) or a run directory: its checkpoint of
+        env step `step`, by default its newest that restores."""
+        versions = model_versions(path, servable=True)
+        if versions and not os.path.isfile(os.path.join(path, "config.json")):
+            path = os.path.join(path, versions[-1])
+            logging.info("loading %s, the highest version (the one TF Serving serves)", path)
         if os.path.isfile(os.path.join(path, "saved_model.pb")):
             if step is not None:
                 raise TfsacError(f"step applies to a run directory; {path!r} is a SavedModel")

@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 from absl import logging
 
-from tfsac.data.envs import env_spec, make_env, unit_to_bounds
+from tfsac.data.envs import Flattened, env_spec, make_env, needs_flattening, unit_to_bounds
 from tfsac.data.spaces import space_from_json
 from tfsac.errors import TfsacError
 from tfsac.logs import progress_bar
@@ -41,10 +41,12 @@ def run_episodes(
 
     `envs`: one env, or copies of it that run episodes side by side, with one `policy` call
     per step for all of them ([B, obs_dim] -> [B, action_dim]): ten HalfCheetah episodes
-    make 1,000 policy calls instead of 10,000. Episode i starts from a reset seeded with
+    make 1,000 policy calls instead of 10,000. An env of structured observations (a Dict,
+    say) is flattened as training flattened it. Episode i starts from a reset seeded with
     `episode_seeds(seed, episodes)[i]`, so it starts the same whichever copy runs it.
     """
     envs = list(envs) if isinstance(envs, (list, tuple)) else [envs]
+    envs = [Flattened(e) if needs_flattening(e.observation_space) else e for e in envs]
     seeds, returns = episode_seeds(seed, episodes), [0.0] * episodes
     success: List[Optional[float]] = [None] * episodes
     running: Dict[int, Tuple[int, np.ndarray]] = {}  # copy -> (episode, observation)

@@ -18,6 +18,7 @@ class StopTrainingOnRewardThreshold(Callback):
 
     def __init__(self, reward_threshold: float):
         self.reward_threshold = float(reward_threshold)
+        self.asked_by = type(self).__name__  # the config's option, where it made this
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
         value = evaluation["return_mean"]
@@ -25,7 +26,7 @@ class StopTrainingOnRewardThreshold(Callback):
             return None
         self.stop_reason = (
             f"evaluation return {value:.2f} reached {self.reward_threshold:g} at step "
-            f"{evaluation['step']} (stop_at_return)"
+            f"{evaluation['step']} ({self.asked_by})"
         )
         return False
 
@@ -38,6 +39,7 @@ class StopTrainingOnNoModelImprovement(Callback):
 
     def __init__(self, max_no_improvement_evals: int, min_evals: int = 0):
         self.max_no_improvement_evals, self.min_evals = max_no_improvement_evals, min_evals
+        self.asked_by = type(self).__name__  # the config's option, where it made this
         self._reset()
 
     def _reset(self) -> None:
@@ -62,7 +64,7 @@ class StopTrainingOnNoModelImprovement(Callback):
             return None
         self.stop_reason = (
             f"no new best evaluation return (best {self.best:.2f}) in {self.no_improvement} "
-            f"evaluations in a row at step {evaluation['step']} (stop_after_no_improvement)"
+            f"evaluations in a row at step {evaluation['step']} ({self.asked_by})"
         )
         return False
 
@@ -75,7 +77,9 @@ def config_callbacks(config) -> List[Callback]:
         callbacks.append(SaveBestPolicy())  # in <run_dir>/best
     if config.stop_at_return is not None:
         callbacks.append(StopTrainingOnRewardThreshold(config.stop_at_return))
+        callbacks[-1].asked_by = "stop_at_return"
     if config.stop_after_no_improvement:
         limit = config.stop_after_no_improvement
         callbacks.append(StopTrainingOnNoModelImprovement(limit, config.min_evaluations))
+        callbacks[-1].asked_by = "stop_after_no_improvement"
     return callbacks

@@ -5,6 +5,8 @@ SavedModel export around them."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import inspect
 import os
 import signal
 from typing import Callable, Dict, Optional, Sequence
@@ -322,5 +324,12 @@ def train(config: SACConfig, *, quiet: bool = False, **options) -> TrainResult:
     progress lines of scripts/train.py go to stderr (in a notebook too), in their short
     form, without other libraries' INFO lines.
     """
+    allowed = inspect.signature(Trainer).parameters
+    for name in options:
+        if name not in allowed:
+            near = difflib.get_close_matches(name, allowed, n=1)
+            raise TfsacError(
+                f"train() has no option {name!r}" + (f"; did you mean {near[0]!r}?" if near else "")
+            )
     with progress_lines(enabled=not quiet):
         return Trainer(config, **options).run()

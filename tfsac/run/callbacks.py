@@ -36,9 +36,10 @@ class Callback:
     each evaluation ({step, return_mean, return_std, seed, wall_time_s}, and success_rate
     on goal envs) once its step's checkpoint, if one is due, is saved. Returning False
     from `on_log` or `on_evaluation` stops the run cleanly, as a Stable-Baselines3
-    callback's `_on_step` does (but at a log or evaluation step: no hook runs every step): the final evaluation, the checkpoint, summary.json and the
-    export are written, and `train` returns the result with the stop's reason,
-    `stop_reason` when the callback set it (True or None continues). An exception ends
+    callback's `_on_step` does (but at a log or evaluation step: no hook runs every step):
+    the final evaluation, the checkpoint, summary.json and the export are written, and
+    `train` returns the result with the stop's reason, `stop_reason` when the callback set
+    it (True or None continues). An exception ends
     training and propagates unchanged; the run's newest checkpoint stays, and a resume
     continues from it.
     """

@@ -213,11 +213,25 @@ def write_curve(out_dir: str, env: str, lib: str, run) -> str:
         lines.append("env_step,return_mean,wall_time_s")
         points = zip(run["steps"], run["returns"], run["minutes"], strict=True)
         lines += [f"{int(s)},{float(v):.2f},{60 * float(m):.2f}" for s, v, m in points]
+    if os.path.exists(path) and not _continues(path, lines):
+        fail(
+            f"{path} holds another run's curve (its points are not this run's first ones): "
+            "name another --curve_data folder, or remove the file where this run replaces it"
+        )
     os.makedirs(out_dir, exist_ok=True)
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
     os.replace(path + ".tmp", path)
     return path
+
+
+def _continues(path: str, lines) -> bool:
+    """Whether the curve file at `path` is of the same run as `lines`: its points (env step
+    and return) are the first of `lines`' (a run evaluated further since)."""
+    with reading(path), open(path) as f:
+        old = [line.split(",")[:2] for line in f.read().splitlines() if line[:1].isdigit()]
+    new = [line.split(",")[:2] for line in lines if line[:1].isdigit()]
+    return old == new[: len(old)]
 
 
 def curve_runs(pattern):

@@ -157,6 +157,15 @@ def test_offline_arms_are_rows_with_returns_and_minutes_at_given_steps(tmp_path)
     # The curve files, wall times included, give the same table.
     again = [*common, f"--curves={tmp_path / 'data' / '*.csv'}"]
     assert subprocess.run(again, capture_output=True, text=True, timeout=120).stdout == proc.stdout
+    # The same runs again replace their files; another run's file of the same name is kept
+    # (the RLPD table's scratch arm replaced the five-task table's Hopper SAC curve).
+    assert subprocess.run(run, capture_output=True, text=True, timeout=120).returncode == 0
+    other = tmp_path / "data" / "hopper_v5-tfsac-sac-seed2.csv"
+    kept = other.read_text().replace("10,50.00", "10000,24.86")
+    other.write_text(kept)
+    proc = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "holds another run's curve" in proc.stderr.splitlines()[-1]
+    assert other.read_text() == kept
 
 
 def test_wall_clock_under_a_minute_is_said_in_seconds(monkeypatch):

@@ -302,6 +302,11 @@ def run_env_spec(run_dir: str, env_id: str, env_kwargs: Optional[dict] = None) -
             "tfsac wrote none): use the run's SavedModel export instead (scripts: "
             "--saved_model=<version folder>; Python: tfsac.Policy.load(<version folder>))"
         )
+    return remade_env_spec(env_id, env_kwargs)
+
+
+def remade_env_spec(env_id: str, env_kwargs: Optional[dict] = None) -> EnvSpec:
+    """The spec of the env `env_id` names, made for it and closed."""
     env = make_env(env_id, env_kwargs=env_kwargs)
     try:
         return env_spec(env_id, env)

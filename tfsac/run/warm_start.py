@@ -16,7 +16,7 @@ from absl import logging
 from tfsac.algorithm.variants import variant_of  # TF-free: the declarations only
 from tfsac.config import SACConfig
 from tfsac.config.resume import renamed
-from tfsac.data.envs import run_env_spec
+from tfsac.data.envs import remade_env_spec
 from tfsac.data.spaces import EnvSpec, read_env_spec
 from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
@@ -79,11 +79,12 @@ def check_spaces(source_config: SACConfig, config: SACConfig, spec: EnvSpec, run
     same = (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs)
     if same:
         return
-    read_env_spec(run_dir)  # a damaged env_spec.json: one line, not passed over below
-    try:
-        theirs = run_env_spec(run_dir, source_config.env_id, source_config.env_kwargs)
-    except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
-        return
+    theirs = read_env_spec(run_dir)  # a damaged env_spec.json: one line
+    if theirs is None:  # a run of an earlier tfsac: its env made again, where it can be
+        try:
+            theirs = remade_env_spec(source_config.env_id, source_config.env_kwargs)
+        except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
+            return
     if (theirs.obs_dim, theirs.action_dim) != (spec.obs_dim, spec.action_dim):
         raise TfsacError(
             f"init_from {config.init_from!r} was trained on {theirs.env_id} (observations of "

@@ -116,6 +116,27 @@ def test_in_one_process_a_trainer_is_refused_while_another_trains_there_not_befo
     assert _another_process_can_take(config.run_dir)
 
 
+def test_a_built_trainer_is_refused_once_another_trained_the_run_since(tmp_path):
+    """A built Trainer holds the state it restored: run after another Trainer (or process)
+    trained the run, it would have trained again from that state over the newer
+    checkpoints. Its own checkpoints, and a run again after its own run, are not refused."""
+    config = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=20)
+    train(config, export=False, quiet=True)
+    more = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=20, total_steps=80)
+    stale, current = (Trainer(more, export=False, resume=True) for _ in range(2))
+    assert current.run().summary["env_steps"] == 80
+    before = _files(config.run_dir)
+    before.pop("run.lock")  # the holder's pid, written when it takes the lock
+    with pytest.raises(
+        TfsacError,
+        match=r"changed since this Trainer was built \(its newest "
+        r"checkpoint is ckpt-80, this Trainer's ckpt-40\): build the Trainer",
+    ):
+        stale.run()
+    assert {k: v for k, v in _files(config.run_dir).items() if k != "run.lock"} == before
+    assert current.run().summary["env_steps"] == 80  # its own run: the finished one
+
+
 def test_the_lock_outlives_the_users_own_opening_of_its_file_and_forked_children(tmp_path):
     """A callback that backs the run directory up opens and closes run.lock (which let a
     POSIX lock go); a child forked while the run holds the lock does not keep it after."""

@@ -98,6 +98,18 @@ class Checkpointer(CheckpointReader):
     def latest(self) -> Optional[str]:
         return self.manager.latest_checkpoint
 
+    def check_newest(self, known: Optional[str]) -> None:
+        """Raises TfsacError unless the newest complete checkpoint is `known` (the one this
+        process restored or saved last, or None): another process trained the run since."""
+        newest = next(iter(self.candidates()), None)
+        names = [p and os.path.basename(p) for p in (newest, known)]
+        if names[0] != names[1]:
+            raise TfsacError(
+                f"the run in {os.path.dirname(self.directory)!r} changed since this Trainer "
+                f"was built (its newest checkpoint is {names[0] or 'none'}, this Trainer's "
+                f"{names[1] or 'none'}): build the Trainer again (resume=True) to go on from it"
+            )
+
     def restore_newest(
         self,
         restore: Callable[[str], Dict],

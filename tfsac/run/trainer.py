@@ -97,6 +97,7 @@ class Trainer:
         self.loop, self.resumed_from = parts.loop, parts.resumed_from
         self.callbacks = parts.callbacks
         self.learning_clock = Stopwatch(before=self.loop.learning_time_s)
+        self._checkpoint = self.resumed_from  # the newest this process knows of
         cfg = self.config
         self.triggers = [  # in this order: a checkpoint holds its step's evaluation
             IntervalTrigger(cfg.eval_every, self._evaluate_and_record, at_end=True),
@@ -122,6 +123,7 @@ class Trainer:
             snapshot = self.source.snapshot()
             blobs = {ENVS_FILE: snapshot} if snapshot is not None else None
             path = self.checkpointer.save(self.loop.step, self.buffer, state, blobs)
+            self._checkpoint = path
         logging.info("checkpoint at step %d: %s", self.loop.step, path)
 
     # ------------------------------------------------------ evaluation, logging
@@ -153,9 +155,10 @@ class Trainer:
     def run(self) -> TrainResult:
         """Trains from the current step to `total_steps`, or until a callback stops it;
         returns the finished run. Meanwhile no other run may train in the run directory
-        (run/run_lock.py)."""
+        (run/run_lock.py); one that trained there since this Trainer was built is refused."""
         try:
             self.parts.lock.hold()
+            self.checkpointer.check_newest(self._checkpoint)
             return self._run()
         finally:
             self.parts.lock.release()

@@ -425,3 +425,35 @@ def test_an_env_fn_env_says_how_to_evaluate_it():
     assert "made by an env_fn (GoToTarget)" in message and "\n" not in message
     assert "--env=<module>:<id>" in message and "run_episodes(env_fn(), policy" in message
     assert "pass the same env_fn= (train, resume)" in message
+
+
+def _scalar_steps(run_dir, tag):
+    paths = sorted(glob.glob(os.path.join(run_dir, "tensorboard", "events.out.tfevents.*")))
+    return [
+        event.step
+        for path in paths
+        for event in tf.compat.v1.train.summary_iterator(path)
+        if any(v.tag == tag for v in event.summary.value)
+    ]
+
+
+def test_a_resume_drops_the_killed_sessions_tensorboard_scalars(tmp_path):
+    """TensorBoard drew both sessions' points between the checkpoint and the interruption
+    (a killed session's scalars after the checkpoint stayed in its event file)."""
+    config = _config(tmp_path, "Pendulum-v1", total_steps=80, checkpoint_every=40)
+
+    def die(record):
+        if record["step"] == 60:
+            raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        train(config, export=False, on_log=die)
+    run_dir = str(tmp_path / "run")
+    assert _scalar_steps(run_dir, "learner/critic_loss") == [40, 60]  # 20: warm-up
+    # The kill cut the file's last record short, too: the whole records before it are kept.
+    (old,) = glob.glob(os.path.join(run_dir, "tensorboard", "events.out.tfevents.*"))
+    with open(old, "ab") as f:
+        f.write(b"\x10\x00\x00")
+    train(config, export=False, resume=True)
+    assert _scalar_steps(run_dir, "learner/critic_loss") == [40, 60, 80]
+    assert _scalar_steps(run_dir, "eval/return_mean") == [40, 80]

@@ -4,6 +4,7 @@ console and a callback."""
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import os
 from typing import Callable, Dict, List, Optional, Sequence
@@ -25,6 +26,40 @@ def _runner_text(extra: Dict[str, Optional[float]]) -> str:
     rates_text = ", ".join("-" if v is None else f"{v:.0f}" for v in rates)
     lag_text = "-" if lag is None else f"{lag:.0f}"
     return f" | policy lag {lag_text} | runners {rates_text} steps/s"
+
+
+def _drop_events_after(folder: str, step: int) -> None:
+    """Rewrites the event files in `folder` that hold summaries after `step` without them:
+    TensorBoard would draw a killed session's points beside the resumed session's (it drops
+    them only for TF1's SessionLog events, and only in its Python loader). A file cut short
+    by the kill keeps its whole records; a file that cannot be rewritten is said, not fatal."""
+    for path in sorted(glob.glob(os.path.join(glob.escape(folder), "events.out.tfevents.*"))):
+        records, cut = [], False
+        try:
+            for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+                records.append(record)
+        except tf.errors.OpError:  # DataLossError: the record the kill cut short
+            cut = True
+        kept = [r for r in records if _kept(tf.compat.v1.Event.FromString(r), step)]
+        if len(kept) == len(records) and not cut:
+            continue
+        try:
+            with tf.io.TFRecordWriter(path + ".tmp") as writer:
+                for record in kept:
+                    writer.write(record)
+            os.replace(path + ".tmp", path)
+        except (OSError, tf.errors.OpError) as e:
+            logging.warning(
+                "cannot drop TensorBoard scalars after step %d from %s: %s", step, path, e
+            )
+        else:
+            logging.info(
+                "%s: %d summary events after step %d dropped", path, len(records) - len(kept), step
+            )
+
+
+def _kept(event, step: int) -> bool:
+    return not event.HasField("summary") or event.step <= step
 
 
 class ProgressLog:
@@ -51,8 +86,9 @@ class ProgressLog:
         )
 
     def truncate(self, step: int) -> None:
-        """Drops progress rows after `step` (those of a session after the checkpoint that a
-        resumed run continues from)."""
+        """Drops progress rows and TensorBoard scalars after `step` (those of a session after
+        the checkpoint that a resumed run continues from)."""
+        _drop_events_after(self.run_dir.file(TENSORBOARD_DIR), step)
         path = self.run_dir.file(PROGRESS_FILE)
         if not os.path.exists(path):
             return

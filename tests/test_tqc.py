@@ -39,19 +39,21 @@ def test_quantile_huber_loss_by_hand():
     target = tf.constant([[1.0, 4.0]])
     # tau 0.25, z = 0: u = 1 -> 0.25 * 0.5; u = 4 -> 0.25 * 3.5; mean 0.5
     # tau 0.75, z = 2: u = -1 -> |0.75 - 1| * 0.5; u = 2 -> 0.75 * 1.5; mean 0.625
-    assert losses.quantile_huber_loss(quantiles, target).numpy() == pytest.approx(1.125)
-    # Summed over critics: a second, equal critic doubles it.
+    # Averaged over the quantiles too (sb3-contrib's and the authors' scale; a reviewer
+    # found the sum, 1.125, under a docstring that said the references sum).
+    assert losses.quantile_huber_loss(quantiles, target).numpy() == pytest.approx(0.5625)
+    # Averaged over critics: a second, equal critic leaves it.
     twice = tf.concat([quantiles, quantiles], axis=0)
-    assert losses.quantile_huber_loss(twice, target).numpy() == pytest.approx(2.25)
-    # A dropped atom (here the 4) leaves the mean over the kept ones: 0.125 + 0.125.
+    assert losses.quantile_huber_loss(twice, target).numpy() == pytest.approx(0.5625)
+    # A dropped atom (here the 4) leaves the mean over the kept ones: (0.125 + 0.125) / 2.
     keep = tf.constant([[1.0, 0.0]])
-    assert losses.quantile_huber_loss(quantiles, target, keep).numpy() == pytest.approx(0.25)
+    assert losses.quantile_huber_loss(quantiles, target, keep).numpy() == pytest.approx(0.125)
     # Its gradient pushes each quantile toward its tau-quantile of the targets.
     z = tf.Variable(quantiles)
     with tf.GradientTape() as tape:
         loss = losses.quantile_huber_loss(z, target)
-    # d/dz0 = -(0.25 * 1 + 0.25 * 1) / 2 = -0.25; d/dz1 = (0.25 * 1 - 0.75 * 1) / 2 = -0.25
-    np.testing.assert_allclose(tape.gradient(loss, z).numpy(), [[[-0.25, -0.25]]])
+    # d/dz0 = -(0.25 * 1 + 0.25 * 1) / 4 = -0.125; d/dz1 = (0.25 * 1 - 0.75 * 1) / 4 = -0.125
+    np.testing.assert_allclose(tape.gradient(loss, z).numpy(), [[[-0.125, -0.125]]])
 
 
 def test_tqc_actor_loss_uses_the_mean_of_all_atoms():

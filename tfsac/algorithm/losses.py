@@ -123,9 +123,9 @@ def quantile_huber_loss(quantiles, target_atoms, keep=None, kappa: float = 1.0):
 
         rho_tau(u) = |tau - 1{u < 0}| * Huber_kappa(u) / kappa,   u = y_i - z_m(s, a),
 
-    averaged over the kept target atoms and the batch, summed over the quantiles (as
-    sb3-contrib and SBX do; the paper averages them, a constant factor Adam does not see)
-    and over the critics (each critic's loss as if it were alone, as critic_loss does).
+    averaged over the kept target atoms, the quantiles, the batch and the critics, as the
+    authors' code and sb3-contrib do (the logged loss reads as theirs; the paper's separate
+    critics' losses summed would be N times it, a constant factor Adam does not see).
     `quantiles` is [n_critics, B, M], `target_atoms` [B, K], `keep` [B, K] (1.0: kept;
     None: all)."""
     n_quantiles = quantiles.shape[-1]
@@ -137,7 +137,7 @@ def quantile_huber_loss(quantiles, target_atoms, keep=None, kappa: float = 1.0):
     huber = tf.where(abs_delta > kappa, abs_delta - 0.5 * kappa, 0.5 * tf.square(delta) / kappa)
     weight = tf.abs(taus[:, None] - tf.cast(delta < 0, delta.dtype)) * keep[None, :, None, :]
     per_quantile = tf.reduce_sum(weight * huber, axis=[1, 3]) / tf.reduce_sum(keep)  # [N, M]
-    return tf.reduce_sum(per_quantile)
+    return tf.reduce_mean(per_quantile)
 
 
 def tqc_actor_loss(log_prob, quantiles, alpha):

@@ -44,10 +44,16 @@ def test_noise_is_held_until_reset_and_per_env():
     assert not np.allclose(learner.act(obs), first)
 
 
-def test_noise_over_resets_has_the_per_state_gaussian_marginal():
-    learner = _learner()
+@pytest.mark.parametrize("log_std_max", [2.0, -2.5])
+def test_noise_over_resets_has_the_per_state_gaussian_marginal(log_std_max):
+    """The marginal the losses use: with log_std_max at -2.5 the per-state log_std is
+    clipped, and the noise follows (a reviewer found the losses clipping it and the acting
+    not: training used another distribution than the one that collected the data)."""
+    learner = _learner(log_std_max=log_std_max)
     obs = _obs(1, seed=3)
-    loc, log_std = (t.numpy()[0] for t in learner.actor(obs))
+    loc, raw = (t.numpy()[0] for t in learner.actor(obs))
+    log_std = np.minimum(raw, log_std_max)
+    assert (log_std_max < 0) == np.any(raw > log_std_max)
     pre_tanh = []
     for _ in range(2000):
         learner.reset_noise()

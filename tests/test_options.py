@@ -306,6 +306,30 @@ def test_v1_updates_value_networks_and_not_without_updates():
         assert not np.array_equal(v.numpy(), before)
 
 
+def test_v1_value_network_sees_the_critics_inputs_sizes_and_optimizer():
+    """Found by a reviewer: V took raw observations where the actor and critics took
+    normalised ones (V(s') is the critics' whole bootstrap in v1), the actor's sizes and
+    plain Adam without the critics' weight decay."""
+    config = SACConfig(
+        hidden_sizes=(8,),
+        critic_hidden_sizes=(16, 4),
+        variant="v1",
+        normalize_observations=True,
+        weight_decay=0.01,
+    )
+    learner = SACLearner(3, 1, config)
+    sac, value = learner.sac, learner.sac.variant.value
+    observations = np.random.default_rng(0).normal(1000.0, 50.0, (64, 3)).astype(np.float32)
+    sac.observe(observations)
+    normalised = sac.obs_normalizer(observations)
+    assert abs(float(tf.reduce_mean(normalised))) < 0.1  # the statistics moved
+    np.testing.assert_allclose(
+        value(observations), tf.squeeze(value.head(value.trunk(normalised)), -1), rtol=1e-5
+    )
+    assert [layer.units for layer in value.trunk.layers] == [16, 4]
+    assert isinstance(sac.variant.optimizer, tf.keras.optimizers.AdamW)
+
+
 def options_table() -> str:
     """docs/options.md's table of every option, rendered from SACConfig's fields."""
     import dataclasses

@@ -32,6 +32,7 @@ class GSDEExploration:
 
     def __init__(self, sac, rng: tf.random.Generator, num_envs: int):
         self.sac, self.rng, self.num_envs = sac, rng, num_envs
+        self.log_std_bounds = (sac.config.log_std_min, sac.config.log_std_max)
         self.noise = tf.Variable(
             tf.zeros([num_envs, *sac.actor.log_std.shape]), trainable=False, name="exploration"
         )
@@ -40,6 +41,10 @@ class GSDEExploration:
         loc, features = self.sac.actor.mean_and_features(observation)
         rows = tf.range(tf.shape(observation)[0]) % self.num_envs  # row i acts for env i
         noise = tf.einsum("bf,bfa->ba", features, tf.gather(self.noise, rows))
+        # Scaled to the std the losses clip (log_std_min/max), so that the actions come from
+        # the distribution the actor trains as its own (1 where no clip applies).
+        log_std = self.sac.actor.noise_log_std(features)
+        noise *= tf.exp(tf.clip_by_value(log_std, *self.log_std_bounds) - log_std)
         return tf.tanh(loc + noise)
 
     def reset(self):

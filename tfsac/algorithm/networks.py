@@ -179,18 +179,30 @@ class GSDEActor(keras.Model):
         mean = tf.clip_by_value(self.mean(features), -self.clip_mean, self.clip_mean)
         return mean, features
 
-    def call(self, observations):
-        mean, features = self.mean_and_features(observations)
+    def noise_log_std(self, features):
+        """log std of eps(s) = z(s) @ E for each state: 0.5 log(z(s)^2 @ sigma^2)."""
         variance = tf.matmul(tf.square(tf.stop_gradient(features)), tf.exp(2.0 * self.log_std))
         # The epsilon keeps the std positive where every feature is 0 (dead ReLUs).
-        return mean, 0.5 * tf.math.log(variance + 1e-6)
+        return 0.5 * tf.math.log(variance + 1e-6)
+
+    def call(self, observations):
+        mean, features = self.mean_and_features(observations)
+        return mean, self.noise_log_std(features)
 
 
 class ValueNetwork(keras.Model):
-    """The state-value network V(s) of SAC v1 (arXiv:1801.01290); returns [B]."""
+    """The state-value network V(s) of SAC v1 (arXiv:1801.01290); returns [B]. With
+    `normalizer` (the actor's and critics' ObservationNormalizer) observations are
+    normalised first."""
 
-    def __init__(self, hidden_sizes: Sequence[int] = (256, 256), **kw):
+    def __init__(
+        self,
+        hidden_sizes: Sequence[int] = (256, 256),
+        normalizer: Optional[keras.layers.Layer] = None,
+        **kw,
+    ):
         super().__init__(**kw)
+        self.normalizer = normalizer
         self.trunk = keras.Sequential(
             [
                 keras.layers.Dense(h, activation="relu", name=f"hidden_{i}")
@@ -201,13 +213,18 @@ class ValueNetwork(keras.Model):
         self.head = keras.layers.Dense(1, name="v")
 
     def call(self, observations):
+        if self.normalizer is not None:
+            observations = self.normalizer(observations)
         return tf.squeeze(self.head(self.trunk(observations)), axis=-1)
 
 
-def build_value_networks(obs_dim: int, config) -> tuple[keras.Model, keras.Model]:
-    """V and its Polyak-averaged target (a copy), for variant 'v1'."""
-    value = ValueNetwork(config.hidden_sizes, name="value")
-    target_value = ValueNetwork(config.hidden_sizes, name="target_value")
+def build_value_networks(obs_dim: int, config, normalizer=None) -> tuple[keras.Model, keras.Model]:
+    """V and its Polyak-averaged target (a copy), for variant 'v1': the critics' sizes, and
+    their observation `normalizer` (shared, as theirs: V(s') is the critics' whole
+    bootstrap)."""
+    sizes = config.critic_hidden_sizes
+    value = ValueNetwork(sizes, normalizer, name="value")
+    target_value = ValueNetwork(sizes, normalizer, name="target_value")
     obs = tf.zeros([3, obs_dim])
     value(obs)
     target_value(obs)

@@ -74,8 +74,8 @@ class SAC:
         self.actor, self.critic, self.target_critic = build_networks(
             obs_dim, action_dim, config, actor_fn, critic_fn, self.obs_normalizer
         )
-        self.actor_optimizer = self._optimizer("actor")
-        self.critic_optimizer = self._optimizer("critic")
+        self.actor_optimizer = self.make_optimizer("actor")
+        self.critic_optimizer = self.make_optimizer("critic")
         self.variant = variant_of(config)(self, obs_dim)
         self.metric_names = SAC.metric_names + self.variant.metric_names
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
@@ -98,7 +98,7 @@ class SAC:
         self.critic_optimizer.build(self.critic.trainable_variables)
         self.temperature.build()
 
-    def _optimizer(self, part: str) -> keras.optimizers.Optimizer:
+    def make_optimizer(self, part: str) -> keras.optimizers.Optimizer:
         """Adam (AdamW with `weight_decay`), with the config's beta_1 and gradient clip."""
         cfg = self.config
         kwargs = dict(beta_1=cfg.adam_beta1, global_clipnorm=cfg.max_grad_norm, name=f"{part}_adam")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from tfsac.algorithm.variants.base import lazy_module, register
 from tfsac.algorithm.variants.sac import SoftDoubleQ
 
-keras = lazy_module("keras")
 tf = lazy_module("tensorflow")
 losses = lazy_module("tfsac.algorithm.losses")
 networks = lazy_module("tfsac.algorithm.networks")
@@ -30,11 +29,10 @@ class SoftValue(SoftDoubleQ):
 
     def __init__(self, sac, obs_dim: int):
         super().__init__(sac, obs_dim)
-        config = sac.config
-        self.value, self.target_value = networks.build_value_networks(obs_dim, config)
-        self.optimizer = keras.optimizers.Adam(
-            config.rate("value"), global_clipnorm=config.max_grad_norm, name="value_adam"
+        self.value, self.target_value = networks.build_value_networks(
+            obs_dim, sac.config, sac.obs_normalizer
         )
+        self.optimizer = sac.make_optimizer("value")  # the critics' kind (AdamW, beta_1)
         self.optimizer.build(self.value.trainable_variables)
 
     def checkpoint_objects(self):

@@ -336,6 +336,7 @@ def inference(tfsac, config):
             check_saved_model(FLAGS.saved_model)
             formats.check_readable(FLAGS.saved_model)
             load_policy(FLAGS.saved_model)
+            formats.check_files(FLAGS.saved_model)  # its policy.tflite / .onnx, if any
         with tempfile.TemporaryDirectory() as tmp:
             if FLAGS.saved_model:
                 version = shutil.copytree(FLAGS.saved_model, os.path.join(tmp, "1"))

@@ -95,7 +95,7 @@ def main(argv):
         )
         return
     tfsac = import_tfsac()
-    from tfsac.deploy.export import export_policy
+    from tfsac.deploy.export import export_policy, mark_checkpoint
     from tfsac.deploy.formats import add_formats, check_readable
     from tfsac.deploy.loading import checkpoint_learner, load_policy
     from tfsac.deploy.metadata import policy_metadata
@@ -115,17 +115,22 @@ def main(argv):
             "return_mean": info.get("eval_return_mean"),
             "seed": info.get("eval_seed"),
         }
+        metadata, name = policy_metadata(config, spec, final), _model_name(config)
+        args = (metadata, info["checkpoint"], FLAGS.export_dir, name, formats, FLAGS.quantize)
+        published = mark_checkpoint(*args)
+        if published:  # the same weights are not published twice
+            print(f"{published} holds {info['checkpoint']} already: nothing exported")
+            return
         path = export_policy(
             learner.actor,
             spec,
             FLAGS.export_dir,
-            _model_name(config),
-            policy_metadata(config, spec, final),
+            name,
+            metadata,
             (config.log_std_min, config.log_std_max),
             ("saved_model", *formats),
+            FLAGS.quantize,
         )
-        if FLAGS.quantize != "none":  # the version's policy.tflite, quantized in place
-            add_formats(path, ("tflite",), FLAGS.quantize)
     except tfsac.TfsacError as e:
         fail(str(e))
     print(f"{os.path.abspath(path)} (from {info['checkpoint']})")
@@ -136,13 +141,14 @@ def main(argv):
 def _say_quantization_error(version_dir) -> None:
     if FLAGS.quantize == "none":
         return
-    from tfsac.deploy.formats import quantization_error
+    from tfsac.deploy.parity import quantization_error
 
     error = quantization_error(version_dir)
-    # The quantized model takes policy.tflite's name: say so, it replaced any float32 one.
+    # The quantized model takes policy.tflite's name: say so (it replaced any float32 one).
     print(
         f"{os.path.join(version_dir, 'policy.tflite')} is the {FLAGS.quantize}-quantized "
-        "model (it replaces a float32 policy.tflite; the SavedModel is unchanged)"
+        "model (tfsac_metadata.json says so as tflite_quantization; the SavedModel is "
+        "unchanged)"
     )
     print(f"{FLAGS.quantize} quantization: largest action error {error:.3g} on 1000 observations")
 

@@ -16,7 +16,7 @@ from conftest import REPO_ROOT
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
 from tfsac.data.envs import unit_to_bounds
 from tfsac.deploy import export as export_module
-from tfsac.deploy.metadata import check_saved_model
+from tfsac.deploy.metadata import check_saved_model, read_metadata
 from tfsac.files import check_writable
 
 SPEC = EnvSpec(
@@ -288,6 +288,46 @@ def test_a_failed_conversion_leaves_no_version_folder(exported, tmp_path, monkey
     assert os.listdir(tmp_path / "m") == []
 
 
+def test_a_converted_file_that_acts_otherwise_is_refused_and_nothing_is_published(
+    exported, converted, tmp_path, monkeypatch
+):
+    """Found by a tester: nothing checked at export time that policy.tflite and policy.onnx
+    act as their SavedModel (the README said each is checked), nor that a version's files
+    load before a benchmark reads them (a damaged one was a traceback naming a copy)."""
+    import shutil
+
+    from tfsac.deploy import formats
+
+    learner, path = exported
+    other = SACLearner(3, 2, SACConfig(hidden_sizes=(32, 32)))  # other weights
+    wrong = export_policy(other.actor, SPEC, str(tmp_path / "o"), "o", {}, formats=("onnx",))
+    monkeypatch.setattr(
+        formats, "write_onnx", lambda sm, out, md: shutil.copy(f"{wrong}/policy.onnx", out)
+    )
+    error = r"the converted policy.onnx does not act as the SavedModel it was converted from: "
+    error += r"largest action difference \S+ on 256 observations from the space"
+    with pytest.raises(TfsacError, match=error):
+        export_policy(learner.actor, SPEC, str(tmp_path), "m", {}, formats=("onnx",))
+    assert os.listdir(tmp_path / "m") == []  # no version published
+    version = shutil.copytree(path, tmp_path / "v" / "1")
+    with pytest.raises(TfsacError, match=error):
+        formats.add_formats(str(version), ("tflite", "onnx"))
+    assert sorted(os.listdir(version)) == sorted(os.listdir(path))  # no format added
+
+    # A version's own files: each loads and acts as its SavedModel, else one line naming it.
+    formats.check_files(converted)
+    damaged = shutil.copytree(converted, tmp_path / "d" / "1")
+    for name, runtime in (("policy.tflite", "LiteRT"), ("policy.onnx", "ONNX")):
+        good = (damaged / name).read_bytes()
+        (damaged / name).write_bytes(good[:3000])
+        with pytest.raises(TfsacError, match=f"cannot load the {runtime} model '{damaged / name}'"):
+            formats.check_files(str(damaged))
+        (damaged / name).write_bytes(good)
+    shutil.copy(f"{wrong}/policy.onnx", damaged / "policy.onnx")
+    with pytest.raises(TfsacError, match=f"{damaged / 'policy.onnx'} does not act"):
+        formats.check_files(str(damaged))
+
+
 def test_a_format_without_its_converter_is_refused_with_the_extra_to_install(monkeypatch):
     from tfsac.deploy import formats
 
@@ -318,11 +358,15 @@ def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_p
     out = run(f"--saved_model={result.saved_model_path}", "--formats=tflite", "--quantize=float16")
     lines = out.splitlines()
     assert lines[0] == os.path.join(result.saved_model_path, "policy.tflite")
-    assert "is the float16-quantized model (it replaces a float32 policy.tflite" in lines[1]
+    assert lines[1] == os.path.join(result.saved_model_path, "tfsac_metadata.json")
+    assert "is the float16-quantized model (tfsac_metadata.json says so" in lines[2]
     assert re.fullmatch(
-        r"float16 quantization: largest action error \S+ on 1000 observations", lines[2]
+        r"float16 quantization: largest action error \S+ on 1000 observations", lines[3]
     )
-    assert len(lines) == 3
+    assert len(lines) == 4
+    assert read_metadata(result.saved_model_path)["tflite_quantization"] == "float16"
+    run(f"--saved_model={result.saved_model_path}", "--formats=tflite")  # float32 again
+    assert "tflite_quantization" not in read_metadata(result.saved_model_path)
     assert not [n for n in os.listdir(result.saved_model_path) if n.startswith(".")]
     run(f"--run_dir={result.run_dir}", "--formats=onnx", f"--export_dir={tmp_path / 'again'}")
     version = tmp_path / "again" / "pendulum_v1" / "1"
@@ -334,10 +378,25 @@ def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_p
     np.testing.assert_array_equal(
         before(observation=obs)["action"].numpy(), after(observation=obs)["action"].numpy()
     )
+    # The version records its checkpoint; the same weights are not published twice (a
+    # tester's: versions 3 and 4 alike), unless a format or quantization it lacks is asked.
+    assert read_metadata(str(version))["checkpoint"]["name"] == "ckpt-40"
+    again = run(
+        f"--run_dir={result.run_dir}", "--formats=onnx", f"--export_dir={version.parent.parent}"
+    )
+    assert (
+        again.strip()
+        == f"{version} holds {result.run_dir}/checkpoints/ckpt-40 already: nothing exported"
+    )
+    quantized = ("--formats=tflite", "--quantize=int8", f"--export_dir={tmp_path / 'again'}")
+    assert "is the int8-quantized model" in run(f"--run_dir={result.run_dir}", *quantized)
+    assert read_metadata(str(version.parent / "2"))["tflite_quantization"] == "int8"
+    assert "nothing exported" in run(f"--run_dir={result.run_dir}", *quantized)
+    assert sorted(os.listdir(version.parent)) == ["1", "2"]
 
 
 def test_quantized_litert_files_are_smaller_and_their_action_error_is_measured(exported, tmp_path):
-    from tfsac.deploy import formats
+    from tfsac.deploy import formats, parity
 
     learner, _ = exported
     sizes, errors = {}, {}
@@ -348,8 +407,8 @@ def test_quantized_litert_files_are_smaller_and_their_action_error_is_measured(e
         path = export_policy(learner.actor, SPEC, str(tmp_path), quantization, {})
         formats.add_formats(path, ("tflite",), quantization)
         sizes[quantization] = os.path.getsize(os.path.join(path, "policy.tflite"))
-        errors[quantization] = formats.quantization_error(path)
-        lite = formats.litert_interpreter(os.path.join(path, "policy.tflite"))
+        errors[quantization] = parity.quantization_error(path)
+        lite = parity.litert_interpreter(os.path.join(path, "policy.tflite"))
         action = lite.get_signature_runner("serving_default")(observation=obs)["action"]
         assert np.isfinite(action[:3]).all() and np.isnan(action[3:]).all(), quantization
     assert sizes["none"] > sizes["float16"] > sizes["int8"], sizes
@@ -457,6 +516,7 @@ def test_new_files_of_a_version_are_written_beside_it_never_inside(exported, tmp
 
     monkeypatch.setattr(formats, "write_tflite", fake_write)
     monkeypatch.setattr(formats, "write_onnx", fake_write)
+    monkeypatch.setattr(formats, "check_parity", lambda *args: None)  # fake files
     formats.add_formats(version, ("tflite", "onnx"))
     for folder, _ in seen:
         assert os.path.dirname(folder) == str(tmp_path / "m")

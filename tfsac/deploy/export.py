@@ -31,8 +31,19 @@ from absl import logging
 
 from tfsac.algorithm.distributions import policy_params, squash_bijector
 from tfsac.data.spaces import EnvSpec
-from tfsac.deploy.formats import parse_formats, temp_folder, write_formats
-from tfsac.deploy.metadata import METADATA_FILE, policy_metadata, sample_observations
+from tfsac.deploy.formats import (
+    FILES,
+    parse_formats,
+    temp_folder,
+    with_quantization,
+    write_formats,
+)
+from tfsac.deploy.metadata import (
+    METADATA_FILE,
+    policy_metadata,
+    read_metadata,
+    sample_observations,
+)
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import check_writable, default_model_name, model_versions
 from tfsac.logs import absl_verbosity
@@ -143,9 +154,11 @@ def export_policy(
     metadata: dict,
     log_std_bounds=(-20.0, 2.0),
     formats=("saved_model",),
+    quantization: str = "none",
 ) -> str:
     """Writes a new version under <export_dir>/<model_name>/ and returns its path.
-    `sample` clips the actor's log_std to `log_std_bounds`, as the learner does.
+    `sample` clips the actor's log_std to `log_std_bounds`, as the learner does; a
+    policy.tflite in `formats` is written with `quantization`.
 
     The SavedModel is written to a hidden temporary folder and renamed into place, so a
     failure never leaves a partial version folder for TF Serving to pick up.
@@ -160,9 +173,9 @@ def export_policy(
         with absl_verbosity(logging.WARNING):
             build_archive(actor, spec, metadata, log_std_bounds).write_out(tmp, verbose=False)
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
-            json.dump(metadata, f, indent=2)
+            json.dump(with_quantization(metadata, formats, quantization), f, indent=2)
         write_warmup_requests(tmp, model_name, spec)
-        write_formats(tmp, formats, metadata)  # converted from the SavedModel, beside it
+        write_formats(tmp, formats, metadata, quantization)  # from the SavedModel, beside it
         # mkdtemp makes the folder private (0700); the version folder must be as readable
         # as any other folder the process makes (a TF Serving container running as another
         # user reads it).
@@ -188,8 +201,7 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
     metadata = policy_metadata(config, spec, final_evaluation)
     checkpoint = final_evaluation.get("checkpoint")
     if checkpoint:
-        metadata["checkpoint"] = _checkpoint_identity(checkpoint)
-        published = _newest_version_from(config.export_dir, model_name, metadata["checkpoint"])
+        published = mark_checkpoint(metadata, checkpoint, config.export_dir, model_name)
         if published:
             logging.info("the final checkpoint's policy is already exported as %s", published)
             return published
@@ -200,6 +212,29 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
     )
     logging.info("exported SavedModel to %s", os.path.abspath(path))
     return os.path.abspath(path)
+
+
+def mark_checkpoint(
+    metadata: dict,
+    checkpoint: str,
+    export_dir: str,
+    model_name: str,
+    formats=(),
+    quantization: str = "none",
+) -> Optional[str]:
+    """Records in `metadata` which checkpoint the weights come from; returns the model's
+    newest version where it holds that checkpoint's weights already, with each of `formats`
+    (a policy.tflite with `quantization`), else None."""
+    metadata["checkpoint"] = _checkpoint_identity(checkpoint)
+    newest = _newest_version_from(export_dir, model_name, metadata["checkpoint"])
+    if newest is None:
+        return None
+    if "tflite" in formats and read_metadata(newest).get("tflite_quantization", "none") != (
+        quantization
+    ):
+        return None
+    wanted = [FILES[f] for f in formats if f in FILES]
+    return newest if all(os.path.isfile(os.path.join(newest, f)) for f in wanted) else None
 
 
 def _checkpoint_identity(checkpoint: str) -> dict:

@@ -16,11 +16,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
-from tfsac.deploy.metadata import read_metadata, sample_observations
+from tfsac.deploy.metadata import METADATA_FILE, read_metadata
+from tfsac.deploy.parity import check_parity, litert_interpreter
 from tfsac.errors import TfsacError, first_line
-from tfsac.logs import native_stderr_captured
 
 FILES = {"tflite": "policy.tflite", "onnx": "policy.onnx"}
 QUANTIZATIONS = ("none", "float16", "int8")  # LiteRT's post-training options
@@ -162,42 +162,50 @@ def _quiet_env() -> Dict[str, str]:
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
-def write_formats(saved_model_dir: str, formats: Sequence[str], metadata: Dict) -> None:
-    """Writes each of `formats` but the SavedModel itself into its folder."""
-    if "tflite" in formats:
-        write_tflite(saved_model_dir, os.path.join(saved_model_dir, FILES["tflite"]))
-    if "onnx" in formats:
-        write_onnx(saved_model_dir, os.path.join(saved_model_dir, FILES["onnx"]), metadata)
+def write_formats(
+    saved_model_dir: str,
+    formats: Sequence[str],
+    metadata: Dict,
+    quantization: str = "none",
+    folder: Optional[str] = None,
+) -> list:
+    """Writes each of `formats` but the SavedModel itself into `folder` (default: the
+    SavedModel's), LiteRT with `quantization`; each unquantized file is checked to act as
+    the SavedModel does (deploy/parity.py). Returns the names written."""
+    names = [n for n in FILES if n in formats]
+    for name in names:
+        path = os.path.join(folder or saved_model_dir, FILES[name])
+        if name == "tflite":
+            write_tflite(saved_model_dir, path, quantization)
+        else:
+            write_onnx(saved_model_dir, path, metadata)
+        if name == "onnx" or quantization == "none":  # a quantized one's error is said
+            check_parity(saved_model_dir, path, f"the converted {FILES[name]}")
+    return names
 
 
-def quantization_error(version_dir: str, count: int = 1000) -> float:
-    """The largest action difference between the version's policy.tflite and its
-    SavedModel on `count` observations sampled from the observation space."""
-    import tensorflow as tf
-
-    from tfsac.deploy.loading import load_policy
-
-    metadata = read_metadata(version_dir)
-    served = load_policy(version_dir).signatures["serving_default"]
-    dim = metadata.get("observation_dim")
-    if dim is None:
-        dim = served.structured_input_signature[1]["observation"].shape[1]
-    obs = sample_observations(metadata.get("observation_space_json"), dim, count, seed=1)
-    expected = served(observation=tf.constant(obs))["action"].numpy()
-    lite = litert_interpreter(os.path.join(version_dir, FILES["tflite"]))
-    got = lite.get_signature_runner("serving_default")(observation=obs)["action"]
-    return float(abs(got - expected).max())
+def with_quantization(metadata: Dict, formats: Sequence[str], quantization: str) -> Dict:
+    """The sidecar metadata of a version whose policy.tflite is written with `quantization`
+    (recorded where it is not 'none': a reader tells a quantized file from its name alone
+    no more than the parity check does)."""
+    if "tflite" not in formats:
+        return metadata
+    metadata = {k: v for k, v in metadata.items() if k != "tflite_quantization"}
+    return metadata if quantization == "none" else {**metadata, "tflite_quantization": quantization}
 
 
-def litert_interpreter(path: str):
-    """A LiteRT interpreter of `path`, allocated without the line that creating its XNNPACK
-    delegate prints ("INFO: Created TensorFlow Lite XNNPACK delegate for CPU.")."""
-    from ai_edge_litert.interpreter import Interpreter
-
-    with native_stderr_captured():
-        lite = Interpreter(model_path=path)
-        lite.allocate_tensors()
-    return lite
+def check_files(version_dir: str) -> None:
+    """TfsacError unless each policy.tflite / policy.onnx in the version loads and, where
+    unquantized, acts as its SavedModel does."""
+    quantized = read_metadata(version_dir).get("tflite_quantization", "none") != "none"
+    for name, file in FILES.items():
+        path = os.path.join(version_dir, file)
+        if not os.path.isfile(path):
+            continue
+        if name == "tflite" and quantized:
+            litert_interpreter(path)
+        else:
+            check_parity(version_dir, path, path)
 
 
 def check_readable(version_dir: str) -> None:
@@ -226,23 +234,22 @@ def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "n
     the folder never sees half a file); returns the paths written."""
     check_readable(version_dir)
     metadata = read_metadata(version_dir)
-    names = [n for n in formats if n in FILES]
-    if not names:
+    if not any(n in FILES for n in formats):
         return []
-    paths = [os.path.join(version_dir, FILES[n]) for n in names]
     tmp_dir = None
     try:
         tmp_dir = temp_folder(os.path.dirname(os.path.abspath(version_dir)))
         # Every file is converted before any is renamed: a failed conversion leaves the
         # version as it was, not with one format replaced.
-        for name in names:
-            tmp = os.path.join(tmp_dir, FILES[name])
-            if name == "tflite":
-                write_tflite(version_dir, tmp, quantization)
-            else:
-                write_onnx(version_dir, tmp, metadata)
-        for name, path in zip(names, paths, strict=True):
-            os.replace(os.path.join(tmp_dir, FILES[name]), path)
+        names = write_formats(version_dir, formats, metadata, quantization, tmp_dir)
+        paths = [os.path.join(version_dir, FILES[n]) for n in names]
+        sidecar = with_quantization(metadata, names, quantization)
+        if sidecar != metadata:
+            with open(os.path.join(tmp_dir, METADATA_FILE), "w") as f:
+                json.dump(sidecar, f, indent=2)
+            paths.append(os.path.join(version_dir, METADATA_FILE))
+        for path in paths:
+            os.replace(os.path.join(tmp_dir, os.path.basename(path)), path)
     except OSError as e:
         raise TfsacError(f"cannot write in {version_dir!r}: {e.strerror or e}") from None
     finally:

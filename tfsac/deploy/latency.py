@@ -14,7 +14,7 @@ from typing import Callable, Dict, List
 
 import numpy as np
 
-from tfsac.deploy.formats import litert_interpreter
+from tfsac.deploy.parity import litert_interpreter, onnx_session
 
 BATCHES = (1, 64)
 RUNTIMES = ("saved_model_python", "saved_model_c_api", "litert", "onnxruntime")
@@ -62,9 +62,7 @@ def _litert_runner(version_dir: str):
 
 
 def _onnx_runner(version_dir: str):
-    import onnxruntime
-
-    session = onnxruntime.InferenceSession(os.path.join(version_dir, "policy.onnx"))
+    session = onnx_session(os.path.join(version_dir, "policy.onnx"))
     return lambda rows: session.run(["action"], {"observation": rows})[0]
 
 

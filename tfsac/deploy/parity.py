@@ -1,0 +1,97 @@
+"""The other formats' actions checked against the SavedModel they were converted from: an
+export writes a policy.tflite or policy.onnx only where it acts as the SavedModel does on
+observations sampled from the space, and a file that does not load is one line naming it."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from tfsac.deploy.metadata import read_metadata, sample_observations
+from tfsac.errors import TfsacError, first_line
+from tfsac.logs import native_stderr_captured
+
+# An unquantized file's actions may differ from the SavedModel's by float32 rounding in
+# another kernel order (about 1e-6 measured); this much more is a wrong file.
+PARITY_TOLERANCE = 1e-4
+PARITY_OBSERVATIONS = 256
+
+
+def litert_interpreter(path: str):
+    """A LiteRT interpreter of `path`, allocated without the line that creating its XNNPACK
+    delegate prints ("INFO: Created TensorFlow Lite XNNPACK delegate for CPU.")."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    try:
+        with native_stderr_captured():
+            lite = Interpreter(model_path=path)
+            lite.allocate_tensors()
+    except (ValueError, RuntimeError, OSError) as e:  # "not a valid Flatbuffer buffer"
+        raise TfsacError(f"cannot load the LiteRT model {path!r}: {first_line(e)}") from None
+    return lite
+
+
+def onnx_session(path: str):
+    """An ONNX Runtime session of `path`."""
+    import onnxruntime
+
+    try:
+        return onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types: one line
+        raise TfsacError(f"cannot load the ONNX model {path!r}: {first_line(e)}") from None
+
+
+def file_actions(path: str, observations: np.ndarray) -> np.ndarray:
+    """The `serving_default` actions of a policy.tflite or policy.onnx at `path`."""
+    if path.endswith(".onnx"):
+        return onnx_session(path).run(["action"], {"observation": observations})[0]
+    runner = litert_interpreter(path).get_signature_runner("serving_default")
+    return runner(observation=observations)["action"]
+
+
+def action_error(
+    saved_model_dir: str, path: str, count: int = PARITY_OBSERVATIONS, relative: bool = True
+) -> float:
+    """The largest difference between the actions of the file at `path` and those of the
+    SavedModel in `saved_model_dir` on `count` observations sampled from the observation
+    space (`relative`: to 1 + |action|); inf where one of them is not finite and the other
+    is."""
+    import tensorflow as tf
+
+    from tfsac.deploy.loading import load_policy
+
+    metadata = read_metadata(saved_model_dir)
+    served = load_policy(saved_model_dir).signatures["serving_default"]
+    dim = metadata.get("observation_dim")
+    if dim is None:
+        dim = served.structured_input_signature[1]["observation"].shape[1]
+    obs = sample_observations(metadata.get("observation_space_json"), dim, count, seed=1)
+    expected = served(observation=tf.constant(obs))["action"].numpy()
+    got = np.asarray(file_actions(path, obs))
+    if got.shape != expected.shape or np.any(np.isfinite(got) != np.isfinite(expected)):
+        return float("inf")
+    finite = np.isfinite(expected)
+    if not finite.any():
+        return 0.0
+    scale = 1.0 + abs(expected) if relative else 1.0
+    return float((abs(got - expected) / scale)[finite].max())
+
+
+def check_parity(saved_model_dir: str, path: str, shown_as: str) -> None:
+    """TfsacError unless the unquantized file at `path` acts as the SavedModel does
+    (`shown_as`: the file's name in the error, where `path` is a temporary copy)."""
+    error = action_error(saved_model_dir, path)
+    if not error <= PARITY_TOLERANCE:
+        raise TfsacError(
+            f"{shown_as} does not act as the SavedModel it was converted from: largest "
+            f"action difference {error:.3g} on {PARITY_OBSERVATIONS} observations from the "
+            f"space (allowed {PARITY_TOLERANCE:g})"
+        )
+
+
+def quantization_error(version_dir: str, count: int = 1000) -> float:
+    """The largest action difference between the version's policy.tflite and its
+    SavedModel on `count` observations sampled from the observation space."""
+    path = os.path.join(version_dir, "policy.tflite")
+    return action_error(version_dir, path, count, relative=False)

@@ -134,8 +134,10 @@ def _report(env_id, returns, seed, episodes, info, success_rate=None) -> None:
         and not FLAGS.stochastic
     )
     if repeats_final:
-        # A checkpoint's own evaluation (--step, or an older one where the newest is damaged).
-        step = info.get("checkpoint_step")
+        # The weights' own evaluation, named by its step: a checkpoint's (--step, or an older
+        # one where the newest is damaged), or an export's (export.py --step exports one
+        # from before the run's end; a tester found it called the run's final evaluation).
+        step = info.get("checkpoint_step", info.get("training_steps"))
         which = "final evaluation" if step is None else f"evaluation at step {step}"
         print(
             f"  the training run's {which} (same seed, episodes and env) returned "

@@ -328,6 +328,16 @@ def test_a_converted_file_that_acts_otherwise_is_refused_and_nothing_is_publishe
         formats.check_files(str(damaged))
 
 
+def test_no_version_beyond_what_tf_serving_reads_is_written(exported, tmp_path):
+    """A tester's: beside a folder 2**63 - 1 (TF Serving's int64 maximum) an export wrote
+    version 2**63, which TF Serving never serves."""
+    learner, _ = exported
+    (tmp_path / "m" / str(2**63 - 1)).mkdir(parents=True)
+    with pytest.raises(TfsacError, match=r"holds version 9223372036854775807, the highest TF S"):
+        export_policy(learner.actor, SPEC, str(tmp_path), "m", {})
+    assert os.listdir(tmp_path / "m") == [str(2**63 - 1)]
+
+
 def test_a_format_without_its_converter_is_refused_with_the_extra_to_install(monkeypatch):
     from tfsac.deploy import formats
 

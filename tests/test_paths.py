@@ -7,6 +7,7 @@ created anywhere under the test's root are compared with the folders named."""
 import concurrent.futures
 import os
 import pathlib
+import re
 
 import pytest
 from conftest import run_script, tiny_config
@@ -54,6 +55,10 @@ def test_the_rule():
     for name in [*_hostile(pathlib.Path("/tmp")), None, 3]:
         assert not is_plain_name(name), name
         with pytest.raises(TfsacError, match="^model_name must be a folder name"):
+            check_plain_name("model_name", name)
+    # A tester's: a newline split the lines naming the folder; spaces at the ends.
+    for name, problem in [("a\nb", "control"), ("a\tb", "control"), (" m", "end"), ("m ", "end")]:
+        with pytest.raises(TfsacError, match=re.escape(f"got {name!r}: it ") + f".*{problem}"):
             check_plain_name("model_name", name)
 
 
@@ -109,9 +114,10 @@ def test_hostile_names_write_nothing_outside_the_named_folders(trained, monkeypa
     named = ["named/export", "named/videos"]
     assert _outside(new, named) == [], "written outside the named folders"
     assert not (root / "outside").exists() and not (root / "evil").exists()
-    # --run_dir's export takes the run's own model_name, and says what TF Serving serves.
-    assert (root / "named/export/m/2/saved_model.pb").is_file()
-    assert "TF Serving serves the highest: so this one replaces version 1." in done[0][2].stdout
+    # --run_dir's export takes the run's own model_name: its version 1 holds the run's last
+    # checkpoint already, so the same weights are not published again.
+    assert os.listdir(root / "named/export/m") == ["1"]
+    assert done[0][2].stdout.startswith(f"{root / 'named/export/m/1'} holds ")
     assert any(p.endswith(".mp4") for p in new)
 
 

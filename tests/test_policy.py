@@ -141,7 +141,7 @@ def test_values_a_space_does_not_hold_and_bad_arguments_are_tfsac_errors(runs, b
     KeyError from numpy, gymnasium or TF."""
     which = (lambda r: r.run_dir) if both else (lambda r: r.saved_model_path)
     policy = Policy.load(which(runs["dict"]))
-    for mode in (1.5, "1", 3, [1]):  # Discrete(3) takes the integers 0, 1, 2
+    for mode in (1.5, "1", 3, [1], True):  # Discrete(3) takes the integers 0, 1, 2, not bools
         with pytest.raises(TfsacError, match="expected an observation of Dict"):
             policy.predict({"pos": [0.1, -0.2], "mode": mode})
     assert policy.predict({"pos": [0.1, -0.2], "mode": np.int8(2)}).shape == (2,)

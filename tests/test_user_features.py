@@ -388,11 +388,8 @@ def test_evaluate_script_repeats_the_final_evaluation_and_checks_the_env(tmp_pat
         report = json.loads(out.stdout.strip().splitlines()[-1])
         assert (report["seed"], report["episodes"]) == (final["seed"], 1)
         assert report["return_mean"] == pytest.approx(final["return_mean"], rel=1e-4)
-        # A checkpoint's own evaluation is named by its step (--step may name an older one).
-        which = (
-            "final evaluation" if "saved_model" in source else f"evaluation at step {final['step']}"
-        )
-        assert f"the training run's {which} (same seed" in out.stdout
+        # The weights' own evaluation is named by its step (--step may name an older one).
+        assert f"the training run's evaluation at step {final['step']} (same seed" in out.stdout
     other_env = subprocess.run(
         [sys.executable, EVALUATE, f"--run_dir={result.run_dir}", "--env=MountainCarContinuous-v0"],
         capture_output=True,

@@ -11,7 +11,7 @@ from tfsac.errors import TfsacError
 
 PLAIN_NAME = (
     "a folder name: one plain path component (no path separators or drive, not '.' or '..', "
-    "not hidden, not empty)"
+    "not hidden, not empty, no control characters or spaces at either end)"
 )
 
 
@@ -27,6 +27,12 @@ def name_problem(name) -> Optional[str]:
         return "it holds a path separator"
     if ntpath.splitdrive(name)[0]:  # 'C:x' is relative to a drive's current folder
         return "it names a drive"
+    # A newline or a tab splits the lines that name the folder; TF Serving's REST paths and
+    # shells take a name with spaces at its ends for another (a tester's findings).
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "it holds a control character"
+    if name != name.strip():
+        return "it starts or ends with a space"
     return None
 
 

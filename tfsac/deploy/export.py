@@ -54,8 +54,15 @@ WARMUP_BATCHES = (1, 64)  # one client's request, and a batch as TF Serving's ba
 
 
 def next_version(model_dir: str) -> int:
-    """One more than the largest numeric version folder (TF Serving serves the largest)."""
-    return max(map(int, model_versions(model_dir)), default=0) + 1
+    """One more than the largest numeric version folder (TF Serving serves the largest);
+    TfsacError where that is beyond TF Serving's int64 versions."""
+    version = max(map(int, model_versions(model_dir)), default=0) + 1
+    if version >= 2**63:
+        raise TfsacError(
+            f"{model_dir!r} holds version {version - 1}, the highest TF Serving reads: a "
+            "higher one would never be served; export under another model name"
+        )
+    return version
 
 
 def _umask() -> int:

@@ -192,9 +192,9 @@ def _contains(space: gym.Space, observation) -> bool:
 
 
 def _integers(observation, shape) -> bool:
-    """Whether `observation` is integers (not 1.5, not '1') of `shape`."""
+    """Whether `observation` is integers (not 1.5, not '1', not True) of `shape`."""
     array = np.asarray(observation)
-    return array.shape == shape and array.dtype.kind in "biu"
+    return array.shape == shape and array.dtype.kind in "iu"
 
 
 def _space(metadata: Dict) -> Optional[gym.Space]:

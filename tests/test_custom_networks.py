@@ -154,3 +154,31 @@ def test_subclassed_actor_and_critic_overrides_are_what_trains():
     assert learner.update(batch)["finite"]
     after = [v.numpy() for v in learner.critic.trainable_variables]
     assert any(not np.allclose(b, a) for b, a in zip(before, after, strict=True))
+
+
+def test_a_custom_critics_batch_norm_statistics_reach_its_target():
+    """A reviewer's: the Polyak step averaged trainable variables only, so a custom critic's
+    batch-norm moving statistics stayed at their initial values in its target (SB3 copies
+    them, `batch_norm_stats`)."""
+
+    class NormedCritics(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.norm = keras.layers.BatchNormalization(momentum=0.5)
+            self.q = keras.layers.Dense(2)
+
+        def call(self, observations, actions, training=None):
+            x = self.norm(tf.concat([observations, actions], -1), training=training)
+            return tf.transpose(self.q(x))
+
+    config = SACConfig(hidden_sizes=(8,), batch_size=8, jit_compile=False, tau=0.5)
+    learner = SACLearner(3, 1, config, critic_fn=lambda o, a: NormedCritics())
+    batch = random_batch(1, 8, 3, 1)
+    batch["observation"] = batch["observation"] + 50.0  # statistics far from the initial 0, 1
+    assert learner.update(batch)["finite"]
+    online, target = learner.critic.norm, learner.target_critic.norm
+    assert float(online.moving_mean[0]) > 10.0  # the critic's step moved them
+    np.testing.assert_array_equal(target.moving_mean.numpy(), online.moving_mean.numpy())
+    np.testing.assert_array_equal(target.moving_variance.numpy(), online.moving_variance.numpy())
+    # Its parameters are averaged, as before: tau 0.5 of the way.
+    assert not np.array_equal(learner.target_critic.q.kernel, learner.critic.q.kernel)

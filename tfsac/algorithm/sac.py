@@ -227,9 +227,16 @@ class SAC:
         return metrics
 
     def _polyak_step(self):
-        """Polyak-averages the parameters (not dropout's RNG state) into the targets."""
+        """Polyak-averages the parameters into the targets, and copies their other float
+        state as is (a custom critic's batch-norm moving statistics, as SB3 copies its
+        `batch_norm_stats`; the target evaluated its own initial ones). A shared layer's
+        variables (the observation normaliser) and integer state (dropout's seeds) stay."""
         for target, online in self.variant.polyak_pairs():
             polyak_update(target.trainable_variables, online.trainable_variables, self.config.tau)
+            pairs = zip(target.non_trainable_variables, online.non_trainable_variables, strict=True)
+            for mine, theirs in pairs:
+                if mine is not theirs and tf.as_dtype(mine.dtype).is_floating:
+                    mine.assign(theirs)
         return tf.constant(True)
 
 

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -304,7 +305,7 @@ def test_a_converted_file_that_acts_otherwise_is_refused_and_nothing_is_publishe
     monkeypatch.setattr(
         formats, "write_onnx", lambda sm, out, md: shutil.copy(f"{wrong}/policy.onnx", out)
     )
-    error = r"the converted policy.onnx does not act as the SavedModel it was converted from: "
+    error = r"the converted policy.onnx does not act as its SavedModel: "
     error += r"largest action difference \S+ on 256 observations from the space"
     with pytest.raises(TfsacError, match=error):
         export_policy(learner.actor, SPEC, str(tmp_path), "m", {}, formats=("onnx",))
@@ -326,6 +327,37 @@ def test_a_converted_file_that_acts_otherwise_is_refused_and_nothing_is_publishe
     shutil.copy(f"{wrong}/policy.onnx", damaged / "policy.onnx")
     with pytest.raises(TfsacError, match=f"{damaged / 'policy.onnx'} does not act"):
         formats.check_files(str(damaged))
+    # A quantized LiteRT file is told by its tensors, not its metadata (the reviewer's: a
+    # version quantized before tfsac recorded it was refused as a wrong file).
+    shutil.copy(f"{converted}/policy.onnx", damaged / "policy.onnx")
+    formats.add_formats(str(damaged), ("tflite",), "int8")
+    metadata = read_metadata(str(damaged))
+    del metadata["tflite_quantization"]
+    (damaged / export_module.METADATA_FILE).write_text(json.dumps(metadata))
+    formats.check_files(str(damaged))
+
+
+def test_the_parity_check_feeds_no_values_at_which_the_arithmetic_overflows(tmp_path):
+    """A reviewer's: bounds at float32's largest (CartPole's velocities) drew observations
+    near 3e38, at which an untrained CrossQ actor gave NaN in LiteRT and a finite action
+    from the SavedModel, and its export was refused as a wrong file."""
+    import gymnasium as gym
+
+    from tfsac.data.spaces import space_to_json
+
+    big = np.finfo(np.float32).max
+    space = space_to_json(gym.spaces.Box(-big, big, (4,), np.float32))
+    spec = EnvSpec("T-v0", 4, 2, (-1.0, -1.0), (1.0, 1.0), "Box(4)", "Box(2)", "none", space)
+    keras.utils.set_random_seed(0)  # weights at which it did
+    learner = SACLearner(4, 2, SACConfig(hidden_sizes=(64, 64), algorithm="crossq"))
+    metadata = {"observation_space_json": space}
+    formats = ("saved_model", "tflite", "onnx")
+    assert os.path.isfile(
+        os.path.join(
+            export_policy(learner.actor, spec, str(tmp_path), "m", metadata, formats=formats),
+            "policy.onnx",
+        )
+    )
 
 
 def test_no_version_beyond_what_tf_serving_reads_is_written(exported, tmp_path):

@@ -57,7 +57,8 @@ def test_the_rule():
         with pytest.raises(TfsacError, match="^model_name must be a folder name"):
             check_plain_name("model_name", name)
     # A tester's: a newline split the lines naming the folder; spaces at the ends.
-    for name, problem in [("a\nb", "control"), ("a\tb", "control"), (" m", "end"), ("m ", "end")]:
+    odd = ["a\nb", "a\tb", "a\x85b", "a\x9b[2Jb", "a\u2028b"]  # C0, C1, Unicode line breaks
+    for name, problem in [*((n, "control") for n in odd), (" m", "end"), ("m ", "end")]:
         with pytest.raises(TfsacError, match=re.escape(f"got {name!r}: it ") + f".*{problem}"):
             check_plain_name("model_name", name)
 

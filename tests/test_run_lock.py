@@ -2,6 +2,7 @@
 one line before it touches the run; the lock goes with the run's end, its failure or its
 process."""
 
+import glob
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import time
 
 import pytest
+import tensorflow as tf
 from conftest import tiny_config
 
 from tfsac import TfsacError, Trainer, train
@@ -135,6 +137,32 @@ def test_a_built_trainer_is_refused_once_another_trained_the_run_since(tmp_path)
         stale.run()
     assert {k: v for k, v in _files(config.run_dir).items() if k != "run.lock"} == before
     assert current.run().summary["env_steps"] == 80  # its own run: the finished one
+
+
+def test_a_built_trainer_drops_what_another_run_wrote_since_without_a_checkpoint(tmp_path):
+    """A reviewer's: a run between the build and run() that stopped before any checkpoint
+    left its rows and scalars, and run() wrote the same steps again."""
+    config = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=40)
+    train(config, export=False, quiet=True)
+    more = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=40, total_steps=120)
+    built = Trainer(more, export=False, resume=True)
+
+    def die(record):
+        if record["step"] == 60:
+            raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        train(more, export=False, quiet=True, resume=True, on_log=die)
+    built.run()
+    progress = (tmp_path / "run" / "progress.csv").read_text().splitlines()[1:]
+    assert [int(row.split(",")[0]) for row in progress] == [20, 40, 60, 80, 100, 120]
+    steps = [
+        event.step
+        for path in sorted(glob.glob(str(tmp_path / "run" / "tensorboard" / "events.*")))
+        for event in tf.compat.v1.train.summary_iterator(path)
+        if any(v.tag == "learner/critic_loss" for v in event.summary.value)
+    ]
+    assert steps == [40, 60, 80, 100, 120]  # 20: warm-up
 
 
 def test_the_lock_outlives_the_users_own_opening_of_its_file_and_forked_children(tmp_path):

@@ -5,13 +5,14 @@ component, so that nothing is ever written outside that folder."""
 from __future__ import annotations
 
 import ntpath
+import unicodedata
 from typing import Optional
 
 from tfsac.errors import TfsacError
 
 PLAIN_NAME = (
     "a folder name: one plain path component (no path separators or drive, not '.' or '..', "
-    "not hidden, not empty, no control characters or spaces at either end)"
+    "not hidden, not empty, no control characters or line breaks, no spaces at either end)"
 )
 
 
@@ -29,8 +30,8 @@ def name_problem(name) -> Optional[str]:
         return "it names a drive"
     # A newline or a tab splits the lines that name the folder; TF Serving's REST paths and
     # shells take a name with spaces at its ends for another (a tester's findings).
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
-        return "it holds a control character"
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
+        return "it holds a control character or a line break"
     if name != name.strip():
         return "it starts or ends with a space"
     return None

@@ -236,9 +236,11 @@ def mark_checkpoint(
     newest = _newest_version_from(export_dir, model_name, metadata["checkpoint"])
     if newest is None:
         return None
-    if "tflite" in formats and read_metadata(newest).get("tflite_quantization", "none") != (
-        quantization
-    ):
+    try:
+        recorded = read_metadata(newest).get("tflite_quantization", "none")
+    except TfsacError:  # a sidecar damaged since: not a version to stand for this one
+        return None
+    if "tflite" in formats and recorded != quantization:
         return None
     wanted = [FILES[f] for f in formats if f in FILES]
     return newest if all(os.path.isfile(os.path.join(newest, f)) for f in wanted) else None

@@ -19,7 +19,7 @@ import tempfile
 from typing import Dict, Optional, Sequence
 
 from tfsac.deploy.metadata import METADATA_FILE, read_metadata
-from tfsac.deploy.parity import check_parity, litert_interpreter
+from tfsac.deploy.parity import check_parity, litert_quantized
 from tfsac.errors import TfsacError, first_line
 
 FILES = {"tflite": "policy.tflite", "onnx": "policy.onnx"}
@@ -197,14 +197,9 @@ def with_quantization(metadata: Dict, formats: Sequence[str], quantization: str)
 def check_files(version_dir: str) -> None:
     """TfsacError unless each policy.tflite / policy.onnx in the version loads and, where
     unquantized, acts as its SavedModel does."""
-    quantized = read_metadata(version_dir).get("tflite_quantization", "none") != "none"
     for name, file in FILES.items():
         path = os.path.join(version_dir, file)
-        if not os.path.isfile(path):
-            continue
-        if name == "tflite" and quantized:
-            litert_interpreter(path)
-        else:
+        if os.path.isfile(path) and not (name == "tflite" and litert_quantized(path)):
             check_parity(version_dir, path, path)
 
 

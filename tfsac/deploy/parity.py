@@ -16,6 +16,7 @@ from tfsac.logs import native_stderr_captured
 # another kernel order (about 1e-6 measured); this much more is a wrong file.
 PARITY_TOLERANCE = 1e-4
 PARITY_OBSERVATIONS = 256
+OBSERVATION_LIMIT = 1e6  # the largest |value| the check feeds
 
 
 def litert_interpreter(path: str):
@@ -30,6 +31,14 @@ def litert_interpreter(path: str):
     except (ValueError, RuntimeError, OSError) as e:  # "not a valid Flatbuffer buffer"
         raise TfsacError(f"cannot load the LiteRT model {path!r}: {first_line(e)}") from None
     return lite
+
+
+def litert_quantized(path: str) -> bool:
+    """Whether the LiteRT file at `path` holds float16 or int8 tensors (post-training
+    quantization, whatever its metadata says: versions quantized before tfsac recorded it
+    say nothing)."""
+    details = litert_interpreter(path).get_tensor_details()
+    return any(np.dtype(t["dtype"]) in (np.float16, np.int8) for t in details)
 
 
 def onnx_session(path: str):
@@ -67,6 +76,9 @@ def action_error(
     if dim is None:
         dim = served.structured_input_signature[1]["observation"].shape[1]
     obs = sample_observations(metadata.get("observation_space_json"), dim, count, seed=1)
+    # Bounds near float32's largest (CartPole's velocities) draw values at which a network's
+    # own arithmetic overflows, differently per runtime (docs/serving.md): not a wrong file.
+    obs = np.clip(obs, -OBSERVATION_LIMIT, OBSERVATION_LIMIT)
     expected = served(observation=tf.constant(obs))["action"].numpy()
     got = np.asarray(file_actions(path, obs))
     if got.shape != expected.shape or np.any(np.isfinite(got) != np.isfinite(expected)):
@@ -79,12 +91,13 @@ def action_error(
 
 
 def check_parity(saved_model_dir: str, path: str, shown_as: str) -> None:
-    """TfsacError unless the unquantized file at `path` acts as the SavedModel does
-    (`shown_as`: the file's name in the error, where `path` is a temporary copy)."""
+    """TfsacError unless the unquantized file at `path` acts as the SavedModel in
+    `saved_model_dir` does (`shown_as`: the file's name in the error, where `path` is a
+    temporary one)."""
     error = action_error(saved_model_dir, path)
     if not error <= PARITY_TOLERANCE:
         raise TfsacError(
-            f"{shown_as} does not act as the SavedModel it was converted from: largest "
+            f"{shown_as} does not act as its SavedModel: largest "
             f"action difference {error:.3g} on {PARITY_OBSERVATIONS} observations from the "
             f"space (allowed {PARITY_TOLERANCE:g})"
         )

@@ -154,7 +154,8 @@ def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn, lo
         if restored is not None:
             source.load_state(*restored)
     calls = CallbackList([hooks[0], *config_callbacks(config), *hooks[1:]])
-    progress = _open_run_dir(start, learner, source, calls, loop.step if resume else None, lock)
+    resumed_at = (loop.step, checkpointer.saved_time(resumed_from)) if resume else None
+    progress = _open_run_dir(start, learner, source, calls, resumed_at, lock)
     return RunParts(
         config=config,
         run_dir=start.run_dir,
@@ -241,7 +242,8 @@ def _open_run_dir(
 ) -> ProgressLog:
     """The run directory with the progress log open, once the start can no longer be
     refused (these write files); a finished run's files stay as they were. `resumed_at`:
-    the step a resumed run continues from, whose later rows a killed session wrote."""
+    the step a resumed run continues from, whose later rows a killed session wrote, and
+    when its checkpoint was saved (None for none)."""
     config, files = start.config, RunDir(start.run_dir)
     os.makedirs(start.run_dir, exist_ok=True)
     lock.hold()  # a new run directory's, before its first file
@@ -254,7 +256,7 @@ def _open_run_dir(
         extra_fields=source.stats_fields() if source else (),
     )
     if resumed_at is not None:
-        progress.truncate(resumed_at)
+        progress.truncate(*resumed_at)
     if source is not None:
         write_json(files.file(CONFIG_FILE), config.to_dict())
         write_json(files.file(ENV_SPEC_FILE), start.spec.to_dict())

@@ -28,12 +28,19 @@ def _runner_text(extra: Dict[str, Optional[float]]) -> str:
     return f" | policy lag {lag_text} | runners {rates_text} steps/s"
 
 
-def _drop_events_after(folder: str, step: int) -> None:
+def _drop_events_after(folder: str, step: int, since: Optional[float] = None) -> None:
     """Rewrites the event files in `folder` that hold summaries after `step` without them:
     TensorBoard would draw a killed session's points beside the resumed session's (it drops
-    them only for TF1's SessionLog events, and only in its Python loader). A file cut short
-    by the kill keeps its whole records; a file that cannot be rewritten is said, not fatal."""
+    them only for TF1's SessionLog events, and only in its Python loader). Files last
+    written before `since` (the time the checkpoint of `step` was saved) hold none and are
+    not read. A file cut short by the kill keeps its whole records; a file that cannot be
+    rewritten is said, not fatal."""
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "events.out.tfevents.*"))):
+        try:
+            if since is not None and os.path.getmtime(path) < since:
+                continue
+        except OSError:
+            continue
         records, cut = [], False
         try:
             for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
@@ -43,11 +50,13 @@ def _drop_events_after(folder: str, step: int) -> None:
         kept = [r for r in records if _kept(tf.compat.v1.Event.FromString(r), step)]
         if len(kept) == len(records) and not cut:
             continue
+        # Not named *tfevents*: TensorBoard would read a leftover as another event file.
+        tmp = os.path.join(folder, ".rewrite.tmp")
         try:
-            with tf.io.TFRecordWriter(path + ".tmp") as writer:
+            with tf.io.TFRecordWriter(tmp) as writer:
                 for record in kept:
                     writer.write(record)
-            os.replace(path + ".tmp", path)
+            os.replace(tmp, path)
         except (OSError, tf.errors.OpError) as e:
             logging.warning(
                 "cannot drop TensorBoard scalars after step %d from %s: %s", step, path, e
@@ -56,6 +65,9 @@ def _drop_events_after(folder: str, step: int) -> None:
             logging.info(
                 "%s: %d summary events after step %d dropped", path, len(records) - len(kept), step
             )
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
 
 def _kept(event, step: int) -> bool:
@@ -85,10 +97,12 @@ class ProgressLog:
             tf.summary.create_file_writer(run_dir.file(TENSORBOARD_DIR)) if tensorboard else None
         )
 
-    def truncate(self, step: int) -> None:
+    def truncate(self, step: int, since: Optional[float] = None) -> None:
         """Drops progress rows and TensorBoard scalars after `step` (those of a session after
-        the checkpoint that a resumed run continues from)."""
-        _drop_events_after(self.run_dir.file(TENSORBOARD_DIR), step)
+        the checkpoint that a resumed run continues from, saved at time `since`)."""
+        if self.writer is not None:
+            self.writer.flush()  # its own file whole: read, it is left as it is
+        _drop_events_after(self.run_dir.file(TENSORBOARD_DIR), step, since)
         path = self.run_dir.file(PROGRESS_FILE)
         if not os.path.exists(path):
             return

@@ -159,6 +159,8 @@ class Trainer:
         try:
             self.parts.lock.hold()
             self.checkpointer.check_newest(self._checkpoint)
+            # Rows and scalars that another run wrote since the build without a checkpoint.
+            self.progress.truncate(self.loop.step, self.checkpointer.saved_time(self._checkpoint))
             return self._run()
         finally:
             self.parts.lock.release()

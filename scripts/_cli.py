@@ -294,12 +294,13 @@ def config_from_flags(tfsac=None, resume: bool = False):
         fail(str(e))
 
 
-def check_runner_flags() -> None:
-    """Exits with one line when an env runner flag is given without --num_actors (it would
-    be ignored: without runners the envs step in this process)."""
+def check_runner_flags(num_actors: int) -> None:
+    """Exits with one line when an env runner flag is given to a run without runners
+    (`num_actors`: the run's, a resumed one's included; it would be ignored: without
+    runners the envs step in this process)."""
     from tfsac.config.options import DIST
 
-    if flags.FLAGS.num_actors:
+    if num_actors:
         return
     for field, _ in _config_fields():
         name = field.metadata["flag"] or field.name

@@ -33,8 +33,8 @@ FLAGS = flags.FLAGS
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
-    check_runner_flags()
     config = config_from_flags(resume=FLAGS.resume)
+    check_runner_flags(config.num_actors)
     try:  # TF is imported only once the start is known to be good (TF-free checks).
         check_start(config, resume=FLAGS.resume).eval_env.close()
     except TfsacError as e:
@@ -51,6 +51,12 @@ def main(argv):
         result = tfsac.train(config, resume=FLAGS.resume)
     except tfsac.Interrupted as e:
         fail(str(e), code=128 + e.signum)
+    except KeyboardInterrupt:  # outside the training loop (which saves and stops itself)
+        fail(
+            "SIGINT outside the training loop: stopped; the run's last checkpoint stands "
+            f"(--resume --run_dir={config.run_dir} continues or starts it)",
+            code=130,
+        )
     except tfsac.NonFiniteError as e:
         fail(str(e), code=3)
     except tfsac.TfsacError as e:

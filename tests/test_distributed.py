@@ -3,6 +3,7 @@ the update ratio holds for any number of runners, a killed runner is restarted w
 lost or doubled steps, a distributed run resumes, and runner failures are one line."""
 
 import csv
+import dataclasses
 import os
 import shutil
 import signal
@@ -180,11 +181,63 @@ def test_a_distributed_run_resumes_from_its_checkpoint(tmp_path):
 
     with pytest.raises(_StopAtFirstEvaluation):
         train(config, export=False, on_evaluation=stop)
-    result = train(config, export=False, resume=True)
+    # Runners hold no state: a resume may take another number of them, mode or cluster (a
+    # tester's: the same cluster's head at a new address could never be resumed), not none.
+    with pytest.raises(TfsacError, match="num_actors=0 differs from the resumed run's 2"):
+        train(dataclasses.replace(config, num_actors=0), export=False, resume=True)
+    fewer = dataclasses.replace(config, num_actors=1, runner_mode="sync")
+    result = train(fewer, export=False, resume=True)
     assert result.summary["resumed_from"].endswith("ckpt-256")
     assert [e["step"] for e in result.summary["evaluations"]] == [256, 512, 640]
     assert result.buffer.size == 640
     assert _updates(result) == 640 - config.learning_starts
+    with open(os.path.join(config.run_dir, "progress.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert "runner1_env_steps_per_s" not in rows[0] and rows[-1]["policy_lag_max"] != ""
+
+
+def test_a_signal_while_the_runners_start_stops_them_before_training(tmp_path, monkeypatch):
+    """A tester's: SIGINT inside Ray's start-up was a page of traceback or a segfault, and
+    left Ray's processes. The signal waits until Ray and the runners are up, then they stop
+    in one line."""
+    from tfsac import train
+    from tfsac.run.signals import StartInterrupted
+    from tfsac.scale import runner_source
+
+    real_start = runner_source.start_ray
+
+    def start_with_a_signal(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real_start(*args, **kwargs)
+
+    monkeypatch.setattr(runner_source, "start_ray", start_with_a_signal)
+    config = _config(tmp_path, num_actors=1)
+    with pytest.raises(StartInterrupted, match="^SIGINT while the env runners started: stopped"):
+        train(config, export=False)
+    assert not os.path.exists(config.run_dir)
+    assert isinstance(StartInterrupted(2, "x"), tfsac.Interrupted)  # train.py's exit 130
+
+
+def test_a_runner_that_ray_gives_up_on_is_one_line_with_its_cause():
+    """A tester's: an env_fn whose module Ray's workers cannot import gave Ray's message
+    with terminal colours and '5 restarts', not the missing module."""
+    from tfsac.scale.runners import _actor_failure
+
+    created = (
+        "The actor died because of an error raised in its creation task, \x1b[36mray::"
+        'EnvRunner.__init__()\x1b[39m (pid=1, ip=1.2.3.4)\n  File "x.py", line 1\n'
+        "ModuleNotFoundError: No module named 'hiddenenvs'"
+    )
+    message = _actor_failure(RuntimeError(created), "start", None)
+    assert message.startswith(
+        "an env runner could not start: ModuleNotFoundError: No module named 'hiddenenvs' ("
+    )
+    assert "\x1b" not in message and "PYTHONPATH" in message
+    died = _actor_failure(RuntimeError("The actor died unexpectedly."), "collect", 1)
+    assert died == (
+        "env runner 1 could not collect: its process died more than 5 times (The actor died "
+        "unexpectedly.); the run stops here: --resume continues it from its last checkpoint"
+    )
 
 
 class _FailingEnv(gym.Wrapper):

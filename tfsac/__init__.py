@@ -28,7 +28,7 @@ _EXPORTS = {
     "EnvRunner": "scale.runners",
     "EnvSpec": "data.envs",
     "GSDEActor": "algorithm.networks",
-    "Interrupted": "run.trainer",
+    "Interrupted": "run.signals",
     "NonFiniteError": "run.updates",
     "Policy": "deploy.policy",
     "ReplayBuffer": "data.replay",

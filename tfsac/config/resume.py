@@ -29,6 +29,10 @@ RESUME_ADJUSTABLE = (
     "stop_after_no_improvement",
     "min_evaluations",
     "keep_best",
+    # Env runners hold no state (a resumed run starts new ones): their mode and cluster may
+    # change, and their number while there are any (num_actors, below).
+    "runner_mode",
+    "ray_address",
 )
 
 
@@ -86,4 +90,6 @@ _DECIDED_ELSEWHERE = {
     # The data moved, or the run resumes from another directory: the checkpoint's checksum
     # of it says whether it is the same (MixedReplay.load_state).
     "offline_data": lambda old, new: None not in (old, new),
+    # Not from or to none: the local collector keeps its envs' state in the checkpoint.
+    "num_actors": lambda old, new: old > 0 and new > 0,
 }

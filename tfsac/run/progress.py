@@ -21,10 +21,10 @@ def _runner_text(extra: Dict[str, Optional[float]]) -> str:
     """' | policy lag 96 | runners 130, 128 steps/s' for env runners' statistics."""
     if not extra:
         return ""
-    lag = extra.get("policy_lag")
+    lag, most = extra.get("policy_lag"), extra.get("policy_lag_max")
     rates = [v for k, v in extra.items() if k.startswith("runner")]
     rates_text = ", ".join("-" if v is None else f"{v:.0f}" for v in rates)
-    lag_text = "-" if lag is None else f"{lag:.0f}"
+    lag_text = "-" if lag is None else f"{lag:.0f}" + ("" if most is None else f" (max {most:.0f})")
     return f" | policy lag {lag_text} | runners {rates_text} steps/s"
 
 

@@ -6,6 +6,34 @@ import signal
 import threading
 from typing import Callable, Optional
 
+from tfsac.errors import TfsacError
+
+
+class Interrupted(TfsacError):
+    """SIGINT or SIGTERM stopped training after a checkpoint was saved."""
+
+    def __init__(self, signum: int, where: str, run_dir: str):
+        super().__init__(
+            f"{signal.Signals(signum).name} at {where}: checkpoint saved; continue with "
+            f"--resume --run_dir={run_dir}"
+        )
+        self.signum, self._args = signum, (signum, where, run_dir)
+
+    def __reduce__(self):  # pickled (multiprocessing, Ray) by its arguments, not its message
+        return type(self), self._args
+
+
+class StartInterrupted(Interrupted):
+    """SIGINT or SIGTERM while a run's env runners started (held until Ray was up: one cut
+    by a KeyboardInterrupt crashed the process or left Ray's processes); they were stopped
+    again before training."""
+
+    def __init__(self, signum: int, what: str):
+        TfsacError.__init__(
+            self, f"{signal.Signals(signum).name} while {what}: stopped before training"
+        )
+        self.signum, self._args = signum, (signum, what)
+
 
 class StopSignals:
     """SIGINT and SIGTERM as a flag that a loop polls (so that it can save and stop

@@ -8,7 +8,6 @@ import dataclasses
 import difflib
 import inspect
 import os
-import signal
 from typing import Callable, Dict, Optional, Sequence
 
 from absl import logging
@@ -26,26 +25,12 @@ from tfsac.run.builder import ENVS_FILE, build_run
 from tfsac.run.callbacks import Callback, IntervalTrigger
 from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import log_summary, run_summary
-from tfsac.run.signals import StopSignals
+from tfsac.run.signals import Interrupted, StopSignals
 from tfsac.run.updates import NonFiniteError
 
 OFFLINE_CALL = 250  # updates per compiled call in offline-only training
 
 __all__ = ["Interrupted", "NonFiniteError", "TrainResult", "Trainer", "train"]
-
-
-class Interrupted(TfsacError):
-    """SIGINT or SIGTERM stopped training after a checkpoint was saved."""
-
-    def __init__(self, signum: int, where: str, run_dir: str):
-        super().__init__(
-            f"{signal.Signals(signum).name} at {where}: checkpoint saved; continue with "
-            f"--resume --run_dir={run_dir}"
-        )
-        self.signum, self._args = signum, (signum, where, run_dir)
-
-    def __reduce__(self):  # pickled (multiprocessing, Ray) by its arguments, not its message
-        return Interrupted, self._args
 
 
 @dataclasses.dataclass

@@ -122,8 +122,9 @@ def start_ray(address: Optional[str], **local_kwargs) -> bool:
     except ConnectionError:
         raise TfsacError(
             f"cannot join the Ray cluster at {address}: no Ray answered there in "
-            f"{JOIN_TRIES} tries; check the address (the head's `ray start` prints it), or "
-            "leave ray_address out to run on a local Ray"
+            f"{JOIN_TRIES} tries; check the address (the head's `ray start` prints it) and, "
+            "for a cluster with token authentication, RAY_AUTH_MODE=token and its token in "
+            "this process's environment; or leave ray_address out to run on a local Ray"
         ) from None
     except Exception as e:  # noqa: BLE001 - Ray raises many kinds; one line for all
         where = f" at {address}" if address else ""

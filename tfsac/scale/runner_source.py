@@ -14,6 +14,7 @@ from tfsac.data.collector import Transitions
 from tfsac.data.envs import EnvFn
 from tfsac.data.spaces import EnvSpec
 from tfsac.data.update_schedule import UpdateSchedule, crossed
+from tfsac.run.signals import StartInterrupted, StopSignals
 from tfsac.run.source import register_env_runners
 from tfsac.scale.ray_cluster import check_address, require_ray, start_ray
 from tfsac.scale.runners import RunnerPool
@@ -43,16 +44,22 @@ class RunnerSource:
         )
         # A local Ray offers as many CPUs as runners asked for, even beyond the cores.
         cpus = max(os.cpu_count() or 1, config.num_actors)
-        self._started_ray = start_ray(
-            config.ray_address, **({} if config.ray_address else {"num_cpus": cpus})
-        )
-        self.pool: Optional[RunnerPool] = None
-        try:
-            plan = getattr(learner.actor, "numpy_plan", lambda: None)()
-            self.pool = RunnerPool(config, env_fn, spec, actor_fn, resumes, plan)
-        except BaseException:
+        self._started_ray, self.pool = False, None
+        # SIGINT and SIGTERM wait until Ray and the runners are up (a KeyboardInterrupt
+        # inside Ray's start-up crashed the process or left its processes), then stop them.
+        with StopSignals() as held:
+            try:
+                self._started_ray = start_ray(
+                    config.ray_address, **({} if config.ray_address else {"num_cpus": cpus})
+                )
+                plan = getattr(learner.actor, "numpy_plan", lambda: None)()
+                self.pool = RunnerPool(config, env_fn, spec, actor_fn, resumes, plan)
+            except BaseException:
+                self.close()
+                raise
+        if held.received is not None:
             self.close()
-            raise
+            raise StartInterrupted(held.received, "the env runners started")
         self.updates = 0
         logging.info(
             "%d env runner%s started (%s, %d env copies and %d-step chunks each)",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from typing import Callable, Dict, Iterator, List, Optional
 
@@ -204,6 +205,28 @@ def _concatenate(steps: List[Transitions]) -> Transitions:
     )
 
 
+def _actor_failure(error: Exception, what: str, runner: Optional[int]) -> str:
+    """One line for a runner's actor that Ray gave up on: the error its creation raised
+    (Ray's message holds it in a traceback, with terminal colours), or its deaths."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    if "creation task" in text:  # its constructor, or unpickling env_fn, raised
+        raised = re.findall(r"^(\w+(?:Error|Exception)): (.+)$", text, re.MULTILINE)
+        cause = ": ".join(raised[-1]) if raised else first_line(text)
+        hint = ""
+        if cause.startswith("ModuleNotFoundError"):
+            hint = (
+                " (Ray's workers import env_fn's module by name: install it, or start from "
+                "its folder, or put that folder on PYTHONPATH)"
+            )
+        return f"an env runner could not start: {cause}{hint}"
+    who = "an env runner" if runner is None else f"env runner {runner}"
+    return (
+        f"{who} could not {what}: its process died more than {MAX_RESTARTS} times "
+        f"({first_line(text)}); "
+        "the run stops here: --resume continues it from its last checkpoint"
+    )
+
+
 class RunnerPool:
     """`num_actors` EnvRunners on Ray and the chunks they owe (see the module docstring).
 
@@ -254,7 +277,7 @@ class RunnerPool:
         self._reset_stats()
 
     # ------------------------------------------------------------------ plumbing
-    def _get(self, refs, what: str):
+    def _get(self, refs, what: str, runner: Optional[int] = None):
         """ray.get, with a runner's failure as one TfsacError line."""
         import ray
 
@@ -266,10 +289,7 @@ class RunnerPool:
                 raise TfsacError(str(cause)) from None
             raise TfsacError(f"an env runner failed to {what}: {first_line(cause or e)}") from None
         except ray.exceptions.RayActorError as e:
-            raise TfsacError(
-                f"an env runner's process died more than {MAX_RESTARTS} times or could not "
-                f"{what}: {first_line(e)}"
-            ) from None
+            raise TfsacError(_actor_failure(e, what, runner)) from None
 
     def set_weights(self, weights: List[np.ndarray], version: int) -> None:
         import ray
@@ -295,7 +315,7 @@ class RunnerPool:
 
     def _take(self, ref) -> Chunk:
         runner = self._pending.pop(ref)
-        chunk = self._get(ref, "collect")
+        chunk = self._get(ref, "collect", runner)
         if chunk.pid != self.pids[runner]:
             self.restarts += 1
             logging.warning(
@@ -344,12 +364,18 @@ class RunnerPool:
         self._lags.append(updates - chunk.policy_version)
 
     def stats_fields(self) -> List[str]:
-        return ["policy_lag"] + [f"runner{i}_env_steps_per_s" for i in range(self.num_runners)]
+        runners = [f"runner{i}_env_steps_per_s" for i in range(self.num_runners)]
+        return ["policy_lag", "policy_lag_max", *runners]
 
     def stats(self) -> Dict[str, Optional[float]]:
-        """Since the last call: the mean policy lag (updates) of the chunks taken and each
-        runner's env steps per second of collection."""
-        record = {"policy_lag": float(np.mean(self._lags)) if self._lags else None}
+        """Since the last call: the mean and the largest policy lag (updates) of the chunks
+        taken (a runner slower than the others brings older policies than the mean says) and
+        each runner's env steps per second of collection."""
+        lags = self._lags
+        record = {
+            "policy_lag": float(np.mean(lags)) if lags else None,
+            "policy_lag_max": float(max(lags)) if lags else None,
+        }
         for i in range(self.num_runners):
             seconds = self._seconds[i]
             record[f"runner{i}_env_steps_per_s"] = self._steps[i] / seconds if seconds else None

@@ -52,11 +52,7 @@ def main(argv):
     except tfsac.Interrupted as e:
         fail(str(e), code=128 + e.signum)
     except KeyboardInterrupt:  # outside the training loop (which saves and stops itself)
-        fail(
-            "SIGINT outside the training loop: stopped; the run's last checkpoint stands "
-            f"(--resume --run_dir={config.run_dir} continues or starts it)",
-            code=130,
-        )
+        fail("SIGINT outside the training loop: stopped (any checkpoint saved stands)", code=130)
     except tfsac.NonFiniteError as e:
         fail(str(e), code=3)
     except tfsac.TfsacError as e:

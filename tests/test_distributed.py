@@ -194,6 +194,10 @@ def test_a_distributed_run_resumes_from_its_checkpoint(tmp_path):
     with open(os.path.join(config.run_dir, "progress.csv"), newline="") as f:
         rows = list(csv.DictReader(f))
     assert "runner1_env_steps_per_s" not in rows[0] and rows[-1]["policy_lag_max"] != ""
+    # A finished run's files stay as they were (its columns were dropped: no runners now).
+    before = open(os.path.join(config.run_dir, "progress.csv")).read()
+    train(fewer, export=False, resume=True)
+    assert open(os.path.join(config.run_dir, "progress.csv")).read() == before
 
 
 def test_a_signal_while_the_runners_start_stops_them_before_training(tmp_path, monkeypatch):
@@ -217,6 +221,29 @@ def test_a_signal_while_the_runners_start_stops_them_before_training(tmp_path, m
     assert not os.path.exists(config.run_dir)
     assert isinstance(StartInterrupted(2, "x"), tfsac.Interrupted)  # train.py's exit 130
 
+    # The reviewer's: ray.init puts its own SIGTERM handler (sys.exit) in place; the start
+    # takes the signal back. A second signal stops at once (a runner may never start).
+    def start_like_ray(*args, **kwargs):
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit("ray's handler"))
+        return real_start(*args, **kwargs)
+
+    real_pool = runner_source.RunnerPool
+
+    def pool_after_signals(*args, signals=(signal.SIGTERM,)):
+        for signum in signals:
+            os.kill(os.getpid(), signum)
+        return real_pool(*args)
+
+    monkeypatch.setattr(runner_source, "start_ray", start_like_ray)
+    monkeypatch.setattr(runner_source, "RunnerPool", pool_after_signals)
+    with pytest.raises(StartInterrupted, match="^SIGTERM while the env runners started"):
+        train(config, export=False)
+    twice = lambda *args: pool_after_signals(*args, signals=(signal.SIGINT, signal.SIGINT))  # noqa: E731
+    monkeypatch.setattr(runner_source, "RunnerPool", twice)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, export=False)
+    assert not os.path.exists(config.run_dir)
+
 
 def test_a_runner_that_ray_gives_up_on_is_one_line_with_its_cause():
     """A tester's: an env_fn whose module Ray's workers cannot import gave Ray's message
@@ -233,6 +260,14 @@ def test_a_runner_that_ray_gives_up_on_is_one_line_with_its_cause():
         "an env runner could not start: ModuleNotFoundError: No module named 'hiddenenvs' ("
     )
     assert "\x1b" not in message and "PYTHONPATH" in message
+    chained = created + (
+        "\n\nThe above exception was the direct cause of the following exception:\n\n"
+        "gymnasium.error.DependencyNotInstalled: Could not import x: pip install gymnasium[x]"
+    )
+    assert _actor_failure(RuntimeError(chained), "start", None) == (
+        "an env runner could not start: gymnasium.error.DependencyNotInstalled: Could not "
+        "import x: pip install gymnasium[x]"
+    )
     died = _actor_failure(RuntimeError("The actor died unexpectedly."), "collect", 1)
     assert died == (
         "env runner 1 could not collect: its process died more than 5 times (The actor died "

@@ -451,15 +451,9 @@ def test_a_resume_drops_the_killed_sessions_tensorboard_scalars(tmp_path):
     (old,) = glob.glob(os.path.join(run_dir, "tensorboard", "events.out.tfevents.*"))
     with open(old, "ab") as f:
         f.write(b"\x10\x00\x00")
-    # A file last written before the checkpoint holds no later step: it is not even read.
-    older = os.path.join(run_dir, "tensorboard", "events.out.tfevents.0.older")
-    with open(older, "wb") as f:
-        f.write(b"not read")
-    os.utime(older, (0, 0))
+    # Its files' times say nothing (a reviewer's: a run directory copied without them).
+    os.utime(old, (0, 0))
     train(config, export=False, resume=True)
-    with open(older, "rb") as f:
-        assert f.read() == b"not read"
-    os.remove(older)
-    assert sorted(os.listdir(os.path.join(run_dir, "tensorboard")))[0].startswith("events")
+    assert all(n.startswith("events") for n in os.listdir(os.path.join(run_dir, "tensorboard")))
     assert _scalar_steps(run_dir, "learner/critic_loss") == [40, 60, 80]
     assert _scalar_steps(run_dir, "eval/return_mean") == [40, 80]

@@ -154,8 +154,7 @@ def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn, lo
         if restored is not None:
             source.load_state(*restored)
     calls = CallbackList([hooks[0], *config_callbacks(config), *hooks[1:]])
-    resumed_at = (loop.step, checkpointer.saved_time(resumed_from)) if resume else None
-    progress = _open_run_dir(start, learner, source, calls, resumed_at, lock)
+    progress = _open_run_dir(start, learner, source, calls, loop.step if resume else None, lock)
     return RunParts(
         config=config,
         run_dir=start.run_dir,
@@ -242,8 +241,8 @@ def _open_run_dir(
 ) -> ProgressLog:
     """The run directory with the progress log open, once the start can no longer be
     refused (these write files); a finished run's files stay as they were. `resumed_at`:
-    the step a resumed run continues from, whose later rows a killed session wrote, and
-    when its checkpoint was saved (None for none)."""
+    the step a resumed run continues from, whose later rows a killed session wrote (read
+    and cut here, a start check; its TensorBoard scalars when it runs)."""
     config, files = start.config, RunDir(start.run_dir)
     os.makedirs(start.run_dir, exist_ok=True)
     lock.hold()  # a new run directory's, before its first file
@@ -255,8 +254,8 @@ def _open_run_dir(
         calls.on_log,
         extra_fields=source.stats_fields() if source else (),
     )
-    if resumed_at is not None:
-        progress.truncate(*resumed_at)
+    if resumed_at is not None and source is not None:  # a finished run's stay whole
+        progress.truncate(resumed_at, events=False)
     if source is not None:
         write_json(files.file(CONFIG_FILE), config.to_dict())
         write_json(files.file(ENV_SPEC_FILE), start.spec.to_dict())

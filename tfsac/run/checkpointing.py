@@ -98,11 +98,6 @@ class Checkpointer(CheckpointReader):
     def latest(self) -> Optional[str]:
         return self.manager.latest_checkpoint
 
-    @staticmethod
-    def saved_time(prefix: Optional[str]) -> Optional[float]:
-        """When the checkpoint `prefix` was saved (None for none)."""
-        return os.path.getmtime(prefix + ".index") if prefix else None
-
     def check_newest(self, known: Optional[str]) -> None:
         """Raises TfsacError unless the newest complete checkpoint is `known` (the one this
         process restored or saved last, or None): another process trained the run since."""

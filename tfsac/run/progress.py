@@ -28,19 +28,13 @@ def _runner_text(extra: Dict[str, Optional[float]]) -> str:
     return f" | policy lag {lag_text} | runners {rates_text} steps/s"
 
 
-def _drop_events_after(folder: str, step: int, since: Optional[float] = None) -> None:
+def _drop_events_after(folder: str, step: int) -> None:
     """Rewrites the event files in `folder` that hold summaries after `step` without them:
     TensorBoard would draw a killed session's points beside the resumed session's (it drops
-    them only for TF1's SessionLog events, and only in its Python loader). Files last
-    written before `since` (the time the checkpoint of `step` was saved) hold none and are
-    not read. A file cut short by the kill keeps its whole records; a file that cannot be
-    rewritten is said, not fatal."""
+    them only for TF1's SessionLog events, and only in its Python loader). Every file is
+    read (no file time tells: a copied run directory's are the copy's). A file cut short by
+    the kill keeps its whole records; a file that cannot be rewritten is said, not fatal."""
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "events.out.tfevents.*"))):
-        try:
-            if since is not None and os.path.getmtime(path) < since:
-                continue
-        except OSError:
-            continue
         records, cut = [], False
         try:
             for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
@@ -97,12 +91,13 @@ class ProgressLog:
             tf.summary.create_file_writer(run_dir.file(TENSORBOARD_DIR)) if tensorboard else None
         )
 
-    def truncate(self, step: int, since: Optional[float] = None) -> None:
-        """Drops progress rows and TensorBoard scalars after `step` (those of a session after
-        the checkpoint that a resumed run continues from, saved at time `since`)."""
-        if self.writer is not None:
-            self.writer.flush()  # its own file whole: read, it is left as it is
-        _drop_events_after(self.run_dir.file(TENSORBOARD_DIR), step, since)
+    def truncate(self, step: int, events: bool = True) -> None:
+        """Drops progress rows and, with `events`, TensorBoard scalars after `step` (those
+        of a session after the checkpoint that a resumed run continues from)."""
+        if events:
+            if self.writer is not None:
+                self.writer.flush()  # its own file whole: read, it is left as it is
+            _drop_events_after(self.run_dir.file(TENSORBOARD_DIR), step)
         path = self.run_dir.file(PROGRESS_FILE)
         if not os.path.exists(path):
             return

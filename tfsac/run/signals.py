@@ -40,9 +40,14 @@ class StopSignals:
     cleanly) instead of an exception anywhere; `on_signal(signum)` runs at the first one.
     Outside the main thread (where signals cannot be caught) it never fires."""
 
-    def __init__(self, on_signal: Optional[Callable[[int], None]] = None):
+    def __init__(
+        self, on_signal: Optional[Callable[[int], None]] = None, second_interrupts: bool = False
+    ):
         self.received: Optional[int] = None
         self.on_signal = on_signal
+        # A second signal raises KeyboardInterrupt at once (where the code that polls the
+        # flag may wait long: a runner that does not start).
+        self.second_interrupts = second_interrupts
         self._old_handlers = {}
 
     def __enter__(self):
@@ -51,7 +56,18 @@ class StopSignals:
                 self._old_handlers[sig] = signal.signal(sig, self._handle)
         return self
 
+    def take_back(self) -> None:
+        """Handles the signals again where a library replaced the handlers meanwhile (ray.init
+        puts its own on SIGTERM), and restores the library's at the end."""
+        for sig in self._old_handlers:
+            current = signal.getsignal(sig)
+            if current != self._handle:
+                self._old_handlers[sig] = current
+                signal.signal(sig, self._handle)
+
     def _handle(self, signum, frame):
+        if self.received is not None and self.second_interrupts:
+            raise KeyboardInterrupt
         if self.received is None and self.on_signal is not None:
             self.on_signal(signum)
         self.received = signum

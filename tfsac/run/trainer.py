@@ -144,8 +144,6 @@ class Trainer:
         try:
             self.parts.lock.hold()
             self.checkpointer.check_newest(self._checkpoint)
-            # Rows and scalars that another run wrote since the build without a checkpoint.
-            self.progress.truncate(self.loop.step, self.checkpointer.saved_time(self._checkpoint))
             return self._run()
         finally:
             self.parts.lock.release()
@@ -156,6 +154,8 @@ class Trainer:
             saved, stop = summary.get("saved_model_path"), summary.get("stop") or {}
             return self._result(saved, summary, stop.get("reason"))
         cfg, loop = self.config, self.loop
+        # What a killed session (or another run since the build) wrote after this state.
+        self.progress.truncate(loop.step)
         self.session_clock = Stopwatch(before=loop.wall_time_s)
         self.session_clock.start()
         self._speed = LearningSpeed(self.learning_clock, loop.learning_steps, cfg.total_steps)

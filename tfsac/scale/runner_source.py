@@ -46,12 +46,14 @@ class RunnerSource:
         cpus = max(os.cpu_count() or 1, config.num_actors)
         self._started_ray, self.pool = False, None
         # SIGINT and SIGTERM wait until Ray and the runners are up (a KeyboardInterrupt
-        # inside Ray's start-up crashed the process or left its processes), then stop them.
-        with StopSignals() as held:
+        # inside Ray's start-up crashed the process or left its processes), then stop them;
+        # a second one stops them at once.
+        with StopSignals(second_interrupts=True) as held:
             try:
                 self._started_ray = start_ray(
                     config.ray_address, **({} if config.ray_address else {"num_cpus": cpus})
                 )
+                held.take_back()  # from ray.init's SIGTERM handler
                 plan = getattr(learner.actor, "numpy_plan", lambda: None)()
                 self.pool = RunnerPool(config, env_fn, spec, actor_fn, resumes, plan)
             except BaseException:

@@ -210,7 +210,8 @@ def _actor_failure(error: Exception, what: str, runner: Optional[int]) -> str:
     (Ray's message holds it in a traceback, with terminal colours), or its deaths."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
     if "creation task" in text:  # its constructor, or unpickling env_fn, raised
-        raised = re.findall(r"^(\w+(?:Error|Exception)): (.+)$", text, re.MULTILINE)
+        # The traceback's last "<type>: <message>" line (dotted: gymnasium.error.X).
+        raised = re.findall(r"^([A-Za-z_][\w.]*): (.+)$", text, re.MULTILINE)
         cause = ": ".join(raised[-1]) if raised else first_line(text)
         hint = ""
         if cause.startswith("ModuleNotFoundError"):

@@ -74,15 +74,37 @@ def parse_flags_or_fail(argv: List[str]) -> List[str]:
         fail(str(e))
 
 
+# Spinning Up's SAC arguments (the names its users type) and what tfsac calls them.
+OTHER_NAMES = {
+    "start_steps": "--learning_starts (random actions until then; updates start after it)",
+    "update_after": "--learning_starts (updates start after it, with random actions until then)",
+    "update_every": "--train_freq=N --gradient_steps=N (N updates every N env steps)",
+    "epochs": "--total_steps (env steps in all)",
+    "steps_per_epoch": "--log_every (a progress row every N env steps) and --eval_every",
+    "num_test_episodes": "--eval_episodes",
+    "max_ep_len": "--env_kwargs='{\"max_episode_steps\": N}'",
+    "save_freq": "--checkpoint_every",
+    "replay_size": "--buffer_size",
+    "polyak": "--tau (1 - polyak)",
+    "lr": "--learning_rate",
+}
+
+
 def _unknown_flag_line(error: flags.UnrecognizedFlagError) -> str:
     """absl's line, or for a config field's name whose flag is named otherwise (env_id:
-    --env) that flag: absl's guess goes by spelling."""
+    --env) that flag, or for another library's name tfsac's: absl's guess goes by
+    spelling."""
     from tfsac.config import SACConfig  # TF-free
 
     for field in dataclasses.fields(SACConfig):
         flag = field.metadata["flag"]
         if flag and flag != field.name and error.flagname == field.name:
             return f"unknown flag --{field.name}: the {field.name} option is --{flag}"
+    if error.flagname in OTHER_NAMES:
+        return (
+            f"unknown flag --{error.flagname} (Spinning Up's name): in tfsac "
+            f"{OTHER_NAMES[error.flagname]}"
+        )
     return str(error)
 
 

@@ -88,11 +88,11 @@ def main(argv):
         env_id = FLAGS.env or info.get("env_id")
         if not env_id:
             fail("the policy does not say which env it was trained on: pass --env")
-        env_kwargs = (
-            env_kwargs_from_flag(FLAGS.env_kwargs)
-            if FLAGS.env_kwargs is not None
-            else info.get("env_kwargs") or {}
-        )
+        # --env_kwargs adds to the run's (a tester's: a video size dropped its time limit).
+        trained_with = (info.get("env_kwargs") or {}) if env_id == info.get("env_id") else {}
+        env_kwargs = {**trained_with, **env_kwargs_from_flag(FLAGS.env_kwargs or "{}")}
+        if env_kwargs != trained_with:
+            print(f"env_kwargs: {env_kwargs} (the run's: {trained_with})")
         evaluation.check_env_fits(env_id, env_kwargs, info)
         seed = next(s for s in (FLAGS.seed, info.get("eval_seed"), 0) if s is not None)
         episodes = FLAGS.episodes or info.get("eval_episodes") or 10
@@ -106,15 +106,21 @@ def main(argv):
             # As the training run's evaluations: episodes side by side on env copies.
             copies = min(episodes, evaluation.EVAL_COPIES)
             envs = [tfsac.make_env(env_id, env_kwargs=env_kwargs) for _ in range(copies)]
-            returns = evaluation.run_episodes(envs, policy, episodes, seed, successes)
+            try:
+                returns = evaluation.run_episodes(envs, policy, episodes, seed, successes)
+            except tfsac.TfsacError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the env's own, e.g. from its arguments
+                raise tfsac.TfsacError(f"{env_id} raised: {type(e).__name__}: {e}") from None
             for env in envs:
                 env.close()
     except tfsac.TfsacError as e:
         fail(str(e))
-    _report(env_id, returns, seed, episodes, info, evaluation.success_rate(successes))
+    rate = evaluation.success_rate(successes)
+    _report(env_id, env_kwargs, returns, seed, episodes, info, rate)
 
 
-def _report(env_id, returns, seed, episodes, info, success_rate=None) -> None:
+def _report(env_id, env_kwargs, returns, seed, episodes, info, success_rate=None) -> None:
     """The result line, whether it repeats the training run's evaluation of these weights,
     and JSON."""
     import numpy as np
@@ -130,7 +136,7 @@ def _report(env_id, returns, seed, episodes, info, success_rate=None) -> None:
         and seed == info["eval_seed"]
         and episodes == info.get("eval_episodes", episodes)
         and env_id == info.get("env_id")
-        and FLAGS.env_kwargs is None
+        and env_kwargs == (info.get("env_kwargs") or {})
         and not FLAGS.stochastic
     )
     if repeats_final:

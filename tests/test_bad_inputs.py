@@ -32,6 +32,8 @@ CASES = [
     ("train", ["--total_steps=1.5"], "'1.5' is not a whole number"),
     ("train", ["--flagfile=missing.flags"], "cannot read the --flagfile"),
     ("train", ["--env_id=Pendulum-v1"], "unknown flag --env_id: the env_id option is --env"),
+    ("train", ["--start_steps=1000"], "--start_steps (Spinning Up's name): in tfsac --learning"),
+    ("train", ["--max_ep_len=100"], "in tfsac --env_kwargs='{\"max_episode_steps\": N}'"),
     ("train", ["--hidden_sizes=64,x"], "hidden_sizes"),
     ("train", ["--gamma=1.5"], "gamma must be in [0, 1]"),
     ("train", ["--seed=-3"], "seed must be in [0, 2**32 - 1], got -3"),

@@ -401,6 +401,41 @@ def test_evaluate_script_repeats_the_final_evaluation_and_checks_the_env(tmp_pat
     assert "2-dimensional observations; the policy takes 3" in lines[0]
 
 
+@pytest.mark.slow
+def test_evaluate_script_adds_env_kwargs_to_the_runs_and_says_env_errors_in_one_line(tmp_path):
+    """A tester's: --env_kwargs replaced the run's (a video size dropped its time limit),
+    and arguments the env rejects were a traceback."""
+    config = _config(tmp_path, "Pendulum-v1", env_kwargs={"max_episode_steps": 30})
+    result = train(config, export=False)
+
+    def evaluate(kwargs):
+        args = [EVALUATE, f"--run_dir={result.run_dir}", "--episodes=1", f"--env_kwargs={kwargs}"]
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300)
+
+    done = evaluate('{"g": 9.0}')
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "env_kwargs: {'max_episode_steps': 30, 'g': 9.0} (the run's: {'max_epi" in done.stdout
+    for kwargs, message in [
+        ('{"max_episode_steps": -5}', "cannot make environment 'Pendulum-v1': ValueError: "),
+        ('{"g": "x"}', "Pendulum-v1 raised: TypeError: "),
+    ]:
+        done = evaluate(kwargs)
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+        assert message in lines[0]
+
+
+def test_a_video_folder_that_is_a_file_is_refused_before_anything_is_written(tmp_path):
+    """A tester's: the first video refused it after config.json and env_spec.json were
+    written, and the same command then found a run there."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "videos").write_text("x")
+    config = _config(tmp_path, "Pendulum-v1", video_every=1)
+    with pytest.raises(TfsacError, match=r"the video folder '.*videos' is a file, not a folder"):
+        train(config, export=False)
+    assert os.listdir(tmp_path / "run") == ["videos"]
+
+
 def test_evaluation_checks_the_env_against_the_policy():
     from tfsac.run.evaluation import check_env_fits
 

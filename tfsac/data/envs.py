@@ -113,6 +113,8 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
         ) from None
     except TypeError as e:
         raise TfsacError(f"environment {env_id!r} rejects its arguments: {e}") from None
+    except Exception as e:  # noqa: BLE001 - an env's own checks (a ValueError from TimeLimit)
+        raise TfsacError(f"cannot make environment {env_id!r}: {type(e).__name__}: {e}") from None
     for warning in caught:
         _say_once(str(warning.message))
     return _checked(env, env_id)

@@ -31,6 +31,7 @@ from tfsac.deploy.formats import check_available, parse_formats
 from tfsac.errors import TfsacError
 from tfsac.files import (
     CHECKPOINTS_DIR,
+    VIDEOS_DIR,
     RunDir,
     check_writable,
     checkpoint_steps,
@@ -62,6 +63,10 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
             "(resume=True in Python) or choose another run directory"
         )
     check_writable(run_dir)
+    videos = RunDir(run_dir).file(VIDEOS_DIR)
+    if config.video_every and os.path.lexists(videos) and not os.path.isdir(videos):
+        # A tester's: the first video refused it after config.json was written.
+        raise TfsacError(f"the video folder {videos!r} is a file, not a folder")
     return run_dir
 
 

@@ -385,3 +385,23 @@ def test_a_run_named_by_its_id_before_wrappers_were_told_apart_resumes(tmp_path)
     result = train(longer, env_fn=env_fn, resume=True)
     assert result.summary["total_steps"] == 80
     assert result.summary["resumed_from"].endswith("ckpt-40")
+
+
+def test_a_progress_line_after_updates_without_timed_steps_is_not_called_warm_up(
+    tmp_path, caplog
+):
+    """A tester's: a line right after learning_starts (no learning-phase steps timed since
+    the last) read 'warm-up' beside the losses of the updates that had run."""
+    from tfsac.files import RunDir
+    from tfsac.run.loop_state import LoopState
+    from tfsac.run.progress import ProgressLog
+
+    caplog.set_level(logging.INFO, logger="absl")
+    progress = ProgressLog(RunDir(str(tmp_path)), ("critic_loss",), 300, tensorboard=False)
+    loop = LoopState()
+    loop.step = 100
+    progress.log(loop, None, None, 1.0)
+    loop.step = 150
+    progress.log(loop, {"critic_loss": 3.0}, None, 1.0)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+    assert "| warm-up" in lines[0] and lines[1].endswith("| - steps/s | critic_loss 3"), lines

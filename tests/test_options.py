@@ -422,3 +422,11 @@ def test_an_optional_number_is_switched_off_with_none_as_help_shows_its_default(
         assert _config_from_args(f"--stop_at_return={off}").stop_at_return is None
     with pytest.raises(flags.IllegalFlagValueError):
         _config_from_args("--stop_at_return=abc")
+
+
+def test_a_resume_names_a_learned_alpha_auto_not_none():
+    """A tester's: 'alpha=0.2 differs from the resumed run's None'."""
+    from tfsac.config.resume import resume_changes
+
+    with pytest.raises(TfsacError, match=r"alpha=0.2 differs from the resumed run's 'auto' \("):
+        resume_changes({"alpha": None, "run_dir": "r"}, {"alpha": 0.2, "run_dir": "r"})

@@ -234,6 +234,12 @@ def test_a_run_in_progress_and_damaged_files(tmp_path):
         plotting.read_run(bare)
     with pytest.raises(TfsacError, match="is a folder: name the image, e.g. .*curves.png"):
         plotting.plot_runs([running], str(tmp_path))
+    # A run without progress rows beside one with: drawn, and said (a tester's).
+    rowless = _run_dir(tmp_path, "rowless", evaluations=((100, -700.0),))
+    os.remove(os.path.join(rowless, "progress.csv"))
+    notes = []
+    plotting.plot_runs([running, rowless], str(tmp_path / "rows.png"), notes=notes)
+    assert f"{rowless}: no progress rows (progress.csv missing, empty or unread)" in notes
     with pytest.raises(TfsacError, match="run directories .* are one folder"):
         plotting.plot_runs([running, running + "/"], str(tmp_path / "twice.png"))
     notes = []  # a copy of a run is no second seed: said

@@ -74,12 +74,18 @@ def resume_changes(old: Dict, new: Dict) -> List[str]:
         ):
             why = "only grow" if name == "total_steps" else "not change"
             raise TfsacError(
-                f"{name}={new[name]!r} differs from the resumed run's {old[name]!r}: a "
+                f"{name}={_shown(name, new[name])} differs from the resumed run's "
+                f"{_shown(name, old[name])}: a "
                 f"resume continues the saved run, whose {name} can {why}; start a new "
                 "run directory for other settings"
             )
         changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
     return changes
+
+
+def _shown(name: str, value) -> str:
+    """A setting's value as its flag is written (alpha None: learned, 'auto')."""
+    return "'auto' (learned)" if name == "alpha" and value is None else repr(value)
 
 
 # Changes that checks other than the settings' decide, by field: whether this is one.

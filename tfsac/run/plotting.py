@@ -254,6 +254,9 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             differ = differing_fields([run["config"] for run in group.runs]) if labels else []
             if differ:
                 notes.append(f"{group.label}: its runs differ in {', '.join(differ)}")
+    for run in runs:  # a tester's: empty panels were drawn without a word
+        if not any(name in run["curves"] for name, _ in PANELS[1:]):
+            notes.append(f"{run['dir']}: no progress rows (progress.csv missing, empty or unread)")
     if not any(run["curves"] for run in runs):  # after the arguments' own mistakes
         raise TfsacError(
             f"nothing to plot yet: no progress rows and no evaluations in "

@@ -168,13 +168,16 @@ class ProgressLog:
             },
         )
         ret = record["episode_return"]
+        # No learning-phase steps timed since the last line: the warm-up, unless updates ran
+        # (a line soon after the last: a stop's, or the first after learning_starts).
+        speed = "warm-up" if metrics is None else "- steps/s"
         logging.info(
             "step %d/%d | episodes %d | return %s | %s%s%s",
             loop.step,
             self.total_steps,
             loop.episodes,
             "-" if ret is None else f"{ret:.1f}",
-            "warm-up" if steps_per_s is None else f"{steps_per_s:.0f} steps/s",
+            speed if steps_per_s is None else f"{steps_per_s:.0f} steps/s",
             "".join(
                 f" | {k} {record[k]:.4g}"
                 for k in ("critic_loss", "actor_loss", "alpha", "entropy")

@@ -387,9 +387,7 @@ def test_a_run_named_by_its_id_before_wrappers_were_told_apart_resumes(tmp_path)
     assert result.summary["resumed_from"].endswith("ckpt-40")
 
 
-def test_a_progress_line_after_updates_without_timed_steps_is_not_called_warm_up(
-    tmp_path, caplog
-):
+def test_a_progress_line_after_updates_without_timed_steps_is_not_called_warm_up(tmp_path, caplog):
     """A tester's: a line right after learning_starts (no learning-phase steps timed since
     the last) read 'warm-up' beside the losses of the updates that had run."""
     from tfsac.files import RunDir

@@ -93,7 +93,9 @@ def test_crossq_defaults_are_the_papers_and_can_be_overridden():
     assert resolve(SACConfig()).critic_hidden_sizes == (256, 256)
     own = SACConfig(algorithm="crossq", policy_delay="1", critic_hidden_sizes="512,512")
     assert (own.policy_delay, own.critic_hidden_sizes) == (1, (512, 512))
-    with pytest.raises(TfsacError, match="variant v1 is SAC's own; algorithm crossq has none"):
+    with pytest.raises(
+        TfsacError, match="variant v1 is algorithm sac_v1, and algorithm is crossq: give one"
+    ):
         resolve(SACConfig(algorithm="crossq", variant="v1"))
     with pytest.raises(TfsacError, match="crossq does not take use_sde"):
         resolve(SACConfig(algorithm="crossq", use_sde=True))

@@ -85,7 +85,9 @@ def test_tqc_update_trains_quantile_critics_and_changes_every_network():
 def test_tqc_options_are_checked(tmp_path):
     with pytest.raises(TfsacError, match="smaller than n_quantiles"):
         resolve(_tqc(top_quantiles_to_drop_per_net=5))
-    with pytest.raises(TfsacError, match="variant v1 is SAC's own; algorithm tqc has none"):
+    with pytest.raises(
+        TfsacError, match="variant v1 is algorithm sac_v1, and algorithm is tqc: give one"
+    ):
         resolve(_tqc(variant="v1"))
     with pytest.raises(
         TfsacError,

@@ -25,8 +25,8 @@ def resolve(config: SACConfig) -> SACConfig:
         algorithm = VARIANT_ALIASES.get(config.variant, config.variant)
         if config.algorithm not in ("sac", algorithm):
             raise TfsacError(
-                f"variant {config.variant} is SAC's own; algorithm {config.algorithm} has none "
-                "(leave variant out)"
+                f"variant {config.variant} is algorithm {algorithm}, and algorithm is "
+                f"{config.algorithm}: give one of them (variant is the older name)"
             )
         config = dataclasses.replace(config, algorithm=algorithm, variant=None)
     variant, architecture = variant_of(config), architecture_of(config)

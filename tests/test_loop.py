@@ -395,11 +395,14 @@ def test_a_progress_line_after_updates_without_timed_steps_is_not_called_warm_up
     from tfsac.run.progress import ProgressLog
 
     caplog.set_level(logging.INFO, logger="absl")
-    progress = ProgressLog(RunDir(str(tmp_path)), ("critic_loss",), 300, tensorboard=False)
+    names = ("critic_loss", "value_loss")  # v1's V loss on the line too (a tester's)
+    progress = ProgressLog(RunDir(str(tmp_path)), names, 300, tensorboard=False)
     loop = LoopState()
     loop.step = 100
     progress.log(loop, None, None, 1.0)
     loop.step = 150
-    progress.log(loop, {"critic_loss": 3.0}, None, 1.0)
+    progress.log(loop, {"critic_loss": 3.0, "value_loss": 0.5}, None, 1.0)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
-    assert "| warm-up" in lines[0] and lines[1].endswith("| - steps/s | critic_loss 3"), lines
+    assert "| warm-up" in lines[0] and lines[1].endswith(
+        "| - steps/s | critic_loss 3 | value_loss 0.5"
+    ), lines

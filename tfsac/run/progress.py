@@ -180,7 +180,7 @@ class ProgressLog:
             speed if steps_per_s is None else f"{steps_per_s:.0f} steps/s",
             "".join(
                 f" | {k} {record[k]:.4g}"
-                for k in ("critic_loss", "actor_loss", "alpha", "entropy")
+                for k in ("critic_loss", "value_loss", "actor_loss", "alpha", "entropy")
                 if k in record
             ),
             _runner_text(extra),

@@ -186,8 +186,7 @@ def write_formats(
 
 def with_quantization(metadata: Dict, formats: Sequence[str], quantization: str) -> Dict:
     """The sidecar metadata of a version whose policy.tflite is written with `quantization`
-    (recorded where it is not 'none': a reader tells a quantized file from its name alone
-    no more than the parity check does)."""
+    (recorded where it is not 'none': the file's name does not say it)."""
     if "tflite" not in formats:
         return metadata
     metadata = {k: v for k, v in metadata.items() if k != "tflite_quantization"}

@@ -88,11 +88,7 @@ def main(argv):
         env_id = FLAGS.env or info.get("env_id")
         if not env_id:
             fail("the policy does not say which env it was trained on: pass --env")
-        # --env_kwargs adds to the run's (a tester's: a video size dropped its time limit).
-        trained_with = (info.get("env_kwargs") or {}) if env_id == info.get("env_id") else {}
-        env_kwargs = {**trained_with, **env_kwargs_from_flag(FLAGS.env_kwargs or "{}")}
-        if env_kwargs != trained_with:
-            print(f"env_kwargs: {env_kwargs} (the run's: {trained_with})")
+        env_kwargs = _env_kwargs(env_id, info)
         evaluation.check_env_fits(env_id, env_kwargs, info)
         seed = next(s for s in (FLAGS.seed, info.get("eval_seed"), 0) if s is not None)
         episodes = FLAGS.episodes or info.get("eval_episodes") or 10
@@ -104,20 +100,40 @@ def main(argv):
             )
         else:
             # As the training run's evaluations: episodes side by side on env copies.
-            copies = min(episodes, evaluation.EVAL_COPIES)
-            envs = [tfsac.make_env(env_id, env_kwargs=env_kwargs) for _ in range(copies)]
-            try:
-                returns = evaluation.run_episodes(envs, policy, episodes, seed, successes)
-            except tfsac.TfsacError:
-                raise
-            except Exception as e:  # noqa: BLE001 - the env's own, e.g. from its arguments
-                raise tfsac.TfsacError(f"{env_id} raised: {type(e).__name__}: {e}") from None
-            for env in envs:
-                env.close()
+            returns = _episodes(env_id, env_kwargs, policy, episodes, seed, successes)
     except tfsac.TfsacError as e:
         fail(str(e))
     rate = evaluation.success_rate(successes)
     _report(env_id, env_kwargs, returns, seed, episodes, info, rate)
+
+
+def _env_kwargs(env_id: str, info) -> dict:
+    """The run's env arguments (for its own env) with --env_kwargs over them, said where
+    they differ (a tester's: a video size given alone dropped the run's time limit)."""
+    trained_with = (info.get("env_kwargs") or {}) if env_id == info.get("env_id") else {}
+    env_kwargs = {**trained_with, **env_kwargs_from_flag(FLAGS.env_kwargs or "{}")}
+    if env_kwargs != trained_with:
+        print(f"env_kwargs: {env_kwargs} (the run's: {trained_with})")
+    return env_kwargs
+
+
+def _episodes(env_id, env_kwargs, policy, episodes, seed, successes):
+    """The returns of `episodes` side by side on env copies, as the training run's
+    evaluations; an error of the env's own (its arguments, say) is one line."""
+    from tfsac.data.envs import make_env
+    from tfsac.run import evaluation
+
+    copies = min(episodes, evaluation.EVAL_COPIES)
+    envs = [make_env(env_id, env_kwargs=env_kwargs) for _ in range(copies)]
+    try:
+        return evaluation.run_episodes(envs, policy, episodes, seed, successes)
+    except TfsacError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the env's own, e.g. from its arguments
+        raise TfsacError(f"{env_id} raised: {type(e).__name__}: {e}") from None
+    finally:
+        for env in envs:
+            env.close()
 
 
 def _report(env_id, env_kwargs, returns, seed, episodes, info, success_rate=None) -> None:

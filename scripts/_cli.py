@@ -168,7 +168,10 @@ def run_script(main) -> None:
 
     def quiet_main(argv):
         quiet_logs()  # before the start checks, which make the env (MuJoCo's imports log)
-        return main(argv)
+        try:
+            return main(argv)
+        except KeyboardInterrupt:  # Ctrl-C where no loop saves and stops (TF's import, say)
+            fail("SIGINT: stopped (any checkpoint saved stands)", code=130)
 
     app.run(quiet_main, flags_parser=parse_flags_or_fail)
 

@@ -51,8 +51,6 @@ def main(argv):
         result = tfsac.train(config, resume=FLAGS.resume)
     except tfsac.Interrupted as e:
         fail(str(e), code=128 + e.signum)
-    except KeyboardInterrupt:  # outside the training loop (which saves and stops itself)
-        fail("SIGINT outside the training loop: stopped (any checkpoint saved stands)", code=130)
     except tfsac.NonFiniteError as e:
         fail(str(e), code=3)
     except tfsac.TfsacError as e:

@@ -77,3 +77,17 @@ def test_the_library_keeps_tensorflows_start_up_lines_to_itself(tmp_path):
     )
     assert done.returncode == 0 and done.stdout == "ok\n"
     assert done.stderr == ""  # no CUDA probe, oneDNN, CPU or XLA notices
+
+
+def test_a_ctrl_c_where_no_training_loop_catches_it_is_one_line(tmp_path):
+    """A tester's: SIGINT during TensorFlow's import or Ray's start-up was a traceback."""
+    code = (
+        "import sys; sys.path.insert(0, 'scripts'); import _cli; sys.argv = ['x']\n"
+        "def main(argv):\n    raise KeyboardInterrupt\n"
+        "_cli.run_script(main)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 130
+    assert done.stderr.strip() == "error: SIGINT: stopped (any checkpoint saved stands)"

@@ -288,3 +288,20 @@ def test_runs_of_several_envs_are_rows_of_their_own_and_lines_of_one_group_diffe
     notes = []  # one label on runs of two settings: drawn as asked, and said
     plotting.plot_runs(runs[2:], str(tmp_path / "one.png"), labels=["x", "x"], notes=notes)
     assert notes == ["x: seed 0 is in 2 of its runs", "x: its runs differ in learning_rate"]
+
+
+def test_a_v1_runs_value_loss_gets_a_panel_of_its_own(tmp_path):
+    """A tester's: sac_v1's value_loss was in progress.csv but on no panel."""
+    v1 = _run_dir(tmp_path, "v1", algorithm="sac_v1")
+    rows = (tmp_path / "v1" / "progress.csv").read_text().splitlines()
+    rows = [rows[0] + ",value_loss"] + [row + ",0.5" for row in rows[1:]]
+    (tmp_path / "v1" / "progress.csv").write_text("\n".join(rows) + "\n")
+    run = plotting.read_run(v1)
+    assert run["curves"]["value_loss"][1].tolist() == [0.5, 0.5]
+    titles = [title for _, title in plotting._panels([run], "env_steps", "all")]
+    assert "value loss (V of sac_v1)" in titles
+    sac = plotting.read_run(_run_dir(tmp_path, "sac"))
+    assert "value loss (V of sac_v1)" not in [
+        t for _, t in plotting._panels([sac], "env_steps", "all")
+    ]
+    plotting.plot_runs([v1], str(tmp_path / "v1.png"))

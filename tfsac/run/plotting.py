@@ -35,6 +35,8 @@ EVALUATION_CURVES = (
     ("eval_return", "return_mean", None),  # in PANELS
     ("eval_success_rate", "success_rate", "evaluation success rate"),
 )
+# Progress curves with a panel only where a run has them: (curve, panel title).
+OPTIONAL_PANELS = (("value_loss", "value loss (V of sac_v1)"),)
 X_AXES = {"env_steps": "env steps", "wall_clock": "wall-clock minutes"}
 # A group's runs drawn one line each share its colour: these tell them apart.
 LINE_STYLES, MARKERS = ("-", "--", ":", "-."), ("o", "s", "^", "v", "D")
@@ -121,7 +123,7 @@ def _progress_curves(progress: str) -> Dict[str, tuple]:
         if rows and not text.endswith("\n"):
             rows.pop()
         curves = {}
-        for name in ("episode_return", "critic_loss", "actor_loss", "alpha", "entropy"):
+        for name in [*(p for p, _ in PANELS[1:]), *(p for p, _ in OPTIONAL_PANELS)]:
             points = [(int(r["step"]), float(r[name])) for r in rows if r.get(name)]
             if points:
                 curves[name] = tuple(np.array(v) for v in zip(*points, strict=True))
@@ -171,11 +173,8 @@ def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps
 def _panels(runs: List[Dict], x: str, y: str) -> List[tuple]:
     """(curve, title) of each panel: every curve, or with --y one evaluation curve; on the
     wall-clock axis only evaluation curves (only evaluations record their time)."""
-    extra = [
-        (name, title)
-        for name, _, title in EVALUATION_CURVES
-        if title and any(name in r["curves"] for r in runs)
-    ]
+    optional = [*((n, t) for n, _, t in EVALUATION_CURVES if t), *OPTIONAL_PANELS]
+    extra = [(name, title) for name, title in optional if any(name in r["curves"] for r in runs)]
     panels = [*PANELS, *extra]
     if y != "all":
         panels = [p for p in panels if p[0] == Y_AXES[y]]

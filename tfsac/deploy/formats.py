@@ -19,7 +19,7 @@ import tempfile
 from typing import Dict, Optional, Sequence
 
 from tfsac.deploy.metadata import METADATA_FILE, read_metadata
-from tfsac.deploy.parity import check_parity, litert_quantized
+from tfsac.deploy.parity import check_parity, litert_quantized, reference_actions
 from tfsac.errors import TfsacError, first_line
 
 FILES = {"tflite": "policy.tflite", "onnx": "policy.onnx"}
@@ -172,7 +172,7 @@ def write_formats(
     """Writes each of `formats` but the SavedModel itself into `folder` (default: the
     SavedModel's), LiteRT with `quantization`; each unquantized file is checked to act as
     the SavedModel does (deploy/parity.py). Returns the names written."""
-    names = [n for n in FILES if n in formats]
+    names, reference = [n for n in FILES if n in formats], None
     for name in names:
         path = os.path.join(folder or saved_model_dir, FILES[name])
         if name == "tflite":
@@ -180,7 +180,8 @@ def write_formats(
         else:
             write_onnx(saved_model_dir, path, metadata)
         if name == "onnx" or quantization == "none":  # a quantized one's error is said
-            check_parity(saved_model_dir, path, f"the converted {FILES[name]}")
+            reference = reference or reference_actions(saved_model_dir)
+            check_parity(path, reference, f"the converted {FILES[name]}")
     return names
 
 
@@ -196,10 +197,12 @@ def with_quantization(metadata: Dict, formats: Sequence[str], quantization: str)
 def check_files(version_dir: str) -> None:
     """TfsacError unless each policy.tflite / policy.onnx in the version loads and, where
     unquantized, acts as its SavedModel does."""
+    reference = None
     for name, file in FILES.items():
         path = os.path.join(version_dir, file)
         if os.path.isfile(path) and not (name == "tflite" and litert_quantized(path)):
-            check_parity(version_dir, path, path)
+            reference = reference or reference_actions(version_dir)
+            check_parity(path, reference, path)
 
 
 def check_readable(version_dir: str) -> None:

@@ -5,6 +5,7 @@ observations sampled from the space, and a file that does not load is one line n
 from __future__ import annotations
 
 import os
+from typing import Tuple
 
 import numpy as np
 
@@ -59,13 +60,10 @@ def file_actions(path: str, observations: np.ndarray) -> np.ndarray:
     return runner(observation=observations)["action"]
 
 
-def action_error(
-    saved_model_dir: str, path: str, count: int = PARITY_OBSERVATIONS, relative: bool = True
-) -> float:
-    """The largest difference between the actions of the file at `path` and those of the
-    SavedModel in `saved_model_dir` on `count` observations sampled from the observation
-    space (`relative`: to 1 + |action|); inf where one of them is not finite and the other
-    is."""
+def reference_actions(saved_model_dir: str, count: int = PARITY_OBSERVATIONS) -> Tuple:
+    """(observations, actions): `count` observations sampled from the observation space
+    and the `serving_default` actions of the SavedModel in `saved_model_dir` for them, what
+    each converted file is compared with (computed once for all of a version's files)."""
     import tensorflow as tf
 
     from tfsac.deploy.loading import load_policy
@@ -79,7 +77,14 @@ def action_error(
     # Bounds near float32's largest (CartPole's velocities) draw values at which a network's
     # own arithmetic overflows, differently per runtime (docs/serving.md): not a wrong file.
     obs = np.clip(obs, -OBSERVATION_LIMIT, OBSERVATION_LIMIT)
-    expected = served(observation=tf.constant(obs))["action"].numpy()
+    return obs, served(observation=tf.constant(obs))["action"].numpy()
+
+
+def action_error(path: str, reference: Tuple, relative: bool = True) -> float:
+    """The largest difference between the actions of the file at `path` and the
+    SavedModel's `reference` ones (`relative`: to 1 + |action|); inf where one of them is
+    not finite and the other is."""
+    obs, expected = reference
     got = np.asarray(file_actions(path, obs))
     if got.shape != expected.shape or np.any(np.isfinite(got) != np.isfinite(expected)):
         return float("inf")
@@ -90,15 +95,15 @@ def action_error(
     return float((abs(got - expected) / scale)[finite].max())
 
 
-def check_parity(saved_model_dir: str, path: str, shown_as: str) -> None:
-    """TfsacError unless the unquantized file at `path` acts as the SavedModel in
-    `saved_model_dir` does (`shown_as`: the file's name in the error, where `path` is a
+def check_parity(path: str, reference: Tuple, shown_as: str) -> None:
+    """TfsacError unless the unquantized file at `path` acts as its SavedModel does (its
+    `reference_actions`; `shown_as`: the file's name in the error, where `path` is a
     temporary one)."""
-    error = action_error(saved_model_dir, path)
+    error = action_error(path, reference)
     if not error <= PARITY_TOLERANCE:
         raise TfsacError(
             f"{shown_as} does not act as its SavedModel: largest "
-            f"action difference {error:.3g} on {PARITY_OBSERVATIONS} observations from the "
+            f"action difference {error:.3g} on {len(reference[0])} observations from the "
             f"space (allowed {PARITY_TOLERANCE:g})"
         )
 
@@ -107,4 +112,4 @@ def quantization_error(version_dir: str, count: int = 1000) -> float:
     """The largest action difference between the version's policy.tflite and its
     SavedModel on `count` observations sampled from the observation space."""
     path = os.path.join(version_dir, "policy.tflite")
-    return action_error(version_dir, path, count, relative=False)
+    return action_error(path, reference_actions(version_dir, count), relative=False)

@@ -10,7 +10,7 @@ import pathlib
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import tiny_config
+from conftest import random_batch, tiny_config
 
 from tfsac import Policy, SACLearner, TfsacError, train
 from tfsac.algorithm import losses
@@ -116,6 +116,144 @@ def test_a_new_variant_acts_through_env_runners(tmp_path, ray_address):
 def test_a_new_variant_refuses_the_options_of_others(tmp_path):
     with pytest.raises(TfsacError, match="algorithm mean_q does not read n_quantiles"):
         resolve(_config(tmp_path, n_quantiles=7))
+
+
+def test_a_variant_that_replaces_what_reads_sacs_options_refuses_them(tmp_path):
+    """MeanQ replaces td_target and actor_loss, which read target_subset, backup_entropy and
+    actor_q: set, they would change nothing. Declared again in its own_options, they pass."""
+    refused = dict(target_subset=1, backup_entropy=False, actor_q="mean")
+    for name, value in refused.items():
+        with pytest.raises(TfsacError, match=f"algorithm mean_q does not read {name}"):
+            resolve(_config(tmp_path, **{name: value}))
+
+    class MeanQSubset(MeanQ):
+        name = "mean_q_subset"
+        own_options = ("target_subset",)  # its td_target reads it (here: pretends to)
+
+    register(MeanQSubset)
+    try:
+        assert resolve(_config(tmp_path, algorithm="mean_q_subset", target_subset=1))
+        with pytest.raises(TfsacError, match="mean_q_subset does not read actor_q"):
+            resolve(_config(tmp_path, algorithm="mean_q_subset", actor_q="mean"))
+    finally:
+        del VARIANTS[MeanQSubset.name]
+
+
+class ScaledQ(SoftDoubleQ):
+    """SAC with the TD target's rewards scaled by its own hyperparameter, and a metric of its
+    own: what a variant in a user's file declares without any config field."""
+
+    name = "scaled_q"
+    peer = None
+    hyperparameters = {"scale": 1.0, "report": True}
+    metric_names = ("scale",)
+
+    def td_target(self, batch, reward, alpha, seed):
+        return super().td_target(batch, self.kwargs["scale"] * reward, alpha, seed)
+
+    def after_critic_step(self, obs, alpha, seeds):
+        return {"scale": tf.constant(self.kwargs["scale"], tf.float32)}
+
+
+@pytest.fixture
+def scaled_q():
+    register(ScaledQ)
+    yield ScaledQ
+    del VARIANTS[ScaledQ.name]
+
+
+def test_a_variants_hyperparameters_are_set_by_algorithm_kwargs_and_checked(tmp_path, scaled_q):
+    config = resolve(_config(tmp_path, algorithm="scaled_q", algorithm_kwargs='{"scale": 3}'))
+    assert config.algorithm_kwargs == {"scale": 3, "report": True}  # defaults filled in
+    assert resolve(config) == config
+    learner = SACLearner(3, 1, config)
+    assert learner.sac.variant.kwargs["scale"] == 3
+    for v in learner.target_critic.variables:  # Q' = 0: the target is the scaled reward
+        v.assign(tf.zeros_like(v))
+    batch = {
+        "next_observation": tf.zeros([2, 3]),
+        "terminated": tf.constant([1.0, 1.0]),
+        "discount": tf.constant([0.5, 0.5]),
+    }
+    target = learner.sac.variant.td_target(batch, tf.constant([1.0, 2.0]), 0.0, tf.constant([0, 0]))
+    np.testing.assert_allclose(target.numpy(), [3.0, 6.0])
+    bad = {
+        '{"scales": 2}': "algorithm scaled_q has no hyperparameter 'scales' .its "
+        "hyperparameters: report, scale.",
+        '{"scale": "2"}': "scale of algorithm scaled_q must be a number like its default 1.0",
+        '{"report": 1}': "report of algorithm scaled_q must be true or false",
+        '{"scale": true}': "scale of algorithm scaled_q must be a number",
+        "[1]": "algorithm_kwargs must be a JSON object",
+    }
+    for text, message in bad.items():
+        with pytest.raises(TfsacError, match=message):
+            resolve(_config(tmp_path, algorithm="scaled_q", algorithm_kwargs=text))
+    with pytest.raises(TfsacError, match="algorithm sac has no hyperparameter 'scale' .its "):
+        resolve(_config(tmp_path, algorithm="sac", algorithm_kwargs={"scale": 2.0}))
+
+
+def test_a_variants_metric_is_reported_and_one_it_does_not_declare_is_refused(tmp_path, scaled_q):
+    result = train(_config(tmp_path, algorithm="scaled_q", export=False), quiet=True)
+    with open(os.path.join(result.run_dir, "progress.csv")) as f:
+        assert "scale" in f.readline().strip().split(",")
+
+    class Undeclared(ScaledQ):
+        name = "undeclared"
+        metric_names = ()
+
+    register(Undeclared)
+    try:
+        learner = SACLearner(3, 1, resolve(_config(tmp_path, algorithm="undeclared")))
+        with pytest.raises(TfsacError, match=r"returns metrics \['scale'\], its metric_names"):
+            learner.update(random_batch(1, 32, 3, 1))  # traced at the first call
+    finally:
+        del VARIANTS[Undeclared.name]
+
+
+def test_init_from_carries_a_variants_networks_not_its_optimizers_or_random_streams(tmp_path):
+    """What a run learned is told from its course by what the objects are, not by their
+    names: a variant's optimizer and random stream under names of its own stay behind."""
+
+    class OwnState(MeanQ):
+        name = "own_state"
+
+        def __init__(self, sac, obs_dim):
+            super().__init__(sac, obs_dim)
+            self.net = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            self.adam = tf.keras.optimizers.Adam()
+            self.rng = tf.random.Generator.from_seed(1)
+
+        def checkpoint_objects(self):
+            return {"my_net": self.net, "my_adam": self.adam, "my_rng": self.rng}
+
+        def optimizers(self):
+            return {"critic": self.adam}
+
+    register(OwnState)
+    try:
+        learner = SACLearner(3, 1, resolve(_config(tmp_path, algorithm="own_state")))
+        learned = learner.learned_objects()
+        assert "my_net" in learned and "actor" in learned and "critic" in learned
+        assert not {"my_adam", "my_rng", "update_rng", "actor_optimizer"} & set(learned)
+    finally:
+        del VARIANTS[OwnState.name]
+
+
+@pytest.mark.parametrize(
+    "declaration, message",
+    [
+        ({"own_options": ("beta",)}, "own_options names 'beta', which is not a config option"),
+        ({"ignored_options": "tau"}, "ignored_options must be a tuple of option names"),
+        ({"resume_keeps": ("n_quantile",)}, "resume_keeps names 'n_quantile'"),
+        ({"hyperparameters": {"beta": object()}}, "hyperparameters must be a dict of names"),
+        ({"hyperparameters": {"beta": float("nan")}}, "hyperparameters must be a dict of names"),
+    ],
+)
+def test_register_refuses_declarations_that_name_no_option(declaration, message):
+    cls = type("Bad", (SoftDoubleQ,), {"name": "bad", **declaration})
+    with pytest.raises(ValueError, match=message):
+        register(cls)
+    assert "bad" not in VARIANTS
 
 
 def test_no_code_outside_the_algorithm_layer_compares_with_a_variant_name():

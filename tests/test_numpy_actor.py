@@ -28,6 +28,27 @@ ACTORS = {
 }
 
 
+@pytest.mark.parametrize("network", ["mlp", "simba"])
+def test_an_actor_subclass_with_a_call_of_its_own_has_no_numpy_plan(network):
+    """Env runners would run the base class's layers in numpy on the subclass's weights:
+    the plan is None, so they act through TF (an actor that only adds to __init__ keeps it)."""
+    base = type(build_actor(3, 1, SACConfig(network=network, hidden_sizes=(8,))))
+
+    class Doubled(base):
+        def call(self, observations, training=None):
+            mean, log_std = super().call(observations, training=training)
+            return 2.0 * mean, log_std
+
+    class Named(base):
+        pass
+
+    kwargs = dict(action_dim=1, hidden_sizes=(8,))
+    if network == "simba":
+        kwargs["normalizer"] = None
+    assert Doubled(**kwargs).numpy_plan() is None
+    assert Named(**kwargs).numpy_plan() == base(**kwargs).numpy_plan() is not None
+
+
 def _moved_statistics(actor, rng):
     """Non-trivial normaliser and batch-renorm statistics (as after training), so that the
     twin is checked with the moving statistics, not the initial identity."""

@@ -19,8 +19,8 @@ from conftest import REPO_ROOT, SpaceEnv, tiny_config
 
 from tfsac import TfsacError, train
 from tfsac.algorithm.resolve import resolve
-from tfsac.run import plotting as plot_module
 from tfsac.run.plotting import plot_runs
+from tfsac.run.run_groups import RunGroup
 
 _config = tiny_config
 
@@ -259,8 +259,8 @@ def test_plot_from_several_seeds(tmp_path):
     with open(out, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(out) > 20_000
-    assert plot_module.legend_label("Pendulum-v1", 1) == "Pendulum-v1 (1 seed)"
-    assert plot_module.legend_label("Pendulum-v1", 2) == "Pendulum-v1 (2 seeds)"
+    group = RunGroup("Pendulum-v1", [])
+    assert (group.legend(1), group.legend(2)) == ("Pendulum-v1 (1 seed)", "Pendulum-v1 (2 seeds)")
     cli = _plot_cli(runs, tmp_path / "cli.png")
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert os.path.getsize(tmp_path / "cli.png") > 20_000

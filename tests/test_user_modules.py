@@ -57,6 +57,7 @@ def test_the_scripts_train_and_evaluate_an_algorithm_and_networks_of_the_users(t
     args = [
         "--env=Pendulum-v1",
         "--algorithm=my_algos:mean_q",
+        '--algorithm_kwargs={"min_weight": 0.25}',
         "--network=my_nets:ln_actor",
         "--total_steps=200",
         "--learning_starts=100",
@@ -72,6 +73,7 @@ def test_the_scripts_train_and_evaluate_an_algorithm_and_networks_of_the_users(t
     assert done.returncode == 0, done.stderr[-2000:]
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert (config["algorithm"], config["network"]) == ("my_algos:mean_q", "my_nets:ln_actor")
+    assert config["algorithm_kwargs"] == {"min_weight": 0.25}
     assert (tmp_path / "export" / "pendulum_v1" / "1" / "saved_model.pb").exists()
     # A new process: the run directory's config names the modules, which are imported again.
     done = run_script("evaluate", ["--run_dir=run", "--episodes=1"], cwd=tmp_path)

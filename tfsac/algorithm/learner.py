@@ -98,11 +98,14 @@ class SACLearner:
         not `temperature`), without a run's course (optimizers, random streams, reward
         statistics, gSDE noise): what `init_from` (tfsac/run/warm_start.py) carries into a
         new run."""
-        course = ("update_rng", "act_rng", "reward_divisor", "exploration")
+        course = ("reward_divisor", "exploration")
+        optimizers = {id(o) for o in self.sac.optimizers().values()}  # a variant's too
         learned = {
             name: obj
             for name, obj in self.checkpoint_objects().items()
-            if name not in course and not name.endswith("_optimizer")
+            if name not in course
+            and id(obj) not in optimizers
+            and not isinstance(obj, tf.random.Generator)  # update_rng, act_rng, a variant's
         }
         if not (temperature and self.sac.temperature.learned):  # a fixed alpha: a setting
             for name in self.sac.temperature.checkpoint_objects():
@@ -224,7 +227,8 @@ class SACLearner:
 
     def update_and_act(self, batches, observation: np.ndarray, observed=None):
         """`update(batches, observed)`, then `act(observation)` with the updated actor, in
-        one compiled call: the same result as the two calls, with one dispatch per step."""
+        one compiled call: the same result as the two calls, with one dispatch per step
+        (under gSDE it also draws new exploration noise, as a collection phase starts)."""
         packed, moments = self._as_packed(batches), self._moments(observed)
         observation = checked_observations(observation, self.obs_dim)
         values, finite, action = self._run(self._update_act, packed, observation, *moments)

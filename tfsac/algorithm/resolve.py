@@ -30,6 +30,7 @@ def resolve(config: SACConfig) -> SACConfig:
             )
         config = dataclasses.replace(config, algorithm=algorithm, variant=None)
     variant, architecture = variant_of(config), architecture_of(config)
+    config = _with_hyperparameters(config, variant)
     defaults = {**variant.defaults(config), **architecture.defaults(config)}
     auto = {name: value for name, value in defaults.items() if getattr(config, name) is None}
     if auto:
@@ -40,8 +41,55 @@ def resolve(config: SACConfig) -> SACConfig:
     return config
 
 
+def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
+    """`config` with algorithm_kwargs checked against the variant's hyperparameters (names,
+    and values of their defaults' kinds) and completed by their defaults."""
+    declared, given = variant.hyperparameters, config.algorithm_kwargs
+    for name, value in given.items():
+        if name not in declared:
+            takes = ", ".join(sorted(declared)) or "none"
+            raise TfsacError(
+                f"algorithm_kwargs: algorithm {variant.name} has no hyperparameter {name!r} "
+                f"(its hyperparameters: {takes})"
+            )
+        if not _same_kind(value, declared[name]):
+            raise TfsacError(
+                f"algorithm_kwargs: {name} of algorithm {variant.name} must be "
+                f"{_kind(declared[name])} like its default {declared[name]!r}, got {value!r}"
+            )
+    full = {**declared, **given}
+    return config if full == given else dataclasses.replace(config, algorithm_kwargs=full)
+
+
+def _kind(default) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, (int, float)):
+        return "an integer" if isinstance(default, int) else "a number"
+    return {str: "text", list: "a list", dict: "a JSON object"}.get(type(default), "any value")
+
+
+def _same_kind(value, default) -> bool:
+    """Whether `value` may stand where `default` does (an integer for a float, not a bool)."""
+    if default is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))
+
+
 def _own_options(variant) -> set:
-    return {name for cls in variant.__mro__ for name in getattr(cls, "own_options", ())}
+    """The options `variant` reads: those its classes declare (`own_options`), less any
+    whose reading methods (the declaring class's `option_readers`) it replaced."""
+    own = set()
+    for cls in variant.__mro__:
+        readers = vars(cls).get("option_readers", {})
+        for name in vars(cls).get("own_options", ()):
+            if all(getattr(variant, m) is getattr(cls, m) for m in readers.get(name, ())):
+                own.add(name)
+    return own
 
 
 def _refuse_unread_options(config: SACConfig, variant) -> None:

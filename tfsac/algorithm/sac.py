@@ -174,6 +174,11 @@ class SAC:
             critic_loss = self.variant.critic_loss(q, target)
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
         extra = self.variant.after_critic_step(obs, alpha, seeds)
+        if sorted(extra) != sorted(self.variant.metric_names):  # when traced, before the run
+            raise TfsacError(
+                f"algorithm {self.variant.name}: after_critic_step returns metrics "
+                f"{sorted(extra)}, its metric_names declare {sorted(self.variant.metric_names)}"
+            )
 
         # Actor and temperature every `policy_delay` critic steps, targets every
         # `target_update_interval` (counted by the critic optimizer's step counter).

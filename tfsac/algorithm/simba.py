@@ -87,7 +87,10 @@ class SimbaActor(keras.Model):
         self.log_std = keras.layers.Dense(action_dim, name="log_std")
 
     def numpy_plan(self) -> list:
-        """Its layers as tfsac.scale.numpy_actor runs them, in `get_weights()` order."""
+        """Its layers as tfsac.scale.numpy_actor runs them, in `get_weights()` order; None
+        for a subclass with a `call` of its own (env runners then act through TF)."""
+        if type(self).call is not SimbaActor.call:
+            return None
         normalize = ["normalize"] if self.normalizer is not None else []
         renorm = ["batch_renorm"] if self.input_norm is not None else []
         norm = "batch_renorm" if renorm else "layer_norm"

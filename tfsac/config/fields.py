@@ -1,5 +1,5 @@
 """How an option is declared (`option`: default, help, group, flag, choices and the check
-of its own values) and the checks themselves; tfsac/options.py declares every option with
+of its own values) and the checks themselves; tfsac/config/options.py declares every option with
 them, and `field_errors` applies the checks."""
 
 from __future__ import annotations

@@ -252,6 +252,16 @@ class VariantOptions:
         VARIANT,
         check=NON_EMPTY_TEXT,
     )
+    # A variant's own hyperparameters: its `hyperparameters` declares their names and
+    # defaults, and the resolved config holds every one (tfsac.algorithm.resolve).
+    algorithm_kwargs: Dict[str, Any] = option(
+        dict,
+        "the algorithm's own hyperparameters, a JSON object, e.g. '{\"beta\": 0.5}' (those "
+        "a variant of yours declares)",
+        VARIANT,
+        text="{}",
+        check=Check(lambda v: isinstance(v, dict), "a dict", "{!r}"),
+    )
     n_quantiles: int = option(25, "TQC: quantiles (atoms) per critic", VARIANT, check=POSITIVE_INT)
     top_quantiles_to_drop_per_net: int = option(
         2, "TQC: atoms per critic dropped from the pooled target", VARIANT, check=at_least(0)
@@ -331,7 +341,10 @@ class NetOptions:
         check=Check(lambda v: v and all(h > 0 for h in v), "one or more positive integers"),
     )
     num_critics: int = option(
-        2, "Q networks (the target takes their minimum)", NETS, check=at_least(2)
+        2,
+        "Q networks (SAC's target takes the minimum of them, or of a random target_subset)",
+        NETS,
+        check=at_least(2),
     )
     # DroQ-style critics, for gradient_steps > 1.
     critic_layer_norm: bool = option(False, "layer normalisation in the critics (DroQ)", NETS)
@@ -344,19 +357,19 @@ class NetOptions:
         0,
         "critics the target takes its minimum over: a random subset of this size, drawn "
         "anew each update (0: all of them)",
-        NETS,
+        VARIANT,
         check=at_least(0, " (0: all critics)"),
     )
     actor_q: str = option(
         "min",
         "what the actor's loss reads of the critics: their minimum (SAC) or mean (RLPD)",
-        NETS,
+        VARIANT,
         choices=("min", "mean"),
     )
     backup_entropy: bool = option(
         True,
         "the entropy term -alpha log pi(a'|s') in the TD target (RLPD's sparse tasks: off)",
-        NETS,
+        VARIANT,
     )
     log_std_min: float = option(-20.0, "lower clip of the policy's log-std", NETS)
     log_std_max: float = option(2.0, "upper clip of the policy's log-std", NETS)

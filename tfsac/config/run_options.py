@@ -1,6 +1,6 @@
 """The options of what a run writes and where it collects: evaluation, logs, outputs,
 exports and checkpoints, and the env runners on Ray (the learning side's options are in
-tfsac/options.py, which names the help groups)."""
+tfsac/config/options.py, which names the help groups)."""
 
 from __future__ import annotations
 

@@ -69,14 +69,15 @@ def _ratio_or_size(text: str):
         raise TfsacError(f"offline_ratio must be in [0, 1] or 'size', got {text!r}") from None
 
 
-def parse_env_kwargs(text: str) -> Dict[str, Any]:
-    """env_kwargs from its JSON text (a JSON object); TfsacError on anything else."""
+def parse_env_kwargs(text: str, name: str = "env_kwargs") -> Dict[str, Any]:
+    """env_kwargs (or another option `name` of keyword arguments) from its JSON text (a
+    JSON object); TfsacError on anything else."""
     try:
         kwargs = json.loads(text)
     except ValueError as e:
-        raise TfsacError(f"env_kwargs is not valid JSON ({e}): {text}") from None
+        raise TfsacError(f"{name} is not valid JSON ({e}): {text}") from None
     if not isinstance(kwargs, dict):
-        raise TfsacError(f"env_kwargs must be a JSON object, got {kwargs!r}")
+        raise TfsacError(f"{name} must be a JSON object, got {kwargs!r}")
     return kwargs
 
 
@@ -95,7 +96,7 @@ class SACConfig(
     EnvOptions,
 ):
     """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905):
-    the options of every help group (tfsac/options.py; dataclasses take the last base's
+    the options of every help group (tfsac/config/options.py; dataclasses take the last base's
     fields first, so the fields keep the order --help lists them in).
 
     The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps.
@@ -127,8 +128,9 @@ class SACConfig(
                 setattr(self, name, {"auto": None, "true": True, "false": False}[text])
         if isinstance(self.offline_ratio, str):
             self.offline_ratio = _ratio_or_size(self.offline_ratio)
-        if isinstance(self.env_kwargs, str):
-            self.env_kwargs = parse_env_kwargs(self.env_kwargs)
+        for name in ("env_kwargs", "algorithm_kwargs"):
+            if isinstance(getattr(self, name), str):
+                setattr(self, name, parse_env_kwargs(getattr(self, name), name))
         self._parse_auto()
         check_field_types(self)  # after the string forms above are parsed
 

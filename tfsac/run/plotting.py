@@ -44,10 +44,6 @@ LINE_STYLES, MARKERS = ("-", "--", ":", "-."), ("o", "s", "^", "v", "D")
 Y_AXES = {"all": None, "return": "eval_return", "success_rate": "eval_success_rate"}
 
 
-def legend_label(env: str, seeds: int) -> str:
-    return f"{env} ({seeds} seed{'s' if seeds != 1 else ''})"
-
-
 def _read_json(path: str, what: str) -> Dict:
     try:
         with open(path) as f:

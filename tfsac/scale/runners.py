@@ -104,9 +104,8 @@ class TFPolicy:
 
 def tf_reason(plan: Optional[List[str]]) -> Optional[str]:
     """Why runners must act with TensorFlow; None where NumpyActor is the actor's twin."""
-    return (
-        "the actor has no numpy_plan (a custom actor_fn's or network's)" if plan is None else None
-    )
+    missing = "the actor has no numpy_plan (a custom actor_fn's, network's or call's)"
+    return missing if plan is None else None
 
 
 def runner_policy(

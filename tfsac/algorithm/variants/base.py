@@ -13,8 +13,10 @@ the compiled update. Variant files therefore name their TensorFlow-side modules 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from typing import Any, Dict, List, Optional, Tuple, Type
+import json
+from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type
 
 from tfsac.config import SACConfig
 from tfsac.user_modules import add, registered
@@ -50,12 +52,23 @@ class Variant:
     # The options only this variant reads: set away from their defaults under another
     # variant, the start checks refuse them.
     own_options: Tuple[str, ...] = ()
+    # The methods that read an option of `own_options`, by option: a subclass that
+    # replaces one of them does not read that option (refused unless it declares the
+    # option in its own `own_options` again).
+    option_readers: ClassVar[Dict[str, Tuple[str, ...]]] = {}
     # Options the other variants read and this one does not (CrossQ: tau): refused too.
     ignored_options: Tuple[str, ...] = ()
+    # The algorithm's own hyperparameters and their defaults (JSON values; no config field
+    # needed): `--algorithm_kwargs='{"beta": 0.5}'` sets them, the update reads
+    # `self.kwargs["beta"]` and the classmethods `config.algorithm_kwargs["beta"]`.
+    hyperparameters: ClassVar[Dict[str, Any]] = {}
     # ../shared/peers' `--algo` for the same algorithm in SB3 (sb3-contrib) and SBX.
     peer: Optional[str] = None
-    metric_names: Tuple[str, ...] = ()  # what it reports beside SAC's metrics
-    seeds_needed = 2  # random seeds one update draws: the next action's, the actor's
+    # What it reports beside SAC's metrics: the names `after_critic_step` returns.
+    metric_names: Tuple[str, ...] = ()
+    # Random seeds one update draws: the next action's (seeds[:, 0]), the actor's
+    # (seeds[:, 1]); a variant that draws more (v1: seeds[:, 2]) says how many.
+    seeds_needed = 2
 
     @classmethod
     def defaults(cls, config: SACConfig) -> Dict[str, Any]:
@@ -85,6 +98,7 @@ class Variant:
     def __init__(self, sac, obs_dim: int):
         """`sac` is the `tfsac.algorithm.sac.SAC` whose update calls this rule."""
         self.sac = sac
+        self.kwargs = dict(sac.config.algorithm_kwargs)  # every hyperparameter, resolved
 
     def checkpoint_objects(self) -> Dict[str, Any]:
         """What the variant adds to a checkpoint, by name (networks, optimizers)."""
@@ -128,7 +142,36 @@ VARIANTS: Dict[str, Type[Variant]] = {}
 
 
 def register(cls: Type[Variant]) -> Type[Variant]:
-    """Makes `cls` selectable as `algorithm=cls.name` (a class decorator)."""
+    """Makes `cls` selectable as `algorithm=cls.name` (a class decorator); ValueError for
+    declarations that name no config option or hyperparameters that are not JSON."""
+    fields = {f.name for f in dataclasses.fields(SACConfig)}
+    named = {
+        "own_options": cls.own_options,
+        "ignored_options": cls.ignored_options,
+        "resume_keeps": cls.resume_keeps,
+        "option_readers": tuple(cls.option_readers),
+    }
+    for attribute, names in named.items():
+        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"variant {cls.name!r}: {attribute} must be a tuple of option names")
+        unknown = [n for n in names if n not in fields]
+        if unknown:
+            raise ValueError(
+                f"variant {cls.name!r}: {attribute} names {unknown[0]!r}, which is not a config "
+                "option (a hyperparameter of the variant's own goes in `hyperparameters`)"
+            )
+    try:
+        json.dumps(cls.hyperparameters, allow_nan=False)
+        valid = isinstance(cls.hyperparameters, dict) and all(
+            isinstance(k, str) for k in cls.hyperparameters
+        )
+    except (TypeError, ValueError):
+        valid = False
+    if not valid:
+        raise ValueError(
+            f"variant {cls.name!r}: hyperparameters must be a dict of names to JSON values "
+            f"(numbers, text, booleans, lists), got {cls.hyperparameters!r}"
+        )
     return add(VARIANTS, cls, "a variant")
 
 

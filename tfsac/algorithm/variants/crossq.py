@@ -25,8 +25,7 @@ class CrossQ(SoftDoubleQ):
     summary = "CrossQ: batch-renormalised critics without target networks"
     has_target_critic = False
     own_options = ("batch_norm_momentum", "renorm_warmup_steps")
-    # Nothing to Polyak-average; its own target.
-    ignored_options = ("tau", "target_update_interval", "target_subset", "backup_entropy")
+    ignored_options = ("tau", "target_update_interval")  # nothing to Polyak-average
     peer = "crossq"
 
     @classmethod

@@ -23,9 +23,12 @@ class SoftDoubleQ(Variant):
     name = "sac"
     summary = "SAC: twin critics with target critics (arXiv:1812.05905)"
     peer = "sac"
-    # Read by td_target and actor_loss below: a variant that replaces them lists these
-    # in its ignored_options.
     own_options = ("target_subset", "actor_q", "backup_entropy")
+    option_readers = {  # a variant that replaces one of these methods does not read it
+        "target_subset": ("values_and_target", "td_target"),
+        "backup_entropy": ("values_and_target", "td_target"),
+        "actor_q": ("actor_loss",),
+    }
 
     @classmethod
     def check(cls, config) -> None:

@@ -21,8 +21,6 @@ class TQC(SoftDoubleQ):
     summary = "TQC: distributional critics with the top atoms dropped from the target"
     resume_keeps = ("n_quantiles",)
     own_options = ("n_quantiles", "top_quantiles_to_drop_per_net")
-    # Its own target and actor loss: SAC's ensemble options do not reach them.
-    ignored_options = ("target_subset", "actor_q", "backup_entropy")
     peer = "tqc"
 
     @classmethod

@@ -587,7 +587,14 @@ def test_new_files_of_a_version_are_written_beside_it_never_inside(exported, tmp
         ({"observation_space_json": {"type": "Graph"}}, "'obs.* does not describe a space"),
         ({"env_id": 7}, "'env_id' is 7, not what tfsac writes"),
         ({"observation_dim": True}, "'observation_dim' is True"),
-        ({"action_low": [-1, "x"]}, "'action_low' is \\[-1, 'x'\\], not a list of numbers"),
+        ({"action_low": [-1, "x"]}, "'action_low' is \\[-1, 'x'\\], not a list of finite numb"),
+        ({"action_low": [float("nan")]}, "'action_low' is \\[nan\\], not a list of finite"),
+        ({"action_high": [float("inf")]}, "'action_high' is \\[inf\\], not a list of finite"),
+        (
+            {"action_low": [-1.0, 0.0], "action_high": [1.0, 0.0]},
+            "action bounds \\[-1.0, 0.0\\] to \\[1.0, 0.0\\] are not a box",
+        ),
+        ({"action_low": [-1.0], "action_high": [1.0, 1.0]}, "action bounds .* are not a box"),
         ({"eval_return_mean": "high"}, "'eval_return_mean' is 'high'"),
     ],
 )

@@ -1,5 +1,6 @@
 """The environment loop: termination vs truncation, bounds, outputs."""
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -187,6 +188,19 @@ def test_readme_env_factory_example_runs(tmp_path, monkeypatch):
     assert -0.1 * 16.3 * 100 <= summary["eval_return_mean"] <= 0  # rewards scaled by 0.1
 
 
+@contextlib.contextmanager
+def absltest_warnings():
+    """The absl warning lines logged inside the block."""
+    lines = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logging.getLogger("absl").addHandler(handler)
+    try:
+        yield lines
+    finally:
+        logging.getLogger("absl").removeHandler(handler)
+
+
 def test_a_snapshot_continues_the_episodes_where_the_envs_pickle_with_their_state():
     from tfsac.data.collector import Collector
     from tfsac.data.envs import env_factory, env_spec, make_env
@@ -208,6 +222,13 @@ def test_a_snapshot_continues_the_episodes_where_the_envs_pickle_with_their_stat
         a, b = running.step(action), resumed.step(action)
         np.testing.assert_array_equal(a.next_observation, b.next_observation)
         assert a.finished_episodes == b.finished_episodes
+    # A snapshot that does not load (damaged, or made by other code) is a warning line,
+    # then new episodes.
+    damaged = collector("Pendulum-v1")
+    damaged.load_state(state, b"not a pickle")
+    with absltest_warnings() as lines:
+        assert not damaged.start(seed=99)
+    assert any("the checkpoint's env state does not load here" in line for line in lines)
     # MuJoCo envs pickle their constructor arguments only: no snapshot, new episodes.
     mujoco = collector("InvertedPendulum-v5")
     mujoco.reset(seed=0)

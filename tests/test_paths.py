@@ -198,3 +198,35 @@ def test_a_datasets_id_keeps_it_inside_the_output_folder(tmp_path):
     (out / "ab" / "x-v0" / "data" / "metadata.json").write_text("{}")
     with pytest.raises(TfsacError, match=r"x-v0' is a Minari dataset: a dataset id cannot go"):
         check_output(str(out), "minari", "ab/x-v0/y-v1")
+
+
+def test_a_resumed_run_writes_through_no_link_planted_in_its_folder(tmp_path):
+    """A run directory from elsewhere (a shared tarball) with links where tfsac writes: the
+    files they point to outside are never written. Temporary files' links are replaced;
+    a link where tfsac writes in place (the lock, progress.csv) is one line."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    def config(total_steps):
+        return tiny_config(tmp_path, "Pendulum-v1", total_steps=total_steps, checkpoint_every=40)
+
+    train(config(40), export=False, quiet=True)
+    run = tmp_path / "run"
+    temporaries = ["summary.json.tmp", "config.json.tmp", "checkpoints/checkpoint.tmp"]
+    for i, name in enumerate(temporaries):
+        (outside / f"victim{i}").write_text("keep")
+        os.symlink(outside / f"victim{i}", run / name)
+    train(config(80), resume=True, export=False, quiet=True)
+    assert [(outside / f"victim{i}").read_text() for i in range(3)] == ["keep"] * 3
+    assert not os.path.lexists(run / "summary.json.tmp")  # written: its own file, renamed
+    for i, name in enumerate(["run.lock", "progress.csv"], start=3):
+        kept = (run / name).read_bytes()
+        (run / name).unlink()
+        (outside / f"victim{i}").write_text("keep")
+        os.symlink(outside / f"victim{i}", run / name)
+        with pytest.raises(TfsacError, match=f"{name}.* is a symbolic link: tfsac writes only"):
+            train(config(120), resume=True, export=False, quiet=True)
+        assert (outside / f"victim{i}").read_text() == "keep"
+        (run / name).unlink()
+        (run / name).write_bytes(kept)
+    assert train(config(120), resume=True, export=False, quiet=True).summary["total_steps"] == 120

@@ -4,6 +4,7 @@ writes a run directory (deploy loads a policy from one, scale sweeps over them).
 
 from __future__ import annotations
 
+import errno
 import json
 import numbers
 import os
@@ -120,11 +121,40 @@ def read_json(path: str, default=None):
         raise TfsacError(f"cannot read {path}: {e}") from None
 
 
+# Where the system has it (not on Windows): opening a symbolic link fails (ELOOP).
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def new_file(path: str, mode: str = "w"):
+    """`path` opened for writing as a file of its own: whatever was there (a leftover, or a
+    symbolic link planted to make tfsac write elsewhere) is removed first, never followed."""
+    if os.path.lexists(path):
+        os.remove(path)
+    # O_EXCL: created here, even where something appeared since (it does not follow links).
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), mode)
+
+
+def open_in_place(path: str, mode: str = "a"):
+    """`path` opened to append ('a') or rewrite ('w') in place, never through a symbolic
+    link (which could point outside the folder the user named): TfsacError there."""
+    how = os.O_APPEND if mode == "a" else os.O_TRUNC
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | how | _NO_FOLLOW, 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise TfsacError(
+                f"{path} is a symbolic link: tfsac writes only inside the folders you name, "
+                "never through a link; remove the link to continue"
+            ) from None
+        raise
+    return os.fdopen(fd, mode, newline="")
+
+
 def write_atomic(path: str, text: str) -> None:
     """Writes `text` to `path` through a temporary file: readers never see half a file, and
-    a killed writer leaves the old one."""
+    a killed writer leaves the old one (a symbolic link at `path` is replaced, not followed)."""
     tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
+    with new_file(tmp) as f:
         f.write(text)
     os.replace(tmp, path)
 

@@ -202,7 +202,8 @@ class SACConfig(
         if not self.export and self.export_formats != "saved_model":
             raise TfsacError(
                 f"export_formats ({self.export_formats}) needs export: with export=false "
-                "nothing is exported"
+                "nothing is exported (with a resume that saved them: give "
+                "export_formats=saved_model too)"
             )
         if self.normalize_rewards and self.gamma >= 1:
             raise TfsacError(

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional
 import cloudpickle  # gymnasium's own dependency (it pickles env factories with it)
 import gymnasium as gym
 import numpy as np
+from absl import logging
 from gymnasium.utils import EzPickle
 
 from tfsac.data.envs import EnvFn, make_vector_env, unit_to_bounds
@@ -150,8 +151,11 @@ class Collector:
         self._saved = ({}, None)
         if snapshot is not None and "episode_returns" in state:
             try:
+                # Unpickling runs code the file names: a run directory is to be trusted as
+                # code is (README, "Trust").
                 envs, observation = pickle.loads(snapshot)
-            except Exception:  # noqa: BLE001 - made by another gymnasium or simulator
+            except Exception as e:  # noqa: BLE001 - made by another gymnasium or simulator
+                logging.warning("the checkpoint's env state does not load here (%r)", e)
                 envs = None
             if envs is not None and len(envs) == self.num_envs:
                 for env in self.env.envs:

@@ -5,6 +5,7 @@ sampled from the policy's observation space (for warm-up requests and conversion
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Dict
 
@@ -72,8 +73,13 @@ def _metadata_problem(metadata: Dict):
         if key in metadata and (not isinstance(value, kind) or isinstance(value, bool)):
             return f"its {key!r} is {value!r}, not what tfsac writes"
     for key in ("action_low", "action_high"):
-        if not all(isinstance(v, _NUMBER) for v in metadata.get(key, [])):
-            return f"its {key!r} is {metadata[key]!r}, not a list of numbers"
+        values = metadata.get(key, [])
+        if not all(isinstance(v, _NUMBER) and math.isfinite(v) for v in values):
+            return f"its {key!r} is {metadata[key]!r}, not a list of finite numbers"
+    low, high = metadata.get("action_low"), metadata.get("action_high")
+    if low is not None and high is not None:
+        if len(low) != len(high) or not all(a < b for a, b in zip(low, high, strict=False)):
+            return f"its action bounds {low} to {high} are not a box (low < high, equal lengths)"
     if "observation_space_json" in metadata:
         try:
             space_from_json(metadata["observation_space_json"])

@@ -44,6 +44,7 @@ from tfsac.deploy.loading import (
     restore_checkpoint,
 )
 from tfsac.errors import TfsacError
+from tfsac.files import new_file
 
 INDEX_FILE = "checkpoint"  # CheckpointManager's state file
 BROKEN_DIR = "broken"
@@ -172,7 +173,7 @@ class Checkpointer(CheckpointReader):
                 lines += [f'all_model_checkpoint_paths: "{os.path.basename(p)}"' for p in older]
                 lines += [f"all_model_checkpoint_timestamps: {t!r}" for t in times]
                 lines.append(f"last_preserved_timestamp: {min(times) - 1.0!r}")
-                with open(path + ".tmp", "w") as f:
+                with new_file(path + ".tmp") as f:
                     f.write("\n".join(lines) + "\n")
                     f.flush()
                     os.fsync(f.fileno())

@@ -13,7 +13,14 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.errors import TfsacError
-from tfsac.files import PROGRESS_FIELDS, PROGRESS_FILE, TENSORBOARD_DIR, RunDir
+from tfsac.files import (
+    PROGRESS_FIELDS,
+    PROGRESS_FILE,
+    TENSORBOARD_DIR,
+    RunDir,
+    new_file,
+    open_in_place,
+)
 from tfsac.run.loop_state import LoopState
 
 
@@ -47,6 +54,7 @@ def _drop_events_after(folder: str, step: int) -> None:
         # Not named *tfevents*: TensorBoard would read a leftover as another event file.
         tmp = os.path.join(folder, ".rewrite.tmp")
         try:
+            new_file(tmp).close()  # its own file, not a link's target
             with tf.io.TFRecordWriter(tmp) as writer:
                 for record in kept:
                     writer.write(record)
@@ -60,7 +68,7 @@ def _drop_events_after(folder: str, step: int) -> None:
                 "%s: %d summary events after step %d dropped", path, len(records) - len(kept), step
             )
         finally:
-            if os.path.exists(tmp):
+            if os.path.lexists(tmp):
                 os.remove(tmp)
 
 
@@ -125,7 +133,7 @@ class ProgressLog:
     def _write_rows(self, rows: List[Dict], mode: str = "a") -> None:
         path = self.run_dir.file(PROGRESS_FILE)
         new_file = mode == "w" or not os.path.exists(path)
-        with open(path, mode, newline="") as f:
+        with open_in_place(path, mode) as f:
             writer = csv.DictWriter(
                 f,
                 (*PROGRESS_FIELDS, *self.metric_names, *self.extra_fields),

@@ -52,8 +52,14 @@ def _lock(path: str, what: str, create: bool) -> Optional[int]:
         return None
     flags = (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY  # flock needs no write access
     try:
-        fd = os.open(os.path.join(path, LOCK_FILE), flags)
+        # Never through a link: its holder line would overwrite the file it points to.
+        fd = os.open(os.path.join(path, LOCK_FILE), flags | getattr(os, "O_NOFOLLOW", 0))
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise TfsacError(
+                f"{LOCK_FILE} in {what} {path!r} is a symbolic link: tfsac writes only inside "
+                "the folders you name, never through a link; remove it to continue"
+            ) from None
         if not create:  # no run.lock, no run holds it; an unreadable one: the write checks'
             return None
         raise TfsacError(f"cannot write in {what} {path!r}: {e.strerror}") from None

@@ -7,6 +7,7 @@ import contextlib
 import ctypes
 import dataclasses
 import os
+import signal
 import sys
 import textwrap
 import typing
@@ -27,6 +28,13 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Prints `error: <message>` as one line on stderr and exits with `code`."""
     print(f"error: {message}", file=sys.stderr)
     sys.exit(code)
+
+
+def stopped(message: str, signum: int) -> NoReturn:
+    """Prints `stopped: <message>` as one line on stderr and exits with 128 + `signum`, as
+    a process a signal stops does: the user asked for it, not an error."""
+    print(f"stopped: {message}", file=sys.stderr)
+    sys.exit(128 + signum)
 
 
 # Help group -> flag names, filled by define_training_flags.
@@ -116,7 +124,10 @@ class IntegralParser(flags.IntegerParser):
         try:
             return super().convert(argument)
         except ValueError:
-            value = float(argument)  # a non-number raises ValueError as before
+            try:
+                value = float(argument)
+            except ValueError:
+                raise ValueError(f"{argument!r} is not a whole number") from None
             if not value.is_integer():
                 raise ValueError(f"{argument!r} is not a whole number") from None
             return int(value)
@@ -171,7 +182,7 @@ def run_script(main) -> None:
         try:
             return main(argv)
         except KeyboardInterrupt:  # Ctrl-C where no loop saves and stops (TF's import, say)
-            fail("SIGINT: stopped (any checkpoint saved stands)", code=130)
+            stopped("SIGINT (any checkpoint saved stands)", signal.SIGINT)
 
     app.run(quiet_main, flags_parser=parse_flags_or_fail)
 

@@ -22,6 +22,7 @@ from _cli import (  # noqa: E402
     fail,
     hide_from_help,
     run_script,
+    stopped,
 )
 from absl import flags  # noqa: E402
 
@@ -123,10 +124,10 @@ def main(argv):
         import signal
 
         done = len(outcome["trials"]) - len(left)
-        fail(
+        stopped(
             f"{signal.Signals(signum).name}: the sweep stopped with {done} of "
             f"{len(outcome['trials'])} trials done; continue it with --resume",
-            code=128 + signum,
+            signum,
         )
     if left:
         fail(

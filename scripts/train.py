@@ -18,6 +18,7 @@ from _cli import (  # noqa: E402
     fail,
     import_tfsac,
     run_script,
+    stopped,
     version_note,
 )
 from absl import flags, logging  # noqa: E402
@@ -50,7 +51,7 @@ def main(argv):
     try:
         result = tfsac.train(config, resume=FLAGS.resume)
     except tfsac.Interrupted as e:
-        fail(str(e), code=128 + e.signum)
+        stopped(str(e), e.signum)
     except tfsac.NonFiniteError as e:
         fail(str(e), code=3)
     except tfsac.TfsacError as e:

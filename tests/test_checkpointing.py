@@ -633,7 +633,7 @@ def test_sigterm_saves_then_exits_cleanly(tmp_path):
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith("error: SIGTERM at step") and "--resume" in last
+    assert last.startswith("stopped: SIGTERM at step") and "--resume" in last
     step = int(last.split("at step ")[1].split(":")[0])
     assert _latest_step(run_dir) == step
     assert not (tmp_path / "export").exists() or not list((tmp_path / "export").rglob("*.pb"))

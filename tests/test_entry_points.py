@@ -90,4 +90,4 @@ def test_a_ctrl_c_where_no_training_loop_catches_it_is_one_line(tmp_path):
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 130
-    assert done.stderr.strip() == "error: SIGINT: stopped (any checkpoint saved stands)"
+    assert done.stderr.strip() == "stopped: SIGINT (any checkpoint saved stands)"

@@ -161,8 +161,9 @@ def test_schedules_parse_and_shape_the_rate():
     assert [linear(s, 100) for s in (0, 25, 100)] == [1.0, 0.75, 0.0]
     piecewise = parse_schedule("piecewise:50:0.5,80:0.1")
     assert [piecewise(s, 100) for s in (10, 50, 79, 80)] == [1.0, 0.5, 0.5, 0.1]
-    for bad in ("cosine", "piecewise:10", "piecewise:10:-1"):
-        with pytest.raises(TfsacError, match="lr_schedule"):
+    bad_ones = ("cosine", "piecewise:10", "piecewise:10:-1", "piecewise:10:inf", "piecewise:9:nan")
+    for bad in (*bad_ones, "piecewise:100:0.5,100:0.2"):  # the last: which factor from 100?
+        with pytest.raises(TfsacError, match="lr_schedule .* positive finite factors at dist"):
             resolve(SACConfig(lr_schedule=bad))
 
 

@@ -265,7 +265,7 @@ def test_ctrl_c_stops_a_sweep_like_a_run_and_its_results_match_the_run_dirs(inte
     assert returncode == 128 + signal.SIGINT, err[-3000:]
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines == [
-        "error: SIGINT: the sweep stopped with 1 of 2 trials done; continue it with --resume"
+        "stopped: SIGINT: the sweep stopped with 1 of 2 trials done; continue it with --resume"
     ], err
     (left,) = {FIRST, SECOND} - set(interrupted_sweep["finished"])
     row = next(r for r in results if left.startswith(r["config"]))

@@ -61,6 +61,32 @@ def test_observation_spaces_are_flattened_for_training_and_serving(tmp_path, nam
         assert all(gym.spaces.unflatten(SPACES[name], row) in SPACES[name] for row in flat_obs)
 
 
+@pytest.mark.parametrize(
+    "space, part",
+    [
+        (gym.spaces.Text(5), "is a Text"),  # it flattens (to character indices) but no JSON
+        (gym.spaces.Sequence(gym.spaces.Discrete(2)), "is a Sequence"),
+        (
+            gym.spaces.Dict(
+                {
+                    "t": gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.MultiDiscrete([2]))),
+                    "s": gym.spaces.Sequence(gym.spaces.Discrete(2)),
+                }
+            ),
+            r"\['s'\] is a Sequence",
+        ),
+        (gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Text(3))), r"\[1\] is a Text"),
+    ],
+)
+def test_an_unsupported_observation_space_is_one_line_naming_its_part(tmp_path, space, part):
+    with pytest.raises(
+        TfsacError, match=f"unsupported observation space: {part} .tfsac takes"
+    ) as e:
+        train(_config(tmp_path, "Pendulum-v1"), env_fn=lambda: SpaceEnv(space), export=False)
+    assert "\n" not in str(e.value)
+    assert not os.path.exists(tmp_path / "run")
+
+
 def test_discrete_action_space_is_refused_with_a_clear_message(tmp_path):
     with pytest.raises(TfsacError, match="SAC needs continuous actions"):
         train(_config(tmp_path, "CartPole-v1"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import numbers
 from typing import Any, Dict, List
 
@@ -45,6 +46,11 @@ def _sizes(value) -> tuple:
     """Layer widths from a sequence or a comma-separated text ('256,256')."""
     parts = value.split(",") if isinstance(value, str) else value
     return tuple(_whole(h.strip() if isinstance(h, str) else h) for h in parts)
+
+
+def _default(name: str):
+    """The default of SACConfig field `name`."""
+    return next(f.default for f in dataclasses.fields(SACConfig) if f.name == name)
 
 
 def _auto_or_float(name: str, value, forms: str = "a float or 'auto'"):
@@ -114,9 +120,17 @@ class SACConfig(
         if isinstance(self.alpha, str) and self.alpha.strip().lower().startswith("auto_"):
             text = self.alpha.strip()[5:]
             try:
-                self.alpha, self.initial_alpha = None, float(text)
+                start = float(text)
             except ValueError:
                 raise TfsacError(f"alpha must be {ALPHA_FORMS}, got {self.alpha!r}") from None
+            if not 0 < start < math.inf:
+                raise TfsacError(f"alpha auto_<x> starts at x: positive and finite, got {text}")
+            if self.initial_alpha not in (_default("initial_alpha"), start):
+                raise TfsacError(
+                    f"alpha {self.alpha} and initial_alpha {self.initial_alpha} both set the "
+                    "learned alpha's start: give one of them"
+                )
+            self.alpha, self.initial_alpha = None, start
         self.alpha = _auto_or_float("alpha", self.alpha, ALPHA_FORMS)
         self.target_entropy = _auto_or_float("target_entropy", self.target_entropy)
         for name in ("progress_bar", "normalize_observations"):
@@ -220,7 +234,19 @@ class SACConfig(
             )
         self._validate_distributed()
         self._validate_her()
+        self._validate_fixed_alpha()
         return self
+
+    def _validate_fixed_alpha(self) -> None:
+        """A fixed alpha reads none of the learned temperature's options."""
+        if self.learned_alpha:
+            return
+        for name in ("initial_alpha", "alpha_learning_rate", "target_entropy", "use_log_alpha"):
+            if getattr(self, name) != _default(name):
+                raise TfsacError(
+                    f"{name} is read only when alpha is learned, and alpha is fixed at "
+                    f"{self.alpha:g} (alpha=auto learns it)"
+                )
 
     def _validate_offline(self) -> None:
         """Recorded data: offline-only training (total_steps=0) needs it and a number of

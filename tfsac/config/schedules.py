@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from tfsac.errors import TfsacError
@@ -25,7 +26,12 @@ def parse_schedule(spec: str) -> Schedule:
             )
         except ValueError:
             points = []
-        if points and all(f > 0 for _, f in points):
+        steps = [boundary for boundary, _ in points]
+        if (
+            points
+            and all(0 < f < math.inf for _, f in points)
+            and len(set(steps)) == len(steps)  # two factors from one step: which one?
+        ):
 
             def piecewise(step, total):
                 factor = 1.0
@@ -37,5 +43,5 @@ def parse_schedule(spec: str) -> Schedule:
             return piecewise
     raise TfsacError(
         f"lr_schedule must be 'constant', 'linear' or 'piecewise:<step>:<factor>,...' with "
-        f"positive factors, got {spec!r}"
+        f"positive finite factors at distinct steps, got {spec!r}"
     )

@@ -15,7 +15,7 @@ import numpy as np
 from absl import logging
 
 from tfsac.data.goals import goal_columns
-from tfsac.data.spaces import EnvSpec, read_env_spec, space_to_json
+from tfsac.data.spaces import EnvSpec, read_env_spec, space_to_json, unsupported_part
 from tfsac.errors import TfsacError
 from tfsac.files import ENV_SPEC_FILE
 from tfsac.logs import mujoco_warnings_logged
@@ -135,16 +135,13 @@ def _say_once(message: str) -> None:
 
 def _checked(env: gym.Env, name: str) -> gym.Env:
     check_action_space(name, env.action_space)
-    if needs_flattening(env.observation_space):
-        try:
-            gym.spaces.flatdim(env.observation_space)
-        except (NotImplementedError, TypeError, ValueError):
-            env.close()
-            raise TfsacError(
-                f"{name}: unsupported observation space {env.observation_space}"
-            ) from None
-        env = Flattened(env)
-    return env
+    if part := unsupported_part(env.observation_space):
+        env.close()
+        raise TfsacError(
+            f"{name}: unsupported observation space: {part} (tfsac takes Box, Discrete, "
+            "MultiDiscrete, MultiBinary, and Dict or Tuple of them)"
+        )
+    return Flattened(env) if needs_flattening(env.observation_space) else env
 
 
 class Flattened(gym.wrappers.FlattenObservation):

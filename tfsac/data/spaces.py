@@ -106,6 +106,21 @@ def space_to_json(space: gym.Space) -> Optional[dict]:
     return None
 
 
+def unsupported_part(space: gym.Space, where: str = "") -> Optional[str]:
+    """Which part of an observation space SAC cannot train on, as "['s'][1] is a
+    Sequence" (where the part is the whole space: "is a Text"); None where every part is
+    one of space_to_json's kinds."""
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
+        for key, part in items:
+            if found := unsupported_part(part, f"{where}[{key!r}]"):
+                return found
+        return None
+    if space_to_json(space) is None:
+        return f"{where} is a {type(space).__name__}".lstrip()
+    return None
+
+
 def space_from_json(data: dict) -> gym.Space:
     """The space that space_to_json described."""
     kind = data["type"]

@@ -81,6 +81,46 @@ flags.DEFINE_integer("max_failures", 2, "Retries of a trial whose process died."
 FLAGS = flags.FLAGS
 
 
+class FlagConfigs:
+    """A sweep's trial configs (tfsac.scale.sweeps.plan.ConfigSource) from the parsed
+    training flags plus overrides {flag: text}: each text goes through its flag's own
+    parser, config_from_flags reads the flags, which are put back afterwards."""
+
+    def __init__(self, flag_values, names, build):
+        self.names = frozenset(names)
+        self._flags, self._build = flag_values, build
+
+    def check_name(self, name: str, where: str) -> None:
+        from tfsac.scale.sweeps.plan import check_varied_name
+
+        check_varied_name(self.names, name, where)
+
+    def __call__(self, overrides):
+        from tfsac.errors import TfsacError
+        from tfsac.scale.sweeps.plan import resolved_trial_config
+
+        saved = {}
+        try:
+            for name, text in overrides.items():
+                flag = self._flags[name]
+                saved[name] = (flag.value, flag.present, flag.using_default_value)
+                try:
+                    flag.parse(text)
+                except (flags.Error, ValueError) as e:
+                    raise TfsacError(str(e)) from None
+            config = self._build()
+        finally:
+            for name, (value, present, default) in saved.items():
+                flag = self._flags[name]
+                flag.value, flag.present, flag.using_default_value = value, present, default
+        return resolved_trial_config(config, overrides)
+
+    def __getstate__(self):
+        # Tune pickles its search algorithm (which holds this), the class by value (it is
+        # __main__'s): what its methods read is on the instance, and stays here.
+        return {"names": self.names, "_flags": None, "_build": None}
+
+
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -88,7 +128,7 @@ def main(argv):
     from tfsac.errors import TfsacError
     from tfsac.scale import ray_cluster
     from tfsac.scale.sweeps.driver import run_sweep
-    from tfsac.scale.sweeps.plan import RESERVED_FLAGS, FlagConfigs, plan_sweep
+    from tfsac.scale.sweeps.plan import RESERVED_FLAGS, plan_sweep
 
     try:
         for name in ("run_dir", "export_dir"):

@@ -83,6 +83,25 @@ def _tfsac_imports(path: pathlib.Path):
         yield module.split(".")[1]
 
 
+def test_absl_flags_live_only_in_the_scripts():
+    """The library takes a dataclass config: no module of it reads or defines absl flags."""
+    found = [
+        str(path.relative_to(REPO_ROOT))
+        for path in _modules()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "absl"
+            and "flags" in {a.name for a in node.names}
+        )
+        or (
+            isinstance(node, (ast.Import, ast.ImportFrom))
+            and "absl.flags" in {getattr(node, "module", None), *(a.name for a in node.names)}
+        )
+    ]
+    assert not found, found
+
+
 def test_each_layer_imports_only_itself_and_the_layers_below():
     wrong = [
         f"{path.relative_to(REPO_ROOT)} imports tfsac.{name}"

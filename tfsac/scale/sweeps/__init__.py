@@ -12,14 +12,14 @@ resume=True)`) in its own run directory under the sweep directory.
 """
 
 from tfsac.scale.sweeps.driver import run_sweep
-from tfsac.scale.sweeps.plan import RESERVED_FLAGS, FlagConfigs, Plan, plan_sweep
+from tfsac.scale.sweeps.plan import RESERVED_FLAGS, ConfigSource, Plan, plan_sweep
 from tfsac.scale.sweeps.results import summarize, write_results
 from tfsac.scale.sweeps.state import SWEEP_FILE, SweepState
 
 __all__ = [
     "RESERVED_FLAGS",
     "SWEEP_FILE",
-    "FlagConfigs",
+    "ConfigSource",
     "Plan",
     "SweepState",
     "plan_sweep",

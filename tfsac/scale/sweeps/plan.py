@@ -13,9 +13,7 @@ import itertools
 import json
 import os
 import re
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
-
-from absl import flags
+from typing import Dict, FrozenSet, Iterable, List, Optional, Protocol, Sequence
 
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
@@ -42,46 +40,34 @@ TAG_LENGTH = 100
 
 
 # ---------------------------------------------------------------------- configs, trials
-class FlagConfigs:
-    """SACConfigs from the parsed training flags plus overrides {flag: text}: each text goes
-    through its flag's own parser, then `build` (the scripts' config_from_flags) reads the
-    flags, which are put back afterwards. Only for the process that parsed the flags."""
+class ConfigSource(Protocol):
+    """Where a sweep's trial configs come from (scripts/sweep.py: the parsed training
+    flags, whose own parsers read each value): `names`, the options a trial may vary;
+    `check_name` (check_varied_name); a call gives the resolved SACConfig of {name: text}
+    overrides, or a TfsacError naming the bad value (resolved_trial_config)."""
 
-    def __init__(self, flag_values, names: Iterable[str], build: Callable[[], SACConfig]):
-        self._flags = flag_values
-        self.names = frozenset(names)
-        self._build = build
+    names: FrozenSet[str]
 
-    def check_name(self, name: str, where: str) -> None:
-        if name in RESERVED_FLAGS:
-            raise TfsacError(f"{where}: --{name} cannot vary in a sweep ({RESERVED_FLAGS[name]})")
-        if name not in self.names:
-            raise TfsacError(f"{where}: unknown training flag --{name}")
+    def check_name(self, name: str, where: str) -> None: ...
 
-    def __call__(self, overrides: Dict[str, str]) -> SACConfig:
-        saved = {}
-        try:
-            for name, text in overrides.items():
-                flag = self._flags[name]
-                saved[name] = (flag.value, flag.present, flag.using_default_value)
-                try:
-                    flag.parse(text)
-                except (flags.Error, ValueError) as e:
-                    raise TfsacError(str(e)) from None
-            config = self._build()
-        finally:
-            for name, (value, present, default) in saved.items():
-                flag = self._flags[name]
-                flag.value, flag.present, flag.using_default_value = value, present, default
-        try:
-            return resolve(config)
-        except TfsacError as e:
-            where = " ".join(f"--{k}={v}" for k, v in overrides.items() if k not in RESERVED_FLAGS)
-            raise TfsacError(f"{where}: {e}" if where else str(e)) from None
+    def __call__(self, overrides: Dict[str, str]) -> SACConfig: ...
 
-    def __getstate__(self):
-        # Tune pickles its search algorithm (which holds this); the flags stay here.
-        return {"names": self.names, "_flags": None, "_build": None}
+
+def check_varied_name(names: FrozenSet[str], name: str, where: str) -> None:
+    """TfsacError unless option `name` (given in `where`: --grid, --space) may vary."""
+    if name in RESERVED_FLAGS:
+        raise TfsacError(f"{where}: --{name} cannot vary in a sweep ({RESERVED_FLAGS[name]})")
+    if name not in names:
+        raise TfsacError(f"{where}: unknown training flag --{name}")
+
+
+def resolved_trial_config(config: SACConfig, overrides: Dict[str, str]) -> SACConfig:
+    """`config` resolved; a TfsacError says which of the `overrides` made it."""
+    try:
+        return resolve(config)
+    except TfsacError as e:
+        where = " ".join(f"--{k}={v}" for k, v in overrides.items() if k not in RESERVED_FLAGS)
+        raise TfsacError(f"{where}: {e}" if where else str(e)) from None
 
 
 def config_tag(overrides: Dict[str, str]) -> str:
@@ -101,7 +87,7 @@ class TrialFactory:
     """Trial specs (a JSON-able dict that Tune passes to `run_trial`): name, run directory,
     the validated config, the sampled values."""
 
-    configs: FlagConfigs
+    configs: ConfigSource
     sweep_dir: str
     threads: int
 
@@ -165,7 +151,7 @@ class Plan:
 
 
 def plan_sweep(
-    configs: FlagConfigs,
+    configs: ConfigSource,
     sweep_dir: str,
     seeds: Sequence[int],
     grid: Iterable[str] = (),
@@ -269,7 +255,7 @@ def _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stop
         raise TfsacError("--search needs at least one --space=<flag>=<distribution>:...")
 
 
-def _plan_search(plan: Plan, configs: FlagConfigs, space: List[str], base: Dict) -> None:
+def _plan_search(plan: Plan, configs: ConfigSource, space: List[str], base: Dict) -> None:
     """The search space, each range checked at its ends and one point inside."""
     plan.space = parse_space(space, configs)
     for dim in plan.space.values():
@@ -284,7 +270,7 @@ def _plan_search(plan: Plan, configs: FlagConfigs, space: List[str], base: Dict)
     }
 
 
-def _plan_grid(plan: Plan, configs: FlagConfigs, grid: List[str], seeds, base: Dict) -> None:
+def _plan_grid(plan: Plan, configs: ConfigSource, grid: List[str], seeds, base: Dict) -> None:
     """Every combination of the grid's values times every seed, as trials."""
     values = parse_grid(grid, configs)
     seen: Dict[str, str] = {}

@@ -19,7 +19,7 @@ def split_values(text: str) -> List[str]:
 
 def parse_grid(entries: Iterable[str], configs) -> Dict[str, List[str]]:
     """--grid entries 'flag=v1,v2,...' -> {flag: [v1, v2, ...]}, in the order given; each
-    name checked by `configs` (plan.FlagConfigs)."""
+    name checked by `configs` (plan.ConfigSource)."""
     grid: Dict[str, List[str]] = {}
     for entry in entries:
         name, sep, text = entry.partition("=")

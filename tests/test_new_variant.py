@@ -204,8 +204,9 @@ def test_a_variants_metric_is_reported_and_one_it_does_not_declare_is_refused(tm
     register(Undeclared)
     try:
         learner = SACLearner(3, 1, resolve(_config(tmp_path, algorithm="undeclared")))
-        with pytest.raises(TfsacError, match=r"returns metrics \['scale'\], its metric_names"):
+        with pytest.raises(TfsacError, match=r"returns metrics \['scale'\], its metric_names") as e:
             learner.update(random_batch(1, 32, 3, 1))  # traced at the first call
+        assert "\n" not in str(e.value)  # not AutoGraph's frames of "user code" too
     finally:
         del VARIANTS[Undeclared.name]
 
@@ -227,7 +228,7 @@ def test_init_from_carries_a_variants_networks_not_its_optimizers_or_random_stre
             return {"my_net": self.net, "my_adam": self.adam, "my_rng": self.rng}
 
         def optimizers(self):
-            return {"critic": self.adam}
+            return {"own": self.adam}
 
     register(OwnState)
     try:
@@ -239,6 +240,107 @@ def test_init_from_carries_a_variants_networks_not_its_optimizers_or_random_stre
         del VARIANTS[OwnState.name]
 
 
+class AuxModel(MeanQ):
+    """A network and an optimizer of its own beside the critics (a reward model trained
+    each update at its own rate), a metric, and a third random draw."""
+
+    name = "aux_model"
+    metric_names = ("reward_model_loss",)
+    seeds_needed = 3
+    hyperparameters = {"model_rate": 0.003}
+
+    def __init__(self, sac, obs_dim):
+        super().__init__(sac, obs_dim)
+        self.model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        self.model.build((None, obs_dim))
+        self.adam = tf.keras.optimizers.Adam(self.kwargs["model_rate"])
+        self.adam.build(self.model.trainable_variables)
+
+    def checkpoint_objects(self):
+        return {"reward_model": self.model, "reward_model_adam": self.adam}
+
+    def optimizers(self):
+        return {"reward_model": self.adam}
+
+    def trainable_variables(self):
+        return self.model.trainable_variables
+
+    def after_critic_step(self, obs, alpha, seeds):
+        noise = tf.random.stateless_normal(tf.shape(obs), seeds[:, 2], stddev=0.01)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(self.model(obs + noise)))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.adam.apply_gradients(zip(grads, self.model.trainable_variables, strict=True))
+        return {"reward_model_loss": loss}
+
+
+@pytest.fixture
+def aux_model():
+    register(AuxModel)
+    yield AuxModel
+    del VARIANTS[AuxModel.name]
+
+
+def test_a_variants_own_optimizer_keeps_its_rate_under_a_schedule_and_resumes(
+    tmp_path, aux_model, capfd
+):
+    config = dict(algorithm="aux_model", lr_schedule="linear", export=False)
+    first = train(_config(tmp_path, **config), quiet=False)
+    adam = first.learner.sac.variant.adam
+    # Its own rate, scaled as SAC's are: at step 200 of 200, linear's factor is 0.
+    assert first.learner.sac.base_rates["reward_model"] == pytest.approx(0.003)
+    assert float(adam.learning_rate) == 0.0 and int(adam.iterations) == 100
+    kernel = first.learner.sac.variant.model.get_weights()[0]
+    line = next(x for x in capfd.readouterr().err.splitlines() if " step 200/200 " in x)
+    assert " | critic_loss " in line and " | reward_model_loss " in line  # its metric shown
+    resumed = train(_config(tmp_path, **dict(config, total_steps=300)), resume=True, quiet=True)
+    variant = resumed.learner.sac.variant
+    assert int(variant.adam.iterations) == 200  # restored, then 100 more
+    assert not np.array_equal(variant.model.get_weights()[0], kernel)
+    assert float(variant.adam.learning_rate) == 0.0  # 0.003 x linear's 0 at the end
+
+
+def test_a_variants_mistakes_are_one_line_each(tmp_path, aux_model):
+    class Clash(AuxModel):
+        name = "clash"
+
+        def optimizers(self):
+            return {"critic": self.adam}
+
+    class Unsaved(AuxModel):
+        name = "unsaved"
+
+        def checkpoint_objects(self):
+            return {}
+
+    class FewSeeds(AuxModel):
+        name = "few_seeds"
+        seeds_needed = 2
+
+    class ReadsKwargs(AuxModel):
+        name = "reads_kwargs"
+
+        @classmethod
+        def check(cls, config):
+            cls.kwargs["model_rate"]  # noqa: B018 - an instance's attribute, not the class's
+
+    mistakes = {
+        Clash: "algorithm clash: its optimizers.. names 'critic', SAC's own optimizer",
+        Unsaved: "cannot checkpoint step 100: no checkpoint object holds .*dense.*/kernel",
+        FewSeeds: r"few_seeds: after_critic_step indexes past its seeds .seeds_needed = 2",
+        ReadsKwargs: "reads_kwargs or network mlp: its declarations raised AttributeError: .*"
+        "kwargs.*test_new_variant.py, line",
+    }
+    for cls, message in mistakes.items():
+        register(cls)
+        try:
+            with pytest.raises(TfsacError, match=message) as e:
+                train(_config(tmp_path, name=cls.name, algorithm=cls.name), export=False)
+            assert "\n" not in str(e.value) and "in user code" not in str(e.value)
+        finally:
+            del VARIANTS[cls.name]
+
+
 @pytest.mark.parametrize(
     "declaration, message",
     [
@@ -247,6 +349,8 @@ def test_init_from_carries_a_variants_networks_not_its_optimizers_or_random_stre
         ({"resume_keeps": ("n_quantile",)}, "resume_keeps names 'n_quantile'"),
         ({"hyperparameters": {"beta": object()}}, "hyperparameters must be a dict of names"),
         ({"hyperparameters": {"beta": float("nan")}}, "hyperparameters must be a dict of names"),
+        ({"hyperparameters": {"sizes": (32, 32)}}, "JSON values .* not tuples"),
+        ({"hyperparameters": {"tau": 0.1}}, "hyperparameter 'tau' is a config option"),
     ],
 )
 def test_register_refuses_declarations_that_name_no_option(declaration, message):

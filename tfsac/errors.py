@@ -4,6 +4,10 @@
 class TfsacError(Exception):
     """A user-facing error: scripts print its message as one line and exit non-zero."""
 
+    # Raised while TF traces a function (a variant's check inside the update): AutoGraph
+    # would re-raise it with its frames of "user code" prepended, not one line.
+    ag_pass_through = True
+
 
 def first_line(error: Exception) -> str:
     """The first line of an exception's message (TF's are many lines), or its type's name."""

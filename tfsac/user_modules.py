@@ -107,14 +107,14 @@ def import_named(module: str, what: str) -> ModuleType:
     except SyntaxError as e:
         raise TfsacError(f"module {module!r} ({what}) does not parse: {e}") from None
     except Exception as e:  # the user's own code: where in it, in one line
-        frame = _users_frame(e)
+        frame = users_frame(e)
         raise TfsacError(
             f"importing module {module!r} ({what}) raised {type(e).__name__}: {e} "
             f"({frame.filename}, line {frame.lineno})"
         ) from None
 
 
-def _users_frame(error: Exception) -> traceback.FrameSummary:
+def users_frame(error: Exception) -> traceback.FrameSummary:
     """The innermost frame of the traceback in the user's code: not tfsac's (a refused
     registration raises in tfsac) nor importlib's."""
     frames = traceback.extract_tb(error.__traceback__)

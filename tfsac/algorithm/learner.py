@@ -11,7 +11,7 @@ shifts the update's noise.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Mapping, Optional
+from typing import Callable, Dict, List, Mapping, Optional
 
 import keras
 import numpy as np
@@ -92,6 +92,18 @@ class SACLearner:
             objects["exploration"] = self.exploration.noise
         return objects
 
+    def unsaved_variables(self) -> List[str]:
+        """The paths of variables an update writes that no checkpoint object holds (a
+        variant's network left out of its checkpoint_objects): a resume would start them
+        afresh."""
+        held = set()
+        for obj in self.checkpoint_objects().values():
+            if isinstance(obj, tf.Variable):
+                held.add(id(obj))
+            elif not isinstance(obj, tf.random.Generator):  # its state: no update writes it
+                held.update(id(v) for v in obj.variables)
+        return [getattr(v, "path", v.name) for v in self.sac.trainable_state() if id(v) not in held]
+
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:
         """The checkpoint objects that hold what was learned (the networks and their targets,
         a variant's networks, the observation statistics, a learned temperature unless
@@ -105,6 +117,7 @@ class SACLearner:
             for name, obj in self.checkpoint_objects().items()
             if name not in course
             and id(obj) not in optimizers
+            and not isinstance(obj, keras.optimizers.Optimizer)  # a variant's undeclared one
             and not isinstance(obj, tf.random.Generator)  # update_rng, act_rng, a variant's
         }
         if not (temperature and self.sac.temperature.learned):  # a fixed alpha: a setting
@@ -141,10 +154,10 @@ class SACLearner:
         return concrete(*[tf.convert_to_tensor(a, d) for a, d in zip(arrays, dtypes, strict=True)])
 
     def set_learning_rate_factor(self, factor: float) -> None:
-        """Sets every optimizer's rate to its configured rate times `factor` (float32, as
-        the optimizers hold them)."""
+        """Sets every optimizer's rate to its rate before any schedule (SAC.base_rates)
+        times `factor` (float32, as the optimizers hold them)."""
         for part, optimizer in self.sac.optimizers().items():
-            optimizer.learning_rate = float(np.float32(self.config.rate(part) * factor))
+            optimizer.learning_rate = float(np.float32(self.sac.base_rates[part] * factor))
 
     # -------------------------------------------------------------------- acting
     def _mode_fn(self, observation):

@@ -10,6 +10,7 @@ from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.variants import VARIANTS, variant_of
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError
+from tfsac.user_modules import users_frame
 
 # What `variant` (kept as an alias of `algorithm`) selects.
 VARIANT_ALIASES = {"v1": "sac_v1", "v2": "sac"}
@@ -31,13 +32,22 @@ def resolve(config: SACConfig) -> SACConfig:
         config = dataclasses.replace(config, algorithm=algorithm, variant=None)
     variant, architecture = variant_of(config), architecture_of(config)
     config = _with_hyperparameters(config, variant)
-    defaults = {**variant.defaults(config), **architecture.defaults(config)}
-    auto = {name: value for name, value in defaults.items() if getattr(config, name) is None}
-    if auto:
-        config = dataclasses.replace(config, **auto)
-    _refuse_unread_options(config, variant)
-    variant.check(config)
-    architecture.check(config)
+    try:  # a variant's or an architecture's declarations: the user's code, in one line
+        defaults = {**variant.defaults(config), **architecture.defaults(config)}
+        auto = {name: value for name, value in defaults.items() if getattr(config, name) is None}
+        if auto:
+            config = dataclasses.replace(config, **auto)
+        _refuse_unread_options(config, variant)
+        variant.check(config)
+        architecture.check(config)
+    except TfsacError:
+        raise
+    except Exception as e:
+        frame = users_frame(e)
+        raise TfsacError(
+            f"algorithm {variant.name} or network {architecture.name}: its declarations raised "
+            f"{type(e).__name__}: {e} ({frame.filename}, line {frame.lineno})"
+        ) from None
     return config
 
 

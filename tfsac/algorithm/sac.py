@@ -67,6 +67,7 @@ class SAC:
     ):
         _check_sizes(obs_dim, action_dim)
         self.config = config = resolve(config)
+        self.obs_dim, self.action_dim = obs_dim, action_dim
         # The running observation statistics (normalize_observations), shared by the
         # actor and the critics; None without.
         self.obs_normalizer = architecture_of(config).normalizer(config)
@@ -97,6 +98,26 @@ class SAC:
         self.actor_optimizer.build(self.actor.trainable_variables)
         self.critic_optimizer.build(self.critic.trainable_variables)
         self.temperature.build()
+        self.base_rates = self._base_rates()
+
+    def _base_rates(self) -> Dict[str, float]:
+        """Each optimizer's rate before any schedule: the config's for SAC's parts (and
+        v1's value), a variant's own optimizer's as the variant made it."""
+        taken = {"actor", "critic", *self.temperature.optimizers()}
+        clash = sorted(taken & set(self.variant.optimizers()))
+        if clash:
+            raise TfsacError(
+                f"algorithm {self.variant.name}: its optimizers() names {clash[0]!r}, SAC's "
+                "own optimizer: give the variant's a name of its own"
+            )
+        return {
+            part: (
+                self.config.rate(part)
+                if hasattr(self.config, f"{part}_learning_rate")
+                else float(optimizer.learning_rate.numpy())
+            )
+            for part, optimizer in self.optimizers().items()
+        }
 
     def make_optimizer(self, part: str) -> keras.optimizers.Optimizer:
         """Adam (AdamW with `weight_decay`), with the config's beta_1 and gradient clip."""
@@ -173,7 +194,16 @@ class SAC:
             q, target = self.variant.values_and_target(batch, reward, alpha, seeds[:, 0])
             critic_loss = self.variant.critic_loss(q, target)
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
-        extra = self.variant.after_critic_step(obs, alpha, seeds)
+        try:
+            extra = self.variant.after_critic_step(obs, alpha, seeds)
+        except ValueError as e:  # when traced: a slice of `seeds` past seeds_needed
+            if "out of bounds" not in str(e):
+                raise
+            raise TfsacError(
+                f"algorithm {self.variant.name}: after_critic_step indexes past its seeds "
+                f"(seeds_needed = {self.variant.seeds_needed}: seeds[:, 0] to "
+                f"seeds[:, {self.variant.seeds_needed - 1}]); declare a larger seeds_needed"
+            ) from None
         if sorted(extra) != sorted(self.variant.metric_names):  # when traced, before the run
             raise TfsacError(
                 f"algorithm {self.variant.name}: after_critic_step returns metrics "

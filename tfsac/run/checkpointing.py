@@ -86,7 +86,7 @@ class Checkpointer(CheckpointReader):
 
     def __init__(self, directory: str, learner: SACLearner, max_to_keep: int = 3):
         super().__init__(directory, learner)
-        self.max_to_keep = max_to_keep
+        self.learner, self.max_to_keep = learner, max_to_keep
         self._new_manager()
 
     def _new_manager(self) -> None:
@@ -186,6 +186,13 @@ class Checkpointer(CheckpointReader):
         """Writes the checkpoint for `step` (with `blobs`, {file name: bytes}, in its
         sidecar); returns its prefix. Raises TfsacError on I/O failure, leaving the previous
         checkpoint as the latest."""
+        unsaved = self.learner.unsaved_variables()
+        if unsaved:  # the variant's mistake: a checkpoint that resumes differently
+            raise TfsacError(
+                f"cannot checkpoint step {step}: no checkpoint object holds "
+                f"{', '.join(unsaved[:3])}{' ...' if len(unsaved) > 3 else ''} (variables "
+                "the update writes): list the variant's networks in its checkpoint_objects"
+            )
         prefix = os.path.join(self.directory, f"ckpt-{step}")
         extra = self.extra_dir(prefix)
         tmp = os.path.join(self.directory, f".tmp-ckpt-{step}.extra")

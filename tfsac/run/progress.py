@@ -35,6 +35,9 @@ def _runner_text(extra: Dict[str, Optional[float]]) -> str:
     return f" | policy lag {lag_text} | runners {rates_text} steps/s"
 
 
+_SHOWN = ("critic_loss", "actor_loss", "alpha", "entropy")  # SAC's, on the progress line
+
+
 def _drop_events_after(folder: str, step: int) -> None:
     """Rewrites the event files in `folder` that hold summaries after `step` without them:
     TensorBoard would draw a killed session's points beside the resumed session's (it drops
@@ -92,6 +95,10 @@ class ProgressLog:
 
         self.run_dir = run_dir
         self.metric_names = tuple(metric_names)
+        # The progress line's losses: SAC's, with a variant's own metrics after the
+        # critics' loss (v1's value_loss); alpha_loss and q_mean go to the files only.
+        own = [n for n in self.metric_names if n not in (*_SHOWN, "alpha_loss", "q_mean")]
+        self._shown = (_SHOWN[0], *own, *_SHOWN[1:])
         self.extra_fields = tuple(extra_fields)  # e.g. env runners' statistics
         self.total_steps = total_steps
         self.on_log = on_log
@@ -186,11 +193,7 @@ class ProgressLog:
             loop.episodes,
             "-" if ret is None else f"{ret:.1f}",
             speed if steps_per_s is None else f"{steps_per_s:.0f} steps/s",
-            "".join(
-                f" | {k} {record[k]:.4g}"
-                for k in ("critic_loss", "value_loss", "actor_loss", "alpha", "entropy")
-                if k in record
-            ),
+            "".join(f" | {k} {record[k]:.4g}" for k in self._shown if k in record),
             _runner_text(extra),
         )
         if self.on_log is not None:

@@ -160,17 +160,20 @@ def register(cls: Type[Variant]) -> Type[Variant]:
                 f"variant {cls.name!r}: {attribute} names {unknown[0]!r}, which is not a config "
                 "option (a hyperparameter of the variant's own goes in `hyperparameters`)"
             )
-    try:
-        json.dumps(cls.hyperparameters, allow_nan=False)
-        valid = isinstance(cls.hyperparameters, dict) and all(
-            isinstance(k, str) for k in cls.hyperparameters
-        )
+    try:  # as config.json holds them: a tuple would come back a list
+        text = json.dumps(cls.hyperparameters, allow_nan=False)
+        valid = isinstance(cls.hyperparameters, dict) and json.loads(text) == cls.hyperparameters
     except (TypeError, ValueError):
         valid = False
     if not valid:
         raise ValueError(
             f"variant {cls.name!r}: hyperparameters must be a dict of names to JSON values "
-            f"(numbers, text, booleans, lists), got {cls.hyperparameters!r}"
+            f"(numbers, text, booleans, lists, not tuples), got {cls.hyperparameters!r}"
+        )
+    if taken := sorted(set(cls.hyperparameters) & fields):
+        raise ValueError(
+            f"variant {cls.name!r}: hyperparameter {taken[0]!r} is a config option: read the "
+            "option, or give the hyperparameter a name of its own"
         )
     return add(VARIANTS, cls, "a variant")
 

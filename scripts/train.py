@@ -67,6 +67,9 @@ def main(argv):
     if not os.path.isdir(result.saved_model_path):  # a finished run's, since removed
         print(f"saved_model: {result.saved_model_path} (no longer there)")
         return
+    if result.already_finished:  # its export, from when it finished: nothing new published
+        print(f"saved_model: {result.saved_model_path} (exported when the run finished)")
+        return
     print(f"saved_model: {result.saved_model_path}")
     print(f"  {version_note(result.saved_model_path)} --export=false trains without exporting.")
 

@@ -149,7 +149,8 @@ CASES = [
     ("evaluate", ["--run_dir=ckptrun", "--step=150"], "of step 150 in 'ckptrun/checkpoints' (st"),
     ("evaluate", ["--saved_model=missing", "--step=100"], "--step applies to --run_dir"),
     # sweep.py (with --sweep_dir=sweep unless the case gives one)
-    ("sweep", ["--grid=learning_rat=1e-3"], "unknown training flag --learning_rat"),
+    ("sweep", ["--grid=learning_rat=1e-3"], "flag --learning_rat (did you mean --learning_rate?)"),
+    ("train", ["--her_strategy=final"], "her_strategy needs her (add --her"),
     ("sweep", ["--grid=learning_rate="], "learning_rate: no values"),
     ("sweep", ["--grid=learning_rate=1e-3,,3e-4"], "empty value"),
     ("sweep", ["--grid=seed=1,2"], "--seeds"),
@@ -344,10 +345,12 @@ def test_a_missing_env_module_names_the_extra_that_installs_it(monkeypatch):
     from tfsac.data import envs
 
     monkeypatch.setitem(envs.EXTRAS, "tfsac_no_such_module", "demo")
-    message = r"needs a missing module: tfsac_no_such_module \(pip install 'tfsac\[demo\]'\)"
+    message = r"missing module: tfsac_no_such_module \(pip install 'tfsac\[demo\]', or -e \".\[demo"
     with pytest.raises(TfsacError, match=message):
         envs.make_env("tfsac_no_such_module:X-v0")
-    with pytest.raises(TfsacError, match=r"missing module: tfsac_other_module$"):
+    # The env's own module: where tfsac looks for it (a module it imports: the bare name).
+    where = r"tfsac_other_module \(run from the folder that holds it, or put that folder on PYT"
+    with pytest.raises(TfsacError, match=f"missing module: {where}"):
         envs.make_env("tfsac_other_module:X-v0")
 
 

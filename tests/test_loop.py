@@ -408,6 +408,29 @@ def test_a_run_named_by_its_id_before_wrappers_were_told_apart_resumes(tmp_path)
     assert result.summary["resumed_from"].endswith("ckpt-40")
 
 
+def test_an_env_in_wrappers_that_change_its_values_but_not_its_spaces_is_named_custom(tmp_path):
+    """A tester's: a transform that keeps the observation space was named by the id alone,
+    so evaluate.py remade the plain env and said it repeated the run's evaluation. Reward
+    and time-limit wrappers still leave the id, which remakes what the policy saw."""
+    from tfsac.run.preflight import _env_name
+
+    def scaled():
+        env = gym.make("Pendulum-v1")
+        return gym.wrappers.TransformObservation(env, lambda o: o * 2, env.observation_space)
+
+    def clipped():
+        return gym.wrappers.ClipAction(gym.make("Pendulum-v1"))
+
+    def rewards():
+        return gym.wrappers.TransformReward(gym.make("Pendulum-v1"), lambda r: 0.1 * r)
+
+    assert _env_name(scaled()) == "custom:Pendulum-v1+TransformObservation"
+    assert _env_name(clipped()) == "custom:Pendulum-v1+ClipAction"
+    assert _env_name(rewards()) == _env_name(gym.make("Pendulum-v1")) == "Pendulum-v1"
+    config = tiny_config(tmp_path, "Pendulum-v1", export=False)
+    assert train(config, env_fn=scaled).spec.env_id == "custom:Pendulum-v1+TransformObservation"
+
+
 def test_a_progress_line_after_updates_without_timed_steps_is_not_called_warm_up(tmp_path, caplog):
     """A tester's: a line right after learning_starts (no learning-phase steps timed since
     the last) read 'warm-up' beside the losses of the updates that had run."""

@@ -353,7 +353,8 @@ def options_table() -> str:
                 default = ",".join(map(str, default))
             elif isinstance(default, bool) or default is None:
                 default = str(default).lower()
-            rows.append(f"| {name} | `{default}` | {meta['help']} |")
+            help_text = meta["help"].replace("|", "\\|")  # a bar would end the cell
+            rows.append(f"| {name} | `{default}` | {help_text} |")
     return "\n".join(rows) + "\n"
 
 

@@ -204,6 +204,8 @@ def test_stop_flags_end_the_run_cleanly_and_keep_the_best(tmp_path):
     again = _run(["--run_dir=run", "--resume"], cwd=tmp_path)
     assert again.returncode == 0 and "already complete" in again.stderr, again.stderr[-3000:]
     assert os.listdir(tmp_path / "exports" / "pendulum_v1") == ["1"]
+    # Its export is named as the finished run's, not as a version this call published.
+    assert "(exported when the run finished)" in again.stdout and "replaces" not in again.stdout
 
 
 def _summary(tmp_path):

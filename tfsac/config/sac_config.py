@@ -282,8 +282,9 @@ class SACConfig(
             )
 
     def _validate_her(self) -> None:
-        if not self.her and (self.her_strategy != "future" or self.her_goals_per_transition != 4):
-            raise TfsacError("her_strategy and her_goals_per_transition need her")
+        for name in ("her_strategy", "her_goals_per_transition"):
+            if not self.her and getattr(self, name) != _default(name):
+                raise TfsacError(f"{name} needs her (add --her: Hindsight Experience Replay)")
         if self.her and self.offline_data is not None:
             raise TfsacError(
                 "her does not work with offline_data: recorded transitions come without the "

@@ -107,7 +107,11 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
         # gymnasium re-raises the import's error with its own text: the name is the cause's.
         name = e.name or getattr(e.__cause__, "name", None) or ""
         hint = EXTRAS.get(name.split(".")[0])
-        install = f" (pip install 'tfsac[{hint}]')" if hint else ""
+        install = f" (pip install 'tfsac[{hint}]', or -e \".[{hint}]\" in a checkout)"
+        if not hint and module is not None and name.split(".")[0] == module.split(".")[0]:
+            install = " (run from the folder that holds it, or put that folder on PYTHONPATH)"
+        elif not hint:
+            install = ""
         raise TfsacError(
             f"environment {env_id!r} needs a missing module: {name or e}{install}"
         ) from None

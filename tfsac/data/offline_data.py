@@ -154,7 +154,8 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
     except ImportError:
         raise TfsacError(
             f"offline_data {source!r}: no such folder, and minari, which would read it as a "
-            "Minari dataset id, is not installed (pip install 'tfsac[offline]')"
+            "Minari dataset id, is not installed (pip install 'tfsac[offline]', or "
+            '-e ".[offline]" in a checkout)'
         ) from None
     try:
         if data_path is None:

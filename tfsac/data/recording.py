@@ -198,7 +198,8 @@ def _write_minari(
         from minari.data_collector import EpisodeBuffer
     except ImportError:
         raise TfsacError(
-            "a Minari dataset needs minari (pip install 'tfsac[offline]'), or use npz"
+            "a Minari dataset needs minari (pip install 'tfsac[offline]', or -e "
+            '".[offline]" in a checkout), or use npz'
         ) from None
     buffers = [
         EpisodeBuffer(

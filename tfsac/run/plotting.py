@@ -313,7 +313,7 @@ def _image_path(out_path: str) -> str:
         )
     folder = os.path.dirname(out_path) or "."
     if not os.path.isdir(folder):
-        why = "is not a folder" if os.path.exists(folder) else "does not exist"
+        why = "is not a folder" if os.path.exists(folder) else "does not exist (make it first)"
         raise TfsacError(f"cannot write {out_path!r}: {folder!r} {why}")
     # What matplotlib writes for a name without an extension.
     return out_path if os.path.splitext(out_path)[1] else out_path + ".png"

@@ -71,23 +71,34 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
 
 
 def _env_name(env) -> str:
-    """An env_fn env's name: its gymnasium id where that id remakes an env of its spaces
-    (wrappers of rewards or time limits, and flattening, which tfsac does the same, are
-    left unsaid), else custom:<name>: a class of its own, or a registered env inside
-    wrappers that change its observations or actions (frame stacking, say), which its id
-    alone would not remake."""
+    """An env_fn env's name: its gymnasium id where that id remakes the env the policy
+    saw (wrappers of rewards or time limits, and flattening, which tfsac does the same,
+    are left unsaid), else custom:<name>: a class of its own, or a registered env inside
+    wrappers that change its observations or actions (frame stacking, a transform that
+    keeps the space), which its id alone would not remake."""
     spec = getattr(env, "spec", None)
     if spec is None or not spec.id:
         return f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
     users = unflattened(env)  # any flattening: the vector tfsac's own would give
     inner = env.unwrapped
     wrappers = [w.name for w in spec.additional_wrappers if w.name != Flattened.__name__]
-    if not wrappers or (
+    same_spaces = (
         users.observation_space == inner.observation_space
         and users.action_space == inner.action_space
-    ):
+    )
+    if not wrappers or (same_spaces and not _changes_observations_or_actions(users)):
         return spec.id
     return f"{CUSTOM_ENV}{spec.id}+" + "+".join(wrappers)
+
+
+def _changes_observations_or_actions(env) -> bool:
+    """Whether a wrapper of `env` is an observation or action wrapper (its values change
+    even where its space does not)."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, (gym.ObservationWrapper, gym.ActionWrapper)):
+            return True
+        env = env.env
+    return False
 
 
 def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:

@@ -45,6 +45,8 @@ class TrainResult:
     summary: Dict
     # Why a callback stopped the run before total_steps (summary.json's "stop"), or None.
     stop_reason: Optional[str] = None
+    # A resume of a run that had finished: nothing trained or exported in this call.
+    already_finished: bool = False
 
 
 class Trainer:
@@ -152,7 +154,8 @@ class Trainer:
         if self.parts.finished():
             summary = self.parts.completed_summary()
             saved, stop = summary.get("saved_model_path"), summary.get("stop") or {}
-            return self._result(saved, summary, stop.get("reason"))
+            result = self._result(saved, summary, stop.get("reason"))
+            return dataclasses.replace(result, already_finished=True)
         cfg, loop = self.config, self.loop
         # What a killed session (or another run since the build) wrote after this state.
         self.progress.truncate(loop.step)

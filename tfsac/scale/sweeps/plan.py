@@ -8,6 +8,7 @@ Needs neither Ray nor TensorFlow.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import itertools
 import json
@@ -58,7 +59,9 @@ def check_varied_name(names: FrozenSet[str], name: str, where: str) -> None:
     if name in RESERVED_FLAGS:
         raise TfsacError(f"{where}: --{name} cannot vary in a sweep ({RESERVED_FLAGS[name]})")
     if name not in names:
-        raise TfsacError(f"{where}: unknown training flag --{name}")
+        close = difflib.get_close_matches(name, sorted(names), n=1)
+        hint = f" (did you mean --{close[0]}?)" if close else ""
+        raise TfsacError(f"{where}: unknown training flag --{name}{hint}")
 
 
 def resolved_trial_config(config: SACConfig, overrides: Dict[str, str]) -> SACConfig:

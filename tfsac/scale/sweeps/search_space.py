@@ -31,7 +31,7 @@ def parse_grid(entries: Iterable[str], configs) -> Dict[str, List[str]]:
             raise TfsacError(f"--grid: {name} is given twice")
         values = split_values(text)
         if not text.strip():
-            raise TfsacError(f"--grid {name}: no values")
+            raise TfsacError(f"--grid {name}: no values (e.g. --grid={name}=<value>,<value>)")
         if not all(values):
             raise TfsacError(f"--grid {name}: an empty value in {text!r}")
         if len(set(values)) < len(values):

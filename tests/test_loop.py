@@ -427,6 +427,8 @@ def test_an_env_in_wrappers_that_change_its_values_but_not_its_spaces_is_named_c
     assert _env_name(scaled()) == "custom:Pendulum-v1+TransformObservation"
     assert _env_name(clipped()) == "custom:Pendulum-v1+ClipAction"
     assert _env_name(rewards()) == _env_name(gym.make("Pendulum-v1")) == "Pendulum-v1"
+    flat = gym.wrappers.TimeLimit(gym.wrappers.FlattenObservation(gym.make("Pendulum-v1")), 50)
+    assert _env_name(flat) == "Pendulum-v1"  # the vector tfsac's own flattening gives
     config = tiny_config(tmp_path, "Pendulum-v1", export=False)
     assert train(config, env_fn=scaled).spec.env_id == "custom:Pendulum-v1+TransformObservation"
 

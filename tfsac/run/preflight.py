@@ -93,9 +93,10 @@ def _env_name(env) -> str:
 
 def _changes_observations_or_actions(env) -> bool:
     """Whether a wrapper of `env` is an observation or action wrapper (its values change
-    even where its space does not)."""
+    even where its space does not), other than a flattening (the vector tfsac's gives)."""
     while isinstance(env, gym.Wrapper):
-        if isinstance(env, (gym.ObservationWrapper, gym.ActionWrapper)):
+        flattening = isinstance(env, gym.wrappers.FlattenObservation)
+        if isinstance(env, (gym.ObservationWrapper, gym.ActionWrapper)) and not flattening:
             return True
         env = env.env
     return False

@@ -591,8 +591,8 @@ def test_new_files_of_a_version_are_written_beside_it_never_inside(exported, tmp
         ({"action_low": [float("nan")]}, "'action_low' is \\[nan\\], not a list of finite"),
         ({"action_high": [float("inf")]}, "'action_high' is \\[inf\\], not a list of finite"),
         (
-            {"action_low": [-1.0, 0.0], "action_high": [1.0, 0.0]},
-            "action bounds \\[-1.0, 0.0\\] to \\[1.0, 0.0\\] are not a box",
+            {"action_low": [-1.0, 0.5], "action_high": [1.0, 0.0]},
+            "action bounds \\[-1.0, 0.5\\] to \\[1.0, 0.0\\] are not a box",
         ),
         ({"action_low": [-1.0], "action_high": [1.0, 1.0]}, "action bounds .* are not a box"),
         ({"eval_return_mean": "high"}, "'eval_return_mean' is 'high'"),
@@ -609,6 +609,10 @@ def test_metadata_that_reads_as_json_but_not_as_tfsac_wrote_it_is_one_line(
         read_metadata(str(tmp_path))
     (tmp_path / export_module.METADATA_FILE).write_text(json.dumps(good))
     assert read_metadata(str(tmp_path)) == good
+    # A dimension of one value (low == high) trains and exports: it loads too.
+    degenerate = {**good, "action_low": [-1.0, 0.0], "action_high": [1.0, 0.0]}
+    (tmp_path / export_module.METADATA_FILE).write_text(json.dumps(degenerate))
+    assert read_metadata(str(tmp_path)) == degenerate
 
 
 def test_an_export_removes_the_temporary_folders_of_dead_exports_only(exported, tmp_path):

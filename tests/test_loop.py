@@ -418,19 +418,21 @@ def test_an_env_in_wrappers_that_change_its_values_but_not_its_spaces_is_named_c
         env = gym.make("Pendulum-v1")
         return gym.wrappers.TransformObservation(env, lambda o: o * 2, env.observation_space)
 
-    def clipped():
-        return gym.wrappers.ClipAction(gym.make("Pendulum-v1"))
+    def halved():
+        env = gym.make("Pendulum-v1")
+        return gym.wrappers.TransformAction(env, lambda a: 0.5 * a, env.action_space)
 
     def rewards():
         return gym.wrappers.TransformReward(gym.make("Pendulum-v1"), lambda r: 0.1 * r)
 
     assert _env_name(scaled()) == "custom:Pendulum-v1+TransformObservation"
-    assert _env_name(clipped()) == "custom:Pendulum-v1+ClipAction"
+    assert _env_name(halved()) == "custom:Pendulum-v1+TransformAction"
     assert _env_name(rewards()) == _env_name(gym.make("Pendulum-v1")) == "Pendulum-v1"
     flat = gym.wrappers.TimeLimit(gym.wrappers.FlattenObservation(gym.make("Pendulum-v1")), 50)
     assert _env_name(flat) == "Pendulum-v1"  # the vector tfsac's own flattening gives
-    config = tiny_config(tmp_path, "Pendulum-v1", export=False)
-    assert train(config, env_fn=scaled).spec.env_id == "custom:Pendulum-v1+TransformObservation"
+    for env_fn, wrapper in ((scaled, "TransformObservation"), (halved, "TransformAction")):
+        config = tiny_config(tmp_path, "Pendulum-v1", name=wrapper, export=False)
+        assert train(config, env_fn=env_fn).spec.env_id == f"custom:Pendulum-v1+{wrapper}"
 
 
 def test_a_progress_line_after_updates_without_timed_steps_is_not_called_warm_up(tmp_path, caplog):

@@ -300,6 +300,44 @@ def test_a_variants_own_optimizer_keeps_its_rate_under_a_schedule_and_resumes(
     assert float(variant.adam.learning_rate) == 0.0  # 0.003 x linear's 0 at the end
 
 
+def test_a_variants_optimizers_keep_their_rates_and_checkpoint_objects_may_be_nested(
+    tmp_path, aux_model
+):
+    """A reviewer's: an optimizer named 'value' (not v1's) took the config's rate; one made
+    with a Keras schedule failed at every resume; lists and Keras variables among the
+    checkpoint objects (as tf.train.Checkpoint takes them) crashed the completeness check."""
+
+    class Named(AuxModel):
+        name = "named_value"
+
+        def __init__(self, sac, obs_dim):
+            super().__init__(sac, obs_dim)
+            decay = tf.keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+            self.scheduled = tf.keras.optimizers.Adam(decay)
+            self.scale = tf.keras.Variable(1.0)
+
+        def checkpoint_objects(self):
+            return {"models": [self.model], "adams": {"a": self.adam}, "scale": self.scale}
+
+        def optimizers(self):
+            return {"value": self.adam, "scheduled": self.scheduled}
+
+    register(Named)
+    try:
+        config = resolve(
+            _config(tmp_path, algorithm="named_value", algorithm_kwargs='{"model_rate": 1}')
+        )
+        assert config.algorithm_kwargs == {"model_rate": 1.0}  # a float, as its default
+        assert isinstance(config.algorithm_kwargs["model_rate"], float)
+        learner = SACLearner(3, 1, config)
+        assert learner.sac.base_rates["value"] == 1.0 and "scheduled" not in learner.sac.base_rates
+        learner.set_learning_rate_factor(0.5)  # what a resume and --lr_schedule call
+        assert float(learner.sac.variant.adam.learning_rate) == 0.5
+        assert learner.unsaved_variables() == []
+    finally:
+        del VARIANTS[Named.name]
+
+
 def test_a_variants_mistakes_are_one_line_each(tmp_path, aux_model):
     class Clash(AuxModel):
         name = "clash"
@@ -326,9 +364,10 @@ def test_a_variants_mistakes_are_one_line_each(tmp_path, aux_model):
 
     mistakes = {
         Clash: "algorithm clash: its optimizers.. names 'critic', SAC's own optimizer",
-        Unsaved: "cannot checkpoint step 100: no checkpoint object holds .*dense.*/kernel",
-        FewSeeds: r"few_seeds: after_critic_step indexes past its seeds .seeds_needed = 2",
-        ReadsKwargs: "reads_kwargs or network mlp: its declarations raised AttributeError: .*"
+        Unsaved: "cannot checkpoint this run: no checkpoint object holds .*dense.*/kernel",
+        FewSeeds: r"few_seeds: after_critic_step raised .*out of bounds.*: if it reads seeds "
+        r"past seeds\[:, 1\], declare a larger seeds_needed .now 2",
+        ReadsKwargs: "algorithm reads_kwargs: its check raised AttributeError: .*"
         "kwargs.*test_new_variant.py, line",
     }
     for cls, message in mistakes.items():
@@ -351,6 +390,10 @@ def test_a_variants_mistakes_are_one_line_each(tmp_path, aux_model):
         ({"hyperparameters": {"beta": float("nan")}}, "hyperparameters must be a dict of names"),
         ({"hyperparameters": {"sizes": (32, 32)}}, "JSON values .* not tuples"),
         ({"hyperparameters": {"tau": 0.1}}, "hyperparameter 'tau' is a config option"),
+        (
+            {"own_options": ("tau",), "option_readers": {"tau": ("td_targt",)}},
+            "option_readers names 'td_targt' for tau, which is no method of it",
+        ),
     ],
 )
 def test_register_refuses_declarations_that_name_no_option(declaration, message):

@@ -161,10 +161,25 @@ def test_schedules_parse_and_shape_the_rate():
     assert [linear(s, 100) for s in (0, 25, 100)] == [1.0, 0.75, 0.0]
     piecewise = parse_schedule("piecewise:50:0.5,80:0.1")
     assert [piecewise(s, 100) for s in (10, 50, 79, 80)] == [1.0, 0.5, 0.5, 0.1]
-    bad_ones = ("cosine", "piecewise:10", "piecewise:10:-1", "piecewise:10:inf", "piecewise:9:nan")
-    for bad in (*bad_ones, "piecewise:100:0.5,100:0.2"):  # the last: which factor from 100?
-        with pytest.raises(TfsacError, match="lr_schedule .* positive finite factors at dist"):
+    for bad in ("cosine", "piecewise:10", "piecewise:10:-1", "piecewise:10:inf", "piecewise:9:nan"):
+        with pytest.raises(TfsacError, match="lr_schedule .* positive finite factors"):
             resolve(SACConfig(lr_schedule=bad))
+    # Two factors from one step: a saved run's config loads (the larger wins, as before),
+    # a new run is refused.
+    twice = resolve(SACConfig(lr_schedule="piecewise:100:0.5,100:0.2"))
+    with pytest.raises(TfsacError, match="gives step 100 two factors"):
+        twice.check_new_run()
+
+
+def test_a_fixed_alpha_beside_a_learned_ones_options_warns_and_a_saved_run_loads():
+    """A tester's: --alpha=0.1 --target_entropy=-2 said nothing. A new run says which
+    options it does not read; a run saved so before this loads (resume, evaluate)."""
+    config = resolve(SACConfig(alpha=0.1, target_entropy=-3.0, use_log_alpha=False))
+    assert config.check_new_run() == [
+        "target_entropy=-3.0 is not read: alpha is fixed at 0.1 (alpha=auto learns it)",
+        "use_log_alpha=False is not read: alpha is fixed at 0.1 (alpha=auto learns it)",
+    ]
+    assert resolve(SACConfig(target_entropy=-3.0)).check_new_run() == []  # learned: read
 
 
 def test_linear_schedule_decays_rates_during_training(tmp_path):

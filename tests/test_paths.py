@@ -212,19 +212,19 @@ def test_a_resumed_run_writes_through_no_link_planted_in_its_folder(tmp_path):
 
     train(config(40), export=False, quiet=True)
     run = tmp_path / "run"
-    temporaries = ["summary.json.tmp", "config.json.tmp", "checkpoints/checkpoint.tmp"]
+    temporaries = ["summary.json.tmp", "config.json.tmp"]
     for i, name in enumerate(temporaries):
         (outside / f"victim{i}").write_text("keep")
         os.symlink(outside / f"victim{i}", run / name)
     train(config(80), resume=True, export=False, quiet=True)
-    assert [(outside / f"victim{i}").read_text() for i in range(3)] == ["keep"] * 3
+    assert [(outside / f"victim{i}").read_text() for i in range(2)] == ["keep"] * 2
     assert not os.path.lexists(run / "summary.json.tmp")  # written: its own file, renamed
     for i, name in enumerate(["run.lock", "progress.csv"], start=3):
         kept = (run / name).read_bytes()
         (run / name).unlink()
         (outside / f"victim{i}").write_text("keep")
         os.symlink(outside / f"victim{i}", run / name)
-        with pytest.raises(TfsacError, match=f"{name}.* is a symbolic link: tfsac writes only"):
+        with pytest.raises(TfsacError, match=f"{name} is a symbolic link: tfsac writes only"):
             train(config(120), resume=True, export=False, quiet=True)
         assert (outside / f"victim{i}").read_text() == "keep"
         (run / name).unlink()

@@ -122,7 +122,7 @@ def read_json(path: str, default=None):
 
 
 # Where the system has it (not on Windows): opening a symbolic link fails (ELOOP).
-_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def new_file(path: str, mode: str = "w"):
@@ -139,15 +139,22 @@ def open_in_place(path: str, mode: str = "a"):
     link (which could point outside the folder the user named): TfsacError there."""
     how = os.O_APPEND if mode == "a" else os.O_TRUNC
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | how | _NO_FOLLOW, 0o666)
+        if not NO_FOLLOW and os.path.islink(path):  # no O_NOFOLLOW (Windows): asked first
+            raise OSError(errno.ELOOP, "a symbolic link")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | how | NO_FOLLOW, 0o666)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise TfsacError(
-                f"{path} is a symbolic link: tfsac writes only inside the folders you name, "
-                "never through a link; remove the link to continue"
-            ) from None
+            raise linked(path) from None
         raise
     return os.fdopen(fd, mode, newline="")
+
+
+def linked(path: str) -> TfsacError:
+    """The refusal of a symbolic link where tfsac writes a file in place."""
+    return TfsacError(
+        f"{path} is a symbolic link: tfsac writes only inside the folders you name, never "
+        "through a link; remove the link to continue"
+    )
 
 
 def write_atomic(path: str, text: str) -> None:

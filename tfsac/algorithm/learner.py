@@ -96,12 +96,17 @@ class SACLearner:
         """The paths of variables an update writes that no checkpoint object holds (a
         variant's network left out of its checkpoint_objects): a resume would start them
         afresh."""
-        held = set()
-        for obj in self.checkpoint_objects().values():
-            if isinstance(obj, tf.Variable):
+        held, objects = set(), list(self.checkpoint_objects().values())
+        while objects:  # what tf.train.Checkpoint takes: lists and dicts of them too
+            obj = objects.pop()
+            if isinstance(obj, (list, tuple)):
+                objects.extend(obj)
+            elif isinstance(obj, dict):
+                objects.extend(obj.values())
+            elif isinstance(obj, (tf.Variable, keras.Variable)):
                 held.add(id(obj))
-            elif not isinstance(obj, tf.random.Generator):  # its state: no update writes it
-                held.update(id(v) for v in obj.variables)
+            else:  # models, optimizers, layers; a Generator's state no update writes
+                held.update(id(v) for v in getattr(obj, "variables", ()))
         return [getattr(v, "path", v.name) for v in self.sac.trainable_state() if id(v) not in held]
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:
@@ -156,8 +161,9 @@ class SACLearner:
     def set_learning_rate_factor(self, factor: float) -> None:
         """Sets every optimizer's rate to its rate before any schedule (SAC.base_rates)
         times `factor` (float32, as the optimizers hold them)."""
-        for part, optimizer in self.sac.optimizers().items():
-            optimizer.learning_rate = float(np.float32(self.sac.base_rates[part] * factor))
+        optimizers = self.sac.optimizers()
+        for part, rate in self.sac.base_rates.items():
+            optimizers[part].learning_rate = float(np.float32(rate * factor))
 
     # -------------------------------------------------------------------- acting
     def _mode_fn(self, observation):

@@ -32,23 +32,32 @@ def resolve(config: SACConfig) -> SACConfig:
         config = dataclasses.replace(config, algorithm=algorithm, variant=None)
     variant, architecture = variant_of(config), architecture_of(config)
     config = _with_hyperparameters(config, variant)
-    try:  # a variant's or an architecture's declarations: the user's code, in one line
-        defaults = {**variant.defaults(config), **architecture.defaults(config)}
-        auto = {name: value for name, value in defaults.items() if getattr(config, name) is None}
-        if auto:
-            config = dataclasses.replace(config, **auto)
-        _refuse_unread_options(config, variant)
-        variant.check(config)
-        architecture.check(config)
+    defaults = {
+        **_declared(variant, "algorithm", variant.defaults, config),
+        **_declared(architecture, "network", architecture.defaults, config),
+    }
+    auto = {name: value for name, value in defaults.items() if getattr(config, name) is None}
+    if auto:
+        config = dataclasses.replace(config, **auto)
+    _refuse_unread_options(config, variant)
+    _declared(variant, "algorithm", variant.check, config)
+    _declared(architecture, "network", architecture.check, config)
+    return config
+
+
+def _declared(cls, option: str, method, config: SACConfig):
+    """`method(config)`, a variant's or an architecture's declaration: where the user's
+    code raises (not a TfsacError), one line naming it and where."""
+    try:
+        return method(config)
     except TfsacError:
         raise
     except Exception as e:
         frame = users_frame(e)
         raise TfsacError(
-            f"algorithm {variant.name} or network {architecture.name}: its declarations raised "
-            f"{type(e).__name__}: {e} ({frame.filename}, line {frame.lineno})"
+            f"{option} {cls.name}: its {method.__name__} raised {type(e).__name__}: {e} "
+            f"({frame.filename}, line {frame.lineno})"
         ) from None
-    return config
 
 
 def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
@@ -67,8 +76,14 @@ def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
                 f"algorithm_kwargs: {name} of algorithm {variant.name} must be "
                 f"{_kind(declared[name])} like its default {declared[name]!r}, got {value!r}"
             )
+    # An integer given for a number is a float, as the variant's default (tensors' dtypes).
+    given = {k: float(v) if isinstance(declared[k], float) else v for k, v in given.items()}
     full = {**declared, **given}
-    return config if full == given else dataclasses.replace(config, algorithm_kwargs=full)
+    if full == config.algorithm_kwargs and all(
+        type(full[k]) is type(v) for k, v in config.algorithm_kwargs.items()
+    ):
+        return config
+    return dataclasses.replace(config, algorithm_kwargs=full)
 
 
 def _kind(default) -> str:

@@ -30,7 +30,7 @@ from tfsac.algorithm.resolve import resolve
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
-from tfsac.errors import TfsacError
+from tfsac.errors import TfsacError, first_line
 
 # observation, action, reward, next_observation, terminated, discount (transition_layout)
 Batch = Dict[str, tf.Tensor]
@@ -101,8 +101,10 @@ class SAC:
         self.base_rates = self._base_rates()
 
     def _base_rates(self) -> Dict[str, float]:
-        """Each optimizer's rate before any schedule: the config's for SAC's parts (and
-        v1's value), a variant's own optimizer's as the variant made it."""
+        """Each optimizer's rate before --lr_schedule scales it: the config's for SAC's
+        parts and for a variant's part whose rate option it reads (v1's value), else the
+        rate the variant made its optimizer with. An optimizer made with a Keras
+        LearningRateSchedule follows that schedule alone (left out)."""
         taken = {"actor", "critic", *self.temperature.optimizers()}
         clash = sorted(taken & set(self.variant.optimizers()))
         if clash:
@@ -110,14 +112,17 @@ class SAC:
                 f"algorithm {self.variant.name}: its optimizers() names {clash[0]!r}, SAC's "
                 "own optimizer: give the variant's a name of its own"
             )
-        return {
-            part: (
-                self.config.rate(part)
-                if hasattr(self.config, f"{part}_learning_rate")
-                else float(optimizer.learning_rate.numpy())
-            )
-            for part, optimizer in self.optimizers().items()
-        }
+        reads = {n for cls in type(self.variant).__mro__ for n in vars(cls).get("own_options", ())}
+        rates = {}
+        for part, optimizer in self.optimizers().items():
+            if part in taken or f"{part}_learning_rate" in reads:
+                rates[part] = self.config.rate(part)
+            elif not isinstance(
+                getattr(optimizer, "_learning_rate", None),
+                keras.optimizers.schedules.LearningRateSchedule,
+            ):
+                rates[part] = float(optimizer.learning_rate.numpy())
+        return rates
 
     def make_optimizer(self, part: str) -> keras.optimizers.Optimizer:
         """Adam (AdamW with `weight_decay`), with the config's beta_1 and gradient clip."""
@@ -196,15 +201,16 @@ class SAC:
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
         try:
             extra = self.variant.after_critic_step(obs, alpha, seeds)
-        except ValueError as e:  # when traced: a slice of `seeds` past seeds_needed
+        except ValueError as e:  # when traced: a slice of `seeds` past seeds_needed?
             if "out of bounds" not in str(e):
                 raise
             raise TfsacError(
-                f"algorithm {self.variant.name}: after_critic_step indexes past its seeds "
-                f"(seeds_needed = {self.variant.seeds_needed}: seeds[:, 0] to "
-                f"seeds[:, {self.variant.seeds_needed - 1}]); declare a larger seeds_needed"
+                f"algorithm {self.variant.name}: after_critic_step raised {first_line(e)}: if "
+                f"it reads seeds past seeds[:, {self.variant.seeds_needed - 1}], declare a "
+                f"larger seeds_needed (now {self.variant.seeds_needed})"
             ) from None
-        if sorted(extra) != sorted(self.variant.metric_names):  # when traced, before the run
+        extra = extra or {}  # a step of its own that reports nothing may return None
+        if sorted(extra) != sorted(self.variant.metric_names):  # when traced
             raise TfsacError(
                 f"algorithm {self.variant.name}: after_critic_step returns metrics "
                 f"{sorted(extra)}, its metric_names declare {sorted(self.variant.metric_names)}"

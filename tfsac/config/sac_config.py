@@ -25,6 +25,7 @@ from tfsac.config.options import (
 )
 from tfsac.config.resume import resume_changes
 from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions, StopOptions
+from tfsac.config.schedules import duplicate_steps
 from tfsac.errors import TfsacError
 
 ALPHA_FORMS = "a float, 'auto' or 'auto_<float>' (learned, starting at <float>)"
@@ -234,19 +235,27 @@ class SACConfig(
             )
         self._validate_distributed()
         self._validate_her()
-        self._validate_fixed_alpha()
         return self
 
-    def _validate_fixed_alpha(self) -> None:
-        """A fixed alpha reads none of the learned temperature's options."""
+    def check_new_run(self) -> List[str]:
+        """The checks of a new run's settings beyond validate()'s, which a saved run (made
+        before them) need not pass to load: TfsacError for a piecewise schedule giving two
+        factors from one step; returns warnings (options only a learned alpha reads,
+        beside a fixed one: a preset's, say)."""
+        if steps := duplicate_steps(self.lr_schedule):
+            raise TfsacError(
+                f"lr_schedule {self.lr_schedule!r} gives step {steps[0]} two factors: give "
+                "each step one"
+            )
         if self.learned_alpha:
-            return
-        for name in ("initial_alpha", "alpha_learning_rate", "target_entropy", "use_log_alpha"):
-            if getattr(self, name) != _default(name):
-                raise TfsacError(
-                    f"{name} is read only when alpha is learned, and alpha is fixed at "
-                    f"{self.alpha:g} (alpha=auto learns it)"
-                )
+            return []
+        names = ("initial_alpha", "alpha_learning_rate", "target_entropy", "use_log_alpha")
+        return [
+            f"{name}={getattr(self, name)} is not read: alpha is fixed at {self.alpha:g} "
+            "(alpha=auto learns it)"
+            for name in names
+            if getattr(self, name) != _default(name)
+        ]
 
     def _validate_offline(self) -> None:
         """Recorded data: offline-only training (total_steps=0) needs it and a number of

@@ -26,12 +26,7 @@ def parse_schedule(spec: str) -> Schedule:
             )
         except ValueError:
             points = []
-        steps = [boundary for boundary, _ in points]
-        if (
-            points
-            and all(0 < f < math.inf for _, f in points)
-            and len(set(steps)) == len(steps)  # two factors from one step: which one?
-        ):
+        if points and all(0 < f < math.inf for _, f in points):
 
             def piecewise(step, total):
                 factor = 1.0
@@ -43,5 +38,15 @@ def parse_schedule(spec: str) -> Schedule:
             return piecewise
     raise TfsacError(
         f"lr_schedule must be 'constant', 'linear' or 'piecewise:<step>:<factor>,...' with "
-        f"positive finite factors at distinct steps, got {spec!r}"
+        f"positive finite factors, got {spec!r}"
     )
+
+
+def duplicate_steps(spec: str) -> list:
+    """The steps a piecewise schedule gives more than one factor from (the largest factor
+    wins there: a new run refuses them, SACConfig.check_new_run)."""
+    text = spec.strip().lower()
+    if not text.startswith("piecewise:"):
+        return []
+    steps = [int(p.split(":")[0]) for p in text[10:].split(",")]
+    return sorted({s for s in steps if steps.count(s) > 1})

@@ -78,8 +78,8 @@ def _metadata_problem(metadata: Dict):
             return f"its {key!r} is {metadata[key]!r}, not a list of finite numbers"
     low, high = metadata.get("action_low"), metadata.get("action_high")
     if low is not None and high is not None:
-        if len(low) != len(high) or not all(a < b for a, b in zip(low, high, strict=False)):
-            return f"its action bounds {low} to {high} are not a box (low < high, equal lengths)"
+        if len(low) != len(high) or not all(a <= b for a, b in zip(low, high, strict=False)):
+            return f"its action bounds {low} to {high} are not a box (low <= high, equal lengths)"
     if "observation_space_json" in metadata:
         try:
             space_from_json(metadata["observation_space_json"])

@@ -87,6 +87,19 @@ class Checkpointer(CheckpointReader):
     def __init__(self, directory: str, learner: SACLearner, max_to_keep: int = 3):
         super().__init__(directory, learner)
         self.learner, self.max_to_keep = learner, max_to_keep
+        self.check_complete("cannot checkpoint this run")  # before it trains: networks built
+
+    def check_complete(self, what: str) -> None:
+        """TfsacError where a variable the update writes is in no checkpoint object (a
+        variant's network left out of its checkpoint_objects): a resume would start it
+        afresh. Checked again at each save: a network built at its first call."""
+        unsaved = self.learner.unsaved_variables()
+        if unsaved:
+            raise TfsacError(
+                f"{what}: no checkpoint object holds {', '.join(unsaved[:3])}"
+                f"{' ...' if len(unsaved) > 3 else ''} (variables the update writes): list "
+                "the variant's networks in its checkpoint_objects"
+            )
         self._new_manager()
 
     def _new_manager(self) -> None:
@@ -186,13 +199,7 @@ class Checkpointer(CheckpointReader):
         """Writes the checkpoint for `step` (with `blobs`, {file name: bytes}, in its
         sidecar); returns its prefix. Raises TfsacError on I/O failure, leaving the previous
         checkpoint as the latest."""
-        unsaved = self.learner.unsaved_variables()
-        if unsaved:  # the variant's mistake: a checkpoint that resumes differently
-            raise TfsacError(
-                f"cannot checkpoint step {step}: no checkpoint object holds "
-                f"{', '.join(unsaved[:3])}{' ...' if len(unsaved) > 3 else ''} (variables "
-                "the update writes): list the variant's networks in its checkpoint_objects"
-            )
+        self.check_complete(f"cannot checkpoint step {step}")
         prefix = os.path.join(self.directory, f"ckpt-{step}")
         extra = self.extra_dir(prefix)
         tmp = os.path.join(self.directory, f".tmp-ckpt-{step}.extra")

@@ -156,6 +156,9 @@ def check_start(
     if resume:  # a damaged summary.json: one line before the resume says what it changes
         RunDir(run_dir).read_summary()
     changes = config.resume_changes(saved) if saved is not None else []
+    if saved is None:  # a new run: a saved one may predate these checks, and still loads
+        for warning in config.check_new_run():
+            logging.warning("%s", warning)
     if config.export:
         model_name = config.model_name or default_model_name(config.env_id)
         check_writable(os.path.join(config.export_dir, model_name))

@@ -139,14 +139,14 @@ class ProgressLog:
 
     def _write_rows(self, rows: List[Dict], mode: str = "a") -> None:
         path = self.run_dir.file(PROGRESS_FILE)
-        new_file = mode == "w" or not os.path.exists(path)
+        header = mode == "w" or not os.path.exists(path)
         with open_in_place(path, mode) as f:
             writer = csv.DictWriter(
                 f,
                 (*PROGRESS_FIELDS, *self.metric_names, *self.extra_fields),
                 extrasaction="ignore",
             )
-            if new_file:
+            if header:
                 writer.writeheader()
             writer.writerows(rows)
 

@@ -160,6 +160,13 @@ def register(cls: Type[Variant]) -> Type[Variant]:
                 f"variant {cls.name!r}: {attribute} names {unknown[0]!r}, which is not a config "
                 "option (a hyperparameter of the variant's own goes in `hyperparameters`)"
             )
+    for option, methods in cls.option_readers.items():
+        missing = [m for m in methods if not callable(getattr(cls, m, None))]
+        if missing:
+            raise ValueError(
+                f"variant {cls.name!r}: option_readers names {missing[0]!r} for {option}, "
+                "which is no method of it"
+            )
     try:  # as config.json holds them: a tuple would come back a list
         text = json.dumps(cls.hyperparameters, allow_nan=False)
         valid = isinstance(cls.hyperparameters, dict) and json.loads(text) == cls.hyperparameters

@@ -65,9 +65,12 @@ def check_varied_name(names: FrozenSet[str], name: str, where: str) -> None:
 
 
 def resolved_trial_config(config: SACConfig, overrides: Dict[str, str]) -> SACConfig:
-    """`config` resolved; a TfsacError says which of the `overrides` made it."""
+    """`config` resolved and checked as a new run's; a TfsacError says which of the
+    `overrides` made it."""
     try:
-        return resolve(config)
+        config = resolve(config)
+        config.check_new_run()  # its refusals; its warnings come with each trial's start
+        return config
     except TfsacError as e:
         where = " ".join(f"--{k}={v}" for k, v in overrides.items() if k not in RESERVED_FLAGS)
         raise TfsacError(f"{where}: {e}" if where else str(e)) from None

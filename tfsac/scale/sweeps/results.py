@@ -10,7 +10,7 @@ import math
 import os
 from typing import Dict, Iterable, List, Optional
 
-from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, read_json, write_atomic
+from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, new_file, read_json, write_atomic
 from tfsac.run.plotting import plot_runs, read_run
 from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
 
@@ -121,6 +121,7 @@ def _plot(run_dirs: List[str], path: str, title: str, labels=None) -> str:
     """plot_runs to `path` through a temporary file beside it (an atomic replace)."""
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{os.path.splitext(name)[0]}.tmp.png")
+    new_file(tmp, "wb").close()  # its own file: a link planted there is removed, not followed
     os.replace(plot_runs(run_dirs, tmp, title=title, labels=labels), path)
     return path
 

@@ -98,7 +98,13 @@ def tfsac_runs(pattern):
         found.append(
             (
                 summary["env"],
-                label("tfsac", config.get("algorithm"), config.get("network"), data),
+                label(
+                    "tfsac",
+                    config.get("algorithm"),
+                    config.get("network"),
+                    data,
+                    config.get("algorithm_kwargs"),
+                ),
                 dict(
                     seed=summary["seed"],
                     steps=steps,
@@ -114,16 +120,22 @@ def tfsac_runs(pattern):
     return found
 
 
-def label(lib, algorithm=None, network=None, data=None) -> str:
-    """'tfsac', or with the algorithm and network where they are not the defaults, and the
-    recorded data's share where there is any."""
+def label(lib, algorithm=None, network=None, data=None, kwargs=None) -> str:
+    """'tfsac', or with the algorithm and network where they are not the defaults, the
+    algorithm's own hyperparameters (name=value), and the recorded data's share where
+    there is any."""
     defaults = {f.name: f.default for f in dataclasses.fields(SACConfig)}
     shown = [
         value
         for value, option in ((algorithm, "algorithm"), (network, "network"))
         if value not in (None, defaults[option])
     ]
-    return " ".join([lib, *shown, *([data] if data else [])])
+    # One word each (a label's words make the curve file's name): no spaces in a value.
+    hyper = [
+        f"{k}={json.dumps(v, separators=(',', ':'))}".replace(" ", "_").replace('"', "")
+        for k, v in sorted((kwargs or {}).items())
+    ]
+    return " ".join([lib, *shown, *hyper, *([data] if data else [])])
 
 
 def at_step_cell(runs, step: int) -> str:
@@ -195,7 +207,7 @@ def env_file_stem(env: str) -> str:
 def curve_file_name(env: str, lib: str, seed) -> str:
     """<env>-<library>-<algorithm>[-<network>]-seed<k>.csv, e.g. hopper_v5-sbx-crossq-seed0."""
     # An algorithm of a user's module, 'my_algos:mean_q', is my_algos_mean_q in a file name.
-    words = [re.sub(r"[:/\\]+", "_", word) for word in lib.split()]
+    words = [re.sub(r"[^A-Za-z0-9.=,+-]+", "_", word) for word in lib.split()]
     words += ["sac"] if len(words) == 1 else []
     return f"{env_file_stem(env)}-{'-'.join(words)}-seed{seed}.csv"
 

@@ -191,6 +191,13 @@ def test_file_names_of_any_env_id_stay_in_the_output_folder(monkeypatch):
     }
     for (env, lib), name in names.items():
         assert report.curve_file_name(env, lib, 0) == name
+    # Runs that differ in the algorithm's own hyperparameters are rows (and files) apart.
+    kwargs = {"min_weight": 0.25, "tag": "a b", "sizes": [1, 2]}
+    lib = report.label("tfsac", "my_algos:mean_q", "mlp", None, kwargs)
+    assert lib == "tfsac my_algos:mean_q min_weight=0.25 sizes=[1,2] tag=a_b"
+    assert report.curve_file_name("Hopper-v5", lib, 0) == (
+        "hopper_v5-tfsac-my_algos_mean_q-min_weight=0.25-sizes=_1,2_-tag=a_b-seed0.csv"
+    )
 
 
 def test_bad_inputs_are_one_line_and_nothing_is_written(tmp_path):

@@ -4,6 +4,7 @@ target is the one it declares (checked by hand), it checkpoints and resumes, exp
 format, acts through env runners, and refuses what it does not read."""
 
 import ast
+import dataclasses
 import os
 import pathlib
 
@@ -183,6 +184,8 @@ def test_a_variants_hyperparameters_are_set_by_algorithm_kwargs_and_checked(tmp_
         '{"scale": "2"}': "scale of algorithm scaled_q must be a number like its default 1.0",
         '{"report": 1}': "report of algorithm scaled_q must be true or false",
         '{"scale": true}': "scale of algorithm scaled_q must be a number",
+        '{"scale": NaN}': r"must be a number like its default 1.0 .finite., got nan",
+        '{"scale": 1, "scale": 2}': "is not valid JSON .the key 'scale' appears twice",
         "[1]": "algorithm_kwargs must be a JSON object",
     }
     for text, message in bad.items():
@@ -190,6 +193,32 @@ def test_a_variants_hyperparameters_are_set_by_algorithm_kwargs_and_checked(tmp_
             resolve(_config(tmp_path, algorithm="scaled_q", algorithm_kwargs=text))
     with pytest.raises(TfsacError, match="algorithm sac has no hyperparameter 'scale' .its "):
         resolve(_config(tmp_path, algorithm="sac", algorithm_kwargs={"scale": 2.0}))
+
+
+def test_a_run_resumes_after_its_variant_declares_another_hyperparameter(tmp_path, scaled_q):
+    """A tester's: a hyperparameter added to the class (its default filled in) made the
+    saved run's algorithm_kwargs differ, and no resume could continue it."""
+    import glob
+    import json
+
+    config = _config(tmp_path, algorithm="scaled_q", algorithm_kwargs={"scale": 2.0})
+    train(dataclasses.replace(config, export=False), quiet=True)
+    saved = [os.path.join(config.run_dir, "config.json")]
+    saved += glob.glob(os.path.join(config.run_dir, "checkpoints", "*.extra", "state.json"))
+    for path in saved:  # as the run was saved before the class declared 'report'
+        with open(path) as f:
+            data = json.load(f)
+        (data.get("config") or data)["algorithm_kwargs"] = {"scale": 2.0}
+        with open(path, "w") as f:
+            json.dump(data, f)
+    longer = dataclasses.replace(config, total_steps=300, export=False)
+    assert train(longer, resume=True, quiet=True).summary["total_steps"] == 300
+    with pytest.raises(TfsacError, match="algorithm_kwargs=.* differs from the resumed run"):
+        train(
+            dataclasses.replace(longer, total_steps=400, algorithm_kwargs={"scale": 3.0}),
+            resume=True,
+            quiet=True,
+        )
 
 
 def test_a_variants_metric_is_reported_and_one_it_does_not_declare_is_refused(tmp_path, scaled_q):

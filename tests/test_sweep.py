@@ -513,3 +513,24 @@ def test_trials_import_an_algorithm_of_the_users_module_from_the_drivers_folder(
     run_dir = tmp_path / "sweep" / "learning_rate=1e-3" / "seed0"
     assert _json(run_dir / "config.json")["algorithm"] == "my_algos:mean_q"
     assert _json(run_dir / "summary.json")["total_steps"] == 200
+
+
+def test_results_md_keeps_a_bar_in_a_config_inside_its_cell():
+    """A tester's: a grid value holding '|' split results.md's row into more cells."""
+    from tfsac.scale.sweeps.results import _markdown
+
+    row = dict(
+        overrides='--algorithm_kwargs={"tag": "a|b"}',
+        seeds="0",
+        return_mean=1.0,
+        return_std=None,
+        best_run_dir=None,
+        curves=None,
+        success_rate=None,
+        env_steps=10,
+        wall_time_s=1,
+        status="done",
+    )
+    line = _markdown([row], "/tmp", None).splitlines()[-1]
+    assert line.startswith('| --algorithm_kwargs={"tag": "a\\|b"} | 0 |')
+    assert line.replace("\\|", "").count("|") == 9  # eight cells

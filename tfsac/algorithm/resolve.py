@@ -5,6 +5,7 @@ start checks call it without TensorFlow; `SAC` calls it again, which changes not
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.variants import VARIANTS, variant_of
@@ -71,10 +72,11 @@ def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
                 f"algorithm_kwargs: algorithm {variant.name} has no hyperparameter {name!r} "
                 f"(its hyperparameters: {takes})"
             )
-        if not _same_kind(value, declared[name]):
+        if not _same_kind(value, declared[name]) or not _finite(value):
             raise TfsacError(
                 f"algorithm_kwargs: {name} of algorithm {variant.name} must be "
-                f"{_kind(declared[name])} like its default {declared[name]!r}, got {value!r}"
+                f"{_kind(declared[name])} like its default {declared[name]!r} (finite), got "
+                f"{value!r}"
             )
     # An integer given for a number is a float, as the variant's default (tensors' dtypes).
     given = {k: float(v) if isinstance(declared[k], float) else v for k, v in given.items()}
@@ -84,6 +86,17 @@ def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
     ):
         return config
     return dataclasses.replace(config, algorithm_kwargs=full)
+
+
+def _finite(value) -> bool:
+    """No NaN or infinity in a value (config.json would hold them as non-standard JSON)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return True
 
 
 def _kind(default) -> str:

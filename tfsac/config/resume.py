@@ -98,4 +98,7 @@ _DECIDED_ELSEWHERE = {
     "offline_data": lambda old, new: None not in (old, new),
     # Not from or to none: the local collector keeps its envs' state in the checkpoint.
     "num_actors": lambda old, new: old > 0 and new > 0,
+    # Hyperparameters the variant declared since (its module edited: the run goes on with
+    # the code as it is now) take their defaults; the saved ones keep their values.
+    "algorithm_kwargs": lambda old, new: all(k in new and new[k] == v for k, v in old.items()),
 }

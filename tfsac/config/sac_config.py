@@ -79,8 +79,15 @@ def _ratio_or_size(text: str):
 def parse_env_kwargs(text: str, name: str = "env_kwargs") -> Dict[str, Any]:
     """env_kwargs (or another option `name` of keyword arguments) from its JSON text (a
     JSON object); TfsacError on anything else."""
+    def unique(pairs):
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) < len(keys):  # json keeps the last one, without a word
+            twice = sorted({k for k in keys if keys.count(k) > 1})
+            raise ValueError(f"the key {twice[0]!r} appears twice")
+        return dict(pairs)
+
     try:
-        kwargs = json.loads(text)
+        kwargs = json.loads(text, object_pairs_hook=unique)
     except ValueError as e:
         raise TfsacError(f"{name} is not valid JSON ({e}): {text}") from None
     if not isinstance(kwargs, dict):

@@ -197,8 +197,9 @@ def _markdown(rows: List[Dict], sweep_dir: str, comparison: Optional[str]) -> st
         best = os.path.relpath(r["best_run_dir"], sweep_dir) if r["best_run_dir"] else ""
         curves = f"[png]({r['curves']})" if r["curves"] else ""
         rate = f" {_fmt(r['success_rate'], 2)} |" if rates else ""
+        config = (r["overrides"] or "base").replace("|", "\\|")  # a bar would end the cell
         lines.append(
-            f"| {r['overrides'] or 'base'} | {r['seeds']} | {ret} |{rate} "
+            f"| {config} | {r['seeds']} | {ret} |{rate} "
             f"{_fmt(r['env_steps'], 0)} | {_fmt(r['wall_time_s'], 0)} | {r['status']} | {best} "
             f"| {curves} |"
         )

@@ -79,6 +79,7 @@ def _ratio_or_size(text: str):
 def parse_env_kwargs(text: str, name: str = "env_kwargs") -> Dict[str, Any]:
     """env_kwargs (or another option `name` of keyword arguments) from its JSON text (a
     JSON object); TfsacError on anything else."""
+
     def unique(pairs):
         keys = [k for k, _ in pairs]
         if len(set(keys)) < len(keys):  # json keeps the last one, without a word

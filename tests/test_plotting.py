@@ -67,6 +67,15 @@ def test_runs_are_grouped_by_every_differing_field_and_labelled_by_the_fewest(tm
         ("network=simba, num_actors=0", 1),
         ("network=mlp, num_actors=2", 1),
     ]
+    # Keyword-argument options are told apart by the keys that differ (a tester's: the
+    # whole resolved object made a legend wider than the figure).
+    kwargs = [
+        _run_dir(tmp_path, f"w{w}", algorithm_kwargs={"min_weight": w, "n": 3}, env_kwargs={"g": 9})
+        for w in (0.0, 0.5)
+    ]
+    runs = [plotting.read_run(d) for d in kwargs]
+    assert differing_fields([r["config"] for r in runs]) == ["algorithm_kwargs.min_weight"]
+    assert _labels(group_runs(runs)) == [("min_weight=0", 1), ("min_weight=0.5", 1)]
     # Same config, other seeds, run directories and outputs: one group, named by its env.
     same = [_run_dir(tmp_path, f"s{seed}", seed=seed, log_every=7 + seed) for seed in (0, 1)]
     groups = group_runs([plotting.read_run(d) for d in same])

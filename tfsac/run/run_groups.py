@@ -45,9 +45,23 @@ class RunGroup:
         return f"{self.label} ({runs} seed{'s' if runs != 1 else ''})"
 
 
+# Options of keyword arguments: compared, and labelled, key by key ('min_weight=0.5', not
+# the whole object).
+EXPANDED = ("algorithm_kwargs", "env_kwargs")
+
+
 def _defaults() -> Dict:
     # As config.json holds them (JSON): a run of an older tfsac lacks the newer fields.
-    return json.loads(json.dumps(SACConfig().to_dict()))
+    return _expanded(json.loads(json.dumps(SACConfig().to_dict())))
+
+
+def _expanded(config: Dict) -> Dict:
+    """`config` with each EXPANDED option as its keys, '<option>.<key>'."""
+    flat = {k: v for k, v in config.items() if k not in EXPANDED}
+    for name in EXPANDED:
+        for key, value in (config.get(name) or {}).items():
+            flat[f"{name}.{key}"] = value
+    return flat
 
 
 def _text(value) -> str:
@@ -60,6 +74,7 @@ def differing_fields(configs: Sequence[Dict]) -> List[str]:
     those the algorithm fills in when left 'auto' (default None), which follow from
     others more often than not."""
     defaults = _defaults()
+    configs = [_expanded(c) for c in configs]
     names = list(defaults) + sorted({n for c in configs for n in c} - set(defaults))
     full = [{**defaults, **c} for c in configs]
     differ = [
@@ -81,7 +96,10 @@ def _value(value) -> str:
 
 
 def _part(config: Dict, name: str) -> str:
-    return _value(config.get(name)) if name == "env_id" else f"{name}={_value(config.get(name))}"
+    if name == "env_id":
+        return _value(config.get(name))
+    key = name.split(".", 1)[1] if name.split(".", 1)[0] in EXPANDED else name
+    return f"{key}={_value(config.get(name))}"
 
 
 def label_fields(configs: Sequence[Dict], fields: Sequence[str]) -> List[str]:
@@ -116,7 +134,7 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
             by_label.setdefault(label, []).append(run)
         return [RunGroup(label, members) for label, members in by_label.items()]
     defaults = _defaults()
-    configs = [{**defaults, **r["config"]} for r in runs]
+    configs = [{**defaults, **_expanded(r["config"])} for r in runs]
     fields = differing_fields([r["config"] for r in runs])
     keyed: Dict[Tuple, List[int]] = {}
     for index, config in enumerate(configs):

@@ -75,6 +75,13 @@ def test_the_scripts_train_and_evaluate_an_algorithm_and_networks_of_the_users(t
     assert (config["algorithm"], config["network"]) == ("my_algos:mean_q", "my_nets:ln_actor")
     assert config["algorithm_kwargs"] == {"min_weight": 0.25}
     assert (tmp_path / "export" / "pendulum_v1" / "1" / "saved_model.pb").exists()
+    metadata = json.loads(
+        (tmp_path / "export" / "pendulum_v1" / "1" / "tfsac_metadata.json").read_text()
+    )
+    assert (metadata["algorithm"], metadata["algorithm_kwargs"]) == (
+        "my_algos:mean_q",
+        {"min_weight": 0.25},
+    )
     # A new process: the run directory's config names the modules, which are imported again.
     done = run_script("evaluate", ["--run_dir=run", "--episodes=1"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]

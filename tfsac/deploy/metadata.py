@@ -55,6 +55,9 @@ _NUMBER = (int, float)
 _ENTRY_TYPES = {
     "env_id": str,
     "env_kwargs": dict,
+    "algorithm": str,
+    "algorithm_kwargs": dict,
+    "network": str,
     "observation_dim": int,
     "observation_space_json": dict,
     "action_low": list,
@@ -107,6 +110,10 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
         "tfsac_version": __version__,
         "env_id": config.env_id,
         "env_kwargs": config.env_kwargs,
+        # What trained it: its algorithm (a user's module's too) and that one's settings.
+        "algorithm": config.algorithm,
+        "algorithm_kwargs": config.algorithm_kwargs,
+        "network": config.network,
         # The evaluated policy's env steps (a stopped run's or the best policy's).
         "training_steps": final_evaluation.get("step", config.total_steps),
         "observation_dim": spec.obs_dim,

@@ -36,6 +36,11 @@ CASES = [
     ("train", ["--lr_schedule=piecewise:100:inf"], "positive finite factors"),
     ("train", ["--lr_schedule=piecewise:100:0.5,100:0.2"], "gives step 100 two factors"),
     ("train", ['--algorithm_kwargs={"beta": 1}'], "algorithm sac has no hyperparameter 'beta'"),
+    (
+        "train",
+        ["--algorithm=tqc", '--algorithm_kwargs={"n_quantiles": 9}'],
+        "no hyperparameter 'n_quantiles' (its hyperparameters: none); n_quantiles is an option",
+    ),
     ("train", ["--flagfile=missing.flags"], "cannot read the --flagfile"),
     ("train", ["--env_id=Pendulum-v1"], "unknown flag --env_id: the env_id option is --env"),
     ("train", ["--start_steps=1000"], "--start_steps (Spinning Up's name): in tfsac --learning"),

@@ -68,9 +68,11 @@ def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
     for name, value in given.items():
         if name not in declared:
             takes = ", ".join(sorted(declared)) or "none"
+            option = name in {f.name for f in dataclasses.fields(config)}
             raise TfsacError(
                 f"algorithm_kwargs: algorithm {variant.name} has no hyperparameter {name!r} "
                 f"(its hyperparameters: {takes})"
+                + (f"; {name} is an option of its own: --{name}" if option else "")
             )
         if not _same_kind(value, declared[name]) or not _finite(value):
             raise TfsacError(

@@ -88,6 +88,7 @@ class Checkpointer(CheckpointReader):
         super().__init__(directory, learner)
         self.learner, self.max_to_keep = learner, max_to_keep
         self.check_complete("cannot checkpoint this run")  # before it trains: networks built
+        self._new_manager()
 
     def check_complete(self, what: str) -> None:
         """TfsacError where a variable the update writes is in no checkpoint object (a
@@ -100,7 +101,6 @@ class Checkpointer(CheckpointReader):
                 f"{' ...' if len(unsaved) > 3 else ''} (variables the update writes): list "
                 "the variant's networks in its checkpoint_objects"
             )
-        self._new_manager()
 
     def _new_manager(self) -> None:
         # The folder is made by the first save: a start refused after this leaves none.

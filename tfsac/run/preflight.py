@@ -86,15 +86,19 @@ def _env_name(env) -> str:
         users.observation_space == inner.observation_space
         and users.action_space == inner.action_space
     )
-    if not wrappers or (same_spaces and not _changes_observations_or_actions(users)):
+    added = len(spec.additional_wrappers)  # the outermost: those around gymnasium.make's
+    if not wrappers or (same_spaces and not _changes_observations_or_actions(env, added)):
         return spec.id
     return f"{CUSTOM_ENV}{spec.id}+" + "+".join(wrappers)
 
 
-def _changes_observations_or_actions(env) -> bool:
-    """Whether a wrapper of `env` is an observation or action wrapper (its values change
-    even where its space does not), other than a flattening (the vector tfsac's gives)."""
-    while isinstance(env, gym.Wrapper):
+def _changes_observations_or_actions(env, layers: int) -> bool:
+    """Whether one of the outermost `layers` wrappers of `env` is an observation or action
+    wrapper (its values change even where its space does not), other than a flattening
+    (the vector tfsac's own gives)."""
+    for _ in range(layers):
+        if not isinstance(env, gym.Wrapper):
+            break
         flattening = isinstance(env, gym.wrappers.FlattenObservation)
         if isinstance(env, (gym.ObservationWrapper, gym.ActionWrapper)) and not flattening:
             return True

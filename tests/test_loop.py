@@ -430,6 +430,22 @@ def test_an_env_in_wrappers_that_change_its_values_but_not_its_spaces_is_named_c
     assert _env_name(rewards()) == _env_name(gym.make("Pendulum-v1")) == "Pendulum-v1"
     flat = gym.wrappers.TimeLimit(gym.wrappers.FlattenObservation(gym.make("Pendulum-v1")), 50)
     assert _env_name(flat) == "Pendulum-v1"  # the vector tfsac's own flattening gives
+    # Under a time limit of the user's too (a reviewer's: a count of layers stopped early).
+    limited = gym.wrappers.TimeLimit(scaled(), 100)
+    assert _env_name(limited) == "custom:Pendulum-v1+TransformObservation"
+    # An observation wrapper the registration's entry point adds: the id remakes it.
+    from gymnasium.envs.classic_control.pendulum import PendulumEnv
+
+    def entry_point(**kwargs):
+        env = PendulumEnv(**kwargs)
+        return gym.wrappers.TransformObservation(env, lambda o: o, env.observation_space)
+
+    gym.register("tfsac-test/PendulumInside-v0", entry_point=entry_point, max_episode_steps=50)
+    inside = gym.wrappers.RecordEpisodeStatistics(gym.make("tfsac-test/PendulumInside-v0"))
+    assert _env_name(inside) == "tfsac-test/PendulumInside-v0"
+    from tfsac.config.resume import env_renamed  # a run named custom:... before resumes
+
+    assert env_renamed("custom:tfsac-test/PendulumInside-v0+TransformObservation", inside.spec.id)
     for env_fn, wrapper in ((scaled, "TransformObservation"), (halved, "TransformAction")):
         config = tiny_config(tmp_path, "Pendulum-v1", name=wrapper, export=False)
         assert train(config, env_fn=env_fn).spec.env_id == f"custom:Pendulum-v1+{wrapper}"

@@ -344,9 +344,15 @@ def test_a_variants_optimizers_keep_their_rates_and_checkpoint_objects_may_be_ne
             decay = tf.keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
             self.scheduled = tf.keras.optimizers.Adam(decay)
             self.scale = tf.keras.Variable(1.0)
+            self.holder = tf.Module()
+            self.holder.offset = tf.keras.Variable(0.0)  # not in the module's `variables`
 
         def checkpoint_objects(self):
-            return {"models": [self.model], "adams": {"a": self.adam}, "scale": self.scale}
+            objects = {"models": [self.model], "adams": {"a": self.adam}, "scale": self.scale}
+            return {**objects, "holder": self.holder}
+
+        def trainable_variables(self):
+            return [*super().trainable_variables(), self.scale, self.holder.offset]
 
         def optimizers(self):
             return {"value": self.adam, "scheduled": self.scheduled}

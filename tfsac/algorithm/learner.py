@@ -96,17 +96,11 @@ class SACLearner:
         """The paths of variables an update writes that no checkpoint object holds (a
         variant's network left out of its checkpoint_objects): a resume would start them
         afresh."""
-        held, objects = set(), list(self.checkpoint_objects().values())
-        while objects:  # what tf.train.Checkpoint takes: lists and dicts of them too
-            obj = objects.pop()
-            if isinstance(obj, (list, tuple)):
-                objects.extend(obj)
-            elif isinstance(obj, dict):
-                objects.extend(obj.values())
-            elif isinstance(obj, (tf.Variable, keras.Variable)):
-                held.add(id(obj))
-            else:  # models, optimizers, layers; a Generator's state no update writes
-                held.update(id(v) for v in getattr(obj, "variables", ()))
+        # What a checkpoint of these objects saves: its own graph of them (lists, dicts,
+        # Keras variables inside a tf.Module, which its `variables` leaves out).
+        root = tf.train.Checkpoint(**self.checkpoint_objects())  # the view holds it weakly
+        found = tf.train.TrackableView(root).descendants()
+        held = {id(v) for v in found if isinstance(v, (tf.Variable, keras.Variable))}
         return [getattr(v, "path", v.name) for v in self.sac.trainable_state() if id(v) not in held]
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:

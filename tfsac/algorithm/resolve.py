@@ -120,7 +120,7 @@ def _same_kind(value, default) -> bool:
     return isinstance(value, type(default))
 
 
-def _own_options(variant) -> set:
+def options_read(variant) -> set:
     """The options `variant` reads: those its classes declare (`own_options`), less any
     whose reading methods (the declaring class's `option_readers`) it replaced."""
     own = set()
@@ -135,8 +135,8 @@ def _own_options(variant) -> set:
 def _refuse_unread_options(config: SACConfig, variant) -> None:
     """An option set away from its default that the variant does not read is a mistake
     (it would change nothing): refused in one line that names the variant."""
-    own = _own_options(variant)
-    others = {n for v in VARIANTS.values() if v is not variant for n in _own_options(v)}
+    own = options_read(variant)
+    others = {n for v in VARIANTS.values() if v is not variant for n in options_read(v)}
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
     for name in sorted((others - own) | set(variant.ignored_options)):
         if getattr(config, name) != defaults[name]:

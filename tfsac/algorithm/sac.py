@@ -26,7 +26,7 @@ import tensorflow as tf
 from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.distributions import policy_params, tanh_normal
 from tfsac.algorithm.networks import build_networks
-from tfsac.algorithm.resolve import resolve
+from tfsac.algorithm.resolve import options_read, resolve
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
@@ -112,7 +112,7 @@ class SAC:
                 f"algorithm {self.variant.name}: its optimizers() names {clash[0]!r}, SAC's "
                 "own optimizer: give the variant's a name of its own"
             )
-        reads = {n for cls in type(self.variant).__mro__ for n in vars(cls).get("own_options", ())}
+        reads = options_read(type(self.variant))
         rates = {}
         for part, optimizer in self.optimizers().items():
             if part in taken or f"{part}_learning_rate" in reads:

@@ -40,7 +40,8 @@ def env_renamed(old: str, new: str) -> bool:
     """Whether env id `new` is today's name of an env_fn env an earlier tfsac named `old`,
     by its id, before the names told wrappers that change spaces apart (custom:<id>+...;
     the checkpoint's shapes still decide whether it restores)."""
-    return str(new).startswith(f"custom:{old}+")
+    # Either way: a later tfsac may also see that wrappers give the env its id remakes.
+    return str(new).startswith(f"custom:{old}+") or str(old).startswith(f"custom:{new}+")
 
 
 def module_moved(old: str, new: str) -> bool:

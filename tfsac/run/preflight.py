@@ -86,19 +86,21 @@ def _env_name(env) -> str:
         users.observation_space == inner.observation_space
         and users.action_space == inner.action_space
     )
-    added = len(spec.additional_wrappers)  # the outermost: those around gymnasium.make's
-    if not wrappers or (same_spaces and not _changes_observations_or_actions(env, added)):
+    if not wrappers or (same_spaces and not _changes_observations_or_actions(env)):
         return spec.id
     return f"{CUSTOM_ENV}{spec.id}+" + "+".join(wrappers)
 
 
-def _changes_observations_or_actions(env, layers: int) -> bool:
-    """Whether one of the outermost `layers` wrappers of `env` is an observation or action
-    wrapper (its values change even where its space does not), other than a flattening
-    (the vector tfsac's own gives)."""
-    for _ in range(layers):
-        if not isinstance(env, gym.Wrapper):
-            break
+# What gymnasium.make puts around the env its registration makes: the walk stops there
+# (the id remakes whatever is inside).
+_MAKES = (gym.wrappers.OrderEnforcing, gym.wrappers.PassiveEnvChecker)
+
+
+def _changes_observations_or_actions(env) -> bool:
+    """Whether a wrapper around gymnasium.make's env is an observation or action wrapper
+    (its values change even where its space does not), other than a flattening (the
+    vector tfsac's own gives)."""
+    while isinstance(env, gym.Wrapper) and not isinstance(env, _MAKES):
         flattening = isinstance(env, gym.wrappers.FlattenObservation)
         if isinstance(env, (gym.ObservationWrapper, gym.ActionWrapper)) and not flattening:
             return True

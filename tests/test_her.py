@@ -89,6 +89,23 @@ def test_relabelled_goals_come_from_the_right_steps_of_the_same_episode(strategy
     np.testing.assert_array_equal(rows["action"][..., 0], episode)
 
 
+def test_streams_that_reach_the_same_observation_keep_every_transition():
+    """A tester's (a bit-flip env on two env copies): two streams at bitwise the same
+    observation shared one open episode, so rows were lost and episodes merged."""
+    buffer = her()
+    same = np.array([[1.0, 2.0, 1.0], [1.0, 2.0, 1.0]], np.float32)  # both copies' state
+    start = np.array([[0.0, 2.0, 0.0], [5.0, 2.0, 5.0]], np.float32)
+    steps = [(start, same), (same, same), (same, same)]  # both sit there, then both end
+    for t, (obs, nxt) in enumerate(steps):
+        end = [t == 2, t == 2]
+        buffer.add(obs, np.zeros((2, 1)), -np.ones(2), nxt, np.zeros(2), ended=end)
+        assert buffer.open_transitions == (0 if t == 2 else 2 * (t + 1))
+    assert len(buffer) == 6  # every transition stored, two episodes of three
+    np.testing.assert_array_equal(buffer.episode_length[:6], [3] * 6)
+    np.testing.assert_array_equal(buffer.episode_start[:6], [0, 0, 0, 3, 3, 3])
+    assert sorted(buffer.observation[[0, 3], 0]) == [0.0, 5.0]  # one episode from each start
+
+
 def test_goals_per_transition_sets_the_relabelled_share():
     buffer = her(k=1)
     add_interleaved(buffer, [4])

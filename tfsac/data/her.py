@@ -6,7 +6,9 @@ then the episode's rows go into the ring one after another, so an episode is a r
 slots, and each row knows its episode's first slot and length. Transitions of many
 streams (env copies, env runners' chunks) arrive interleaved: a row continues the open
 episode whose last next observation is bitwise its observation, as the replay's links
-do. Only rows of finished episodes are sampled.
+do; where streams reach the same observation (a discrete or pinned state), each takes
+one of the episodes that end there (the state, goals included, is the same: either tail
+continues either episode). Only rows of finished episodes are sampled.
 
 Of each sampled batch, the first int(k / (k + 1) * batch_size) rows (k: goals per
 transition, SB3's n_sampled_goal) get a new desired goal, the achieved goal of the next
@@ -60,9 +62,10 @@ class HerReplayBuffer(ReplayBuffer):
         self.her_ratio = 1.0 - 1.0 / (goals_per_transition + 1)  # SB3's her_ratio
         self.episode_start = np.zeros(self.capacity, np.int64)
         self.episode_length = np.zeros(self.capacity, np.int64)
-        # Bytes of an open episode's last next observation -> its rows, in order:
-        # (observation, action, reward, next_observation, terminated).
-        self._open: Dict[bytes, List[tuple]] = {}
+        # Bytes of an open episode's last next observation -> the open episodes ending
+        # there (oldest first), each its rows in order: (observation, action, reward,
+        # next_observation, terminated).
+        self._open: Dict[bytes, List[List[tuple]]] = {}
 
     # ------------------------------------------------------------------ adding
     def add_transitions(self, transitions) -> None:
@@ -79,19 +82,38 @@ class HerReplayBuffer(ReplayBuffer):
         done = rows[4] != 0 if ended is None else np.asarray(ended, bool).reshape(-1)
         for i in range(len(rows[2])):
             row = tuple(x[i] for x in rows)
-            episode = self._open.pop(row[0].tobytes(), [])
+            episode = self._take(row[0].tobytes())
             episode.append(row)
             if done[i] or row[4]:
                 self._store(episode)
             else:
-                self._open[row[3].tobytes()] = episode
-        while len(self._open) > MAX_OPEN_EPISODES:
-            self._store(self._open.pop(next(iter(self._open))))
+                self._open.setdefault(row[3].tobytes(), []).append(episode)
+        while self.open_episodes > MAX_OPEN_EPISODES:
+            self._store(self._take(next(iter(self._open))))
+
+    def _take(self, key: bytes) -> List[tuple]:
+        """The oldest open episode that ends at observation `key` (removed from the open
+        ones), or a new one."""
+        waiting = self._open.get(key)
+        if not waiting:
+            return []
+        episode = waiting.pop(0)
+        if not waiting:
+            del self._open[key]
+        return episode
+
+    @property
+    def open_episodes(self) -> int:
+        return sum(len(waiting) for waiting in self._open.values())
+
+    def _open_list(self) -> List[List[tuple]]:
+        """The open episodes, in the order their keys were opened."""
+        return [episode for waiting in self._open.values() for episode in waiting]
 
     def cut_episodes(self) -> None:
         """Stores the open episodes as they are: their streams start new episodes (a
         resumed run whose envs could not be restored)."""
-        for episode in self._open.values():
+        for episode in self._open_list():
             self._store(episode)
         self._open.clear()
 
@@ -115,7 +137,7 @@ class HerReplayBuffer(ReplayBuffer):
     @property
     def open_transitions(self) -> int:
         """Transitions of episodes under way (not sampled until their episode ends)."""
-        return sum(len(e) for e in self._open.values())
+        return sum(len(e) for e in self._open_list())
 
     # ---------------------------------------------------------------- sampling
     def goal_slots(self, slots: np.ndarray) -> np.ndarray:
@@ -173,7 +195,7 @@ class HerReplayBuffer(ReplayBuffer):
         """The ring's arrays, each row's episode, and the open episodes' rows (in the
         order they were opened) with their lengths."""
         arrays = super().state_arrays()
-        episodes = list(self._open.values())
+        episodes = self._open_list()
         rows = [row for episode in episodes for row in episode]
         packed = np.zeros((len(rows), self._rows.shape[1]), np.float32)  # as the ring's rows
         next_obs = np.zeros((len(rows), self.obs_dim), np.float32)
@@ -215,7 +237,7 @@ class HerReplayBuffer(ReplayBuffer):
         for first, n in zip(np.cumsum(lengths) - lengths, lengths.tolist(), strict=True):
             part = range(int(first), int(first) + n)
             episode = [(rows[i, :d], rows[i, d:-2], rows[i, -2], nxt[i], rows[i, -1]) for i in part]
-            self._open[nxt[part[-1]].tobytes()] = episode
+            self._open.setdefault(nxt[part[-1]].tobytes(), []).append(episode)
 
 
 def her_buffer(config, spec, compute_reward: Optional[Callable]) -> HerReplayBuffer:

@@ -115,6 +115,8 @@ def main(argv):
             "return_mean": info.get("eval_return_mean"),
             "seed": info.get("eval_seed"),
         }
+        if "eval_success_rate" in info:
+            final["success_rate"] = info["eval_success_rate"]
         metadata, name = policy_metadata(config, spec, final), _model_name(config)
         args = (metadata, info["checkpoint"], FLAGS.export_dir, name, formats, FLAGS.quantize)
         published = mark_checkpoint(*args)

@@ -268,6 +268,13 @@ def test_train_script_with_her_reports_success_and_exports_the_goal_keys(tmp_pat
     np.testing.assert_allclose(
         policy.predict({k: v[0] for k, v in keys.items()}), by_flat.numpy()[0], atol=1e-5
     )
+    assert metadata["eval_success_rate"] == summary["eval_success_rate"]
+    # export.py --run_dir writes the success rate too (a tester's: it was left out).
+    args = [f"--run_dir={tmp_path / 'run'}", f"--export_dir={tmp_path / 'again'}", "--model_name=m"]
+    done = run_script("export", args, cwd=TESTS)
+    assert done.returncode == 0, done.stderr[-2000:]
+    exported = json.loads((tmp_path / "again" / "m" / "1" / "tfsac_metadata.json").read_text())
+    assert exported["eval_success_rate"] == summary["eval_success_rate"]
 
 
 def test_chunks_of_two_streams_keep_their_episodes_apart():

@@ -198,6 +198,8 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
             eval_seed=evaluations[-1]["seed"],
             eval_return_mean=evaluations[-1]["return_mean"],
         )
+        if "success_rate" in evaluations[-1]:  # a goal env's
+            info["eval_success_rate"] = evaluations[-1]["success_rate"]
     return learner, spec, info
 
 

@@ -195,6 +195,32 @@ def test_a_goal_env_the_user_flattened_trains_with_her_under_its_own_id(tmp_path
     )
 
 
+def test_a_compute_reward_of_one_goal_at_a_time_is_refused_before_anything_is_written(tmp_path):
+    """A tester's: it was refused at the first update, after config.json and the lock were
+    written, so the same command could not run again once the env was mended."""
+    import goal_env
+
+    from tfsac import TfsacError, train
+
+    class OneAtATime(goal_env.PointReachEnv):
+        def compute_reward(self, achieved_goal, desired_goal, info):
+            return -float(np.linalg.norm(achieved_goal - desired_goal) > 0.1)
+
+    class Raises(goal_env.PointReachEnv):
+        def compute_reward(self, achieved_goal, desired_goal, info):
+            if np.ndim(achieved_goal) > 1:  # its own steps pass one goal
+                raise KeyError("distance")
+            return super().compute_reward(achieved_goal, desired_goal, info)
+
+    config = tiny_config(tmp_path, "Pendulum-v1", her=True, learning_starts=20, total_steps=40)
+    cases = {OneAtATime: "returned shape .. for a batch of 2 goals", Raises: "raised KeyError"}
+    for env_class, message in cases.items():
+        env_fn = lambda env_class=env_class: gym.wrappers.TimeLimit(env_class(), 20)  # noqa: E731
+        with pytest.raises(TfsacError, match=f"compute_reward {message}"):
+            train(config, env_fn=env_fn)
+        assert not os.path.exists(config.run_dir)
+
+
 def test_her_refuses_to_start_before_every_env_copy_can_end_an_episode(caplog):
     import goal_env
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Tuple
 
 import gymnasium as gym
+import numpy as np
 
 from tfsac.errors import TfsacError
 
@@ -50,6 +51,25 @@ def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> 
             + ("" if callable(compute) else " and no compute_reward")
         )
     return compute
+
+
+def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> None:
+    """TfsacError (one line) unless `compute` takes a batch of goals, as HER calls it at
+    each update: checked before a run starts, on two goals."""
+    goals = column(columns, "achieved_goal")
+    batch = np.zeros((2, goals.stop - goals.start), np.float32)
+    try:
+        reward = np.asarray(compute(batch, batch.copy(), [{}, {}]), np.float32)
+    except Exception as e:  # noqa: BLE001 - the env's code: what it raised, in one line
+        raise TfsacError(
+            f"{name}'s compute_reward raised {type(e).__name__} for a batch of 2 goals: {e}; "
+            "her needs it vectorised over the batch (as gymnasium-robotics' envs)"
+        ) from None
+    if reward.shape != (2,):
+        raise TfsacError(
+            f"{name}'s compute_reward returned shape {reward.shape} for a batch of 2 goals; "
+            "her needs it vectorised over the batch (as gymnasium-robotics' envs)"
+        )
 
 
 def episode_limit(env: gym.Env) -> Optional[int]:

@@ -24,7 +24,7 @@ from tfsac.data.envs import (
     env_spec,
     unflattened,
 )
-from tfsac.data.goals import episode_limit, reward_function
+from tfsac.data.goals import check_batched_reward, episode_limit, reward_function
 from tfsac.data.offline_data import RecordedData, load_recorded
 from tfsac.data.spaces import EnvSpec
 from tfsac.deploy.formats import check_available, parse_formats
@@ -111,7 +111,8 @@ def _changes_observations_or_actions(env) -> bool:
 def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:
     """HER needs a goal env, and a finished episode of every stream before learning starts
     (it samples finished episodes only, as SB3's HerReplayBuffer)."""
-    reward_function(env, spec.goal_columns, config.env_id)
+    compute = reward_function(env, spec.goal_columns, config.env_id)
+    check_batched_reward(compute, spec.goal_columns, config.env_id)
     limit = episode_limit(env)
     if not limit:  # episodes may still end by termination: said, not refused
         logging.warning(

@@ -155,6 +155,7 @@ def test_droq_critics_layer_norm_and_dropout():
 
 
 def test_schedules_parse_and_shape_the_rate():
+    from tfsac.config.new_run import check_new_run
     from tfsac.config.schedules import parse_schedule
 
     linear = parse_schedule("linear")
@@ -168,18 +169,20 @@ def test_schedules_parse_and_shape_the_rate():
     # a new run is refused.
     twice = resolve(SACConfig(lr_schedule="piecewise:100:0.5,100:0.2"))
     with pytest.raises(TfsacError, match="gives step 100 two factors"):
-        twice.check_new_run()
+        check_new_run(twice)
 
 
 def test_a_fixed_alpha_beside_a_learned_ones_options_warns_and_a_saved_run_loads():
     """A tester's: --alpha=0.1 --target_entropy=-2 said nothing. A new run says which
     options it does not read; a run saved so before this loads (resume, evaluate)."""
+    from tfsac.config.new_run import check_new_run
+
     config = resolve(SACConfig(alpha=0.1, target_entropy=-3.0, use_log_alpha=False))
-    assert config.check_new_run() == [
+    assert check_new_run(config) == [
         "target_entropy=-3.0 is not read: alpha is fixed at 0.1 (alpha=auto learns it)",
         "use_log_alpha=False is not read: alpha is fixed at 0.1 (alpha=auto learns it)",
     ]
-    assert resolve(SACConfig(target_entropy=-3.0)).check_new_run() == []  # learned: read
+    assert check_new_run(resolve(SACConfig(target_entropy=-3.0))) == []  # learned: read
 
 
 def test_linear_schedule_decays_rates_during_training(tmp_path):

@@ -25,7 +25,6 @@ from tfsac.config.options import (
 )
 from tfsac.config.resume import resume_changes
 from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions, StopOptions
-from tfsac.config.schedules import duplicate_steps
 from tfsac.errors import TfsacError
 
 ALPHA_FORMS = "a float, 'auto' or 'auto_<float>' (learned, starting at <float>)"
@@ -49,7 +48,7 @@ def _sizes(value) -> tuple:
     return tuple(_whole(h.strip() if isinstance(h, str) else h) for h in parts)
 
 
-def _default(name: str):
+def field_default(name: str):
     """The default of SACConfig field `name`."""
     return next(f.default for f in dataclasses.fields(SACConfig) if f.name == name)
 
@@ -134,7 +133,7 @@ class SACConfig(
                 raise TfsacError(f"alpha must be {ALPHA_FORMS}, got {self.alpha!r}") from None
             if not 0 < start < math.inf:
                 raise TfsacError(f"alpha auto_<x> starts at x: positive and finite, got {text}")
-            if self.initial_alpha not in (_default("initial_alpha"), start):
+            if self.initial_alpha not in (field_default("initial_alpha"), start):
                 raise TfsacError(
                     f"alpha {self.alpha} and initial_alpha {self.initial_alpha} both set the "
                     "learned alpha's start: give one of them"
@@ -245,26 +244,6 @@ class SACConfig(
         self._validate_her()
         return self
 
-    def check_new_run(self) -> List[str]:
-        """The checks of a new run's settings beyond validate()'s, which a saved run (made
-        before them) need not pass to load: TfsacError for a piecewise schedule giving two
-        factors from one step; returns warnings (options only a learned alpha reads,
-        beside a fixed one: a preset's, say)."""
-        if steps := duplicate_steps(self.lr_schedule):
-            raise TfsacError(
-                f"lr_schedule {self.lr_schedule!r} gives step {steps[0]} two factors: give "
-                "each step one"
-            )
-        if self.learned_alpha:
-            return []
-        names = ("initial_alpha", "alpha_learning_rate", "target_entropy", "use_log_alpha")
-        return [
-            f"{name}={getattr(self, name)} is not read: alpha is fixed at {self.alpha:g} "
-            "(alpha=auto learns it)"
-            for name in names
-            if getattr(self, name) != _default(name)
-        ]
-
     def _validate_offline(self) -> None:
         """Recorded data: offline-only training (total_steps=0) needs it and a number of
         updates; the options that read it need it."""
@@ -300,7 +279,7 @@ class SACConfig(
 
     def _validate_her(self) -> None:
         for name in ("her_strategy", "her_goals_per_transition"):
-            if not self.her and getattr(self, name) != _default(name):
+            if not self.her and getattr(self, name) != field_default(name):
                 raise TfsacError(f"{name} needs her (add --her: Hindsight Experience Replay)")
         if self.her and self.offline_data is not None:
             raise TfsacError(

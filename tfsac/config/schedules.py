@@ -44,7 +44,7 @@ def parse_schedule(spec: str) -> Schedule:
 
 def duplicate_steps(spec: str) -> list:
     """The steps a piecewise schedule gives more than one factor from (the largest factor
-    wins there: a new run refuses them, SACConfig.check_new_run)."""
+    wins there: a new run refuses them, tfsac.config.new_run)."""
     text = spec.strip().lower()
     if not text.startswith("piecewise:"):
         return []

@@ -14,6 +14,7 @@ from absl import logging
 
 from tfsac.algorithm.resolve import resolve  # TF-free, as the variants' declarations
 from tfsac.config import SACConfig
+from tfsac.config.new_run import check_new_run
 from tfsac.data.env_checks import check_env_api
 from tfsac.data.envs import (
     CUSTOM_ENV,
@@ -164,7 +165,7 @@ def check_start(
         RunDir(run_dir).read_summary()
     changes = config.resume_changes(saved) if saved is not None else []
     if saved is None:  # a new run: a saved one may predate these checks, and still loads
-        for warning in config.check_new_run():
+        for warning in check_new_run(config):
             logging.warning("%s", warning)
     if config.export:
         model_name = config.model_name or default_model_name(config.env_id)

@@ -18,6 +18,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Protocol, Sequence
 
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
+from tfsac.config.new_run import check_new_run
 from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
@@ -69,7 +70,7 @@ def resolved_trial_config(config: SACConfig, overrides: Dict[str, str]) -> SACCo
     `overrides` made it."""
     try:
         config = resolve(config)
-        config.check_new_run()  # its refusals; its warnings come with each trial's start
+        check_new_run(config)  # its refusals; its warnings come with each trial's start
         return config
     except TfsacError as e:
         where = " ".join(f"--{k}={v}" for k, v in overrides.items() if k not in RESERVED_FLAGS)

@@ -1,0 +1,32 @@
+"""The checks of a new run's settings beyond SACConfig.validate(): a run saved before
+them must still load (resume, evaluate, export), so they run only where a run starts
+afresh (tfsac.run.preflight.check_start, a sweep's plan)."""
+
+from __future__ import annotations
+
+from typing import List
+
+from tfsac.config.sac_config import SACConfig, field_default
+from tfsac.config.schedules import duplicate_steps
+from tfsac.errors import TfsacError
+
+# What only a learned temperature reads.
+LEARNED_ALPHA_OPTIONS = ("initial_alpha", "alpha_learning_rate", "target_entropy", "use_log_alpha")
+
+
+def check_new_run(config: SACConfig) -> List[str]:
+    """TfsacError for a piecewise schedule giving two factors from one step; returns
+    warnings: options only a learned alpha reads, beside a fixed one (a preset's, say)."""
+    if steps := duplicate_steps(config.lr_schedule):
+        raise TfsacError(
+            f"lr_schedule {config.lr_schedule!r} gives step {steps[0]} two factors: give each "
+            "step one"
+        )
+    if config.learned_alpha:
+        return []
+    return [
+        f"{name}={getattr(config, name)} is not read: alpha is fixed at {config.alpha:g} "
+        "(alpha=auto learns it)"
+        for name in LEARNED_ALPHA_OPTIONS
+        if getattr(config, name) != field_default(name)
+    ]

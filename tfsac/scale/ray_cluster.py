@@ -12,6 +12,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import time
 from typing import Any, Dict, Optional
 
 from tfsac.errors import TfsacError, first_line
@@ -151,3 +152,17 @@ def _quiet_cluster_messages() -> None:
             f.writelines(f"{line}\n" for line in data.get("lines", []))
 
     ray_worker.print_to_stdstream = to_file
+
+
+def free_cpus(wanted: int, wait_s: float = 10.0) -> float:
+    """The Ray cluster's free CPUs, waiting up to `wait_s` for `wanted` of them: the env
+    runners of a run that just ended (in this process: a notebook's earlier run) free
+    theirs a moment after they are killed."""
+    import ray
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        free = ray.available_resources().get("CPU", 0.0)
+        if free >= wanted or time.monotonic() > deadline:
+            return free
+        time.sleep(0.2)

@@ -41,6 +41,7 @@ from tfsac.data.spaces import EnvSpec
 from tfsac.errors import TfsacError, first_line
 from tfsac.logs import quiet_library_logs
 from tfsac.scale.numpy_actor import NumpyActor
+from tfsac.scale.ray_cluster import free_cpus
 
 # Restarts of one runner's process before the run gives up on it.
 MAX_RESTARTS = 5
@@ -249,7 +250,7 @@ class RunnerPool:
 
         self.config = config
         self.num_runners = config.num_actors
-        free = ray.available_resources().get("CPU", 0.0)
+        free = free_cpus(self.num_runners)
         if free < self.num_runners:
             raise TfsacError(
                 f"{self.num_runners} env runners need {self.num_runners} free CPUs in the Ray "

@@ -98,9 +98,13 @@ class SACLearner:
         afresh."""
         # What a checkpoint of these objects saves: its own graph of them (lists, dicts,
         # Keras variables inside a tf.Module, which its `variables` leaves out).
-        root = tf.train.Checkpoint(**self.checkpoint_objects())  # the view holds it weakly
+        objects = self.checkpoint_objects()
+        root = tf.train.Checkpoint(**objects)  # the view holds it weakly
         found = tf.train.TrackableView(root).descendants()
         held = {id(v) for v in found if isinstance(v, (tf.Variable, keras.Variable))}
+        # And a model's own variables: its dropout layers' seed states, which the graph
+        # leaves out (DroQ's), are the model's too.
+        held |= {id(v) for obj in objects.values() for v in getattr(obj, "variables", ())}
         return [getattr(v, "path", v.name) for v in self.sac.trainable_state() if id(v) not in held]
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:

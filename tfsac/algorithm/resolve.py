@@ -10,6 +10,7 @@ import math
 from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.variants import VARIANTS, variant_of
 from tfsac.config import SACConfig
+from tfsac.config.sac_config import field_default
 from tfsac.errors import TfsacError
 from tfsac.user_modules import users_frame
 
@@ -137,10 +138,9 @@ def _refuse_unread_options(config: SACConfig, variant) -> None:
     (it would change nothing): refused in one line that names the variant."""
     own = options_read(variant)
     others = {n for v in VARIANTS.values() if v is not variant for n in options_read(v)}
-    defaults = {f.name: f.default for f in dataclasses.fields(config)}
     for name in sorted((others - own) | set(variant.ignored_options)):
-        if getattr(config, name) != defaults[name]:
+        if getattr(config, name) != field_default(name):
             raise TfsacError(
                 f"algorithm {variant.name} does not read {name} (set to "
-                f"{getattr(config, name)!r}); leave it at its default {defaults[name]!r}"
+                f"{getattr(config, name)!r}); leave it at its default {field_default(name)!r}"
             )

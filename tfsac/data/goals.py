@@ -53,23 +53,35 @@ def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> 
     return compute
 
 
+VECTORISED = "her needs it vectorised over the batch (as gymnasium-robotics' envs)"
+
+
+def batched_rewards(compute: Callable, achieved: np.ndarray, desired: np.ndarray) -> np.ndarray:
+    """`compute(achieved, desired, infos)` over a batch of goals [n, width] (empty infos,
+    as SB3's), as HER relabels: its n rewards, or TfsacError where it does not give them."""
+    n = len(achieved)
+    reward = np.asarray(compute(achieved, desired, [{} for _ in range(n)]), np.float32)
+    if reward.shape != (n,):
+        raise TfsacError(
+            f"compute_reward returned shape {reward.shape} for a batch of {n} goals; {VECTORISED}"
+        )
+    return reward
+
+
 def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> None:
     """TfsacError (one line) unless `compute` takes a batch of goals, as HER calls it at
-    each update: checked before a run starts, on two goals."""
+    each update (batched_rewards): checked before a run starts, on two goals."""
     goals = column(columns, "achieved_goal")
     batch = np.zeros((2, goals.stop - goals.start), np.float32)
     try:
-        reward = np.asarray(compute(batch, batch.copy(), [{}, {}]), np.float32)
+        batched_rewards(compute, batch, batch.copy())
+    except TfsacError as e:
+        raise TfsacError(f"{name}'s {e}") from None
     except Exception as e:  # noqa: BLE001 - the env's code: what it raised, in one line
         raise TfsacError(
             f"{name}'s compute_reward raised {type(e).__name__} for a batch of 2 goals: {e}; "
-            "her needs it vectorised over the batch (as gymnasium-robotics' envs)"
+            f"{VECTORISED}"
         ) from None
-    if reward.shape != (2,):
-        raise TfsacError(
-            f"{name}'s compute_reward returned shape {reward.shape} for a batch of 2 goals; "
-            "her needs it vectorised over the batch (as gymnasium-robotics' envs)"
-        )
 
 
 def episode_limit(env: gym.Env) -> Optional[int]:

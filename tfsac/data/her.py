@@ -25,7 +25,7 @@ from typing import Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from tfsac.data.goals import GoalColumns, column
+from tfsac.data.goals import GoalColumns, batched_rewards, column
 from tfsac.data.replay import ReplayBuffer, _checked
 from tfsac.errors import TfsacError
 
@@ -163,17 +163,9 @@ class HerReplayBuffer(ReplayBuffer):
             rows[..., first + self.desired.start : first + self.desired.stop] = goals
         achieved = rows[..., nxt + self.achieved.start : nxt + self.achieved.stop]
         n, width = int(np.prod(slots.shape)), goals.shape[-1]
-        reward = np.asarray(
-            self.compute_reward(
-                achieved.reshape(n, width), goals.reshape(n, width), [{} for _ in range(n)]
-            ),
-            np.float32,
+        reward = batched_rewards(
+            self.compute_reward, achieved.reshape(n, width), goals.reshape(n, width)
         )
-        if reward.shape != (n,):
-            raise TfsacError(
-                f"compute_reward returned shape {reward.shape} for a batch of {n} goals; "
-                "her needs it vectorised over the batch (as gymnasium-robotics' envs)"
-            )
         rows[..., self._columns["reward"]] = reward.reshape(slots.shape)
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:

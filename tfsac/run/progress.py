@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import tensorflow as tf
 from absl import logging
 
+from tfsac.algorithm.sac import SAC
 from tfsac.errors import TfsacError
 from tfsac.files import (
     PROGRESS_FIELDS,
@@ -96,8 +97,9 @@ class ProgressLog:
         self.run_dir = run_dir
         self.metric_names = tuple(metric_names)
         # The progress line's losses: SAC's, with a variant's own metrics after the
-        # critics' loss (v1's value_loss); alpha_loss and q_mean go to the files only.
-        own = [n for n in self.metric_names if n not in (*_SHOWN, "alpha_loss", "q_mean")]
+        # critics' loss (v1's value_loss); SAC's others (alpha_loss, q_mean) go to the
+        # files only.
+        own = [n for n in self.metric_names if n not in SAC.metric_names]
         self._shown = (_SHOWN[0], *own, *_SHOWN[1:])
         self.extra_fields = tuple(extra_fields)  # e.g. env runners' statistics
         self.total_steps = total_steps

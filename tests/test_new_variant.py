@@ -240,6 +240,68 @@ def test_a_variants_metric_is_reported_and_one_it_does_not_declare_is_refused(tm
         del VARIANTS[Undeclared.name]
 
 
+class BehaviourCloned(SoftDoubleQ):
+    """SAC whose actor loss adds a behaviour-cloning term on the batch's actions (as TD3+BC,
+    arXiv:2106.06860, adds one to TD3's) and reports it: a loss that reads the batch."""
+
+    name = "sac_bc"
+    peer = None
+    hyperparameters = {"bc_weight": 2.0}
+    actor_metric_names = ("bc_loss",)
+
+    def actor_objective(self, batch, action, log_prob, alpha):
+        loss, _ = super().actor_objective(batch, action, log_prob, alpha)
+        bc = tf.reduce_mean(tf.reduce_sum(tf.square(action - batch["action"]), axis=-1))
+        return loss + self.kwargs["bc_weight"] * bc, {"bc_loss": bc}
+
+
+def test_an_actor_loss_reads_the_batch_and_reports_a_metric_held_between_actor_steps(tmp_path):
+    register(BehaviourCloned)
+    try:
+        config = resolve(_config(tmp_path, algorithm="sac_bc", policy_delay=2))
+        learner = SACLearner(3, 1, config)
+        for v in learner.critic.variables:  # Q = 0: the loss is alpha log pi + 2 * BC
+            v.assign(tf.zeros_like(v))
+        batch = {"observation": tf.zeros([2, 3]), "action": tf.constant([[0.5], [-1.0]])}
+        loss, metrics = learner.sac.variant.actor_objective(
+            batch, tf.constant([[0.0], [0.0]]), tf.constant([1.0, 3.0]), tf.constant(0.5)
+        )
+        # BC: mean(0.25, 1.0) = 0.625; alpha log pi: 0.5 * mean(1, 3) = 1.0.
+        np.testing.assert_allclose(metrics["bc_loss"].numpy(), 0.625)
+        np.testing.assert_allclose(loss.numpy(), 1.0 + 2.0 * 0.625)
+        assert learner.metric_names[-1] == "bc_loss"
+        reported = [learner.update(random_batch(1, 32, 3, 1, seed=i))["bc_loss"] for i in range(4)]
+        # The actor steps after critic steps 2 and 4; the others report the last one's
+        # BC loss again (none yet: 0).
+        assert reported[0] == 0 < reported[1] == reported[2] != reported[3] and reported[1] < 4
+        with pytest.raises(TfsacError, match="does not read actor_q"):
+            resolve(_config(tmp_path, algorithm="sac_bc", actor_q="mean"))
+    finally:
+        del VARIANTS[BehaviourCloned.name]
+
+    class Undeclared(BehaviourCloned):
+        name = "undeclared_actor_metric"
+        actor_metric_names = ()
+
+    register(Undeclared)
+    try:
+        learner = SACLearner(3, 1, resolve(_config(tmp_path, algorithm=Undeclared.name)))
+        message = r"actor_objective returns metrics \['bc_loss'\], its actor_metric_names"
+        with pytest.raises(TfsacError, match=message) as e:
+            learner.update(random_batch(1, 32, 3, 1))
+        assert "\n" not in str(e.value)
+    finally:
+        del VARIANTS[Undeclared.name]
+    with pytest.raises(ValueError, match="the metric 'actor_loss' is named twice"):
+        register(
+            type(
+                "Twice",
+                (BehaviourCloned,),
+                {"name": "twice", "actor_metric_names": ("actor_loss",)},
+            )
+        )
+
+
 def test_init_from_carries_a_variants_networks_not_its_optimizers_or_random_streams(tmp_path):
     """What a run learned is told from its course by what the objects are, not by their
     names: a variant's optimizer and random stream under names of its own stay behind."""

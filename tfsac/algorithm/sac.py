@@ -29,6 +29,7 @@ from tfsac.algorithm.networks import build_networks
 from tfsac.algorithm.resolve import options_read, resolve
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
+from tfsac.algorithm.variants.base import UPDATE_METRICS
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
 
@@ -55,7 +56,7 @@ class SAC:
     action units.
     """
 
-    metric_names = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
+    metric_names = UPDATE_METRICS
 
     def __init__(
         self,
@@ -78,14 +79,16 @@ class SAC:
         self.actor_optimizer = self.make_optimizer("actor")
         self.critic_optimizer = self.make_optimizer("critic")
         self.variant = variant_of(config)(self, obs_dim)
-        self.metric_names = SAC.metric_names + self.variant.metric_names
+        own = (*self.variant.metric_names, *self.variant.actor_metric_names)
+        self.metric_names = SAC.metric_names + own
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
         self.temperature = TEMPERATURES[config.use_log_alpha](config, initial_alpha)
         self.target_entropy = float(
             -action_dim if config.target_entropy is None else config.target_entropy
         )
         # The actor step's metrics, reported again on the steps that skip it (policy_delay).
-        self._last_actor_metrics = [tf.Variable(0.0, trainable=False) for _ in range(3)]
+        count = 3 + len(self.variant.actor_metric_names)
+        self._last_actor_metrics = [tf.Variable(0.0, trainable=False) for _ in range(count)]
         self.update_rng = tf.random.Generator.from_seed(config.seed)
         # What the update divides rewards by (normalize_rewards: the run sets it from the
         # running std of the discounted return); None without.
@@ -209,20 +212,16 @@ class SAC:
                 f"it reads seeds past seeds[:, {self.variant.seeds_needed - 1}], declare a "
                 f"larger seeds_needed (now {self.variant.seeds_needed})"
             ) from None
-        extra = extra or {}  # a step of its own that reports nothing may return None
-        if sorted(extra) != sorted(self.variant.metric_names):  # when traced
-            raise TfsacError(
-                f"algorithm {self.variant.name}: after_critic_step returns metrics "
-                f"{sorted(extra)}, its metric_names declare {sorted(self.variant.metric_names)}"
-            )
+        # A step of its own that reports nothing may return None.
+        extra = _declared(self.variant, "after_critic_step", extra or {}, "metric_names")
 
         # Actor and temperature every `policy_delay` critic steps, targets every
         # `target_update_interval` (counted by the critic optimizer's step counter).
         critic_steps = self.critic_optimizer.iterations
-        actor_loss, alpha_loss, entropy = self._every(
+        actor_loss, alpha_loss, entropy, *actor_extra = self._every(
             cfg.policy_delay,
             critic_steps,
-            lambda: self._actor_and_temperature_step(obs, alpha, seeds[:, 1]),
+            lambda: self._actor_and_temperature_step(batch, alpha, seeds[:, 1]),
             lambda: tuple(tf.identity(v) for v in self._last_actor_metrics),
         )
         if self.variant.polyak_pairs():
@@ -240,6 +239,7 @@ class SAC:
             "entropy": entropy,
             "q_mean": tf.reduce_mean(q),
             **extra,
+            **dict(zip(self.variant.actor_metric_names, actor_extra, strict=True)),
         }
 
     @staticmethod
@@ -250,18 +250,21 @@ class SAC:
             return step()
         return tf.cond(count % interval == 0, step, skip)
 
-    def _actor_and_temperature_step(self, obs, alpha, seed):
+    def _actor_and_temperature_step(self, batch, alpha, seed):
         """The actor step (Eq. 7, reparameterised as Eq. 11) against the critics just
         updated, then the temperature step (Eq. 18) on the same sampled actions. Returns the
-        actor loss, the alpha loss and the policy entropy estimate."""
+        actor loss, the alpha loss, the policy entropy estimate and the variant's actor
+        metrics."""
+        obs = batch["observation"]
         variables = self.actor.trainable_variables
         with tf.GradientTape() as tape:
             action, log_prob = self.sample_with_log_prob(obs, seed, training=True)
-            q_pi = self.variant.actor_q(obs, action)
-            actor_loss = self.variant.actor_loss(log_prob, q_pi, alpha)
+            actor_loss, extra = self.variant.actor_objective(batch, action, log_prob, alpha)
+        extra = _declared(self.variant, "actor_objective", extra, "actor_metric_names")
         apply_gradients(self.actor_optimizer, tape, actor_loss, variables)
         alpha_loss = self.temperature.step(log_prob, self.target_entropy)
-        metrics = (actor_loss, alpha_loss, -tf.reduce_mean(log_prob))
+        own = [extra[name] for name in self.variant.actor_metric_names]
+        metrics = (actor_loss, alpha_loss, -tf.reduce_mean(log_prob), *own)
         if self.config.policy_delay > 1:
             for variable, value in zip(self._last_actor_metrics, metrics, strict=True):
                 variable.assign(value)
@@ -279,6 +282,19 @@ class SAC:
                 if mine is not theirs and tf.as_dtype(mine.dtype).is_floating:
                     mine.assign(theirs)
         return tf.constant(True)
+
+
+def _declared(variant, method: str, metrics, names: str) -> Dict[str, tf.Tensor]:
+    """`metrics` as floats, when `method` returned the names the variant's `names`
+    declares (checked when the update is traced); else TfsacError."""
+    declared = getattr(variant, names)
+    if not isinstance(metrics, dict) or sorted(metrics) != sorted(declared):
+        got = sorted(metrics) if isinstance(metrics, dict) else type(metrics).__name__
+        raise TfsacError(
+            f"algorithm {variant.name}: {method} returns metrics {got}, its {names} "
+            f"declare {sorted(declared)}"
+        )
+    return {name: tf.cast(value, tf.float32) for name, value in metrics.items()}
 
 
 def _check_sizes(obs_dim, action_dim) -> None:

@@ -21,6 +21,9 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type
 from tfsac.config import SACConfig
 from tfsac.user_modules import add, registered
 
+# What every update reports (SAC.metric_names); a variant's own metrics come after them.
+UPDATE_METRICS = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")
+
 
 class lazy_module:  # noqa: N801 - stands where a module name stands
     """A module imported on its first attribute access, so that importing a variant (for
@@ -64,8 +67,10 @@ class Variant:
     hyperparameters: ClassVar[Dict[str, Any]] = {}
     # ../shared/peers' `--algo` for the same algorithm in SB3 (sb3-contrib) and SBX.
     peer: Optional[str] = None
-    # What it reports beside SAC's metrics: the names `after_critic_step` returns.
+    # What it reports beside SAC's metrics: the names `after_critic_step` returns, and
+    # those `actor_objective` returns (reported again on the steps that skip the actor).
     metric_names: Tuple[str, ...] = ()
+    actor_metric_names: Tuple[str, ...] = ()
     # Random seeds one update draws: the next action's (seeds[:, 0]), the actor's
     # (seeds[:, 1]); a variant that draws more (v1: seeds[:, 2]) says how many.
     seeds_needed = 2
@@ -133,6 +138,15 @@ class Variant:
     def actor_loss(self, log_prob, q_pi, alpha):
         raise NotImplementedError
 
+    def actor_objective(self, batch, action, log_prob, alpha):
+        """The actor's loss and its metrics (the names of `actor_metric_names`), at the
+        actions a ~ pi(.|s) drawn for the batch's observations (reparameterised, so the
+        loss's gradient reaches the actor through `action` and `log_prob`). By default
+        `actor_loss(log_prob, actor_q(obs, action), alpha)`; a loss that reads the batch
+        (a behaviour-cloning term on batch["action"]) replaces this."""
+        q_pi = self.actor_q(batch["observation"], action)
+        return self.actor_loss(log_prob, q_pi, alpha), {}
+
     def after_critic_step(self, obs, alpha, seeds) -> Dict[str, Any]:
         """A step of its own after the critic step (v1's V); returns its metrics."""
         return {}
@@ -160,6 +174,12 @@ def register(cls: Type[Variant]) -> Type[Variant]:
                 f"variant {cls.name!r}: {attribute} names {unknown[0]!r}, which is not a config "
                 "option (a hyperparameter of the variant's own goes in `hyperparameters`)"
             )
+    metrics = (cls.metric_names, cls.actor_metric_names)
+    if any(isinstance(n, str) or not all(isinstance(m, str) for m in n) for n in metrics):
+        raise ValueError(f"variant {cls.name!r}: metric names must be tuples of names")
+    names = [*UPDATE_METRICS, *cls.metric_names, *cls.actor_metric_names]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise ValueError(f"variant {cls.name!r}: the metric {twice[0]!r} is named twice")
     for option, methods in cls.option_readers.items():
         missing = [m for m in methods if not callable(getattr(cls, m, None))]
         if missing:

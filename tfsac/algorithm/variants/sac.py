@@ -27,7 +27,7 @@ class SoftDoubleQ(Variant):
     option_readers = {  # a variant that replaces one of these methods does not read it
         "target_subset": ("values_and_target", "td_target"),
         "backup_entropy": ("values_and_target", "td_target"),
-        "actor_q": ("actor_loss",),
+        "actor_q": ("actor_loss", "actor_objective"),
     }
 
     @classmethod

@@ -366,8 +366,10 @@ def test_an_sb3_users_first_lines_are_one_line_each_pointing_to_train(tmp_path):
 
     import tfsac
 
-    with pytest.raises(TfsacError, match=r"takes the sizes .* got 'MlpPolicy' and <TimeLimit"):
-        tfsac.SAC("MlpPolicy", gym.make("Pendulum-v1"), tfsac.SACConfig())
+    for config in ([tfsac.SACConfig()], []):  # SB3's usual call gives no config (a tester)
+        with pytest.raises(TfsacError, match=r"takes the sizes .* 'MlpPolicy' and <TimeLimit"):
+            tfsac.SAC("MlpPolicy", gym.make("Pendulum-v1"), *config)
+    assert tfsac.SAC(3, 1).config.hidden_sizes == tfsac.SACConfig().hidden_sizes
     config = tiny_config(tmp_path, "Pendulum-v1")
     with pytest.raises(TfsacError, match=r"no option 'callback'; did you mean 'callbacks'\?$"):
         tfsac.train(config, callback=[])

@@ -62,12 +62,12 @@ class SAC:
         self,
         obs_dim: int,
         action_dim: int,
-        config: SACConfig,
+        config: Optional[SACConfig] = None,
         actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
         _check_sizes(obs_dim, action_dim)
-        self.config = config = resolve(config)
+        self.config = config = resolve(SACConfig() if config is None else config)
         self.obs_dim, self.action_dim = obs_dim, action_dim
         # The running observation statistics (normalize_observations), shared by the
         # actor and the critics; None without.

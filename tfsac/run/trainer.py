@@ -183,7 +183,7 @@ class Trainer:
         loop, source, updates = self.loop, self.source, self.updates
         continued = source.start(loop, updates.start())
         if self.resumed_from is not None and not continued:
-            logging.info("resumed with new episodes (the checkpoint holds no env state)")
+            logging.info("resumed with new episodes (no env state from the checkpoint)")
             self.buffer.cut_episodes()
         for transitions, steps in source.chunks(loop):
             step_before = loop.step

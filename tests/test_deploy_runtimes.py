@@ -104,3 +104,21 @@ def test_litert_and_onnx_give_the_saved_models_actions(tmp_path, name):
     if name == "dict":
         raw_bad = {"pos": np.array([np.nan, 0.0], np.float32), "mode": 1, "grid": np.ones(4)}
     assert_nan_contract(version, obs[:8], raw_bad)
+    # A wrong shape is refused by both signatures, naming the shapes (a tester's: CrossQ's
+    # graph took a 1-D observation as a batch of one; the others failed on a matrix product).
+    signatures = tf.saved_model.load(version).signatures
+    for bad in (obs[0], obs[:2, :-1]):
+        for signature in ("serving_default", "sample"):
+            message = "is not compatible with expected shape"
+            with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+                signatures[signature](observation=tf.constant(bad))
+        with pytest.raises(onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument):
+            session.run(["action"], {"observation": bad})
+    # LiteRT (docs/serving.md): a wrong width fails, one row without its batch axis is a row.
+    with pytest.raises(RuntimeError, match="failed to reshape"):
+        lite(observation=obs[:2, :-1])
+    np.testing.assert_allclose(lite(observation=obs[0])["action"], expected[:1], atol=1e-5)
+    with open(os.path.join(version, METADATA_FILE)) as f:
+        assert json.load(f)["normalizes_observations"] is (
+            name in ("crossq_simba", "mlp_normalized")
+        )

@@ -89,13 +89,17 @@ def build_archive(
         finite = tf.reduce_all(tf.equal(observation * 0.0, 0.0), -1, True)
         return tf.where(finite, action, tf.constant(np.nan, action.dtype))
 
+    # A loaded signature does not hold callers to its declared shape: checked in the graph,
+    # so that every runtime refuses a wrong one (CrossQ's took a 1-D observation as a row).
     @tf.function(input_signature=[obs_spec])
     def serving_default(observation):
+        observation = tf.ensure_shape(observation, obs_spec.shape)
         loc, _ = actor(observation)
         return {"action": to_bounds(loc, observation)}
 
     @tf.function(input_signature=[obs_spec])
     def sample(observation):
+        observation = tf.ensure_shape(observation, obs_spec.shape)
         loc, log_std = policy_params(actor, observation, log_std_bounds)
         noise = tf.exp(log_std) * tf.random.normal(tf.shape(loc))
         return {"action": to_bounds(loc + noise, observation)}

@@ -189,6 +189,13 @@ def test_no_improvement_counts_as_sb3_does():
     verdicts = [stop.on_evaluation({"step": i, "return_mean": r}) for i, r in enumerate(returns)]
     assert verdicts == [None, None, None, None, None, None, False, None]
     assert stop.best == 7.0 and stop.no_improvement == 0  # 7 after the stop: a new best
+    # A session's last evaluation off the eval_every schedule does not count (a tester's: a
+    # finished run continued to more steps stopped where the run trained at once did not).
+    stop = StopTrainingOnNoModelImprovement(1)
+    off = {"step": 150, "return_mean": 0.0, "scheduled": False}
+    steps = [{"step": s, "return_mean": r, "scheduled": True} for s, r in ((100, 5), (200, 4))]
+    assert [stop.on_evaluation(e) for e in (steps[0], off, steps[1])] == [None, None, None]
+    assert stop.evaluations == 2 and stop.no_improvement == 1
 
 
 def test_hooks_that_are_not_functions_or_callbacks_are_refused_before_anything_is_written(

@@ -1,5 +1,6 @@
 """Checkpoints: full round trip, exact resume, determinism, refusals, faults."""
 
+import csv
 import json
 import logging
 import os
@@ -116,10 +117,39 @@ def test_resume_restores_everything_exactly(tmp_path, options):
     )
     progress = (tmp_path / "split" / "progress.csv").read_text().splitlines()
     assert [int(r.split(",")[0]) for r in progress[1:]] == [50, 100, 150, 200]
+    # The split run's end evaluated at 100, off the schedule (eval_every=150): it does not
+    # shift the later ones' seeds (a tester's: each seed counted the evaluations before).
+    scheduled = [e["scheduled"] for e in resumed.loop.evaluations]
+    assert scheduled == [False, True, False]  # 200 is the run's end, off it too
+    assert resumed.loop.evaluations[1:] == [
+        {**e, "wall_time_s": r["wall_time_s"]}
+        for e, r in zip(full.loop.evaluations, resumed.loop.evaluations[1:], strict=True)
+    ]
     # The envs' episodes continued from the checkpoint (Pendulum's episodes are 200 steps:
     # the stop at 100 fell mid-episode), so the resumed run is the uninterrupted one.
     _assert_same_state(resumed, full)
     np.testing.assert_array_equal(resumed.buffer.observation[:200], full.buffer.observation[:200])
+
+
+def test_progress_rows_before_a_resumed_sessions_first_update_repeat_the_last_ones(tmp_path):
+    """A tester's: the rows between two update calls repeat the last call's metrics; a
+    resumed session's were empty until its first call."""
+
+    def rows(run_dir):
+        with open(os.path.join(run_dir, "progress.csv")) as f:
+            return [
+                {k: v for k, v in r.items() if "time" not in k and "per_s" not in k}
+                for r in csv.DictReader(f)
+            ]
+
+    options = dict(total_steps=300, train_freq=100, gradient_steps=2, log_every=50)
+    _run(tmp_path / "full", **options)
+    _run(tmp_path / "split", **{**options, "total_steps": 200})
+    _run(tmp_path / "split", resume=True, **options)
+    full, resumed = rows(tmp_path / "full"), rows(tmp_path / "split")
+    assert [r["step"] for r in resumed] == ["50", "100", "150", "200", "250", "300"]
+    assert resumed[4]["critic_loss"] == resumed[3]["critic_loss"] != ""  # no update at 250
+    assert resumed == full
 
 
 def test_a_resume_takes_the_settings_of_the_run_not_an_edited_config_json(tmp_path, finished_run):

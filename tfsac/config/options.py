@@ -60,7 +60,10 @@ class EnvOptions:
         check=Check(lambda v: isinstance(v, dict), "a dict", "{!r}"),
     )
     num_envs: int = option(
-        1, "env copies stepped together (a gymnasium vector env)", ENV, check=POSITIVE_INT
+        1,
+        "env copies stepped together (a gymnasium vector env; total_steps a multiple of it)",
+        ENV,
+        check=POSITIVE_INT,
     )
     vector_mode: str = option("sync", "how the env copies step", ENV, choices=("sync", "async"))
 

@@ -33,15 +33,15 @@ class Callback:
     `on_training_start(trainer)` runs once before the first env step of a session (a
     resumed run's evaluations so far are in `trainer.loop.evaluations`); `on_log` gets each
     progress record (the progress.csv row with the learner's metrics); `on_evaluation` gets
-    each evaluation ({step, return_mean, return_std, seed, wall_time_s}, and success_rate
-    on goal envs) once its step's checkpoint, if one is due, is saved. Returning False
-    from `on_log` or `on_evaluation` stops the run cleanly, as a Stable-Baselines3
-    callback's `_on_step` does (but at a log or evaluation step: no hook runs every step):
-    the final evaluation, the checkpoint, summary.json and the export are written, and
-    `train` returns the result with the stop's reason, `stop_reason` when the callback set
-    it (True or None continues). An exception ends
-    training and propagates unchanged; the run's newest checkpoint stays, and a resume
-    continues from it.
+    each evaluation ({step, return_mean, return_std, seed, wall_time_s, scheduled: whether
+    eval_every asked for it, not the run's end or a stop; success_rate on goal envs) once
+    its step's checkpoint, if one is due, is saved. Returning False from `on_log` or
+    `on_evaluation` stops the run cleanly, as a Stable-Baselines3 callback's `_on_step`
+    does (but at a log or evaluation step: no hook runs every step): the final evaluation,
+    the checkpoint, summary.json and the export are written, and `train` returns the
+    result with the stop's reason, `stop_reason` when the callback set it (True or None
+    continues). An exception ends training and propagates unchanged; the run's newest
+    checkpoint stays, and a resume continues from it.
     """
 
     stop_reason: Optional[str] = None

@@ -34,8 +34,10 @@ class StopTrainingOnRewardThreshold(Callback):
 class StopTrainingOnNoModelImprovement(Callback):
     """Stops the run when more than `max_no_improvement_evals` evaluations in a row bring no
     new best mean return, counting from the evaluation after the first `min_evals` (SB3's
-    callback of that name, with its arguments). A resumed run counts its earlier
-    evaluations too."""
+    callback of that name, with its arguments). Only evaluations of the eval_every
+    schedule count (SB3's EvalCallback makes no others), not a session's last one off it:
+    a finished run continued to more steps stops where the run trained at once does. A
+    resumed run counts its earlier evaluations too."""
 
     def __init__(self, max_no_improvement_evals: int, min_evals: int = 0):
         self.max_no_improvement_evals, self.min_evals = max_no_improvement_evals, min_evals
@@ -48,10 +50,13 @@ class StopTrainingOnNoModelImprovement(Callback):
     def on_training_start(self, trainer) -> None:
         self._reset()
         for evaluation in trainer.loop.evaluations:  # a resumed run's
-            self._count(evaluation["return_mean"])
+            self._count(evaluation)
 
-    def _count(self, value: float) -> bool:
+    def _count(self, evaluation: Dict) -> bool:
         """Books one evaluation; returns whether the run should stop."""
+        if not evaluation.get("scheduled", True):  # given by hand, or an older run's
+            return False
+        value = evaluation["return_mean"]
         self.evaluations += 1
         best_before, self.best = self.best, max(self.best, value)
         if self.evaluations <= self.min_evals:
@@ -60,7 +65,7 @@ class StopTrainingOnNoModelImprovement(Callback):
         return self.no_improvement > self.max_no_improvement_evals
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
-        if not self._count(evaluation["return_mean"]):
+        if not self._count(evaluation):
             return None
         self.stop_reason = (
             f"no new best evaluation return (best {self.best:.2f}) in {self.no_improvement} "

@@ -22,7 +22,7 @@ from tfsac.errors import TfsacError
 from tfsac.files import SUMMARY_FILE, write_json
 from tfsac.logs import lines_above, progress_bar, progress_lines
 from tfsac.run.builder import ENVS_FILE, build_run
-from tfsac.run.callbacks import Callback, IntervalTrigger
+from tfsac.run.callbacks import Callback, IntervalTrigger, crossed
 from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import log_summary, run_summary
 from tfsac.run.signals import Interrupted, StopSignals
@@ -252,6 +252,9 @@ class Trainer:
         if calls.stop_reason is not None and not evaluated:  # asked by on_log
             self._evaluate_and_record()
             evaluated = True
+        if evaluated:  # on eval_every's schedule, or the run's end or a stop's
+            scheduled = crossed(step_before, step, self.config.eval_every)
+            self.loop.evaluations[-1]["scheduled"] = scheduled
         saved = checkpoint(step_before, step, at_end)
         if not saved and (stop is not None or calls.stop_reason is not None):
             self._save_checkpoint()

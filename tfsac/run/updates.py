@@ -48,6 +48,9 @@ class Updates:
 
     def load_state(self, state: Dict, step: int) -> None:
         self.owed = state["owed_updates"]
+        # The progress rows before this session's first update repeat them, as the
+        # uninterrupted run's do (a checkpoint of an earlier version holds none).
+        self.metrics = state.get("last_metrics")
         if self.returns is not None:  # a resume keeps normalize_rewards (resume_changes)
             self.returns.load_state(state["return_statistics"])
         # The checkpoint holds the rates of its step; the config of this run decides them.
@@ -55,9 +58,10 @@ class Updates:
         self.learner.set_learning_rate_factor(self.lr_factor)
 
     def state(self) -> Dict:
-        if self.returns is None:
-            return {"owed_updates": self.owed}
-        return {"owed_updates": self.owed, "return_statistics": self.returns.state()}
+        state = {"owed_updates": self.owed, "last_metrics": self.metrics}
+        if self.returns is not None:
+            state["return_statistics"] = self.returns.state()
+        return state
 
     def start(self) -> int:
         self.count = self.learner.update_count

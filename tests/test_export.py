@@ -692,3 +692,25 @@ def test_a_resume_after_a_kill_before_summary_json_publishes_no_second_version(t
     os.rename(first.run_dir, tmp_path / "first")
     other = train(dataclasses.replace(config, seed=1), quiet=True)
     assert os.path.basename(other.saved_model_path) == "2"
+
+
+def test_a_copy_without_its_metadata_file_reads_the_metadata_signature(exported, tmp_path):
+    """A tester's: evaluate.py asked for --env where the copy had lost tfsac_metadata.json,
+    though the model's own metadata signature names it. And the two path flags mixed up
+    are named: a version folder given as a run directory, and the other way round."""
+    from tfsac import Policy
+    from tfsac.deploy.loading import saved_model_policy
+    from tfsac.files import run_config
+
+    _, path = exported
+    copy = str(tmp_path / "copy")
+    shutil.copytree(path, copy)
+    os.remove(os.path.join(copy, export_module.METADATA_FILE))
+    assert saved_model_policy(copy)[1]["env_id"] == "Test-v0"
+    assert Policy.load(copy).metadata == read_metadata(path)
+    with pytest.raises(TfsacError, match="is an exported SavedModel, not a run directory: name"):
+        run_config(copy)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.json").write_text("{}")
+    with pytest.raises(TfsacError, match="is a run directory, not a SavedModel: name it with"):
+        check_saved_model(str(tmp_path / "run"))

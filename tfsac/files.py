@@ -99,6 +99,11 @@ def run_config(run_dir: str, need_checkpoint: bool = False, step: Optional[int] 
         with open(os.path.join(run_dir, CONFIG_FILE)) as f:
             config = SACConfig.from_dict(json.load(f))
     except (OSError, ValueError, TypeError, TfsacError) as e:
+        if os.path.isfile(os.path.join(run_dir, "saved_model.pb")):
+            raise TfsacError(
+                f"{run_dir!r} is an exported SavedModel, not a run directory: name it with "
+                "--saved_model (or Policy.load)"
+            ) from None
         raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
     folder = os.path.join(run_dir, CHECKPOINTS_DIR)
     steps = checkpoint_steps(folder)

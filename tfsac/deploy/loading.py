@@ -15,7 +15,7 @@ from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
 from tfsac.data.envs import run_env_spec, unit_to_bounds
-from tfsac.deploy.metadata import check_saved_model, read_metadata
+from tfsac.deploy.metadata import check_saved_model, saved_model_metadata
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
@@ -156,12 +156,13 @@ def load_policy(path: str):
 def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
     """A policy from an exported SavedModel (its `serving_default` or `sample` signature)
     and the metadata exported with it."""
-    fn = load_policy(path).signatures["sample" if stochastic else "serving_default"]
+    model = load_policy(path)
+    fn = model.signatures["sample" if stochastic else "serving_default"]
 
     def policy(obs):
         return fn(observation=tf.constant(obs, tf.float32))["action"].numpy()
 
-    return policy, read_metadata(path)
+    return policy, saved_model_metadata(model, path)
 
 
 def checkpoint_learner(run_dir: str, step: Optional[int] = None):

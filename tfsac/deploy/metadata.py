@@ -30,6 +30,11 @@ def check_saved_model(path: str) -> None:
             raise TfsacError(
                 f"{path!r} is a model folder of versions: name one, e.g. {newest} (the newest)"
             )
+        if os.path.isfile(os.path.join(path, "config.json")):
+            raise TfsacError(
+                f"{path!r} is a run directory, not a SavedModel: name it with --run_dir, or "
+                f"its export (saved_models/<model>/<version>) with --saved_model"
+            )
         raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
 
 
@@ -48,6 +53,23 @@ def read_metadata(version_dir: str) -> Dict:
         raise TfsacError(f"cannot read {path!r}: not a JSON object")
     if problem := _metadata_problem(metadata):
         raise TfsacError(f"cannot read {path!r}: {problem}")
+    return metadata
+
+
+def saved_model_metadata(model, version_dir: str) -> Dict:
+    """A loaded SavedModel's metadata: its tfsac_metadata.json, else (a file lost in a
+    copy) the same JSON from its `metadata` signature; {} where it has neither."""
+    metadata = read_metadata(version_dir)
+    if metadata or "metadata" not in getattr(model, "signatures", {}):
+        return metadata
+    try:
+        metadata = json.loads(model.signatures["metadata"]()["metadata"].numpy())
+    except (KeyError, TypeError, ValueError) as e:
+        raise TfsacError(f"{version_dir!r}: its metadata signature does not read ({e})") from None
+    if not isinstance(metadata, dict):
+        raise TfsacError(f"{version_dir!r}: its metadata signature holds no JSON object")
+    if problem := _metadata_problem(metadata):
+        raise TfsacError(f"{version_dir!r}: its metadata signature: {problem}")
     return metadata
 
 

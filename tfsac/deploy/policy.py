@@ -15,7 +15,7 @@ from absl import logging
 from tfsac.data.envs import unit_to_bounds
 from tfsac.data.spaces import space_from_json
 from tfsac.deploy.loading import checkpoint_learner, load_policy
-from tfsac.deploy.metadata import read_metadata
+from tfsac.deploy.metadata import saved_model_metadata
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import model_versions
 
@@ -62,7 +62,7 @@ class Policy:
         model = load_policy(path)
         signatures = {True: model.signatures["serving_default"], False: None}
         signatures[False] = model.signatures["sample"]
-        metadata = read_metadata(path)  # TfsacError where it does not read
+        metadata = saved_model_metadata(model, path)  # TfsacError where it does not read
 
         def act(batch, deterministic):
             return signatures[deterministic](observation=tf.constant(batch))["action"].numpy()

@@ -292,6 +292,21 @@ def test_an_actor_loss_reads_the_batch_and_reports_a_metric_held_between_actor_s
         assert "\n" not in str(e.value)
     finally:
         del VARIANTS[Undeclared.name]
+
+    class Shaped(BehaviourCloned):  # a metric per row, not reduced
+        name = "shaped_actor_metric"
+
+        def actor_objective(self, batch, action, log_prob, alpha):
+            loss, metrics = super().actor_objective(batch, action, log_prob, alpha)
+            return loss, {"bc_loss": tf.square(action - batch["action"])}
+
+    register(Shaped)
+    try:
+        learner = SACLearner(3, 1, resolve(_config(tmp_path, algorithm=Shaped.name)))
+        with pytest.raises(TfsacError, match=r"metric 'bc_loss' has shape \(None, 1\): a metric"):
+            learner.update(random_batch(1, 32, 3, 1))
+    finally:
+        del VARIANTS[Shaped.name]
     with pytest.raises(ValueError, match="the metric 'actor_loss' is named twice"):
         register(
             type(

@@ -294,7 +294,13 @@ def _declared(variant, method: str, metrics, names: str) -> Dict[str, tf.Tensor]
             f"algorithm {variant.name}: {method} returns metrics {got}, its {names} "
             f"declare {sorted(declared)}"
         )
-    return {name: tf.cast(value, tf.float32) for name, value in metrics.items()}
+    values = {name: tf.cast(value, tf.float32) for name, value in metrics.items()}
+    if shaped := sorted(name for name, value in values.items() if value.shape.rank != 0):
+        raise TfsacError(
+            f"algorithm {variant.name}: {method}'s metric {shaped[0]!r} has shape "
+            f"{values[shaped[0]].shape}: a metric is a scalar (tf.reduce_mean it)"
+        )
+    return values
 
 
 def _check_sizes(obs_dim, action_dim) -> None:

@@ -120,6 +120,12 @@ CASES = [
         + ["--normalize_rewards"],
         "normalize_rewards needs env steps (total_steps > 0)",
     ),
+    (  # an offline-RL tester's: its actor never trained, its BC metric read 0.0
+        "train",
+        ["--offline_data=data_pend", "--total_steps=0", "--offline_updates=5"]
+        + ["--policy_delay=6"],
+        "policy_delay (6) is more than offline_updates (5): the actor would never be updated",
+    ),
     ("train", ["--target_subset=3"], "target_subset (3) is larger than num_critics (2)"),
     ("train", ["--algorithm=tqc", "--target_subset=2"], "algorithm tqc does not read target_"),
     # collect.py

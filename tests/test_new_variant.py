@@ -15,6 +15,7 @@ from conftest import random_batch, tiny_config
 
 from tfsac import Policy, SACLearner, TfsacError, train
 from tfsac.algorithm import losses
+from tfsac.algorithm.distributions import tanh_normal
 from tfsac.algorithm.resolve import resolve
 from tfsac.algorithm.variants import VARIANTS, register
 from tfsac.algorithm.variants.sac import SoftDoubleQ
@@ -249,8 +250,8 @@ class BehaviourCloned(SoftDoubleQ):
     hyperparameters = {"bc_weight": 2.0}
     actor_metric_names = ("bc_loss",)
 
-    def actor_objective(self, batch, action, log_prob, alpha):
-        loss, _ = super().actor_objective(batch, action, log_prob, alpha)
+    def actor_objective(self, batch, action, log_prob, alpha, seeds):
+        loss, _ = super().actor_objective(batch, action, log_prob, alpha, seeds)
         bc = tf.reduce_mean(tf.reduce_sum(tf.square(action - batch["action"]), axis=-1))
         return loss + self.kwargs["bc_weight"] * bc, {"bc_loss": bc}
 
@@ -264,7 +265,11 @@ def test_an_actor_loss_reads_the_batch_and_reports_a_metric_held_between_actor_s
             v.assign(tf.zeros_like(v))
         batch = {"observation": tf.zeros([2, 3]), "action": tf.constant([[0.5], [-1.0]])}
         loss, metrics = learner.sac.variant.actor_objective(
-            batch, tf.constant([[0.0], [0.0]]), tf.constant([1.0, 3.0]), tf.constant(0.5)
+            batch,
+            tf.constant([[0.0], [0.0]]),
+            tf.constant([1.0, 3.0]),
+            tf.constant(0.5),
+            tf.zeros([2, 2], tf.int32),
         )
         # BC: mean(0.25, 1.0) = 0.625; alpha log pi: 0.5 * mean(1, 3) = 1.0.
         np.testing.assert_allclose(metrics["bc_loss"].numpy(), 0.625)
@@ -296,8 +301,8 @@ def test_an_actor_loss_reads_the_batch_and_reports_a_metric_held_between_actor_s
     class Shaped(BehaviourCloned):  # a metric per row, not reduced
         name = "shaped_actor_metric"
 
-        def actor_objective(self, batch, action, log_prob, alpha):
-            loss, metrics = super().actor_objective(batch, action, log_prob, alpha)
+        def actor_objective(self, batch, action, log_prob, alpha, seeds):
+            loss, metrics = super().actor_objective(batch, action, log_prob, alpha, seeds)
             return loss, {"bc_loss": tf.square(action - batch["action"])}
 
     register(Shaped)
@@ -317,6 +322,48 @@ def test_an_actor_loss_reads_the_batch_and_reports_a_metric_held_between_actor_s
         )
 
 
+class Penalised(SoftDoubleQ):
+    """A critic loss with a term of its own on the critics at random actions (CQL's kind,
+    arXiv:2006.04779, without its log-sum-exp), from a random draw of its own, reported."""
+
+    name = "penalised"
+    peer = None
+    seeds_needed = 3
+    metric_names = ("penalty",)
+
+    def critic_objective(self, batch, reward, alpha, seeds):
+        loss, q, _ = super().critic_objective(batch, reward, alpha, seeds)
+        obs = batch["observation"]
+        shape = [tf.shape(obs)[0], self.sac.action_dim]
+        actions = tf.random.stateless_uniform(shape, seeds[:, 2], -1.0, 1.0)
+        penalty = tf.reduce_mean(self.sac.critic(obs, actions, training=True))
+        return loss + penalty, q, {"penalty": penalty}
+
+
+def test_a_critic_loss_of_its_own_reads_the_batch_its_seeds_and_reports(tmp_path):
+    register(Penalised)
+    try:
+        learner = SACLearner(3, 1, resolve(_config(tmp_path, algorithm="penalised")))
+        for v in learner.critic.variables:  # constant critics: Q_1 = 3, Q_2 = 5
+            v.assign(tf.zeros_like(v))
+        learner.critic.head.bias.assign([[[3.0]], [[5.0]]])
+        metrics = learner.update(random_batch(1, 32, 3, 1))
+        assert metrics["penalty"] == 4.0  # their mean, before the step changed them
+        assert learner.metric_names[-1] == "penalty"
+        # The policy's log-density of given (recorded) actions, finite at the bounds, and
+        # its deterministic action (what AWAC- and IQL-style losses read).
+        obs = tf.constant(random_batch(1, 3, 3, 1)["observation"][0])
+        log_prob = learner.sac.log_prob(obs, tf.constant([[1.0], [-1.0], [0.25]])).numpy()
+        assert np.isfinite(log_prob).all()
+        loc, log_std = learner.actor(obs)
+        expected = tanh_normal(loc, tf.exp(log_std)).log_prob(tf.constant([[0.25]] * 3))
+        np.testing.assert_allclose(log_prob[2], expected.numpy()[2], rtol=1e-5)
+        mean = learner.sac.mean_action(obs).numpy()
+        np.testing.assert_allclose(mean, learner.act(obs.numpy(), deterministic=True), atol=1e-6)
+    finally:
+        del VARIANTS[Penalised.name]
+
+
 def test_init_from_carries_a_variants_networks_not_its_optimizers_or_random_streams(tmp_path):
     """What a run learned is told from its course by what the objects are, not by their
     names: a variant's optimizer and random stream under names of its own stay behind."""
@@ -327,7 +374,9 @@ def test_init_from_carries_a_variants_networks_not_its_optimizers_or_random_stre
         def __init__(self, sac, obs_dim):
             super().__init__(sac, obs_dim)
             self.net = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+            self.net.build((None, obs_dim))
             self.adam = tf.keras.optimizers.Adam()
+            self.adam.build(self.net.trainable_variables)
             self.rng = tf.random.Generator.from_seed(1)
 
         def checkpoint_objects(self):
@@ -420,12 +469,14 @@ def test_a_variants_optimizers_keep_their_rates_and_checkpoint_objects_may_be_ne
             super().__init__(sac, obs_dim)
             decay = tf.keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
             self.scheduled = tf.keras.optimizers.Adam(decay)
+            self.scheduled.build([])
             self.scale = tf.keras.Variable(1.0)
             self.holder = tf.Module()
             self.holder.offset = tf.keras.Variable(0.0)  # not in the module's `variables`
 
         def checkpoint_objects(self):
-            objects = {"models": [self.model], "adams": {"a": self.adam}, "scale": self.scale}
+            adams = {"a": self.adam, "s": self.scheduled}
+            objects = {"models": [self.model], "adams": adams, "scale": self.scale}
             return {**objects, "holder": self.holder}
 
         def trainable_variables(self):
@@ -463,6 +514,19 @@ def test_a_variants_mistakes_are_one_line_each(tmp_path, aux_model):
         def checkpoint_objects(self):
             return {}
 
+    class OptimizerUnsaved(AuxModel):  # an offline-RL tester's: its resume diverged
+        name = "optimizer_unsaved"
+
+        def checkpoint_objects(self):
+            return {"reward_model": self.model}
+
+    class Unbuilt(AuxModel):  # an offline-RL tester's: every resume failed, misleadingly
+        name = "unbuilt"
+
+        def __init__(self, sac, obs_dim):
+            super().__init__(sac, obs_dim)
+            self.adam = tf.keras.optimizers.Adam(self.kwargs["model_rate"])
+
     class FewSeeds(AuxModel):
         name = "few_seeds"
         seeds_needed = 2
@@ -477,7 +541,11 @@ def test_a_variants_mistakes_are_one_line_each(tmp_path, aux_model):
     mistakes = {
         Clash: "algorithm clash: its optimizers.. names 'critic', SAC's own optimizer",
         Unsaved: "cannot checkpoint this run: no checkpoint object holds .*dense.*/kernel",
-        FewSeeds: r"few_seeds: after_critic_step raised .*out of bounds.*: if it reads seeds "
+        OptimizerUnsaved: "no checkpoint object holds .*adam.* list the variant's networks "
+        "and optimizers",
+        Unbuilt: "algorithm unbuilt: its optimizer 'reward_model' is not built: call its "
+        "build.<the variables it trains>. in __init__",
+        FewSeeds: r"few_seeds: its update raised .*out of bounds.*: if it reads seeds "
         r"past seeds\[:, 1\], declare a larger seeds_needed .now 2",
         ReadsKwargs: "algorithm reads_kwargs: its check raised AttributeError: .*"
         "kwargs.*test_new_variant.py, line",

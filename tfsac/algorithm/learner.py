@@ -105,7 +105,13 @@ class SACLearner:
         # And a model's own variables: its dropout layers' seed states, which the graph
         # leaves out (DroQ's), are the model's too.
         held |= {id(v) for obj in objects.values() for v in getattr(obj, "variables", ())}
-        return [getattr(v, "path", v.name) for v in self.sac.trainable_state() if id(v) not in held]
+        # The optimizers' moments and step counts too: a variant's optimizer left out
+        # resumed from fresh moments, its run no longer the uninterrupted one.
+        written = [
+            *self.sac.trainable_state(),
+            *(v for o in self.sac.optimizers().values() for v in o.variables),
+        ]
+        return [getattr(v, "path", v.name) for v in written if id(v) not in held]
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:
         """The checkpoint objects that hold what was learned (the networks and their targets,

@@ -21,10 +21,11 @@ import numbers
 from typing import Callable, Dict, List, Optional
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfsac.algorithm.architectures import architecture_of
-from tfsac.algorithm.distributions import policy_params, tanh_normal
+from tfsac.algorithm.distributions import deterministic_action, policy_params, tanh_normal
 from tfsac.algorithm.networks import build_networks
 from tfsac.algorithm.resolve import options_read, resolve
 from tfsac.algorithm.temperature import TEMPERATURES
@@ -102,6 +103,12 @@ class SAC:
         self.critic_optimizer.build(self.critic.trainable_variables)
         self.temperature.build()
         self.base_rates = self._base_rates()
+        unbuilt = [part for part, o in self.variant.optimizers().items() if not o.built]
+        if unbuilt:  # its slots made at the first step: a checkpoint could not restore them
+            raise TfsacError(
+                f"algorithm {self.variant.name}: its optimizer {unbuilt[0]!r} is not built: "
+                "call its build(<the variables it trains>) in __init__"
+            )
 
     def _base_rates(self) -> Dict[str, float]:
         """Each optimizer's rate before --lr_schedule scales it: the config's for SAC's
@@ -184,9 +191,36 @@ class SAC:
         loc, log_std = policy_params(self.actor, observation, bounds, training)
         return tanh_normal(loc, tf.exp(log_std)).experimental_sample_and_log_prob(seed=seed)
 
+    def log_prob(self, observation, action, training=None):
+        """log pi(a|s) of given actions in [-1, 1] (recorded ones: AWAC's, IQL's weighted
+        likelihood), moved inside (-1, 1) by float32's resolution first: at a bound the
+        Tanh's inverse is infinite."""
+        bounds = (self.config.log_std_min, self.config.log_std_max)
+        loc, log_std = policy_params(self.actor, observation, bounds, training)
+        edge = 1.0 - float(np.finfo(np.float32).epsneg)
+        action = tf.clip_by_value(action, -edge, edge)
+        return tanh_normal(loc, tf.exp(log_std)).log_prob(action)
+
+    def mean_action(self, observation, training=None):
+        """tanh of the policy's mean: the deterministic action in [-1, 1]."""
+        loc, _ = self.actor(observation, training=training)
+        return deterministic_action(loc)
+
     # ------------------------------------------------------------------- update
     def update(self, batch: Batch) -> Dict[str, tf.Tensor]:
         """One SAC gradient step on `batch`; returns its metrics (scalar tensors)."""
+        try:
+            return self._step(batch)
+        except ValueError as e:  # when traced: a slice of `seeds` past seeds_needed?
+            if "out of bounds" not in str(e):
+                raise
+            raise TfsacError(
+                f"algorithm {self.variant.name}: its update raised {first_line(e)}: if it "
+                f"reads seeds past seeds[:, {self.variant.seeds_needed - 1}], declare a larger "
+                f"seeds_needed (now {self.variant.seeds_needed})"
+            ) from None
+
+    def _step(self, batch: Batch) -> Dict[str, tf.Tensor]:
         cfg = self.config
         obs = batch["observation"]
         alpha = self.temperature.alpha()
@@ -199,21 +233,17 @@ class SAC:
         # variant's own step against the updated critics (v1's V).
         variables = self.critic.trainable_variables
         with tf.GradientTape() as tape:
-            q, target = self.variant.values_and_target(batch, reward, alpha, seeds[:, 0])
-            critic_loss = self.variant.critic_loss(q, target)
+            critic_loss, q, extra = self.variant.critic_objective(batch, reward, alpha, seeds)
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
-        try:
-            extra = self.variant.after_critic_step(obs, alpha, seeds)
-        except ValueError as e:  # when traced: a slice of `seeds` past seeds_needed?
-            if "out of bounds" not in str(e):
-                raise
-            raise TfsacError(
-                f"algorithm {self.variant.name}: after_critic_step raised {first_line(e)}: if "
-                f"it reads seeds past seeds[:, {self.variant.seeds_needed - 1}], declare a "
-                f"larger seeds_needed (now {self.variant.seeds_needed})"
-            ) from None
         # A step of its own that reports nothing may return None.
-        extra = _declared(self.variant, "after_critic_step", extra or {}, "metric_names")
+        after = self.variant.after_critic_step(obs, alpha, seeds) or {}
+        if not isinstance(extra, dict) or not isinstance(after, dict) or set(extra) & set(after):
+            raise TfsacError(
+                f"algorithm {self.variant.name}: critic_objective and after_critic_step "
+                "return dicts of metrics, each name from one of them"
+            )
+        methods = "critic_objective and after_critic_step"
+        extra = _declared(self.variant, methods, {**extra, **after}, "metric_names")
 
         # Actor and temperature every `policy_delay` critic steps, targets every
         # `target_update_interval` (counted by the critic optimizer's step counter).
@@ -221,7 +251,7 @@ class SAC:
         actor_loss, alpha_loss, entropy, *actor_extra = self._every(
             cfg.policy_delay,
             critic_steps,
-            lambda: self._actor_and_temperature_step(batch, alpha, seeds[:, 1]),
+            lambda: self._actor_and_temperature_step(batch, alpha, seeds),
             lambda: tuple(tf.identity(v) for v in self._last_actor_metrics),
         )
         if self.variant.polyak_pairs():
@@ -250,7 +280,7 @@ class SAC:
             return step()
         return tf.cond(count % interval == 0, step, skip)
 
-    def _actor_and_temperature_step(self, batch, alpha, seed):
+    def _actor_and_temperature_step(self, batch, alpha, seeds):
         """The actor step (Eq. 7, reparameterised as Eq. 11) against the critics just
         updated, then the temperature step (Eq. 18) on the same sampled actions. Returns the
         actor loss, the alpha loss, the policy entropy estimate and the variant's actor
@@ -258,8 +288,8 @@ class SAC:
         obs = batch["observation"]
         variables = self.actor.trainable_variables
         with tf.GradientTape() as tape:
-            action, log_prob = self.sample_with_log_prob(obs, seed, training=True)
-            actor_loss, extra = self.variant.actor_objective(batch, action, log_prob, alpha)
+            action, log_prob = self.sample_with_log_prob(obs, seeds[:, 1], training=True)
+            actor_loss, extra = self.variant.actor_objective(batch, action, log_prob, alpha, seeds)
         extra = _declared(self.variant, "actor_objective", extra, "actor_metric_names")
         apply_gradients(self.actor_optimizer, tape, actor_loss, variables)
         alpha_loss = self.temperature.step(log_prob, self.target_entropy)

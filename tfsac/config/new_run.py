@@ -15,12 +15,20 @@ LEARNED_ALPHA_OPTIONS = ("initial_alpha", "alpha_learning_rate", "target_entropy
 
 
 def check_new_run(config: SACConfig) -> List[str]:
-    """TfsacError for a piecewise schedule giving two factors from one step; returns
+    """TfsacError for a piecewise schedule giving two factors from one step, or an
+    offline-only run whose actor would never step (policy_delay > offline_updates); returns
     warnings: options only a learned alpha reads, beside a fixed one (a preset's, say)."""
     if steps := duplicate_steps(config.lr_schedule):
         raise TfsacError(
             f"lr_schedule {config.lr_schedule!r} gives step {steps[0]} two factors: give each "
             "step one"
+        )
+    delay = config.policy_delay  # resolved ('auto' is the variant's) where a run starts
+    offline_only = config.total_steps == 0 and config.offline_updates
+    if offline_only and isinstance(delay, int) and delay > config.offline_updates:
+        raise TfsacError(
+            f"policy_delay ({delay}) is more than offline_updates ({config.offline_updates}): "
+            "the actor would never be updated"
         )
     if config.learned_alpha:
         return []

@@ -99,7 +99,7 @@ class Checkpointer(CheckpointReader):
             raise TfsacError(
                 f"{what}: no checkpoint object holds {', '.join(unsaved[:3])}"
                 f"{' ...' if len(unsaved) > 3 else ''} (variables the update writes): list "
-                "the variant's networks in its checkpoint_objects"
+                "the variant's networks and optimizers in its checkpoint_objects"
             )
 
     def _new_manager(self) -> None:

@@ -67,8 +67,9 @@ class Variant:
     hyperparameters: ClassVar[Dict[str, Any]] = {}
     # ../shared/peers' `--algo` for the same algorithm in SB3 (sb3-contrib) and SBX.
     peer: Optional[str] = None
-    # What it reports beside SAC's metrics: the names `after_critic_step` returns, and
-    # those `actor_objective` returns (reported again on the steps that skip the actor).
+    # What it reports beside SAC's metrics: the names `critic_objective` and
+    # `after_critic_step` return, and those `actor_objective` returns (reported again on
+    # the steps that skip the actor). Each is the last update's value, not a mean.
     metric_names: Tuple[str, ...] = ()
     actor_metric_names: Tuple[str, ...] = ()
     # Random seeds one update draws: the next action's (seeds[:, 0]), the actor's
@@ -123,6 +124,15 @@ class Variant:
             return []
         return [(self.sac.target_critic, self.sac.critic)]
 
+    def critic_objective(self, batch, reward, alpha, seeds):
+        """The critic loss, the critics' values at (s, a) (q_mean is their mean) and its
+        metrics (names of `metric_names`), inside the critic step's gradient tape. By
+        default `critic_loss(*values_and_target(batch, reward, alpha, seeds[:, 0]))`; a
+        loss with a term of its own (CQL's, on the critics at sampled actions) replaces
+        this. `seeds[:, 2:]` are the variant's (`seeds_needed`)."""
+        q, target = self.values_and_target(batch, reward, alpha, seeds[:, 0])
+        return self.critic_loss(q, target), q, {}
+
     def values_and_target(self, batch, reward, alpha, seed):
         """The critics' values at (s, a), for the gradient, and what the critic loss
         compares them with."""
@@ -138,12 +148,13 @@ class Variant:
     def actor_loss(self, log_prob, q_pi, alpha):
         raise NotImplementedError
 
-    def actor_objective(self, batch, action, log_prob, alpha):
+    def actor_objective(self, batch, action, log_prob, alpha, seeds):
         """The actor's loss and its metrics (the names of `actor_metric_names`), at the
         actions a ~ pi(.|s) drawn for the batch's observations (reparameterised, so the
         loss's gradient reaches the actor through `action` and `log_prob`). By default
         `actor_loss(log_prob, actor_q(obs, action), alpha)`; a loss that reads the batch
-        (a behaviour-cloning term on batch["action"]) replaces this."""
+        (a behaviour-cloning term on batch["action"]) replaces this. `seeds[:, 2:]` are
+        the variant's (`seeds_needed`)."""
         q_pi = self.actor_q(batch["observation"], action)
         return self.actor_loss(log_prob, q_pi, alpha), {}
 

@@ -25,8 +25,8 @@ class SoftDoubleQ(Variant):
     peer = "sac"
     own_options = ("target_subset", "actor_q", "backup_entropy")
     option_readers = {  # a variant that replaces one of these methods does not read it
-        "target_subset": ("values_and_target", "td_target"),
-        "backup_entropy": ("values_and_target", "td_target"),
+        "target_subset": ("critic_objective", "values_and_target", "td_target"),
+        "backup_entropy": ("critic_objective", "values_and_target", "td_target"),
         "actor_q": ("actor_loss", "actor_objective"),
     }
 

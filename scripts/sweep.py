@@ -97,11 +97,12 @@ class FlagConfigs:
 
     def __call__(self, overrides):
         from tfsac.errors import TfsacError
-        from tfsac.scale.sweeps.plan import resolved_trial_config
+        from tfsac.scale.sweeps.plan import keyed_overrides, resolved_trial_config
 
         saved = {}
+        plain, keyed = keyed_overrides(overrides, lambda name: self._flags[name].value)
         try:
-            for name, text in overrides.items():
+            for name, text in {**plain, **keyed}.items():  # a JSON flag's keys merged last
                 flag = self._flags[name]
                 saved[name] = (flag.value, flag.present, flag.using_default_value)
                 try:

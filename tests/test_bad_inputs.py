@@ -159,7 +159,14 @@ CASES = [
     ("evaluate", ["--run_dir=ckptrun", "--step=150"], "of step 150 in 'ckptrun/checkpoints' (st"),
     ("evaluate", ["--saved_model=missing", "--step=100"], "--step applies to --run_dir"),
     # sweep.py (with --sweep_dir=sweep unless the case gives one)
-    ("sweep", ["--grid=learning_rat=1e-3"], "flag --learning_rat (did you mean --learning_rate?)"),
+    ("sweep", ["--grid=learning_rat=1e-3"], "flag --learning_rat (did you mean --learning_rate? "),
+    (  # an offline-RL tester's: the hint named --alpha, the entropy coefficient
+        "sweep",
+        ["--grid=alpha_bc=1,5"],
+        "an algorithm's hyperparameter or an env's keyword is varied as algorithm_kwargs.alpha_bc",
+    ),
+    ("sweep", ["--grid=algorithm_kwargs.beta=1,2"], "algorithm sac has no hyperparameter 'beta'"),
+    ("sweep", ["--grid=env_kwargs.no_such=1,2"], "no_such"),
     ("train", ["--her_strategy=final"], "her_strategy needs her (add --her"),
     ("sweep", ["--grid=learning_rate="], "learning_rate: no values"),
     ("sweep", ["--grid=learning_rate=1e-3,,3e-4"], "empty value"),

@@ -534,3 +534,22 @@ def test_results_md_keeps_a_bar_in_a_config_inside_its_cell():
     line = _markdown([row], "/tmp", None).splitlines()[-1]
     assert line.startswith('| --algorithm_kwargs={"tag": "a\\|b"} | 0 |')
     assert line.replace("\\|", "").count("|") == 9  # eight cells
+
+
+def test_a_sweep_varies_the_keys_of_a_json_option_one_by_one():
+    """algorithm_kwargs.beta=1,2 (an offline-RL tester wrote the whole JSON per value): each
+    value is merged into the option's object as the command line or a plain override gave
+    it; a value is JSON, else text."""
+    from tfsac.scale.sweeps.plan import keyed_overrides
+
+    given = {"algorithm_kwargs": '{"a": 1}', "env_kwargs": "{}"}
+    overrides = {"learning_rate": "1e-3", "algorithm_kwargs.beta": "2", "env_kwargs.mode": "fast"}
+    plain, keyed = keyed_overrides(overrides, given.get)
+    assert plain == {"learning_rate": "1e-3"}
+    assert {k: json.loads(v) for k, v in keyed.items()} == {
+        "algorithm_kwargs": {"a": 1, "beta": 2},
+        "env_kwargs": {"mode": "fast"},
+    }
+    overrides = {"algorithm_kwargs": '{"a": 3}', "algorithm_kwargs.b": "[1, 2]"}
+    plain, keyed = keyed_overrides(overrides, given.get)  # the grid's object, then its key
+    assert json.loads(keyed["algorithm_kwargs"]) == {"a": 3, "b": [1, 2]}

@@ -14,7 +14,7 @@ import itertools
 import json
 import os
 import re
-from typing import Dict, FrozenSet, Iterable, List, Optional, Protocol, Sequence
+from typing import Dict, FrozenSet, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
@@ -55,14 +55,53 @@ class ConfigSource(Protocol):
     def __call__(self, overrides: Dict[str, str]) -> SACConfig: ...
 
 
+# The JSON-object options whose keys a sweep varies one by one: algorithm_kwargs.beta=1,2.
+KEYED_OPTIONS = ("algorithm_kwargs", "env_kwargs")
+
+
 def check_varied_name(names: FrozenSet[str], name: str, where: str) -> None:
-    """TfsacError unless option `name` (given in `where`: --grid, --space) may vary."""
+    """TfsacError unless option `name` (given in `where`: --grid, --space) may vary: a
+    training flag's name, or a key of a JSON-object option (`algorithm_kwargs.beta`)."""
+    option, dot, key = name.partition(".")
+    if dot and option in KEYED_OPTIONS and option in names and key.isidentifier():
+        return
     if name in RESERVED_FLAGS:
         raise TfsacError(f"{where}: --{name} cannot vary in a sweep ({RESERVED_FLAGS[name]})")
     if name not in names:
         close = difflib.get_close_matches(name, sorted(names), n=1)
-        hint = f" (did you mean --{close[0]}?)" if close else ""
-        raise TfsacError(f"{where}: unknown training flag --{name}{hint}")
+        hint = f"did you mean --{close[0]}? " if close else ""
+        raise TfsacError(
+            f"{where}: unknown training flag --{name} ({hint}an algorithm's hyperparameter "
+            f"or an env's keyword is varied as algorithm_kwargs.{key or name} or "
+            f"env_kwargs.{key or name})"
+        )
+
+
+def keyed_overrides(overrides: Dict[str, str], current) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """({flag: text} of the plain overrides, {JSON option: its text with the keys varied
+    set}) from {name: text} overrides; `current(option)` is an option's text before them
+    (the plain overrides' or the command line's). A key's text is a JSON value, else text."""
+    def keyed(name):
+        option, dot, _ = name.partition(".")
+        return dot and option in KEYED_OPTIONS
+
+    plain = {n: t for n, t in overrides.items() if not keyed(n)}
+    merged: Dict[str, dict] = {}
+    for name, text in overrides.items():
+        if not keyed(name):
+            continue
+        option, _, key = name.partition(".")
+        if option not in merged:
+            base = plain.get(option, current(option)) or "{}"
+            try:
+                merged[option] = dict(json.loads(base))
+            except (ValueError, TypeError):
+                raise TfsacError(f"{option} is not a JSON object: {base!r}") from None
+        try:
+            merged[option][key] = json.loads(text)
+        except ValueError:  # a word: its text
+            merged[option][key] = text
+    return plain, {option: json.dumps(values) for option, values in merged.items()}
 
 
 def resolved_trial_config(config: SACConfig, overrides: Dict[str, str]) -> SACConfig:

@@ -81,6 +81,7 @@ def keyed_overrides(overrides: Dict[str, str], current) -> Tuple[Dict[str, str],
     """({flag: text} of the plain overrides, {JSON option: its text with the keys varied
     set}) from {name: text} overrides; `current(option)` is an option's text before them
     (the plain overrides' or the command line's). A key's text is a JSON value, else text."""
+
     def keyed(name):
         option, dot, _ = name.partition(".")
         return dot and option in KEYED_OPTIONS

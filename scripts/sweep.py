@@ -156,6 +156,8 @@ def main(argv):
         ray_cluster.check_address(FLAGS.ray_address)
         ray_cluster.require_ray("sweeps", FLAGS.ray_address, tune=True, search=bool(FLAGS.search))
         outcome = run_sweep(plan, FLAGS.ray_address, resume=FLAGS.resume)
+    except tfsac.Interrupted as e:  # a signal while Ray started
+        stopped(str(e), e.signum)
     except TfsacError as e:
         fail(str(e))
     for path in outcome["files"][:2]:

@@ -245,6 +245,24 @@ def test_a_signal_while_the_runners_start_stops_them_before_training(tmp_path, m
     assert not os.path.exists(config.run_dir)
 
 
+def test_a_sigterm_inside_ray_init_is_a_stop_by_signal(monkeypatch):
+    """A tester's: a SIGTERM after ray.init put in its own handler (sys.exit(15)) and
+    before it returned exited with status 15 and said nothing."""
+    import ray
+
+    from tfsac.run.signals import StartInterrupted
+    from tfsac.scale.ray_cluster import start_ray
+
+    def init_cut_by_sigterm(*args, **kwargs):
+        sys.exit(signal.SIGTERM)  # what Ray's handler does
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init_cut_by_sigterm)
+    with pytest.raises(StartInterrupted, match="^SIGTERM while Ray started: stopped") as e:
+        start_ray(None, num_cpus=1)
+    assert e.value.signum == signal.SIGTERM
+
+
 def test_a_runner_that_ray_gives_up_on_is_one_line_with_its_cause():
     """A tester's: an env_fn whose module Ray's workers cannot import gave Ray's message
     with terminal colours and '5 restarts', not the missing module."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any, Dict, Optional
 
 from tfsac.errors import TfsacError, first_line
 from tfsac.logs import native_stderr_captured
+from tfsac.run.signals import StartInterrupted
 
 
 def require_ray(
@@ -120,6 +122,14 @@ def start_ray(address: Optional[str], **local_kwargs) -> bool:
         # Ray's C++ start-up and retry lines go to its log folder, not to the console.
         with native_stderr_captured(replay_on_error=False):
             ray.init(**options, **kwargs)
+    except SystemExit as e:
+        if e.code != signal.SIGTERM:
+            raise
+        # ray.init puts its own SIGTERM handler (sys.exit) in part-way through its start: a
+        # SIGTERM then exited with status 15 and no word. Stop what started; say it.
+        if ray.is_initialized():
+            ray.shutdown()
+        raise StartInterrupted(signal.SIGTERM, "Ray started") from None
     except ConnectionError:
         raise TfsacError(
             f"cannot join the Ray cluster at {address}: no Ray answered there in "

@@ -80,19 +80,25 @@ def test_keep_best_exports_each_new_best_as_a_version(stopped):
     assert [(m["training_steps"], m["eval_return_mean"]) for m in steps] == [(20, 3.0), (40, 4.0)]
 
 
-def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped, caplog):
+def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped, caplog, tmp_path):
     config, result = stopped
     caplog.set_level(logging.INFO, logger="absl")
     again = tfsac.train(config, resume=True, quiet=True)
     assert again.stop_reason == result.stop_reason and again.summary == result.summary
-    # Nor with other stop options, and it says what would continue it.
-    looser = dataclasses.replace(config, stop_after_no_improvement=5)
-    assert tfsac.train(looser, resume=True, quiet=True).summary == result.summary
-    assert any(
-        "already complete (stopped by its callbacks; a larger total_steps continues it)"
-        in r.getMessage()
+    assert any(  # and it says what would continue it
+        "already complete (stopped by its callbacks; other stop options, e.g. "
+        "--stop_at_return=none, or a larger total_steps continue it)" in r.getMessage()
         for r in caplog.records
     )
+    # Other stop options continue it, to its total_steps (a tester's: --resume
+    # --stop_after_no_improvement=0 said the run was complete); on a copy of the run.
+    run_dir = str(tmp_path / "copy")
+    shutil.copytree(result.run_dir, run_dir)
+    unstopped = dataclasses.replace(
+        config, run_dir=run_dir, stop_after_no_improvement=0, min_evaluations=0
+    )
+    continued = tfsac.train(unstopped, resume=True, quiet=True, export=False)
+    assert continued.summary["env_steps"] == 200 and continued.summary["stop"] is None
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """init_from (tfsac/run/warm_start.py): a new run starts from another run's learned state,
 and from nothing else of it."""
 
+import json
 import os
 
 import numpy as np
@@ -170,7 +171,12 @@ def test_a_resume_does_not_read_init_from_so_it_may_change(tmp_path, online_sour
     # The same source written otherwise, or gone: the run's own checkpoint is restored.
     for init_from in (source + "/", str(tmp_path / "gone")):
         config = _config(tmp_path, "new", data, init_from=init_from, total_steps=60)
-        assert Trainer(config, export=False, resume=True).resumed_from.endswith("ckpt-40")
+        trainer = Trainer(config, export=False, resume=True)
+        assert trainer.resumed_from.endswith("ckpt-40")
+        # The run's record keeps the source it started from (a tester's: the resume wrote
+        # the one it never read into config.json).
+        assert trainer.config.init_from == source
+        assert json.loads((tmp_path / "new" / "config.json").read_text())["init_from"] == source
 
 
 def test_a_sweeps_trials_read_init_from_and_recorded_data_from_where_it_started(

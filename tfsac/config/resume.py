@@ -73,7 +73,10 @@ def resume_changes(old: Dict, new: Dict) -> List[str]:
         if not decided_elsewhere(old[name], new[name]) and (
             name not in RESUME_ADJUSTABLE or (name == "total_steps" and new[name] < old[name])
         ):
-            why = "only grow" if name == "total_steps" else "not change"
+            why = {
+                "total_steps": "only grow",
+                "num_actors": "change only between counts of env runners, not to or from 0",
+            }.get(name, "not change")
             raise TfsacError(
                 f"{name}={_shown(name, new[name])} differs from the resumed run's "
                 f"{_shown(name, old[name])}: a "

@@ -79,9 +79,15 @@ class RunParts:
         # A stopped run's stop options no longer apply: only more steps continue it.
         more = ""
         if summary.get("stop"):
-            more = " (stopped by its callbacks; a larger total_steps continues it)"
+            more = (
+                " (stopped by its callbacks; other stop options, e.g. --stop_at_return=none, "
+                "or a larger total_steps continue it)"
+            )
         logging.info("run in %s is already complete%s", self.run_dir, more)
         return summary
+
+
+STOP_OPTIONS = ("stop_at_return", "stop_after_no_improvement", "min_evaluations")
 
 
 def seeded(config: SACConfig, export: Optional[bool]) -> SACConfig:
@@ -147,7 +153,10 @@ def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn, lo
         if restore is not None:
             loop, resumed_from, restored = restore
     _start_learner(config, spec, learner, mixed, restored)
-    finished = _finished(loop.step, config.total_steps, files.read_summary())
+    # A run its stop options stopped goes on where a resume changes them (a tester's
+    # --resume --stop_at_return=none said the run was complete).
+    stop_changed = any(c.split(":")[0] in STOP_OPTIONS for c in start.resume_changes)
+    finished = _finished(loop.step, config.total_steps, files.read_summary(), stop_changed)
     source = None
     if not finished:
         source = _make_source(config, start, learner, schedule, actor_fn, loop.resumes)
@@ -226,14 +235,14 @@ def _start_learner(config: SACConfig, spec, learner, mixed: Optional[MixedReplay
         learner.observe(mixed.recorded.data.observation)
 
 
-def _finished(step: int, total_steps: int, summary: dict) -> bool:
+def _finished(step: int, total_steps: int, summary: dict, stop_changed: bool) -> bool:
     """Whether the run has nothing left to train: its summary.json is written, at
-    total_steps or at a stop that a callback asked for with this total_steps (a resume with
-    a larger one continues it)."""
+    total_steps or at a stop that a callback asked for with this total_steps and these stop
+    options (a resume with a larger total_steps, or other stop options, continues it)."""
     if not summary:
         return False
     stopped = summary.get("stop") and summary.get("total_steps") == total_steps
-    return step >= total_steps or bool(stopped)
+    return step >= total_steps or bool(stopped and not stop_changed)
 
 
 def _open_run_dir(

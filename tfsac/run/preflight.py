@@ -173,6 +173,12 @@ def check_start(
         check_available(parse_formats(config.export_formats))
     spec = env_spec(config.env_id, eval_env)
     own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
+    if own_checkpoints and saved is not None and config.init_from != saved.get("init_from"):
+        # Not read: the run goes on from its own checkpoints, and its config.json keeps the
+        # source it started from (a tester's resume rewrote it to one never checked).
+        logging.info("init_from is not read by this resume: the run continues from its own")
+        config = dataclasses.replace(config, init_from=saved.get("init_from"))
+        changes = [c for c in changes if not c.startswith("init_from:")]
     if config.init_from and not own_checkpoints:  # a resume reads its own, not init_from's
         check_source(config, spec)
     if config.her:

@@ -317,11 +317,20 @@ def test_offline_only_training_runs_its_updates_on_the_recorded_data(tmp_path, d
         actor_q="mean",
         backup_entropy=False,
         policy_delay=3,
+        log_every=12,
+        tensorboard=True,
     )
     result = Trainer(config, export=False).run()
     assert result.learner.update_count == 30 and result.summary["total_steps"] == 0
     assert len(result.buffer) == 0 and result.summary["evaluations"][0]["step"] == 0
     assert os.path.isdir(tmp_path / "offline" / "checkpoints" / "ckpt-0.extra")
+    # Its learner curves by update, every log_every (an offline-RL tester's: one point, at
+    # env step 0, and lines only every 250 updates).
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "offline" / "tensorboard")).Reload()
+    steps = [e.step for e in events.Tensors("learner/critic_loss")]
+    assert steps[:3] == [12, 24, 30]
 
 
 @pytest.mark.parametrize("ratio, folded", [(0.5, 60), ("size", 60), (0.0, 0)])

@@ -207,16 +207,21 @@ class Trainer:
         """Offline-only training (total_steps=0): `offline_updates` updates on the recorded
         data in calls of OFFLINE_CALL, a line every log_every of them, then the end's
         evaluation and checkpoint; a resume continues from the checkpoint's update count."""
-        updates, total = self.updates, self.config.offline_updates
+        updates, total, every = self.updates, self.config.offline_updates, self.config.log_every
         self.source.start(self.loop, updates.start())
         while updates.count < total:
             before = updates.count
-            updates.owed = min(OFFLINE_CALL, total - before)
+            # Calls end at each log_every-th update: its line and TensorBoard's learner
+            # curves (by update: the env step stays 0) say that update's metrics.
+            updates.owed = min(OFFLINE_CALL, total - before, every - before % every)
             for _ in updates.pay(0, self.learning_clock, updates.owed, None, None):
                 pass
-            if updates.count // self.config.log_every > before // self.config.log_every:
+            if updates.count % every == 0 or updates.count == total:
                 metrics = ", ".join(f"{k} {v:.4g}" for k, v in updates.metrics.items())
                 logging.info("offline update %d of %d: %s", updates.count, total, metrics)
+                names = self.learner.metric_names
+                curves = {f"learner/{k}": updates.metrics[k] for k in names}
+                self.progress.scalars(updates.count, curves)
             if stop.received is not None and updates.count < total:
                 self._save_checkpoint()
                 raise Interrupted(stop.received, f"offline update {updates.count}", self.run_dir)

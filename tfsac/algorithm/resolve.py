@@ -76,9 +76,10 @@ def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
                 + (f"; {name} is an option of its own: --{name}" if option else "")
             )
         if not _same_kind(value, declared[name]) or not _finite(value):
+            finite = " (finite)" if isinstance(declared[name], (float, list, dict)) else ""
             raise TfsacError(
                 f"algorithm_kwargs: {name} of algorithm {variant.name} must be "
-                f"{_kind(declared[name])} like its default {declared[name]!r} (finite), got "
+                f"{_kind(declared[name])} like its default {declared[name]!r}{finite}, got "
                 f"{value!r}"
             )
     # An integer given for a number is a float, as the variant's default (tensors' dtypes).

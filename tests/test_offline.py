@@ -333,6 +333,39 @@ def test_offline_only_training_runs_its_updates_on_the_recorded_data(tmp_path, d
     assert steps[:3] == [12, 24, 30]
 
 
+def test_the_docs_behaviour_cloning_variant_trains_offline_and_reports(
+    tmp_path, dataset, monkeypatch
+):
+    import csv
+    import sys
+
+    from conftest import REPO_ROOT, docs_example
+
+    from tfsac.algorithm.variants import VARIANTS
+
+    code = docs_example(os.path.join(REPO_ROOT, "docs", "offline_to_online.md"), "offline_algos.py")
+    (tmp_path / "offline_algos.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = _config(
+        tmp_path,
+        "bc",
+        dataset,
+        algorithm="offline_algos:sac_bc",
+        total_steps=0,
+        offline_updates=20,
+        algorithm_kwargs={"bc_weight": 1.0},
+    )
+    try:
+        result = Trainer(config, export=False).run()
+        with open(tmp_path / "bc" / "progress.csv") as f:
+            rows = list(csv.DictReader(f))
+        assert 0 < float(rows[-1]["bc_loss"]) < 4  # squared distances of actions in [-1, 1]
+        assert result.learner.sac.variant.kwargs == {"bc_weight": 1.0}
+    finally:
+        VARIANTS.pop("sac_bc", None)
+        sys.modules.pop("offline_algos", None)
+
+
 @pytest.mark.parametrize("ratio, folded", [(0.5, 60), ("size", 60), (0.0, 0)])
 def test_the_observation_normaliser_counts_the_recorded_rows_it_samples(
     tmp_path, dataset, ratio, folded

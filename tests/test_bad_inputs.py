@@ -126,6 +126,12 @@ CASES = [
         + ["--policy_delay=6"],
         "policy_delay (6) is more than offline_updates (5): the actor would never be updated",
     ),
+    (
+        "train",
+        ["--offline_data=data_pend", "--total_steps=0", "--offline_updates=5"]
+        + ["--target_update_interval=6"],
+        "target_update_interval (6) is more than offline_updates (5): the targets would stay",
+    ),
     ("train", ["--target_subset=3"], "target_subset (3) is larger than num_critics (2)"),
     ("train", ["--algorithm=tqc", "--target_subset=2"], "algorithm tqc does not read target_"),
     # collect.py

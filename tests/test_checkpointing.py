@@ -137,17 +137,25 @@ def test_progress_rows_before_a_resumed_sessions_first_update_repeat_the_last_on
 
     def rows(run_dir):
         with open(os.path.join(run_dir, "progress.csv")) as f:
-            return [
-                {k: v for k, v in r.items() if "time" not in k and "per_s" not in k}
+            return [  # as numbers (a held -0.0 may come back as 0.0)
+                {
+                    k: float(v) if v else v
+                    for k, v in r.items()
+                    if "time" not in k and "per_s" not in k
+                }
                 for r in csv.DictReader(f)
             ]
 
-    options = dict(total_steps=300, train_freq=100, gradient_steps=2, log_every=50)
+    # policy_delay=4: every other call skips the actor; its rows report the actor metrics
+    # held from the call before, across the resume too (a reviewer's: zeros).
+    # Updates 1-2 at 200, 3-4 at 300 (the actor's at 4), 5-6 at 400 (held: 4's).
+    options = dict(total_steps=400, train_freq=100, gradient_steps=2, log_every=50, policy_delay=4)
     _run(tmp_path / "full", **options)
-    _run(tmp_path / "split", **{**options, "total_steps": 200})
+    _run(tmp_path / "split", **{**options, "total_steps": 300})
     _run(tmp_path / "split", resume=True, **options)
     full, resumed = rows(tmp_path / "full"), rows(tmp_path / "split")
-    assert [r["step"] for r in resumed] == ["50", "100", "150", "200", "250", "300"]
+    assert [r["step"] for r in resumed] == [50.0 * i for i in range(1, 9)]
+    assert resumed[7]["actor_loss"] == resumed[5]["actor_loss"] != 0.0
     assert resumed[4]["critic_loss"] == resumed[3]["critic_loss"] != ""  # no update at 250
     assert resumed == full
 
@@ -676,3 +684,19 @@ def test_a_refused_change_of_num_actors_says_which_changes_are_allowed():
     assert resume_changes({"num_actors": 2}, {"num_actors": 1}) == ["num_actors: 2 -> 1"]
     with pytest.raises(TfsacError, match="can change only between counts of env runners, not"):
         resume_changes({"num_actors": 2}, {"num_actors": 0})
+
+
+def test_evaluations_are_seeded_by_their_place_on_the_schedule():
+    """A reviewer's: seeded by ceil(step / eval_every) - 1, evaluations at steps past the
+    multiples (num_envs=4, eval_every=150: 152, 300, 452, 600) repeated every other seed."""
+    from types import SimpleNamespace
+
+    from tfsac.run.evaluation import Evaluator
+
+    evaluator = SimpleNamespace(config=SimpleNamespace(seed=0, eval_every=150))
+    seeds = [Evaluator.seed(evaluator, step, True) for step in (152, 300, 452, 600)]
+    assert seeds == [100, 101, 102, 103]
+    # Off the schedule (a run's end, a stop): the next scheduled one's seed.
+    assert [Evaluator.seed(evaluator, step, False) for step in (100, 160)] == [100, 101]
+    evaluator.config.eval_every = 0  # no schedule: every evaluation on the first seed
+    assert Evaluator.seed(evaluator, 500, False) == 100

@@ -279,8 +279,8 @@ def test_an_actor_loss_reads_the_batch_and_reports_a_metric_held_between_actor_s
         # The actor steps after critic steps 2 and 4; the others report the last one's
         # BC loss again (none yet: 0).
         assert reported[0] == 0 < reported[1] == reported[2] != reported[3] and reported[1] < 4
-        with pytest.raises(TfsacError, match="does not read actor_q"):
-            resolve(_config(tmp_path, algorithm="sac_bc", actor_q="mean"))
+        # It wraps SAC's objective (super()): it reads actor_q still (a reviewer's).
+        assert resolve(_config(tmp_path, algorithm="sac_bc", actor_q="mean")).actor_q == "mean"
     finally:
         del VARIANTS[BehaviourCloned.name]
 
@@ -305,13 +305,24 @@ def test_an_actor_loss_reads_the_batch_and_reports_a_metric_held_between_actor_s
             loss, metrics = super().actor_objective(batch, action, log_prob, alpha, seeds)
             return loss, {"bc_loss": tf.square(action - batch["action"])}
 
-    register(Shaped)
-    try:
-        learner = SACLearner(3, 1, resolve(_config(tmp_path, algorithm=Shaped.name)))
-        with pytest.raises(TfsacError, match=r"metric 'bc_loss' has shape \(None, 1\): a metric"):
-            learner.update(random_batch(1, 32, 3, 1))
-    finally:
-        del VARIANTS[Shaped.name]
+    class Unreduced(BehaviourCloned):  # a loss per row (a reviewer's: 6-14 lines of TF)
+        name = "unreduced_actor_loss"
+
+        def actor_objective(self, batch, action, log_prob, alpha, seeds):
+            loss, metrics = super().actor_objective(batch, action, log_prob, alpha, seeds)
+            return loss + tf.square(action[:, 0] - batch["action"][:, 0]), metrics
+
+    for cls, message in (
+        (Shaped, r"metric 'bc_loss' has shape \(None, 1\): a metric"),
+        (Unreduced, r"actor_objective's loss has shape \(None,\): a loss is a scalar"),
+    ):
+        register(cls)
+        try:
+            learner = SACLearner(3, 1, resolve(_config(tmp_path, algorithm=cls.name)))
+            with pytest.raises(TfsacError, match=message):
+                learner.update(random_batch(1, 32, 3, 1))
+        finally:
+            del VARIANTS[cls.name]
     with pytest.raises(ValueError, match="the metric 'actor_loss' is named twice"):
         register(
             type(

@@ -27,7 +27,8 @@ import tensorflow as tf
 from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.distributions import deterministic_action, policy_params, tanh_normal
 from tfsac.algorithm.networks import build_networks
-from tfsac.algorithm.resolve import options_read, resolve
+from tfsac.algorithm.optimizers import base_rates, check_variant_optimizers, make_optimizer
+from tfsac.algorithm.resolve import resolve
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
 from tfsac.algorithm.variants.base import UPDATE_METRICS
@@ -102,45 +103,13 @@ class SAC:
         self.actor_optimizer.build(self.actor.trainable_variables)
         self.critic_optimizer.build(self.critic.trainable_variables)
         self.temperature.build()
-        self.base_rates = self._base_rates()
-        unbuilt = [part for part, o in self.variant.optimizers().items() if not o.built]
-        if unbuilt:  # its slots made at the first step: a checkpoint could not restore them
-            raise TfsacError(
-                f"algorithm {self.variant.name}: its optimizer {unbuilt[0]!r} is not built: "
-                "call its build(<the variables it trains>) in __init__"
-            )
-
-    def _base_rates(self) -> Dict[str, float]:
-        """Each optimizer's rate before --lr_schedule scales it: the config's for SAC's
-        parts and for a variant's part whose rate option it reads (v1's value), else the
-        rate the variant made its optimizer with. An optimizer made with a Keras
-        LearningRateSchedule follows that schedule alone (left out)."""
-        taken = {"actor", "critic", *self.temperature.optimizers()}
-        clash = sorted(taken & set(self.variant.optimizers()))
-        if clash:
-            raise TfsacError(
-                f"algorithm {self.variant.name}: its optimizers() names {clash[0]!r}, SAC's "
-                "own optimizer: give the variant's a name of its own"
-            )
-        reads = options_read(type(self.variant))
-        rates = {}
-        for part, optimizer in self.optimizers().items():
-            if part in taken or f"{part}_learning_rate" in reads:
-                rates[part] = self.config.rate(part)
-            elif not isinstance(
-                getattr(optimizer, "_learning_rate", None),
-                keras.optimizers.schedules.LearningRateSchedule,
-            ):
-                rates[part] = float(optimizer.learning_rate.numpy())
-        return rates
+        check_variant_optimizers(self)
+        self.base_rates = base_rates(self)
 
     def make_optimizer(self, part: str) -> keras.optimizers.Optimizer:
-        """Adam (AdamW with `weight_decay`), with the config's beta_1 and gradient clip."""
-        cfg = self.config
-        kwargs = dict(beta_1=cfg.adam_beta1, global_clipnorm=cfg.max_grad_norm, name=f"{part}_adam")
-        if cfg.weight_decay:
-            return keras.optimizers.AdamW(cfg.rate(part), weight_decay=cfg.weight_decay, **kwargs)
-        return keras.optimizers.Adam(cfg.rate(part), **kwargs)
+        """Adam (AdamW with `weight_decay`) at the config's rate for `part` (actor, critic,
+        alpha, value), with its beta_1 and gradient clip: what a variant's own may use."""
+        return make_optimizer(self.config, part)
 
     # --------------------------------------------------------------------- state
     def checkpoint_objects(self) -> Dict[str, tf.Module]:
@@ -234,6 +203,7 @@ class SAC:
         variables = self.critic.trainable_variables
         with tf.GradientTape() as tape:
             critic_loss, q, extra = self.variant.critic_objective(batch, reward, alpha, seeds)
+            critic_loss = _checked_loss(self.variant, "critic_objective", critic_loss)
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
         # A step of its own that reports nothing may return None.
         after = self.variant.after_critic_step(obs, alpha, seeds) or {}
@@ -243,7 +213,7 @@ class SAC:
                 "return dicts of metrics, each name from one of them"
             )
         methods = "critic_objective and after_critic_step"
-        extra = _declared(self.variant, methods, {**extra, **after}, "metric_names")
+        extra = _checked_metrics(self.variant, methods, {**extra, **after}, "metric_names")
 
         # Actor and temperature every `policy_delay` critic steps, targets every
         # `target_update_interval` (counted by the critic optimizer's step counter).
@@ -290,7 +260,8 @@ class SAC:
         with tf.GradientTape() as tape:
             action, log_prob = self.sample_with_log_prob(obs, seeds[:, 1], training=True)
             actor_loss, extra = self.variant.actor_objective(batch, action, log_prob, alpha, seeds)
-        extra = _declared(self.variant, "actor_objective", extra, "actor_metric_names")
+            actor_loss = _checked_loss(self.variant, "actor_objective", actor_loss)
+        extra = _checked_metrics(self.variant, "actor_objective", extra, "actor_metric_names")
         apply_gradients(self.actor_optimizer, tape, actor_loss, variables)
         alpha_loss = self.temperature.step(log_prob, self.target_entropy)
         own = [extra[name] for name in self.variant.actor_metric_names]
@@ -299,6 +270,14 @@ class SAC:
             for variable, value in zip(self._last_actor_metrics, metrics, strict=True):
                 variable.assign(value)
         return metrics
+
+    def hold_actor_metrics(self, metrics: Dict[str, float]) -> None:
+        """Sets the actor metrics that the steps skipping the actor report (policy_delay)
+        to a checkpoint's last ones: a resumed run's rows repeat them as the uninterrupted
+        run's do, not zeros."""
+        names = ("actor_loss", "alpha_loss", "entropy", *self.variant.actor_metric_names)
+        for variable, name in zip(self._last_actor_metrics, names, strict=True):
+            variable.assign(metrics.get(name, 0.0))
 
     def _polyak_step(self):
         """Polyak-averages the parameters into the targets, and copies their other float
@@ -314,7 +293,19 @@ class SAC:
         return tf.constant(True)
 
 
-def _declared(variant, method: str, metrics, names: str) -> Dict[str, tf.Tensor]:
+def _checked_loss(variant, method: str, loss) -> tf.Tensor:
+    """The loss `method` returned, a float32 scalar; else TfsacError (checked when the
+    update is traced: an unreduced loss failed deep in TensorFlow)."""
+    loss = tf.cast(loss, tf.float32)
+    if loss.shape.rank != 0:
+        raise TfsacError(
+            f"algorithm {variant.name}: {method}'s loss has shape {loss.shape}: a loss is a "
+            "scalar (tf.reduce_mean it)"
+        )
+    return loss
+
+
+def _checked_metrics(variant, method: str, metrics, names: str) -> Dict[str, tf.Tensor]:
     """`metrics` as floats, when `method` returned the names the variant's `names`
     declares (checked when the update is traced); else TfsacError."""
     declared = getattr(variant, names)

@@ -23,13 +23,17 @@ def check_new_run(config: SACConfig) -> List[str]:
             f"lr_schedule {config.lr_schedule!r} gives step {steps[0]} two factors: give each "
             "step one"
         )
-    delay = config.policy_delay  # resolved ('auto' is the variant's) where a run starts
-    offline_only = config.total_steps == 0 and config.offline_updates
-    if offline_only and isinstance(delay, int) and delay > config.offline_updates:
-        raise TfsacError(
-            f"policy_delay ({delay}) is more than offline_updates ({config.offline_updates}): "
-            "the actor would never be updated"
-        )
+    if config.total_steps == 0 and config.offline_updates:  # offline only
+        intervals = {  # resolved ('auto' is the variant's) where a run starts
+            "policy_delay": (config.policy_delay, "the actor would never be updated"),
+            "target_update_interval": (config.target_update_interval, "the targets would stay"),
+        }
+        for name, (every, what) in intervals.items():
+            if isinstance(every, int) and every > config.offline_updates:
+                raise TfsacError(
+                    f"{name} ({every}) is more than offline_updates ({config.offline_updates}): "
+                    f"{what}"
+                )
     if config.learned_alpha:
         return []
     return [

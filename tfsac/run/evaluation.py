@@ -198,10 +198,10 @@ def _layout(space_json: Dict):
 class Evaluator:
     """A training run's evaluations: deterministic episodes (the squashed mean action) of
     the learner on envs of its own (`env` and up to EVAL_COPIES - 1 copies from
-    `make_env`, side by side), evaluation k (of the `eval_every` schedule, by its step)
-    seeded with `seed + 100 + k` (recorded with it, so that scripts/evaluate.py can repeat
-    it, and a resumed run evaluates on the same starts), and a video of every
-    `video_every`-th one in `videos_dir`."""
+    `make_env`, side by side), the k-th of the `eval_every` schedule (by its step; one
+    off it takes the next one's k) seeded with `seed + 100 + k` (recorded with it, so
+    that scripts/evaluate.py can repeat it, and a resumed run evaluates on the same
+    starts), and a video of every `video_every`-th one in `videos_dir`."""
 
     def __init__(
         self,
@@ -231,21 +231,25 @@ class Evaluator:
         unit = self.learner.act(obs, deterministic=True)
         return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)
 
-    def seed(self, step: int) -> int:
-        """seed + 100 + k for an evaluation after the k-th multiple of eval_every (from 0)
-        and up to the next: the k-th evaluation of a run (k = 0 without eval_every), by its
-        step, so that a run continued past its end evaluates as the run trained at once."""
+    def seed(self, step: int, scheduled: bool) -> int:
+        """seed + 100 + k for the k-th evaluation of the eval_every schedule (from 0: the
+        one at the step that crossed its (k+1)-th multiple), and for an evaluation off it
+        (a run's end, a stop) the next one's k (0 without eval_every): by step, so that a
+        run continued past its end evaluates as the run trained at once."""
         every = self.config.eval_every
-        return self.config.seed + 100 + (max(0, -(-step // every) - 1) if every else 0)
+        k = (step // every - (1 if scheduled else 0)) if every else 0
+        return self.config.seed + 100 + max(0, k)
 
-    def evaluate(self, step: int, count: int) -> Dict:
-        """Evaluation number `count` (from 0) at env step `step`, as a history entry."""
-        cfg, seed, successes = self.config, self.seed(step), []
+    def evaluate(self, step: int, count: int, scheduled: bool = True) -> Dict:
+        """Evaluation number `count` (from 0) at env step `step`, as a history entry; one of
+        the eval_every schedule's where `scheduled`."""
+        cfg, seed, successes = self.config, self.seed(step, scheduled), []
         returns = run_episodes(self.envs(), self.policy, cfg.eval_episodes, seed, successes)
         mean, std = float(np.mean(returns)), float(np.std(returns))
         if cfg.video_every and (count + 1) % cfg.video_every == 0:
             self.record_video(step)
         entry = {"step": step, "return_mean": mean, "return_std": std, "seed": seed}
+        entry["scheduled"] = scheduled
         rate = success_rate(successes)
         if rate is not None:  # envs that report info["is_success"] (goal envs)
             entry["success_rate"] = rate

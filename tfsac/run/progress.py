@@ -201,6 +201,13 @@ class ProgressLog:
         if self.on_log is not None:
             self.on_log(record)
 
+    def offline_updates(self, count: int, total: int, metrics: Dict) -> None:
+        """Offline-only training's line after `count` of `total` updates, and its learner
+        curves in TensorBoard by update (the env step stays 0)."""
+        text = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
+        logging.info("offline update %d of %d: %s", count, total, text)
+        self.scalars(count, {f"learner/{k}": metrics[k] for k in self.metric_names})
+
     def scalars(self, step: int, scalars: Dict[str, Optional[float]]) -> None:
         """TensorBoard scalars at env step `step` (None values are skipped)."""
         if self.writer is None:

@@ -86,8 +86,7 @@ class Trainer:
         self.learning_clock = Stopwatch(before=self.loop.learning_time_s)
         self._checkpoint = self.resumed_from  # the newest this process knows of
         cfg = self.config
-        self.triggers = [  # in this order: a checkpoint holds its step's evaluation
-            IntervalTrigger(cfg.eval_every, self._evaluate_and_record, at_end=True),
+        self.triggers = [  # after the step's evaluation: a checkpoint holds it
             IntervalTrigger(cfg.log_every, self._log, at_end=True),  # a last row at the end
             IntervalTrigger(cfg.checkpoint_every, self._save_checkpoint, at_end=True),
         ]
@@ -114,10 +113,11 @@ class Trainer:
         logging.info("checkpoint at step %d: %s", self.loop.step, path)
 
     # ------------------------------------------------------ evaluation, logging
-    def _evaluate_and_record(self) -> None:
+    def _evaluate_and_record(self, scheduled: bool) -> None:
+        """An evaluation now: one of eval_every's (`scheduled`), or an end's or a stop's."""
         loop = self.loop
         with self.learning_clock.paused():
-            evaluation = self.evaluator.evaluate(loop.step, len(loop.evaluations))
+            evaluation = self.evaluator.evaluate(loop.step, len(loop.evaluations), scheduled)
             # The run's wall-clock time so far (plots' --x=wall_clock), this evaluation's too.
             evaluation["wall_time_s"] = round(self.session_clock.seconds(), 2)
             loop.evaluations.append(evaluation)
@@ -211,17 +211,12 @@ class Trainer:
         self.source.start(self.loop, updates.start())
         while updates.count < total:
             before = updates.count
-            # Calls end at each log_every-th update: its line and TensorBoard's learner
-            # curves (by update: the env step stays 0) say that update's metrics.
+            # Calls end at each log_every-th update: its line and curves report that one.
             updates.owed = min(OFFLINE_CALL, total - before, every - before % every)
             for _ in updates.pay(0, self.learning_clock, updates.owed, None, None):
                 pass
             if updates.count % every == 0 or updates.count == total:
-                metrics = ", ".join(f"{k} {v:.4g}" for k, v in updates.metrics.items())
-                logging.info("offline update %d of %d: %s", updates.count, total, metrics)
-                names = self.learner.metric_names
-                curves = {f"learner/{k}": updates.metrics[k] for k in names}
-                self.progress.scalars(updates.count, curves)
+                self.progress.offline_updates(updates.count, total, updates.metrics)
             if stop.received is not None and updates.count < total:
                 self._save_checkpoint()
                 raise Interrupted(stop.received, f"offline update {updates.count}", self.run_dir)
@@ -251,15 +246,15 @@ class Trainer:
         checkpoint)."""
         step, calls = self.loop.step, self.callbacks
         at_end = step >= self.config.total_steps
-        evaluate, log, checkpoint = self.triggers
-        evaluated = evaluate(step_before, step, at_end)
+        log, checkpoint = self.triggers
+        scheduled = crossed(step_before, step, self.config.eval_every)
+        evaluated = scheduled or at_end
+        if evaluated:
+            self._evaluate_and_record(scheduled)
         logged = log(step_before, step, at_end or stop is not None)  # a signal's stop: a row
         if calls.stop_reason is not None and not evaluated:  # asked by on_log
-            self._evaluate_and_record()
+            self._evaluate_and_record(scheduled=False)
             evaluated = True
-        if evaluated:  # on eval_every's schedule, or the run's end or a stop's
-            scheduled = crossed(step_before, step, self.config.eval_every)
-            self.loop.evaluations[-1]["scheduled"] = scheduled
         saved = checkpoint(step_before, step, at_end)
         if not saved and (stop is not None or calls.stop_reason is not None):
             self._save_checkpoint()

@@ -51,6 +51,8 @@ class Updates:
         # The progress rows before this session's first update repeat them, as the
         # uninterrupted run's do (a checkpoint of an earlier version holds none).
         self.metrics = state.get("last_metrics")
+        if self.metrics is not None:
+            self.learner.sac.hold_actor_metrics(self.metrics)
         if self.returns is not None:  # a resume keeps normalize_rewards (resume_changes)
             self.returns.load_state(state["return_statistics"])
         # The checkpoint holds the rates of its step; the config of this run decides them.

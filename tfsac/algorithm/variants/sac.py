@@ -24,10 +24,13 @@ class SoftDoubleQ(Variant):
     summary = "SAC: twin critics with target critics (arXiv:1812.05905)"
     peer = "sac"
     own_options = ("target_subset", "actor_q", "backup_entropy")
-    option_readers = {  # a variant that replaces one of these methods does not read it
-        "target_subset": ("critic_objective", "values_and_target", "td_target"),
-        "backup_entropy": ("critic_objective", "values_and_target", "td_target"),
-        "actor_q": ("actor_loss", "actor_objective"),
+    # A variant that replaces one of these methods does not read the option (one that
+    # replaces critic_objective or actor_objective and calls neither the methods below nor
+    # super() declares the options in its ignored_options).
+    option_readers = {
+        "target_subset": ("values_and_target", "td_target"),
+        "backup_entropy": ("values_and_target", "td_target"),
+        "actor_q": ("actor_loss",),
     }
 
     @classmethod

@@ -172,7 +172,7 @@ CASES = [
         "an algorithm's hyperparameter or an env's keyword is varied as algorithm_kwargs.alpha_bc",
     ),
     ("sweep", ["--grid=algorithm_kwargs.beta=1,2"], "algorithm sac has no hyperparameter 'beta'"),
-    ("sweep", ["--grid=env_kwargs.no_such=1,2"], "no_such"),
+    ("sweep", ["--grid=env_kwargs.no_such=1,2"], "with kwargs ({'no_such': 1})"),
     ("train", ["--her_strategy=final"], "her_strategy needs her (add --her"),
     ("sweep", ["--grid=learning_rate="], "learning_rate: no values"),
     ("sweep", ["--grid=learning_rate=1e-3,,3e-4"], "empty value"),

@@ -49,11 +49,7 @@ def read_metadata(version_dir: str) -> Dict:
             metadata = json.load(f)
     except (OSError, ValueError) as e:
         raise TfsacError(f"cannot read {path!r}: {getattr(e, 'strerror', None) or e}") from None
-    if not isinstance(metadata, dict):
-        raise TfsacError(f"cannot read {path!r}: not a JSON object")
-    if problem := _metadata_problem(metadata):
-        raise TfsacError(f"cannot read {path!r}: {problem}")
-    return metadata
+    return _checked(metadata, f"cannot read {path!r}")
 
 
 def saved_model_metadata(model, version_dir: str) -> Dict:
@@ -66,10 +62,16 @@ def saved_model_metadata(model, version_dir: str) -> Dict:
         metadata = json.loads(model.signatures["metadata"]()["metadata"].numpy())
     except (KeyError, TypeError, ValueError) as e:
         raise TfsacError(f"{version_dir!r}: its metadata signature does not read ({e})") from None
+    return _checked(metadata, f"{version_dir!r}: its metadata signature")
+
+
+def _checked(metadata, where: str) -> Dict:
+    """`metadata` where it is a JSON object with entries as tfsac writes them; else
+    TfsacError, `where` first."""
     if not isinstance(metadata, dict):
-        raise TfsacError(f"{version_dir!r}: its metadata signature holds no JSON object")
+        raise TfsacError(f"{where}: not a JSON object")
     if problem := _metadata_problem(metadata):
-        raise TfsacError(f"{version_dir!r}: its metadata signature: {problem}")
+        raise TfsacError(f"{where}: {problem}")
     return metadata
 
 

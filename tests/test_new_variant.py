@@ -564,9 +564,13 @@ def test_a_variants_mistakes_are_one_line_each(tmp_path, aux_model):
     for cls, message in mistakes.items():
         register(cls)
         try:
+            config = _config(tmp_path, name=cls.name, algorithm=cls.name)
             with pytest.raises(TfsacError, match=message) as e:
-                train(_config(tmp_path, name=cls.name, algorithm=cls.name), export=False)
+                train(config, export=False)
             assert "\n" not in str(e.value) and "in user code" not in str(e.value)
+            # Before anything is written: the update's are found when it is traced at the
+            # start (they were at the first update, after learning_starts and config.json).
+            assert not os.path.exists(os.path.join(config.run_dir, "config.json")), cls
         finally:
             del VARIANTS[cls.name]
 

@@ -155,11 +155,17 @@ class SACLearner:
             "act": self._sample.experimental_get_tracing_count(),
         }
 
-    def _run(self, fn, *arrays):
+    def trace_update(self, acting: bool) -> None:
+        """Traces the update (`acting`: the one that also acts) now, as its first call would."""
+        self._traced(self._update_act if acting else self._update)
+
+    def _traced(self, fn):
         if fn not in self._concrete:
-            concrete = fn.get_concrete_function()
-            self._concrete[fn] = concrete, [s.dtype for s in fn.input_signature]
-        concrete, dtypes = self._concrete[fn]
+            self._concrete[fn] = fn.get_concrete_function(), [s.dtype for s in fn.input_signature]
+        return self._concrete[fn]
+
+    def _run(self, fn, *arrays):
+        concrete, dtypes = self._traced(fn)
         return concrete(*[tf.convert_to_tensor(a, d) for a, d in zip(arrays, dtypes, strict=True)])
 
     def set_learning_rate_factor(self, factor: float) -> None:

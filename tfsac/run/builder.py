@@ -157,6 +157,10 @@ def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn, lo
     # --resume --stop_at_return=none said the run was complete).
     stop_changed = any(c.split(":")[0] in STOP_OPTIONS for c in start.resume_changes)
     finished = _finished(loop.step, config.total_steps, files.read_summary(), stop_changed)
+    if not finished and not type(learner.sac.variant).__module__.startswith("tfsac."):
+        # A user's variant: its update traced before anything is written (its mistakes
+        # surfaced at the first update, after learning_starts env steps and a config.json).
+        learner.trace_update(acting=config.num_actors == 0 and config.total_steps > 0)
     source = None
     if not finished:
         source = _make_source(config, start, learner, schedule, actor_fn, loop.resumes)

@@ -143,15 +143,21 @@ def open_in_place(path: str, mode: str = "a"):
     """`path` opened to append ('a') or rewrite ('w') in place, never through a symbolic
     link (which could point outside the folder the user named): TfsacError there."""
     how = os.O_APPEND if mode == "a" else os.O_TRUNC
+    fd = open_no_follow(path, os.O_WRONLY | os.O_CREAT | how)
+    return os.fdopen(fd, mode, newline="")
+
+
+def open_no_follow(path: str, flags: int) -> int:
+    """os.open(path, flags), never through a symbolic link: TfsacError (linked) there, any
+    other OSError as it is."""
     try:
         if not NO_FOLLOW and os.path.islink(path):  # no O_NOFOLLOW (Windows): asked first
             raise OSError(errno.ELOOP, "a symbolic link")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | how | NO_FOLLOW, 0o666)
+        return os.open(path, flags | NO_FOLLOW, 0o666)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise linked(path) from None
         raise
-    return os.fdopen(fd, mode, newline="")
 
 
 def linked(path: str) -> TfsacError:

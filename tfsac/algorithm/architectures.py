@@ -39,12 +39,16 @@ class MLP:
             )
 
     @classmethod
-    def normalizer(cls, config: SACConfig):
-        """The observation normaliser its actor and critics share (normalize_observations,
-        'auto' its default), or None."""
+    def normalizes(cls, config: SACConfig) -> bool:
+        """Whether its networks normalise observations (normalize_observations, 'auto' its
+        default)."""
         on = config.normalize_observations
-        if on is None:
-            on = cls.defaults(config)["normalize_observations"]
+        return bool(cls.defaults(config)["normalize_observations"] if on is None else on)
+
+    @classmethod
+    def normalizer(cls, config: SACConfig):
+        """The observation normaliser its actor and critics share, or None."""
+        on = cls.normalizes(config)
         return observation_normalizer.ObservationNormalizer(name="obs_normalizer") if on else None
 
     @classmethod

@@ -48,6 +48,11 @@ def _sizes(value) -> tuple:
     return tuple(_whole(h.strip() if isinstance(h, str) else h) for h in parts)
 
 
+# The options that hold a JSON object of keyword arguments: their text is parsed, and
+# plots and sweeps take them key by key ('algorithm_kwargs.min_weight').
+KEYWORD_OPTIONS = ("algorithm_kwargs", "env_kwargs")
+
+
 def field_default(name: str):
     """The default of SACConfig field `name`."""
     return next(f.default for f in dataclasses.fields(SACConfig) if f.name == name)
@@ -150,7 +155,7 @@ class SACConfig(
                 setattr(self, name, {"auto": None, "true": True, "false": False}[text])
         if isinstance(self.offline_ratio, str):
             self.offline_ratio = _ratio_or_size(self.offline_ratio)
-        for name in ("env_kwargs", "algorithm_kwargs"):
+        for name in KEYWORD_OPTIONS:
             if isinstance(getattr(self, name), str):
                 setattr(self, name, parse_env_kwargs(getattr(self, name), name))
         self._parse_auto()

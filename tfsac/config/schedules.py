@@ -20,12 +20,7 @@ def parse_schedule(spec: str) -> Schedule:
     if text == "linear":
         return lambda step, total: max(0.0, 1.0 - step / total)
     if text.startswith("piecewise:"):
-        try:
-            points = sorted(
-                (int(s), float(f)) for s, f in (p.split(":") for p in text[10:].split(","))
-            )
-        except ValueError:
-            points = []
+        points = _piecewise_points(text)
         if points and all(0 < f < math.inf for _, f in points):
 
             def piecewise(step, total):
@@ -48,5 +43,14 @@ def duplicate_steps(spec: str) -> list:
     text = spec.strip().lower()
     if not text.startswith("piecewise:"):
         return []
-    steps = [int(p.split(":")[0]) for p in text[10:].split(",")]
+    steps = [step for step, _ in _piecewise_points(text)]
     return sorted({s for s in steps if steps.count(s) > 1})
+
+
+def _piecewise_points(text: str) -> list:
+    """(step, factor) pairs of 'piecewise:<step>:<factor>,...', sorted; [] where they do
+    not parse."""
+    try:
+        return sorted((int(s), float(f)) for s, f in (p.split(":") for p in text[10:].split(",")))
+    except ValueError:
+        return []

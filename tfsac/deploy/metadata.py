@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac import __version__
-from tfsac.algorithm.resolve import resolve
+from tfsac.algorithm.architectures import architecture_of
 from tfsac.data.spaces import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
 from tfsac.files import model_versions
@@ -141,7 +141,7 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
         "network": config.network,
         # Whether the graph normalises raw observations itself (with the running statistics
         # of training, normalize_observations): callers send raw observations either way.
-        "normalizes_observations": bool(resolve(config).normalize_observations),
+        "normalizes_observations": architecture_of(config).normalizes(config),
         # The evaluated policy's env steps (a stopped run's or the best policy's).
         "training_steps": final_evaluation.get("step", config.total_steps),
         "observation_dim": spec.obs_dim,

@@ -163,6 +163,12 @@ def check_start(
     saved = RunDir(run_dir).read_config() if resume else None
     if resume:  # a damaged summary.json: one line before the resume says what it changes
         RunDir(run_dir).read_summary()
+    own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
+    if own_checkpoints and saved is not None and config.init_from != saved.get("init_from"):
+        # Not read: the run goes on from its own checkpoints, and its config.json keeps the
+        # source it started from (a tester's resume rewrote it to one never checked).
+        logging.info("init_from is not read by this resume: the run continues from its own")
+        config = dataclasses.replace(config, init_from=saved.get("init_from"))
     changes = config.resume_changes(saved) if saved is not None else []
     if saved is None:  # a new run: a saved one may predate these checks, and still loads
         for warning in check_new_run(config):
@@ -172,13 +178,6 @@ def check_start(
         check_writable(os.path.join(config.export_dir, model_name))
         check_available(parse_formats(config.export_formats))
     spec = env_spec(config.env_id, eval_env)
-    own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
-    if own_checkpoints and saved is not None and config.init_from != saved.get("init_from"):
-        # Not read: the run goes on from its own checkpoints, and its config.json keeps the
-        # source it started from (a tester's resume rewrote it to one never checked).
-        logging.info("init_from is not read by this resume: the run continues from its own")
-        config = dataclasses.replace(config, init_from=saved.get("init_from"))
-        changes = [c for c in changes if not c.startswith("init_from:")]
     if config.init_from and not own_checkpoints:  # a resume reads its own, not init_from's
         check_source(config, spec)
     if config.her:

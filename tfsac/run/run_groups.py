@@ -9,6 +9,7 @@ import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tfsac.config import SACConfig
+from tfsac.config.sac_config import KEYWORD_OPTIONS
 from tfsac.errors import TfsacError
 
 # Config fields that do not make runs different experiments: the seed (a group's runs
@@ -45,20 +46,15 @@ class RunGroup:
         return f"{self.label} ({runs} seed{'s' if runs != 1 else ''})"
 
 
-# Options of keyword arguments: compared, and labelled, key by key ('min_weight=0.5', not
-# the whole object).
-EXPANDED = ("algorithm_kwargs", "env_kwargs")
-
-
 def _defaults() -> Dict:
     # As config.json holds them (JSON): a run of an older tfsac lacks the newer fields.
     return _expanded(json.loads(json.dumps(SACConfig().to_dict())))
 
 
 def _expanded(config: Dict) -> Dict:
-    """`config` with each EXPANDED option as its keys, '<option>.<key>'."""
-    flat = {k: v for k, v in config.items() if k not in EXPANDED}
-    for name in EXPANDED:
+    """`config` with each KEYWORD_OPTIONS option as its keys, '<option>.<key>'."""
+    flat = {k: v for k, v in config.items() if k not in KEYWORD_OPTIONS}
+    for name in KEYWORD_OPTIONS:
         for key, value in (config.get(name) or {}).items():
             flat[f"{name}.{key}"] = value
     return flat
@@ -98,7 +94,7 @@ def _value(value) -> str:
 def _part(config: Dict, name: str) -> str:
     if name == "env_id":
         return _value(config.get(name))
-    key = name.split(".", 1)[1] if name.split(".", 1)[0] in EXPANDED else name
+    key = name.split(".", 1)[1] if name.split(".", 1)[0] in KEYWORD_OPTIONS else name
     return f"{key}={_value(config.get(name))}"
 
 

@@ -24,7 +24,7 @@ from typing import Optional
 from absl import logging
 
 from tfsac.errors import TfsacError
-from tfsac.files import NO_FOLLOW, linked
+from tfsac.files import open_no_follow
 
 try:
     import fcntl
@@ -52,15 +52,10 @@ def _lock(path: str, what: str, create: bool) -> Optional[int]:
     if fcntl is None:
         return None
     flags = (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY  # flock needs no write access
-    lock = os.path.join(path, LOCK_FILE)
     try:
         # Never through a link: its holder line would overwrite the file it points to.
-        if not NO_FOLLOW and os.path.islink(lock):  # no O_NOFOLLOW (Windows): asked first
-            raise OSError(errno.ELOOP, "a symbolic link")
-        fd = os.open(lock, flags | NO_FOLLOW)
+        fd = open_no_follow(os.path.join(path, LOCK_FILE), flags)
     except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise linked(lock) from None
         if not create:  # no run.lock, no run holds it; an unreadable one: the write checks'
             return None
         raise TfsacError(f"cannot write in {what} {path!r}: {e.strerror}") from None

@@ -19,6 +19,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Protocol, Sequence
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.config.new_run import check_new_run
+from tfsac.config.sac_config import KEYWORD_OPTIONS
 from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
@@ -55,15 +56,11 @@ class ConfigSource(Protocol):
     def __call__(self, overrides: Dict[str, str]) -> SACConfig: ...
 
 
-# The JSON-object options whose keys a sweep varies one by one: algorithm_kwargs.beta=1,2.
-KEYED_OPTIONS = ("algorithm_kwargs", "env_kwargs")
-
-
 def check_varied_name(names: FrozenSet[str], name: str, where: str) -> None:
     """TfsacError unless option `name` (given in `where`: --grid, --space) may vary: a
     training flag's name, or a key of a JSON-object option (`algorithm_kwargs.beta`)."""
     option, dot, key = name.partition(".")
-    if dot and option in KEYED_OPTIONS and option in names and key.isidentifier():
+    if dot and option in KEYWORD_OPTIONS and option in names and key.isidentifier():
         return
     if name in RESERVED_FLAGS:
         raise TfsacError(f"{where}: --{name} cannot vary in a sweep ({RESERVED_FLAGS[name]})")
@@ -84,7 +81,7 @@ def keyed_overrides(overrides: Dict[str, str], current) -> Tuple[Dict[str, str],
 
     def keyed(name):
         option, dot, _ = name.partition(".")
-        return dot and option in KEYED_OPTIONS
+        return dot and option in KEYWORD_OPTIONS
 
     plain = {n: t for n, t in overrides.items() if not keyed(n)}
     merged: Dict[str, dict] = {}

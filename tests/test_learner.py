@@ -7,6 +7,7 @@ from conftest import random_batch
 
 from tfsac import ReplayBuffer, SACConfig, SACLearner, polyak_update
 from tfsac.data.replay import pack_batch
+from tfsac.run.checkpointing import unsaved_variables
 
 
 def _random_batch(num_batches, batch_size, obs_dim=3, action_dim=2, seed=0):
@@ -185,4 +186,4 @@ def test_every_variable_an_update_writes_is_in_a_checkpoint(options):
     graph leaves out, refused)."""
     learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), **options))
     learner.update(_random_batch(1, 8, action_dim=1))
-    assert learner.unsaved_variables() == []
+    assert unsaved_variables(learner) == []

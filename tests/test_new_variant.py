@@ -19,6 +19,7 @@ from tfsac.algorithm.distributions import tanh_normal
 from tfsac.algorithm.resolve import resolve
 from tfsac.algorithm.variants import VARIANTS, register
 from tfsac.algorithm.variants.sac import SoftDoubleQ
+from tfsac.run.checkpointing import unsaved_variables
 
 
 class MeanQ(SoftDoubleQ):
@@ -507,7 +508,7 @@ def test_a_variants_optimizers_keep_their_rates_and_checkpoint_objects_may_be_ne
         assert learner.sac.base_rates["value"] == 1.0 and "scheduled" not in learner.sac.base_rates
         learner.set_learning_rate_factor(0.5)  # what a resume and --lr_schedule call
         assert float(learner.sac.variant.adam.learning_rate) == 0.5
-        assert learner.unsaved_variables() == []
+        assert unsaved_variables(learner) == []
     finally:
         del VARIANTS[Named.name]
 

@@ -11,7 +11,7 @@ shifts the update's noise.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Mapping, Optional
+from typing import Callable, Dict, Mapping, Optional
 
 import keras
 import numpy as np
@@ -92,27 +92,6 @@ class SACLearner:
             objects["exploration"] = self.exploration.noise
         return objects
 
-    def unsaved_variables(self) -> List[str]:
-        """The paths of variables an update writes that no checkpoint object holds (a
-        variant's network left out of its checkpoint_objects): a resume would start them
-        afresh."""
-        # What a checkpoint of these objects saves: its own graph of them (lists, dicts,
-        # Keras variables inside a tf.Module, which its `variables` leaves out).
-        objects = self.checkpoint_objects()
-        root = tf.train.Checkpoint(**objects)  # the view holds it weakly
-        found = tf.train.TrackableView(root).descendants()
-        held = {id(v) for v in found if isinstance(v, (tf.Variable, keras.Variable))}
-        # And a model's own variables: its dropout layers' seed states, which the graph
-        # leaves out (DroQ's), are the model's too.
-        held |= {id(v) for obj in objects.values() for v in getattr(obj, "variables", ())}
-        # The optimizers' moments and step counts too: a variant's optimizer left out
-        # resumed from fresh moments, its run no longer the uninterrupted one.
-        written = [
-            *self.sac.trainable_state(),
-            *(v for o in self.sac.optimizers().values() for v in o.variables),
-        ]
-        return [getattr(v, "path", v.name) for v in written if id(v) not in held]
-
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:
         """The checkpoint objects that hold what was learned (the networks and their targets,
         a variant's networks, the observation statistics, a learned temperature unless
@@ -156,12 +135,17 @@ class SACLearner:
         }
 
     def trace_update(self, acting: bool) -> None:
-        """Traces the update (`acting`: the one that also acts) now, as its first call would."""
+        """Traces the update (`acting`: the one that also acts) now, as its first call would:
+        a run traces a user variant's update before its first env step, so a variant whose
+        update cannot be built (an undeclared metric, a non-scalar loss, seeds past
+        seeds_needed) is refused before anything is collected or written."""
         self._traced(self._update_act if acting else self._update)
 
     def _traced(self, fn):
+        """`fn`'s concrete function (traced at its first use) and its arguments' dtypes."""
         if fn not in self._concrete:
-            self._concrete[fn] = fn.get_concrete_function(), [s.dtype for s in fn.input_signature]
+            dtypes = [spec.dtype for spec in fn.input_signature]
+            self._concrete[fn] = fn.get_concrete_function(), dtypes
         return self._concrete[fn]
 
     def _run(self, fn, *arrays):

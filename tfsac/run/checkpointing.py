@@ -27,8 +27,9 @@ import os
 import re
 import shutil
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -94,7 +95,7 @@ class Checkpointer(CheckpointReader):
         """TfsacError where a variable the update writes is in no checkpoint object (a
         variant's network left out of its checkpoint_objects): a resume would start it
         afresh. Checked again at each save: a network built at its first call."""
-        unsaved = self.learner.unsaved_variables()
+        unsaved = unsaved_variables(self.learner)
         if unsaved:
             raise TfsacError(
                 f"{what}: no checkpoint object holds {', '.join(unsaved[:3])}"
@@ -303,3 +304,25 @@ def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None
                 f"checkpoint {prefix} was made with {field}={saved!r}, this run has "
                 f"{field}={current!r}; use another --run_dir or the same {field}"
             )
+
+
+def unsaved_variables(learner: SACLearner) -> List[str]:
+    """The paths of variables an update writes that no checkpoint object of `learner` holds
+    (a variant's network or optimizer left out of its checkpoint_objects): a resume would
+    start them afresh."""
+    # What a checkpoint of these objects saves: its own graph of them (lists, dicts,
+    # Keras variables inside a tf.Module, which its `variables` leaves out).
+    objects = learner.checkpoint_objects()
+    root = tf.train.Checkpoint(**objects)  # the view holds it weakly
+    found = tf.train.TrackableView(root).descendants()
+    held = {id(v) for v in found if isinstance(v, (tf.Variable, keras.Variable))}
+    # And a model's own variables: its dropout layers' seed states, which the graph
+    # leaves out (DroQ's), are the model's too.
+    held |= {id(v) for obj in objects.values() for v in getattr(obj, "variables", ())}
+    # The optimizers' moments and step counts too: a variant's optimizer left out
+    # resumed from fresh moments, its run no longer the uninterrupted one.
+    written = [
+        *learner.sac.trainable_state(),
+        *(v for o in learner.sac.optimizers().values() for v in o.variables),
+    ]
+    return [getattr(v, "path", v.name) for v in written if id(v) not in held]

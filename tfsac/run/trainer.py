@@ -28,8 +28,6 @@ from tfsac.run.loop_state import log_summary, run_summary
 from tfsac.run.signals import Interrupted, StopSignals
 from tfsac.run.updates import NonFiniteError
 
-OFFLINE_CALL = 250  # updates per compiled call in offline-only training
-
 __all__ = ["Interrupted", "NonFiniteError", "TrainResult", "Trainer", "train"]
 
 
@@ -114,7 +112,9 @@ class Trainer:
 
     # ------------------------------------------------------ evaluation, logging
     def _evaluate_and_record(self, scheduled: bool) -> None:
-        """An evaluation now: one of eval_every's (`scheduled`), or an end's or a stop's."""
+        """Evaluates the policy now, off the learning clock, and records the result in the
+        loop state and the progress logs. `scheduled`: one of eval_every's evaluations (not
+        a run's end's or a stop's), which stop_after_no_improvement counts."""
         loop = self.loop
         with self.learning_clock.paused():
             evaluation = self.evaluator.evaluate(loop.step, len(loop.evaluations), scheduled)
@@ -205,16 +205,12 @@ class Trainer:
 
     def _learn_offline(self, stop: StopSignals) -> None:
         """Offline-only training (total_steps=0): `offline_updates` updates on the recorded
-        data in calls of OFFLINE_CALL, a line every log_every of them, then the end's
+        data in compiled calls (Updates.pay_offline), a line every log_every of them, then the end's
         evaluation and checkpoint; a resume continues from the checkpoint's update count."""
         updates, total, every = self.updates, self.config.offline_updates, self.config.log_every
         self.source.start(self.loop, updates.start())
         while updates.count < total:
-            before = updates.count
-            # Calls end at each log_every-th update: its line and curves report that one.
-            updates.owed = min(OFFLINE_CALL, total - before, every - before % every)
-            for _ in updates.pay(0, self.learning_clock, updates.owed, None, None):
-                pass
+            updates.pay_offline(self.learning_clock, total, every)
             if updates.count % every == 0 or updates.count == total:
                 self.progress.offline_updates(updates.count, total, updates.metrics)
             if stop.received is not None and updates.count < total:

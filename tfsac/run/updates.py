@@ -16,6 +16,8 @@ from tfsac.data.return_normalizer import ReturnNormalizer
 from tfsac.errors import TfsacError
 from tfsac.run.clock import Stopwatch
 
+OFFLINE_CALL = 250  # updates per compiled call in offline-only training
+
 
 class NonFiniteError(TfsacError):
     """A NaN or Inf appeared in a loss, a parameter, an observation or a reward."""
@@ -100,6 +102,16 @@ class Updates:
             self.learner.observe(observed)
         if at_end:  # no next call whose loss would show a non-finite critic
             self.check_finite(step)
+
+    def pay_offline(self, clock: Stopwatch, total: int, every: int) -> None:
+        """One compiled call of offline-only training (total_steps=0): up to OFFLINE_CALL
+        updates towards `total`, ending at the next multiple of `every` (log_every), so its
+        progress line and TensorBoard's learner curves (by update: the env step stays 0)
+        say that update's metrics."""
+        before = self.count
+        self.owed = min(OFFLINE_CALL, total - before, every - before % every)
+        for _ in self.pay(0, clock, self.owed, None, None):
+            pass
 
     def _call(self, gradient_steps: int, step: int, observation, observed) -> Optional[np.ndarray]:
         """Runs `gradient_steps` updates (after folding `observed` into SimBa's normaliser);

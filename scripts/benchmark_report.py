@@ -1,7 +1,7 @@
 """The table and figures of docs/benchmarks.md: tfsac runs (a sweep's trials) beside peer
 runs (the JSON lines of ../shared/peers/learn.py) on the same envs and seeds.
 
-    python scripts/benchmark_report.py --runs='sweeps/benchmark/*/*/seed*' \
+    python scripts/benchmark_report.py --runs='sweeps/benchmark/*/*/seed*' \\
         --peer_results='sweeps/benchmark/sbx/*.json' --out_dir=docs/benchmarks
 
 Prints a Markdown table (per env and library: seeds, the final evaluation return as mean ±
@@ -82,7 +82,8 @@ def tfsac_runs(pattern):
     for run_dir in sorted(glob.glob(pattern)):
         summary_path = os.path.join(run_dir, "summary.json")
         if not os.path.exists(summary_path):
-            why = "not finished" if os.path.isdir(run_dir) else "not a run directory"
+            started = os.path.exists(os.path.join(run_dir, "config.json"))
+            why = "not finished" if started else "not a run directory"
             print(f"skipped ({why}): {run_dir}", file=sys.stderr)
             continue
         with reading(run_dir):
@@ -175,7 +176,9 @@ def peer_runs(pattern):
             line = None
         # learn.py writes its line when it ends: none means a run still going (or one that died).
         if not isinstance(line, dict) or "curve" not in line or "eval_return_mean" not in line:
-            print(f"skipped (not finished): {path}", file=sys.stderr)
+            ours = not lines or isinstance(line, dict) and "lib" in line
+            why = "not finished" if ours else "not a learn.py result"
+            print(f"skipped ({why}): {path}", file=sys.stderr)
             continue
         with reading(path):
             steps, returns = (np.array(v, float) for v in zip(*line["curve"], strict=True))
@@ -212,8 +215,8 @@ def curve_file_name(env: str, lib: str, seed) -> str:
     return f"{env_file_stem(env)}-{'-'.join(words)}-seed{seed}.csv"
 
 
-def write_curve(out_dir: str, env: str, lib: str, run) -> str:
-    """One run's curve file (see the module docstring); returns its path."""
+def curve_file(out_dir: str, env: str, lib: str, run):
+    """One run's curve file (see the module docstring): (its path, its lines)."""
     path = os.path.join(out_dir, curve_file_name(env, lib, run["seed"]))
     values = (env, lib, run["seed"], run["final"], run["steps_per_s"])
     lines = [f"# {k}: {v}" for k, v in zip(CURVE_KEYS, values, strict=True)]
@@ -225,16 +228,26 @@ def write_curve(out_dir: str, env: str, lib: str, run) -> str:
         lines.append("env_step,return_mean,wall_time_s")
         points = zip(run["steps"], run["returns"], run["minutes"], strict=True)
         lines += [f"{int(s)},{float(v):.2f},{60 * float(m):.2f}" for s, v, m in points]
-    if os.path.exists(path) and not _continues(path, lines):
-        fail(
-            f"{path} holds another run's curve (its points are not this run's first ones): "
-            "name another --curve_data folder, or remove the file where this run replaces it"
-        )
+    return path, lines
+
+
+def write_curves(out_dir: str, found) -> None:
+    """Each run's curve file in `out_dir`, each written atomically, none of them before all
+    are checked: a file of another run there (not the first points of this run's curve)
+    is one error line with nothing written."""
+    files = [curve_file(out_dir, env, lib, run) for env, lib, run in found]
+    for path, lines in files:
+        if os.path.exists(path) and not _continues(path, lines):
+            fail(
+                f"{path} holds another run's curve (its points are not this run's first "
+                "ones): name another --curve_data folder, or remove the file where this run "
+                "replaces it"
+            )
     os.makedirs(out_dir, exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(path + ".tmp", path)
-    return path
+    for path, lines in files:
+        with open(path + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(path + ".tmp", path)
 
 
 def _continues(path: str, lines) -> bool:
@@ -318,6 +331,21 @@ def check_row(env: str, lib: str, runs) -> None:
         fail(f"{lib} on {env}: seed {twice[0]} more than once ({where})")
 
 
+def check_matched(groups, reach, rates) -> None:
+    """A label of --idle_rates that names no row is a typo, refused (its cells would say
+    '-' as if no rate had been given); an env of --reach or --idle_rates with no runs here
+    is said on stderr (one list of targets serves tables whose runs are still going)."""
+    labels = {lib for libs in groups.values() for lib in libs}
+    absent = sorted({e for e in [*reach, *(e for e, _ in rates)] if e and e not in groups})
+    if absent:
+        envs = ", ".join(sorted(groups))
+        print(f"no runs of {', '.join(absent)} here (envs: {envs})", file=sys.stderr)
+    for env, lib in rates:
+        if lib not in (groups[env] if env in groups else labels):
+            known = ", ".join(sorted(labels))
+            fail(f"--idle_rates names {lib!r}, which no row is (labels: {known})")
+
+
 def reach_cells(runs, target, rate):
     """The --reach columns of one library: mean env steps of the seeds that got there (and
     how many did), and those steps in minutes at `rate` env steps/s (or '-')."""
@@ -329,18 +357,32 @@ def reach_cells(runs, target, rate):
     return f"{mean:,.0f} ({len(reached)}/{len(runs)})", minutes
 
 
+def final_steps_note(runs) -> str:
+    """' (at 800, 2,000 env steps)' where the seeds' final evaluations are at different env
+    steps (a run stopped early, a curve file written before its run went on), else ''."""
+    ends = sorted({int(r["steps"][-1]) for r in runs if len(r["steps"])})
+    return f" (at {', '.join(f'{e:,}' for e in ends)} env steps)" if len(ends) > 1 else ""
+
+
 def draw_row(ax, env: str, lib: str, runs) -> None:
-    """One row's curve: the mean ± std over the evaluated steps its seeds share, or, where
-    they share fewer than two, each seed's own evaluations (said on stderr)."""
+    """One row's curve: the mean ± std over its seeds where they evaluated the same env
+    steps, else each seed's own evaluations (said on stderr), as scripts/plot.py draws."""
+    import numpy as np
+
     from tfsac.run.plotting import mean_std
 
-    steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
-    if len(steps) >= 2 or len(runs) == 1:
+    if all(np.array_equal(runs[0]["steps"], r["steps"]) for r in runs):
+        steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
         seeds = f"{len(runs)} seed" + "s" * (len(runs) != 1)
         ax.plot(steps, mean, marker="o" if len(steps) == 1 else None, label=f"{lib} ({seeds})")
         ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
         return
-    print(f"{lib} on {env}: its seeds share no evaluated steps; one line each", file=sys.stderr)
+    ends = ", ".join(sorted({f"{int(r['steps'][-1]):,}" for r in runs if len(r["steps"])}))
+    print(
+        f"{lib} on {env}: its seeds evaluated different env steps (ending at {ends}); "
+        "one line each",
+        file=sys.stderr,
+    )
     color = None
     for n, run in enumerate(runs):
         label = f"{lib} ({len(runs)} seeds, one line each)" if n == 0 else None
@@ -380,9 +422,8 @@ def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
             idle = (rates or {}).get((env, lib), (rates or {}).get((None, lib)))
             if rates:
                 rate += f" / {idle:g}" if idle else " / -"
-            lines.append(
-                f"| {env} | {lib} | {seeds} | {finals.mean():.0f} ± {finals.std():.0f} | {rate} |"
-            )
+            final = f"{finals.mean():.0f} ± {finals.std():.0f}{final_steps_note(runs)}"
+            lines.append(f"| {env} | {lib} | {seeds} | {final} | {rate} |")
             target = (reach or {}).get(env, (reach or {}).get(None))
             if reach and target is None:
                 lines[-1] += " - | - | - |"
@@ -434,13 +475,14 @@ def main(argv):
     for env, libs in groups.items():
         for lib, runs in libs.items():
             check_row(env, lib, runs)
-    for env, lib, run in found if FLAGS.curve_data else ():
-        write_curve(FLAGS.curve_data, env, lib, run)
     if not groups:
         fail(
             f"no finished runs match --runs={FLAGS.runs!r}, --peer_results="
             f"{FLAGS.peer_results!r} or --curves={FLAGS.curves!r}"
         )
+    check_matched(groups, reach, rates)
+    if FLAGS.curve_data:
+        write_curves(FLAGS.curve_data, found)
     print("\n".join(write_report(groups, FLAGS.out_dir, reach, rates, at_steps)))
     # What was written goes to stderr: stdout is the table alone.
     figures = ", ".join(f"{env_file_stem(env)}.png" for env in sorted(groups))

@@ -144,8 +144,9 @@ def test_offline_arms_are_rows_with_returns_and_minutes_at_given_steps(tmp_path)
         " 200 ± 0 (2/2), 6 min | - |",
         "| Hopper-v5 | tfsac data-size | 0,1 | 400 ± 0 | 4 | 300 ± 100 (2/2), 2 min |"
         " 400 ± 0 (2/2), 6 min | - |",
-        # From scratch: 300, 600 and 50 at step 10 (2, 3 and 1 min); seed 2 has no step 20.
-        "| Hopper-v5 | tfsac | 0,1,2 | 417 ± 260 | 4 | 317 ± 225 (3/3), 2 min |"
+        # From scratch: 300, 600 and 50 at step 10 (2, 3 and 1 min); seed 2 has no step 20:
+        # its final, at step 10, is in the mean with the others' at 20 (said in the cell).
+        "| Hopper-v5 | tfsac | 0,1,2 | 417 ± 260 (at 10, 20 env steps) | 4 | 317 ± 225 (3/3), 2 min |"
         " 600 ± 0 (2/3), 6 min | - |",
     ]
     for row in rows:
@@ -226,6 +227,7 @@ def test_bad_inputs_are_one_line_and_nothing_is_written(tmp_path):
         ([f"--runs={runs}/a/seed*", "--out_dir="], "--out_dir is required"),
         ([f"--curves={tmp_path / 'curve.csv'}"], "is not a curve file of --curve_data"),
         ([f"--peer_results={runs}"], "cannot read"),
+        ([f"--runs={runs}/a/seed*", "--idle_rates=tfsc=100"], "names 'tfsc', which no row"),
     ]
     for args, message in cases:
         out, data = tmp_path / "out", tmp_path / "data"
@@ -240,3 +242,43 @@ def test_bad_inputs_are_one_line_and_nothing_is_written(tmp_path):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr)
         assert len(lines) == 1 and message in lines[0], (args, proc.stderr)
         assert not data.exists() and not out.exists(), args
+
+
+def _report(*args):
+    return subprocess.run(
+        [sys.executable, SCRIPT, *map(str, args)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_curve_files_are_all_checked_before_any_is_written(tmp_path):
+    """A tester's --curve_data folder held another run's seed-1 curve: the refusal came
+    after seed 0's file was written, and a later --curves report averaged the two runs."""
+    _tfsac_run(tmp_path / "runs" / "seed0", 0, [1.0, 100.0], 50.0)
+    _tfsac_run(tmp_path / "runs" / "seed1", 1, [3.0, 300.0], 50.0)
+    data = tmp_path / "data"
+    data.mkdir()
+    theirs = data / "hopper_v5-tfsac-sac-seed1.csv"
+    theirs.write_text("# env: Hopper-v5\nenv_step,return_mean\n10,-5.00\n")
+    proc = _report(
+        f"--runs={tmp_path}/runs/seed*", f"--out_dir={tmp_path}/out", f"--curve_data={data}"
+    )
+    assert proc.returncode == 2 and "holds another run's curve" in proc.stderr, proc.stderr
+    assert os.listdir(data) == [theirs.name] and "-5.00" in theirs.read_text()
+
+
+def test_seeds_that_end_at_different_steps_are_said_so(tmp_path):
+    """A row whose seeds' final evaluations are at different env steps says where (its mean
+    mixes them), and its figure draws each seed's line, as scripts/plot.py does."""
+    _tfsac_run(tmp_path / "runs" / "seed0", 0, [1.0, 100.0], 50.0)
+    _tfsac_run(tmp_path / "runs" / "seed1", 1, [3.0, 300.0, 500.0], 50.0)
+    (tmp_path / "other").mkdir()
+    proc = _report(
+        f"--runs={tmp_path}/*/seed*", f"--out_dir={tmp_path}/out", "--reach=Pendulum-v1=0"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| Hopper-v5 | tfsac | 0,1 | 300 ± 200 (at 20, 30 env steps) | 50 |" in proc.stdout
+    assert "evaluated different env steps (ending at 20, 30); one line each" in proc.stderr
+    assert "no runs of Pendulum-v1 here (envs: Hopper-v5)" in proc.stderr
+    proc = _report(f"--runs={tmp_path}/*", f"--out_dir={tmp_path}/out2")  # no run dirs
+    assert proc.returncode == 2
+    assert f"skipped (not a run directory): {tmp_path / 'other'}" in proc.stderr

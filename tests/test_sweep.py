@@ -440,6 +440,26 @@ def test_a_sweep_of_an_earlier_tfsac_resumes_with_the_fields_added_since(tmp_pat
         _check_definition(Plan(str(tmp_path), "grid", changed), resume=True)
 
 
+def test_a_folder_with_files_but_no_sweep_is_refused_before_anything_is_written(tmp_path):
+    """A tester's sweep into a folder of other results overwrote its results.md (and into
+    a finished run's folder rewrote its run.lock): a folder without sweep.json must be new,
+    empty, or hold only the run.lock of a start killed before sweep.json was written."""
+    from tfsac.errors import TfsacError
+    from tfsac.scale.sweeps.driver import _check_definition
+    from tfsac.scale.sweeps.plan import Plan
+
+    definition = {"method": "grid", "base": {}, "grid": {}, "seeds": [0]}
+    for resume in (False, True):
+        _check_definition(Plan(str(tmp_path / "new"), "grid", definition), resume)
+    (tmp_path / "run.lock").write_text("")
+    _check_definition(Plan(str(tmp_path), "grid", definition), resume=False)
+    (tmp_path / "results.md").write_text("a user's table")
+    for resume in (False, True):
+        with pytest.raises(TfsacError, match=r"holds files but no sweep .*results\.md"):
+            _check_definition(Plan(str(tmp_path), "grid", definition), resume)
+    assert (tmp_path / "results.md").read_text() == "a user's table"
+
+
 def test_results_of_a_half_done_sweep_count_only_done_trials(tmp_path):
     """A config whose seeds are finished, stopped early, under way and not started: the
     return's mean +- std is over the first two; the others show their progress as status

@@ -31,6 +31,8 @@ def check_writable(directory: str) -> None:
     """Raises TfsacError unless `directory` can be created and written to. Leaves no trace:
     the folders it creates for the check are removed again (a start that fails later must
     not leave empty run or model folders behind); writers create them when they write."""
+    if os.path.lexists(directory) and not os.path.isdir(directory):  # makedirs: "File exists"
+        raise TfsacError(f"cannot write to {directory!r}: it exists and is not a folder")
     missing = []  # deepest first
     path = os.path.abspath(directory)
     while not os.path.lexists(path) and os.path.dirname(path) != path:

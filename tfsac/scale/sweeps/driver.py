@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import read_json, write_atomic
-from tfsac.run.run_lock import RunLock
+from tfsac.run.run_lock import LOCK_FILE, RunLock
 from tfsac.run.signals import StopSignals
 from tfsac.scale.ray_cluster import start_ray
 from tfsac.scale.sweeps.plan import TAG_LENGTH, Plan, config_tag
@@ -171,10 +171,26 @@ def _error_file_line(trial) -> str:
     return f"the trial failed: {line}" if line else "the trial failed"
 
 
+def _listing(path: str) -> List[str]:
+    try:
+        return os.listdir(path)
+    except (FileNotFoundError, NotADirectoryError):  # a new folder; a file: checked before
+        return []
+
+
 def _check_definition(plan: Plan, resume: bool) -> None:
     path = os.path.join(plan.sweep_dir, SWEEP_FILE)
     old = read_json(path, None)
     if old is None:
+        # Not a sweep's folder: a new sweep would write its results among the files there
+        # (and over any of the same names). A start killed before sweep.json leaves run.lock.
+        others = sorted(set(_listing(plan.sweep_dir)) - {LOCK_FILE})
+        if others:
+            raise TfsacError(
+                f"--sweep_dir {plan.sweep_dir} holds files but no sweep ({SWEEP_FILE} is "
+                f"missing; it holds {', '.join(others[:3])}{' ...' if len(others) > 3 else ''}): "
+                "name a new or empty folder"
+            )
         return
     new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
     if "base" in old and "base" in new:

@@ -325,18 +325,37 @@ def config_from_flags(tfsac=None, resume: bool = False):
             flag = flags.FLAGS[field.metadata["flag"] or field.name]
             if saved is None or flag.present:
                 values[field.name] = flag.value
+        if saved is not None and not values["stop_after_no_improvement"]:
+            # Turning the stop off on a resume turns off what only it reads (the saved
+            # min_evaluations would refuse it), unless given.
+            if not flags.FLAGS["min_evaluations"].present:
+                values["min_evaluations"] = SACConfig().min_evaluations
         return SACConfig(**values)
     except TfsacError as e:
         fail(str(e))
 
 
-def check_runner_flags(num_actors: int) -> None:
-    """Exits with one line when an env runner flag is given to a run without runners
-    (`num_actors`: the run's, a resumed one's included; it would be ignored: without
-    runners the envs step in this process)."""
+# Flags that only another option reads: given without it, even at their default value
+# (SACConfig sees only values, and refuses other values), they are a mistake to say.
+# Said as SACConfig says other values.
+NEEDED = {
+    "her_strategy": ("her", " (add --her: Hindsight Experience Replay)"),
+    "her_goals_per_transition": ("her", " (add --her: Hindsight Experience Replay)"),
+    "min_evaluations": ("stop_after_no_improvement", ": it delays that stop only"),
+}
+
+
+def check_ignored_flags(config) -> None:
+    """Exits with one line when a flag given would be ignored: one that only another,
+    unset option reads (NEEDED), or an env runner flag in a run without runners (the
+    run's `num_actors`, a resumed one's included: without runners the envs step in this
+    process)."""
     from tfsac.config.options import DIST
 
-    if num_actors:
+    for name, (needed, tail) in NEEDED.items():
+        if flags.FLAGS[name].present and not getattr(config, needed):
+            fail(f"{name} needs {needed}{tail}")
+    if config.num_actors:
         return
     for field, _ in _config_fields():
         name = field.metadata["flag"] or field.name

@@ -12,7 +12,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
 from _cli import (  # noqa: E402
-    check_runner_flags,
+    check_ignored_flags,
     config_from_flags,
     define_training_flags,
     fail,
@@ -35,7 +35,7 @@ def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     config = config_from_flags(resume=FLAGS.resume)
-    check_runner_flags(config.num_actors)
+    check_ignored_flags(config)
     try:  # TF is imported only once the start is known to be good (TF-free checks).
         check_start(config, resume=FLAGS.resume).eval_env.close()
     except TfsacError as e:

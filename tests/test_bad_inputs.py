@@ -174,6 +174,11 @@ CASES = [
     ("sweep", ["--grid=algorithm_kwargs.beta=1,2"], "algorithm sac has no hyperparameter 'beta'"),
     ("sweep", ["--grid=env_kwargs.no_such=1,2"], "with kwargs ({'no_such': 1})"),
     ("train", ["--her_strategy=final"], "her_strategy needs her (add --her"),
+    # An SB3 user's goal_selection_strategy='future', n_sampled_goal=4: the defaults, given
+    # without --her, trained a whole run (a tester's).
+    ("train", ["--her_strategy=future"], "her_strategy needs her (add --her: Hindsight"),
+    ("train", ["--her_goals_per_transition=4"], "her_goals_per_transition needs her (add"),
+    ("train", ["--min_evaluations=0"], "min_evaluations needs stop_after_no_improvement: it"),
     ("sweep", ["--grid=learning_rate="], "learning_rate: no values"),
     ("sweep", ["--grid=learning_rate=1e-3,,3e-4"], "empty value"),
     ("sweep", ["--grid=seed=1,2"], "--seeds"),

@@ -85,10 +85,12 @@ def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped, caplog,
     caplog.set_level(logging.INFO, logger="absl")
     again = tfsac.train(config, resume=True, quiet=True)
     assert again.stop_reason == result.stop_reason and again.summary == result.summary
-    assert any(  # and it says what would continue it
-        "already complete (stopped by its callbacks; other stop options, e.g. "
-        "--stop_at_return=none, or a larger total_steps continue it)" in r.getMessage()
-        for r in caplog.records
+    # It says why it stopped and what continues it: the stop option that is on (a tester
+    # took the hint --stop_at_return=none, which left this run stopped).
+    messages = [r.getMessage() for r in caplog.records if "already complete" in r.getMessage()]
+    assert len(messages) == 1 and f"(stopped: {result.stop_reason}; " in messages[0]
+    assert messages[0].endswith(
+        "; --resume --stop_after_no_improvement=0 continues it to its total_steps)"
     )
     # Other stop options continue it, to its total_steps (a tester's: --resume
     # --stop_after_no_improvement=0 said the run was complete); on a copy of the run.
@@ -241,3 +243,16 @@ def test_on_training_start_cannot_stop_and_says_so(caplog):
         "Refuses.on_training_start returned a value, which stops nothing: return False from "
         "on_log or on_evaluation to stop the run"
     ]
+
+
+def test_stop_callbacks_take_sb3s_arguments_and_refuse_nonsense():
+    """An SB3 user's lines (with verbose=1) construct; a negative count or a NaN threshold,
+    which would stop at once or never, is refused in one line (a tester's: -1 was taken)."""
+    tfsac.StopTrainingOnNoModelImprovement(3, min_evals=5, verbose=1)
+    tfsac.StopTrainingOnRewardThreshold(reward_threshold=-200, verbose=1)
+    tfsac.StopTrainingOnNoModelImprovement(np.int64(2))  # a count from numpy
+    for args in [(-1,), (1.5,), (True,), (1, -2)]:
+        with pytest.raises(tfsac.TfsacError, match="must be a whole number >= 0"):
+            tfsac.StopTrainingOnNoModelImprovement(*args)
+    with pytest.raises(tfsac.TfsacError, match="reward_threshold is NaN"):
+        tfsac.StopTrainingOnRewardThreshold(float("nan"))

@@ -186,6 +186,8 @@ def test_stop_flags_end_the_run_cleanly_and_keep_the_best(tmp_path):
         "--run_dir=run",
         "--export_dir=exports",
         "--stop_at_return=-1e9",
+        "--stop_after_no_improvement=5",
+        "--min_evaluations=3",
         "--keep_best",
     ]
     proc = _run(args, cwd=tmp_path)
@@ -206,6 +208,14 @@ def test_stop_flags_end_the_run_cleanly_and_keep_the_best(tmp_path):
     assert os.listdir(tmp_path / "exports" / "pendulum_v1") == ["1"]
     # Its export is named as the finished run's, not as a version this call published.
     assert "(exported when the run finished)" in again.stdout and "replaces" not in again.stdout
+    # What continues it is named for the stop options it has, and works as said (a tester
+    # took the one hint given, --stop_at_return=none, and the run stayed stopped; the saved
+    # min_evaluations then refused --stop_after_no_improvement=0).
+    hint = "--resume --stop_at_return=none --stop_after_no_improvement=0 continues it"
+    assert hint in again.stderr, again.stderr[-3000:]
+    on = _run(["--run_dir=run", *hint.split()[:3], "--export=false"], cwd=tmp_path)
+    assert on.returncode == 0, on.stderr[-3000:]
+    assert _summary(tmp_path)["env_steps"] == 400 and _summary(tmp_path)["stop"] is None
 
 
 def _summary(tmp_path):

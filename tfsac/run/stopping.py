@@ -5,8 +5,10 @@ threshold, and when the evaluations stop improving; and the callbacks a config a
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Dict, List, Optional
 
+from tfsac.errors import TfsacError
 from tfsac.run.best_policy import SaveBestPolicy
 from tfsac.run.callbacks import Callback
 
@@ -16,8 +18,11 @@ class StopTrainingOnRewardThreshold(Callback):
     `reward_threshold` (SB3's callback of that name, given to EvalCallback's
     callback_on_new_best)."""
 
-    def __init__(self, reward_threshold: float):
+    def __init__(self, reward_threshold: float, verbose: int = 0):
+        """`verbose`: SB3's argument, accepted; a stop is always logged with its reason."""
         self.reward_threshold = float(reward_threshold)
+        if math.isnan(self.reward_threshold):
+            raise TfsacError("StopTrainingOnRewardThreshold: reward_threshold is NaN")
         self.asked_by = type(self).__name__  # the config's option, where it made this
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
@@ -39,7 +44,17 @@ class StopTrainingOnNoModelImprovement(Callback):
     a finished run continued to more steps stops where the run trained at once does. A
     resumed run counts its earlier evaluations too."""
 
-    def __init__(self, max_no_improvement_evals: int, min_evals: int = 0):
+    def __init__(self, max_no_improvement_evals: int, min_evals: int = 0, verbose: int = 0):
+        """`verbose`: SB3's argument, accepted; a stop is always logged with its reason."""
+        for name, value in (
+            ("max_no_improvement_evals", max_no_improvement_evals),
+            ("min_evals", min_evals),
+        ):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                raise TfsacError(
+                    f"StopTrainingOnNoModelImprovement: {name} must be a whole number >= 0, "
+                    f"got {value!r}"
+                )
         self.max_no_improvement_evals, self.min_evals = max_no_improvement_evals, min_evals
         self.asked_by = type(self).__name__  # the config's option, where it made this
         self._reset()

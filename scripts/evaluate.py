@@ -155,7 +155,13 @@ def _report(env_id, env_kwargs, returns, seed, episodes, info, success_rate=None
         and env_kwargs == (info.get("env_kwargs") or {})
         and not FLAGS.stochastic
     )
-    if repeats_final:
+    if repeats_final and info.get("env_fn"):  # not the same env: the factory's wrappers
+        print(
+            f"  the training run's envs were made by env_fn {info['env_fn']} around {env_id}, "
+            "whose wrappers (of rewards, time limits) this evaluation by id leaves out: its "
+            f"evaluation of these weights returned {info['eval_return_mean']:.1f}"
+        )
+    elif repeats_final:
         # The weights' own evaluation, named by its step: a checkpoint's (--step, or an older
         # one where the newest is damaged), or an export's (export.py --step exports one
         # from before the run's end; a tester found it called the run's final evaluation).

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import REPO_ROOT, docs_example, tiny_config
 
+import tfsac
 from tfsac import TfsacError, train
 from tfsac.run.clock import long_run_notice
 
@@ -406,6 +407,34 @@ def test_a_run_named_by_its_id_before_wrappers_were_told_apart_resumes(tmp_path)
     result = train(longer, env_fn=env_fn, resume=True)
     assert result.summary["total_steps"] == 80
     assert result.summary["resumed_from"].endswith("ckpt-40")
+
+
+def _scaled_rewards():  # a module-level factory: its name is recorded
+    env = gym.make("Pendulum-v1", max_episode_steps=30)
+    return gym.wrappers.TransformReward(env, lambda r: 0.1 * r)
+
+
+def test_an_env_fn_run_records_its_factory_and_resumes_only_with_it(tmp_path):
+    """A tester's: a run trained through an env_fn of reward and time-limit wrappers (named
+    by the plain id) resumed from the command line on the plain env's evaluations, and
+    evaluate.py said it repeated the run's. The factory is recorded in env_spec.json, the
+    checkpoint's info and the export's metadata; a resume without it is refused."""
+    from tfsac.deploy.loading import checkpoint_learner
+
+    config = tiny_config(tmp_path, "Pendulum-v1", checkpoint_every=40)
+    first = train(config, env_fn=_scaled_rewards)
+    name = f"{__name__}._scaled_rewards"
+    assert first.spec.env_id == "Pendulum-v1" and first.spec.env_fn == name
+    with open(os.path.join(config.run_dir, "env_spec.json")) as f:
+        assert json.load(f)["env_fn"] == name
+    assert checkpoint_learner(config.run_dir)[2]["env_fn"] == name
+    assert tfsac.Policy.load(first.saved_model_path).metadata["env_fn"] == name
+    files = sorted(os.listdir(config.run_dir))
+    longer = dataclasses.replace(config, total_steps=80, export=False)
+    with pytest.raises(TfsacError, match=f"env_fn {name} made: resumed without it"):
+        train(longer, resume=True)
+    assert sorted(os.listdir(config.run_dir)) == files
+    assert train(longer, env_fn=_scaled_rewards, resume=True).summary["env_steps"] == 80
 
 
 def test_an_env_in_wrappers_that_change_its_values_but_not_its_spaces_is_named_custom(tmp_path):

@@ -168,6 +168,14 @@ def unflattened(env: gym.Env) -> gym.Env:
 EnvFn = Callable[[], gym.Env]
 
 
+def factory_name(env_fn: EnvFn) -> str:
+    """`module.qualname` of an env factory (of a functools.partial's function)."""
+    fn = env_fn.func if isinstance(env_fn, functools.partial) else env_fn
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    module = getattr(fn, "__module__", None)
+    return f"{module}.{name}" if module else name
+
+
 def env_factory(env_id: str, env_kwargs: Optional[dict] = None) -> EnvFn:
     """A picklable factory of `make_env(env_id, env_kwargs=env_kwargs)`."""
     return functools.partial(make_env, env_id, env_kwargs=dict(env_kwargs or {}))

@@ -35,6 +35,10 @@ class EnvSpec:
     # A goal env's (tfsac.data.goals): (key, first, end column) of each Dict key in the
     # flat observation; None for other envs.
     goal_columns: Optional[GoalColumns] = None
+    # The env_fn that made the env (module.name), where one did: `env_id` then names the
+    # registered env inside, and gymnasium.make(env_id) leaves out the factory's wrappers
+    # of rewards or time limits (an evaluation or resume by id would not see them).
+    env_fn: Optional[str] = None
 
     def to_dict(self) -> dict:
         """As JSON holds it (a run directory's env_spec.json)."""

@@ -191,6 +191,7 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
         observation_space_json=spec.observation_space_json,
         checkpoint=prefix,
         checkpoint_step=state["step"],
+        **({"env_fn": spec.env_fn} if spec.env_fn else {}),
     )
     evaluations = state.get("evaluations") or []
     # The evaluation of these weights, for scripts/evaluate.py to repeat: not an earlier one.

@@ -135,6 +135,8 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
         "tfsac_version": __version__,
         "env_id": config.env_id,
         "env_kwargs": config.env_kwargs,
+        # An env_fn's envs: env_id names the registered env inside the factory's wrappers.
+        **({"env_fn": spec.env_fn} if spec.env_fn else {}),
         # What trained it: its algorithm (a user's module's too) and that one's settings.
         "algorithm": config.algorithm,
         "algorithm_kwargs": config.algorithm_kwargs,

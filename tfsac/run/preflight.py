@@ -23,11 +23,12 @@ from tfsac.data.envs import (
     checked_env,
     env_factory,
     env_spec,
+    factory_name,
     unflattened,
 )
 from tfsac.data.goals import check_batched_reward, episode_limit, reward_function
 from tfsac.data.offline_data import RecordedData, load_recorded
-from tfsac.data.spaces import EnvSpec
+from tfsac.data.spaces import EnvSpec, read_env_spec
 from tfsac.deploy.formats import check_available, parse_formats
 from tfsac.errors import TfsacError
 from tfsac.files import (
@@ -130,6 +131,20 @@ def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:
         )
 
 
+def _check_same_factory(run_dir: str, spec: EnvSpec) -> None:
+    """TfsacError for a resume without the env_fn that made the run's envs: by its id alone
+    it would step (and evaluate on) gymnasium.make's env, without the factory's wrappers
+    (a tester's CLI resume trained on the restored wrapped envs and evaluated on plain ones)."""
+    saved = read_env_spec(run_dir)
+    if saved is not None and saved.env_fn and not spec.env_fn:
+        raise TfsacError(
+            f"{run_dir!r} trained on envs that env_fn {saved.env_fn} made: resumed without it, "
+            f"it would train and evaluate on gymnasium.make({spec.env_id!r})'s, without that "
+            "factory's wrappers; resume it in Python with the same env_fn "
+            "(tfsac.train(config, resume=True, env_fn=...))"
+        )
+
+
 @dataclasses.dataclass
 class Start:
     """A run's start as checked: the config as the run uses it (resolved, naming its env),
@@ -178,6 +193,10 @@ def check_start(
         check_writable(os.path.join(config.export_dir, model_name))
         check_available(parse_formats(config.export_formats))
     spec = env_spec(config.env_id, eval_env)
+    if env_fn is not None:
+        spec = dataclasses.replace(spec, env_fn=factory_name(env_fn))
+    if resume:
+        _check_same_factory(run_dir, spec)
     if config.init_from and not own_checkpoints:  # a resume reads its own, not init_from's
         check_source(config, spec)
     if config.her:

@@ -254,7 +254,10 @@ def test_a_run_in_progress_and_damaged_files(tmp_path):
     notes = []  # a copy of a run is no second seed: said
     copy = _run_dir(tmp_path, "copy")
     plotting.plot_runs([running, copy], str(tmp_path / "twice.png"), notes=notes)
-    assert notes == ["Pendulum-v1: seed 0 is in 2 of its runs"]
+    assert notes == [
+        "Pendulum-v1: seed 0 is in 2 of its runs",
+        f"{running}: unfinished (no summary.json), drawn as it stands",
+    ]
 
 
 def test_runs_of_several_envs_are_rows_of_their_own_and_lines_of_one_group_differ(
@@ -291,7 +294,8 @@ def test_runs_of_several_envs_are_rows_of_their_own_and_lines_of_one_group_diffe
     assert labels[:2] == ["Pendulum-v1 seed 0", "Pendulum-v1 seed 1 (unfinished)"]
     assert [style for _, _, style in lines[:2]] == ["-", "--"]
     assert labels[2:] == ["learning_rate=0.0003 (1 seed)", "learning_rate=0.001 (1 seed)"]
-    assert notes and "Pendulum-v1: the runs cover different env steps" in notes[0]
+    assert notes[0] == f"{runs[1]}: unfinished (no summary.json), drawn as it stands"
+    assert "Pendulum-v1: the runs cover different env steps" in notes[1]
     with pytest.raises(TfsacError, match="runs of 2 envs .* take one label per run"):
         plotting.plot_runs(runs, str(tmp_path / "envs.png"), labels=["a", "b", "c"])
     notes = []  # one label on runs of two settings: drawn as asked, and said
@@ -314,3 +318,32 @@ def test_a_v1_runs_value_loss_gets_a_panel_of_its_own(tmp_path):
         t for _, t in plotting._panels([sac], "env_steps", "all")
     ]
     plotting.plot_runs([v1], str(tmp_path / "v1.png"))
+
+
+def _unfinish(run_dir, evaluations):
+    """Takes a run's summary.json away, its checkpoint keeping `evaluations`."""
+    os.remove(os.path.join(run_dir, "summary.json"))
+    extra = os.path.join(run_dir, "checkpoints", "ckpt-200.extra")
+    os.makedirs(extra)
+    with open(os.path.join(extra, "state.json"), "w") as f:
+        json.dump({"evaluations": [{"step": s, "return_mean": r} for s, r in evaluations]}, f)
+    open(os.path.join(run_dir, "checkpoints", "ckpt-200.index"), "wb").close()
+
+
+def test_a_mean_over_unfinished_runs_says_so(tmp_path, monkeypatch):
+    """A tester's: two runs killed at the same checkpoint were averaged as 'Pendulum-v1
+    (2 seeds)', nothing said; a mean's legend counts its unfinished seeds, and each is a note."""
+    runs = [_run_dir(tmp_path, f"s{seed}", seed=seed) for seed in (0, 1)]
+    _unfinish(runs[1], ((100, -900.0), (200, -500.0)))
+    labels = []
+    real_plot = matplotlib.axes.Axes.plot
+
+    def spy(ax, *args, **kwargs):
+        labels.append(kwargs.get("label"))
+        return real_plot(ax, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
+    notes = []
+    plotting.plot_runs(runs, str(tmp_path / "mean.png"), notes=notes, y="return")
+    assert labels == ["Pendulum-v1 (2 seeds, 1 unfinished)"]
+    assert notes == [f"{runs[1]}: unfinished (no summary.json), drawn as it stands"]

@@ -249,6 +249,9 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             differ = differing_fields([run["config"] for run in group.runs]) if labels else []
             if differ:
                 notes.append(f"{group.label}: its runs differ in {', '.join(differ)}")
+    for run in runs:  # drawn as they stand (a tester's: only some legends said so)
+        if not run["finished"]:
+            notes.append(f"{run['dir']}: unfinished (no summary.json), drawn as it stands")
     for run in runs:  # a tester's: empty panels were drawn without a word
         if not any(name in run["curves"] for name, _ in PANELS[1:]):
             notes.append(f"{run['dir']}: no progress rows (progress.csv missing, empty or unread)")
@@ -292,6 +295,7 @@ def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str)
                 unlike[group.label].append(label)
         ax.set_title(f"{env}: {label}" if env else label)
         ax.set_xlabel(X_AXES[x])
+        ax.set_ylabel(label)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # labels of minutes run together
         ax.grid(alpha=0.3)
     for ax in cells[len(panels) :]:
@@ -299,7 +303,7 @@ def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str)
     # The first panel with curves (runs without evaluations yet have none in the first).
     legend_ax = next((a for a in cells if a.get_legend_handles_labels()[0]), None)
     if legend_ax is not None:
-        legend_ax.legend(fontsize="small")
+        legend_ax.legend(fontsize="small", framealpha=0.6)  # the curves show through
     _say_unlike(groups, unlike, notes)
 
 

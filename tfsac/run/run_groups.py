@@ -42,8 +42,11 @@ class RunGroup:
     runs: List[Dict]
 
     def legend(self, runs: int) -> str:
-        """The label with how many runs (seeds) a curve of the group averages."""
-        return f"{self.label} ({runs} seed{'s' if runs != 1 else ''})"
+        """The label with how many runs (seeds) a curve of the group averages, and how many
+        of them are unfinished (no summary.json: a run going on, stopped or killed)."""
+        unfinished = sum(not run.get("finished", True) for run in self.runs)
+        state = f", {unfinished} unfinished" if unfinished else ""
+        return f"{self.label} ({runs} seed{'s' if runs != 1 else ''}{state})"
 
 
 def _defaults() -> Dict:

@@ -82,7 +82,21 @@ def parse_flags_or_fail(argv: List[str]) -> List[str]:
         fail(str(e))
 
 
-# Spinning Up's SAC arguments (the names its users type) and what tfsac calls them.
+# Other libraries' SAC arguments (the names their users type) and what tfsac calls them:
+# Stable-Baselines3's first, then Spinning Up's.
+SB3_NAMES = {
+    "ent_coef": "--alpha (a number, auto or auto_<initial value>)",
+    "net_arch": "--hidden_sizes=256,256 (--critic_hidden_sizes for the critics alone)",
+    "policy_kwargs": "--hidden_sizes, --network, --critic_layer_norm (custom networks: "
+    "--algorithm/--network of a module of yours, README: Library)",
+    "tensorboard_log": "--tensorboard (TensorBoard logs under the run directory)",
+    "n_sampled_goal": "--her_goals_per_transition (with --her)",
+    "goal_selection_strategy": "--her_strategy (with --her)",
+    "replay_buffer_class": "--her (HerReplayBuffer) or --n_steps (NStepReplayBuffer)",
+    "target_update_interval": None,  # the same name: never unknown
+    "verbose": "--progress_bar and --log_every (progress), --verbosity (absl's logging)",
+}
+SB3_NAMES = {k: v for k, v in SB3_NAMES.items() if v}
 OTHER_NAMES = {
     "start_steps": "--learning_starts (random actions until then; updates start after it)",
     "update_after": "--learning_starts (updates start after it, with random actions until then)",
@@ -108,6 +122,11 @@ def _unknown_flag_line(error: flags.UnrecognizedFlagError) -> str:
         flag = field.metadata["flag"]
         if flag and flag != field.name and error.flagname == field.name:
             return f"unknown flag --{field.name}: the {field.name} option is --{flag}"
+    if error.flagname in SB3_NAMES:
+        return (
+            f"unknown flag --{error.flagname} (Stable-Baselines3's name): in tfsac "
+            f"{SB3_NAMES[error.flagname]}"
+        )
     if error.flagname in OTHER_NAMES:
         return (
             f"unknown flag --{error.flagname} (Spinning Up's name): in tfsac "

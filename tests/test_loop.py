@@ -383,6 +383,14 @@ def test_an_env_that_breaks_the_gymnasium_api_is_one_line_before_anything_is_wri
     assert not os.path.exists(config.run_dir)
 
 
+def test_an_env_instance_given_as_env_fn_is_one_line_naming_a_factory(tmp_path):
+    """An SB3 user's habit (SAC(policy, env)): the error said 'TimeLimit' is not callable."""
+    config = tiny_config(tmp_path, "Pendulum-v1")
+    with pytest.raises(TfsacError, match="env_fn takes a factory .* got a TimeLimit env"):
+        train(config, env_fn=gym.make("Pendulum-v1"))
+    assert not os.path.exists(config.run_dir)
+
+
 def test_a_run_named_by_its_id_before_wrappers_were_told_apart_resumes(tmp_path):
     """An earlier tfsac named an env_fn env in frame-stacking wrappers by its id alone; its
     runs resume under today's name (custom:<id>+<wrappers>)."""

@@ -205,6 +205,12 @@ def delayed_env_factory(env_fn: EnvFn, seconds: float) -> EnvFn:
 def checked_env(env_fn: EnvFn, name: str = "the env factory's env") -> gym.Env:
     """`env_fn()`, checked as `make_env` checks an id's env (continuous bounded actions,
     observations SAC can flatten) and flattened where needed."""
+    if isinstance(env_fn, gym.Env):  # SB3 takes an env; copies and runners need a factory
+        raise TfsacError(
+            f"env_fn takes a factory that makes the env (each env copy, evaluation and env "
+            f"runner makes its own), got a {type(env_fn).__name__} env: pass the function "
+            "that makes it, e.g. env_fn=lambda: gym.make(...)"
+        )
     try:
         env = env_fn()
     except TfsacError:

@@ -68,6 +68,7 @@ def main(argv):
             fail(error)
     if FLAGS.video_dir and os.path.exists(FLAGS.video_dir) and not os.path.isdir(FLAGS.video_dir):
         fail(f"--video_dir {FLAGS.video_dir!r} is a file, not a folder")
+    env_kwargs_from_flag(FLAGS.env_kwargs or "{}")  # its JSON: one line before TensorFlow loads
     try:  # mistakes in the paths are said before TensorFlow loads
         if FLAGS.saved_model:
             check_saved_model(FLAGS.saved_model)

@@ -33,6 +33,7 @@ FIRST, SECOND = "learning_rate=1e-3/seed0", "learning_rate=3e-4/seed0"
 # What a sweep prints on stdout when nothing goes wrong.
 QUIET_LINE = re.compile(
     r"\[\d+/\d+\] \S+: (return|stopped early).*|results: .*|\d+ of \d+ trials already done in .*"
+    r"|no sweep to resume in .*: starting it"
     r"|\S+: started|\S+: eval return -?\d+\.\d at \d+ env steps|sweep: \d+ of \d+ done, .*"
 )
 
@@ -113,12 +114,17 @@ def test_grid_writes_run_directories_and_results(grid_sweep):
     for tag, row in rows.items():
         summary = _json(os.path.join(sweep_dir, tag, "seed0", "summary.json"))
         assert float(row["return_mean"]) == pytest.approx(summary["eval_return_mean"])
-        assert row["return_std"] == "" and float(row["env_steps"]) == 400  # one seed: no spread
+        assert row["return_std"] == "" and row["env_steps"] == "400"  # one seed: no spread
         assert row["best_run_dir"] == os.path.join(sweep_dir, tag, "seed0")
         assert row["status"] == "1 finished"
     with open(os.path.join(sweep_dir, "results.md")) as f:
         table = f.read()
     assert "| --learning_rate=1e-3 | 0 | " in table and "| --learning_rate=3e-4 | 0 | " in table
+    # The base every config shares, where it is not the defaults (two sweeps of one grid
+    # on other bases looked the same); not what the grid varies.
+    every = next(line for line in table.splitlines() if line.startswith("Every config: "))
+    assert "--total_steps=400" in every and "--hidden_sizes=32,32" in every
+    assert "learning_rate" not in every and "--jit_compile=False" in every
     assert re.search(r"\| 0 \| -?\d+\.\d \| 400 \|", table), table
 
 
@@ -440,7 +446,7 @@ def test_a_sweep_of_an_earlier_tfsac_resumes_with_the_fields_added_since(tmp_pat
         _check_definition(Plan(str(tmp_path), "grid", changed), resume=True)
 
 
-def test_a_folder_with_files_but_no_sweep_is_refused_before_anything_is_written(tmp_path):
+def test_a_folder_with_files_but_no_sweep_is_refused_before_anything_is_written(tmp_path, capsys):
     """A tester's sweep into a folder of other results overwrote its results.md (and into
     a finished run's folder rewrote its run.lock): a folder without sweep.json must be new,
     empty, or hold only the run.lock of a start killed before sweep.json was written."""
@@ -451,6 +457,7 @@ def test_a_folder_with_files_but_no_sweep_is_refused_before_anything_is_written(
     definition = {"method": "grid", "base": {}, "grid": {}, "seeds": [0]}
     for resume in (False, True):
         _check_definition(Plan(str(tmp_path / "new"), "grid", definition), resume)
+    assert capsys.readouterr().out == f"no sweep to resume in {tmp_path / 'new'}: starting it\n"
     (tmp_path / "run.lock").write_text("")
     _check_definition(Plan(str(tmp_path), "grid", definition), resume=False)
     (tmp_path / "results.md").write_text("a user's table")

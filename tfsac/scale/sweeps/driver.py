@@ -191,6 +191,8 @@ def _check_definition(plan: Plan, resume: bool) -> None:
                 f"missing; it holds {', '.join(others[:3])}{' ...' if len(others) > 3 else ''}): "
                 "name a new or empty folder"
             )
+        if resume:  # the docs' loops resume each time: a mistyped folder starts afresh, said
+            print(f"no sweep to resume in {plan.sweep_dir}: starting it", flush=True)
         return
     new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
     if "base" in old and "base" in new:

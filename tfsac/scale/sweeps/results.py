@@ -12,7 +12,7 @@ from typing import Dict, Iterable, List, Optional
 
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, new_file, read_json, write_atomic
 from tfsac.run.plotting import plot_runs, read_run
-from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
+from tfsac.scale.sweeps.state import DONE, SWEEP_FILE, TRIAL_FILE, finished_run
 
 
 def trial_outcome(entry: Dict) -> Dict:
@@ -74,7 +74,7 @@ def summarize(trials: Dict[str, Dict]) -> List[Dict]:
                 # One seed has no spread to report.
                 "return_std": _std(returns) if len(returns) > 1 else None,
                 "success_rate": sum(rates) / len(rates) if rates else None,
-                "env_steps": sum(o["steps"] for o, _ in done) / len(done) if done else None,
+                "env_steps": _mean_steps([o["steps"] for o, _ in done]),
                 "wall_time_s": sum(walls) / len(walls) if walls else None,
                 "best_run_dir": best,
             }
@@ -124,6 +124,38 @@ def _plot(run_dirs: List[str], path: str, title: str, labels=None) -> str:
     new_file(tmp, "wb").close()  # its own file: a link planted there is removed, not followed
     os.replace(plot_runs(run_dirs, tmp, title=title, labels=labels), path)
     return path
+
+
+def _mean_steps(steps: List[int]):
+    """The seeds' mean env steps: a whole number where it is one (results.csv said 800.0)."""
+    if not steps:
+        return None
+    mean = sum(steps) / len(steps)
+    return int(mean) if mean.is_integer() else mean
+
+
+def base_settings(sweep_dir: str) -> str:
+    """The settings every config of the sweep shares that are not tfsac's defaults, as flags
+    (from sweep.json; those its grid or space varies left out): two sweeps of one grid on
+    other bases told apart (a tester's looked the same)."""
+    import dataclasses
+    import json
+
+    from tfsac.config import SACConfig
+
+    definition = read_json(os.path.join(sweep_dir, SWEEP_FILE), None) or {}
+    varied = {key.split(".")[0] for part in ("grid", "space") for key in definition.get(part) or {}}
+    defaults = json.loads(json.dumps(SACConfig().to_dict()))
+    flags = {f.name: f.metadata["flag"] or f.name for f in dataclasses.fields(SACConfig)}
+    shared = []
+    for name, value in sorted((definition.get("base") or {}).items()):
+        if name in defaults and name not in varied and value != defaults[name]:
+            if isinstance(value, list):  # as the flag takes it: 256,256
+                value = ",".join(map(str, value))
+            elif isinstance(value, dict):
+                value = json.dumps(value)
+            shared.append(f"--{flags[name]}={value}")
+    return " ".join(shared)
 
 
 def write_results(sweep_dir: str, trials: Dict[str, Dict]) -> List[str]:
@@ -180,6 +212,9 @@ def _markdown(rows: List[Dict], sweep_dir: str, comparison: Optional[str]) -> st
     """results.md's table, the best final return first; paths relative to the sweep
     directory."""
     lines = []
+    base = base_settings(sweep_dir)
+    if base:
+        lines += [f"Every config: {base} (besides tfsac's defaults)", ""]
     if comparison:
         lines += [f"All configs' curves: [{COMPARISON_FILE}]({COMPARISON_FILE})", ""]
     # Goal envs' trials report a success rate: its column where any config has one.

@@ -45,6 +45,7 @@ CASES = [
     ("train", ["--env_id=Pendulum-v1"], "unknown flag --env_id: the env_id option is --env"),
     ("train", ["--start_steps=1000"], "--start_steps (Spinning Up's name): in tfsac --learning"),
     # An SB3 user's (a tester's: absl guessed by spelling, e.g. --tensorboard_log: tensorboard)
+    ("train", ["--env=FetchReach-v4"], "--env=gymnasium_robotics:FetchReach-v4, with pip"),
     ("train", ["--ent_coef=auto_0.1"], "--ent_coef (Stable-Baselines3's name): in tfsac --alpha"),
     ("train", ["--net_arch=64,64"], "--net_arch (Stable-Baselines3's name): in tfsac --hidden"),
     ("train", ["--n_sampled_goal=4"], "in tfsac --her_goals_per_transition (with --her)"),

@@ -44,6 +44,9 @@ def unit_to_bounds(unit_action, low, high):
 CUSTOM_ENV = "custom:"
 
 
+# The first words of gymnasium-robotics' env ids (FetchReach-v4, AntMaze_UMaze-v5, ...).
+ROBOTICS_PREFIXES = ("Fetch", "Hand", "AntMaze", "PointMaze", "Adroit", "FrankaKitchen")
+
 # Modules of envs that a tfsac extra installs: a missing one's message names the extra.
 EXTRAS = {"gymnasium_robotics": "robotics", "Box2D": "box2d"}
 
@@ -57,7 +60,18 @@ def check_env_id(env_id: str) -> None:
     try:
         gym.spec(env_id)
     except gym.error.Error as e:
-        raise TfsacError(f"cannot make environment {env_id!r}: {e}") from None
+        raise TfsacError(f"cannot make environment {env_id!r}: {e}{_id_hint(env_id)}") from None
+
+
+def _id_hint(env_id: str) -> str:
+    """What an unknown id may have meant: gymnasium-robotics' envs are registered only once
+    their module is imported."""
+    if not env_id.startswith(ROBOTICS_PREFIXES):
+        return ""
+    return (
+        " (gymnasium-robotics' envs are named with their module: "
+        f"--env=gymnasium_robotics:{env_id}, with pip install -e '.[robotics]')"
+    )
 
 
 def _check_display(env_id: str, render_mode) -> None:
@@ -102,7 +116,7 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
         with warnings.catch_warnings(record=True) as caught:
             env = gym.make(env_id, **kwargs)
     except gym.error.Error as e:
-        raise TfsacError(f"cannot make environment {env_id!r}: {e}") from None
+        raise TfsacError(f"cannot make environment {env_id!r}: {e}{_id_hint(env_id)}") from None
     except ModuleNotFoundError as e:
         # gymnasium re-raises the import's error with its own text: the name is the cause's.
         name = e.name or getattr(e.__cause__, "name", None) or ""

@@ -450,3 +450,15 @@ def test_a_resume_names_a_learned_alpha_auto_not_none():
 
     with pytest.raises(TfsacError, match=r"alpha=0.2 differs from the resumed run's 'auto' \("):
         resume_changes({"alpha": None, "run_dir": "r"}, {"alpha": 0.2, "run_dir": "r"})
+
+
+def test_layer_widths_take_sb3s_list_syntax_too():
+    """`--hidden_sizes=[64,64]` (SB3's net_arch as typed) was refused: the flag's list held
+    '[64' and '64]'. Brackets around the whole are taken; half a bracket is still refused."""
+    for value in ("[64,64]", "(64, 64)", "64,64", ["[64", "64]"], (64, 64)):
+        assert SACConfig(hidden_sizes=value).hidden_sizes == (64, 64)
+    assert SACConfig(hidden_sizes=["[8]"], critic_hidden_sizes="[16]").hidden_sizes == (8,)
+    assert SACConfig(critic_hidden_sizes="[16, 16]").critic_hidden_sizes == (16, 16)
+    for value in ("[64,64", "64]", "[]"):
+        with pytest.raises(TfsacError, match="hidden_sizes must be integers"):
+            SACConfig(hidden_sizes=value)

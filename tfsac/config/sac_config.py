@@ -43,9 +43,17 @@ def _whole(value) -> int:
 
 
 def _sizes(value) -> tuple:
-    """Layer widths from a sequence or a comma-separated text ('256,256')."""
-    parts = value.split(",") if isinstance(value, str) else value
-    return tuple(_whole(h.strip() if isinstance(h, str) else h) for h in parts)
+    """Layer widths from a sequence or a comma-separated text ('256,256', or as SB3's
+    net_arch is written, '[256,256]': the flag's list then holds '[256' and '256]')."""
+    if isinstance(value, str):
+        value = value.split(",")
+    parts = [h.strip() if isinstance(h, str) else h for h in value]
+    if parts and isinstance(parts[0], str) and isinstance(parts[-1], str):
+        if parts[0][:1] + parts[-1][-1:] in ("[]", "()"):
+            parts[0] = parts[0][1:]  # one element: both brackets in it
+            parts[-1] = parts[-1][:-1]
+            parts = [h.strip() for h in parts]
+    return tuple(_whole(h) for h in parts)
 
 
 # The options that hold a JSON object of keyword arguments: their text is parsed, and

@@ -93,10 +93,8 @@ SB3_NAMES = {
     "n_sampled_goal": "--her_goals_per_transition (with --her)",
     "goal_selection_strategy": "--her_strategy (with --her)",
     "replay_buffer_class": "--her (HerReplayBuffer) or --n_steps (NStepReplayBuffer)",
-    "target_update_interval": None,  # the same name: never unknown
     "verbose": "--progress_bar and --log_every (progress), --verbosity (absl's logging)",
 }
-SB3_NAMES = {k: v for k, v in SB3_NAMES.items() if v}
 OTHER_NAMES = {
     "start_steps": "--learning_starts (random actions until then; updates start after it)",
     "update_after": "--learning_starts (updates start after it, with random actions until then)",
@@ -344,11 +342,6 @@ def config_from_flags(tfsac=None, resume: bool = False):
             flag = flags.FLAGS[field.metadata["flag"] or field.name]
             if saved is None or flag.present:
                 values[field.name] = flag.value
-        if saved is not None and not values["stop_after_no_improvement"]:
-            # Turning the stop off on a resume turns off what only it reads (the saved
-            # min_evaluations would refuse it), unless given.
-            if not flags.FLAGS["min_evaluations"].present:
-                values["min_evaluations"] = SACConfig().min_evaluations
         return SACConfig(**values)
     except TfsacError as e:
         fail(str(e))
@@ -372,7 +365,10 @@ def check_ignored_flags(config) -> None:
     from tfsac.config.options import DIST
 
     for name, (needed, tail) in NEEDED.items():
-        if flags.FLAGS[name].present and not getattr(config, needed):
+        # Given (a flagfile's too) without the option it needs, unless that was turned off
+        # on purpose (a preset's --her with --her=false after it).
+        given = flags.FLAGS[name].present and not flags.FLAGS[needed].present
+        if given and not getattr(config, needed):
             fail(f"{name} needs {needed}{tail}")
     if config.num_actors:
         return

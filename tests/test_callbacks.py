@@ -90,15 +90,15 @@ def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped, caplog,
     messages = [r.getMessage() for r in caplog.records if "already complete" in r.getMessage()]
     assert len(messages) == 1 and f"(stopped: {result.stop_reason}; " in messages[0]
     assert messages[0].endswith(
-        "; --resume --stop_after_no_improvement=0 continues it to its total_steps)"
+        "; a resume with stop_after_no_improvement=0 (--stop_after_no_improvement=0) "
+        "continues it)"
     )
     # Other stop options continue it, to its total_steps (a tester's: --resume
     # --stop_after_no_improvement=0 said the run was complete); on a copy of the run.
     run_dir = str(tmp_path / "copy")
     shutil.copytree(result.run_dir, run_dir)
-    unstopped = dataclasses.replace(
-        config, run_dir=run_dir, stop_after_no_improvement=0, min_evaluations=0
-    )
+    # As the hint says: the saved min_evaluations, which only that stop reads, stays.
+    unstopped = dataclasses.replace(config, run_dir=run_dir, stop_after_no_improvement=0)
     continued = tfsac.train(unstopped, resume=True, quiet=True, export=False)
     assert continued.summary["env_steps"] == 200 and continued.summary["stop"] is None
 

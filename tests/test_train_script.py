@@ -208,12 +208,13 @@ def test_stop_flags_end_the_run_cleanly_and_keep_the_best(tmp_path):
     assert os.listdir(tmp_path / "exports" / "pendulum_v1") == ["1"]
     # Its export is named as the finished run's, not as a version this call published.
     assert "(exported when the run finished)" in again.stdout and "replaces" not in again.stdout
-    # What continues it is named for the stop options it has, and works as said (a tester
-    # took the one hint given, --stop_at_return=none, and the run stayed stopped; the saved
-    # min_evaluations then refused --stop_after_no_improvement=0).
-    hint = "--resume --stop_at_return=none --stop_after_no_improvement=0 continues it"
+    # What continues it is the stop option that ended it (a tester took the one hint given
+    # for all, --stop_at_return=none, to a run no improvement stopped). Turning the other
+    # off too keeps the saved min_evaluations, which refused it.
+    hint = "a resume with stop_at_return=none (--stop_at_return=none) continues it"
     assert hint in again.stderr, again.stderr[-3000:]
-    on = _run(["--run_dir=run", *hint.split()[:3], "--export=false"], cwd=tmp_path)
+    off = ["--stop_at_return=none", "--stop_after_no_improvement=0", "--export=false"]
+    on = _run(["--run_dir=run", "--resume", *off], cwd=tmp_path)
     assert on.returncode == 0, on.stderr[-3000:]
     assert _summary(tmp_path)["env_steps"] == 400 and _summary(tmp_path)["stop"] is None
 

@@ -15,9 +15,15 @@ LEARNED_ALPHA_OPTIONS = ("initial_alpha", "alpha_learning_rate", "target_entropy
 
 
 def check_new_run(config: SACConfig) -> List[str]:
-    """TfsacError for a piecewise schedule giving two factors from one step, or an
-    offline-only run whose actor would never step (policy_delay > offline_updates); returns
-    warnings: options only a learned alpha reads, beside a fixed one (a preset's, say)."""
+    """TfsacError for min_evaluations without its stop, a piecewise schedule giving two
+    factors from one step, or an offline-only run whose actor would never step
+    (policy_delay > offline_updates); returns warnings: options only a learned alpha
+    reads, beside a fixed one (a preset's, say)."""
+    if config.min_evaluations and not config.stop_after_no_improvement:
+        # A new run's mistake; a resume that turns the stop off keeps its saved value.
+        raise TfsacError(
+            "min_evaluations needs stop_after_no_improvement: it delays that stop only"
+        )
     if steps := duplicate_steps(config.lr_schedule):
         raise TfsacError(
             f"lr_schedule {config.lr_schedule!r} gives step {steps[0]} two factors: give each "

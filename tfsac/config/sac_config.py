@@ -249,10 +249,6 @@ class SACConfig(
             raise TfsacError(
                 f"batch_size ({self.batch_size}) is larger than buffer_size ({self.buffer_size})"
             )
-        if self.min_evaluations and not self.stop_after_no_improvement:
-            raise TfsacError(
-                "min_evaluations needs stop_after_no_improvement: it delays that stop only"
-            )
         self._validate_distributed()
         self._validate_her()
         return self

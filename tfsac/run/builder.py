@@ -79,7 +79,8 @@ class RunParts:
         # A stopped run's stop options no longer apply: only more steps continue it.
         more = ""
         if summary.get("stop"):
-            more = f" (stopped: {summary['stop'].get('reason')}; {_continue_hint(self.config)})"
+            reason = summary["stop"].get("reason")
+            more = f" (stopped: {reason}; {_continue_hint(reason)})"
         logging.info("run in %s is already complete%s", self.run_dir, more)
         return summary
 
@@ -87,21 +88,14 @@ class RunParts:
 STOP_OPTIONS = ("stop_at_return", "stop_after_no_improvement", "min_evaluations")
 
 
-def _continue_hint(config: SACConfig) -> str:
-    """What continues a run that a stop ended: turning off its stop options (a tester took
-    the one named for all, --stop_at_return=none, to a run stopped by no improvement), or
-    more total_steps where a callback of the user's stopped it."""
-    off = [
-        flag
-        for flag, on in (
-            ("--stop_at_return=none", config.stop_at_return is not None),
-            ("--stop_after_no_improvement=0", config.stop_after_no_improvement),
-        )
-        if on
-    ]
-    if not off:
-        return "a callback stopped it: a larger total_steps continues it"
-    return f"--resume {' '.join(off)} continues it to its total_steps"
+def _continue_hint(reason) -> str:
+    """What continues a run that a stop ended: turning off the stop option that ended it
+    (a tester took the one hint given for all, stop_at_return=none, to a run that no
+    improvement stopped), or, where a callback of the user's did, more total_steps."""
+    for option, off in (("stop_at_return", "none"), ("stop_after_no_improvement", "0")):
+        if str(reason).endswith(f"({option})"):
+            return f"a resume with {option}={off} (--{option}={off}) continues it"
+    return "a resume with a larger total_steps continues it"
 
 
 def seeded(config: SACConfig, export: Optional[bool]) -> SACConfig:

@@ -90,8 +90,7 @@ def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped, caplog,
     messages = [r.getMessage() for r in caplog.records if "already complete" in r.getMessage()]
     assert len(messages) == 1 and f"(stopped: {result.stop_reason}; " in messages[0]
     assert messages[0].endswith(
-        "; a resume with stop_after_no_improvement=0 (--stop_after_no_improvement=0) "
-        "continues it)"
+        "; a resume with stop_after_no_improvement=0 (--stop_after_no_improvement=0) continues it)"
     )
     # Other stop options continue it, to its total_steps (a tester's: --resume
     # --stop_after_no_improvement=0 said the run was complete); on a copy of the run.

@@ -120,11 +120,6 @@ def test_grid_writes_run_directories_and_results(grid_sweep):
     with open(os.path.join(sweep_dir, "results.md")) as f:
         table = f.read()
     assert "| --learning_rate=1e-3 | 0 | " in table and "| --learning_rate=3e-4 | 0 | " in table
-    # The base every config shares, where it is not the defaults (two sweeps of one grid
-    # on other bases looked the same); not what the grid varies.
-    every = next(line for line in table.splitlines() if line.startswith("Every config: "))
-    assert "--total_steps=400" in every and "--hidden_sizes=32,32" in every
-    assert "learning_rate" not in every and "--jit_compile=False" in every
     assert re.search(r"\| 0 \| -?\d+\.\d \| 400 \|", table), table
 
 
@@ -458,7 +453,8 @@ def test_a_folder_with_files_but_no_sweep_is_refused_before_anything_is_written(
     for resume in (False, True):
         _check_definition(Plan(str(tmp_path / "new"), "grid", definition), resume)
     assert capsys.readouterr().out == f"no sweep to resume in {tmp_path / 'new'}: starting it\n"
-    (tmp_path / "run.lock").write_text("")
+    for leftover in ("run.lock", "sweep.json.tmp", ".nfs0001", ".gitkeep"):  # a killed start's
+        (tmp_path / leftover).write_text("")
     _check_definition(Plan(str(tmp_path), "grid", definition), resume=False)
     (tmp_path / "results.md").write_text("a user's table")
     for resume in (False, True):

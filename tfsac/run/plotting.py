@@ -152,7 +152,7 @@ def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps
         if series:
             steps, mean, std = mean_std(series)
             xs = mean_std([(s, x_of(r)) for r, (s, _) in zip(runs, series, strict=True)])[1]
-            label = group.legend(len(series))
+            label = group.legend(runs)
             if len(steps) == 1:
                 ax.errorbar(xs, mean, std, fmt="o", color=color, capsize=4, label=label)
             else:
@@ -250,7 +250,7 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             if differ:
                 notes.append(f"{group.label}: its runs differ in {', '.join(differ)}")
     for run in runs:  # drawn as they stand (a tester's: only some legends said so)
-        if not run["finished"]:
+        if not run["finished"] and run["curves"]:  # one without points is said below
             notes.append(f"{run['dir']}: unfinished (no summary.json), drawn as it stands")
     for run in runs:  # a tester's: empty panels were drawn without a word
         if not any(name in run["curves"] for name, _ in PANELS[1:]):

@@ -41,12 +41,13 @@ class RunGroup:
     label: str
     runs: List[Dict]
 
-    def legend(self, runs: int) -> str:
-        """The label with how many runs (seeds) a curve of the group averages, and how many
-        of them are unfinished (no summary.json: a run going on, stopped or killed)."""
-        unfinished = sum(not run.get("finished", True) for run in self.runs)
+    def legend(self, runs: List[Dict]) -> str:
+        """The label with how many runs (seeds) a curve of the group averages, `runs`, and
+        how many of those are unfinished (no summary.json: a run going on, interrupted or
+        killed)."""
+        unfinished = sum(not run.get("finished", True) for run in runs)
         state = f", {unfinished} unfinished" if unfinished else ""
-        return f"{self.label} ({runs} seed{'s' if runs != 1 else ''}{state})"
+        return f"{self.label} ({len(runs)} seed{'s' if len(runs) != 1 else ''}{state})"
 
 
 def _defaults() -> Dict:

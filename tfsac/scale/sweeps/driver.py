@@ -183,8 +183,10 @@ def _check_definition(plan: Plan, resume: bool) -> None:
     old = read_json(path, None)
     if old is None:
         # Not a sweep's folder: a new sweep would write its results among the files there
-        # (and over any of the same names). A start killed before sweep.json leaves run.lock.
-        others = sorted(set(_listing(plan.sweep_dir)) - {LOCK_FILE})
+        # (and over any of the same names). A start killed before sweep.json leaves run.lock
+        # (and sweep.json's temporary file); hidden files are a file system's or a tool's.
+        leftovers = {LOCK_FILE, SWEEP_FILE + ".tmp"}
+        others = sorted(n for n in _listing(plan.sweep_dir) if n not in leftovers and n[0] != ".")
         if others:
             raise TfsacError(
                 f"--sweep_dir {plan.sweep_dir} holds files but no sweep ({SWEEP_FILE} is "

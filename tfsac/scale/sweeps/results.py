@@ -12,7 +12,7 @@ from typing import Dict, Iterable, List, Optional
 
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, new_file, read_json, write_atomic
 from tfsac.run.plotting import plot_runs, read_run
-from tfsac.scale.sweeps.state import DONE, SWEEP_FILE, TRIAL_FILE, finished_run
+from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
 
 
 def trial_outcome(entry: Dict) -> Dict:
@@ -134,30 +134,6 @@ def _mean_steps(steps: List[int]):
     return int(mean) if mean.is_integer() else mean
 
 
-def base_settings(sweep_dir: str) -> str:
-    """The settings every config of the sweep shares that are not tfsac's defaults, as flags
-    (from sweep.json; those its grid or space varies left out): two sweeps of one grid on
-    other bases told apart (a tester's looked the same)."""
-    import dataclasses
-    import json
-
-    from tfsac.config import SACConfig
-
-    definition = read_json(os.path.join(sweep_dir, SWEEP_FILE), None) or {}
-    varied = {key.split(".")[0] for part in ("grid", "space") for key in definition.get(part) or {}}
-    defaults = json.loads(json.dumps(SACConfig().to_dict()))
-    flags = {f.name: f.metadata["flag"] or f.name for f in dataclasses.fields(SACConfig)}
-    shared = []
-    for name, value in sorted((definition.get("base") or {}).items()):
-        if name in defaults and name not in varied and value != defaults[name]:
-            if isinstance(value, list):  # as the flag takes it: 256,256
-                value = ",".join(map(str, value))
-            elif isinstance(value, dict):
-                value = json.dumps(value)
-            shared.append(f"--{flags[name]}={value}")
-    return " ".join(shared)
-
-
 def write_results(sweep_dir: str, trials: Dict[str, Dict]) -> List[str]:
     """results.csv and results.md, by final return (the best config first, configs without
     a done trial last), a learning-curve PNG per config, and comparison.png with every
@@ -212,9 +188,6 @@ def _markdown(rows: List[Dict], sweep_dir: str, comparison: Optional[str]) -> st
     """results.md's table, the best final return first; paths relative to the sweep
     directory."""
     lines = []
-    base = base_settings(sweep_dir)
-    if base:
-        lines += [f"Every config: {base} (besides tfsac's defaults)", ""]
     if comparison:
         lines += [f"All configs' curves: [{COMPARISON_FILE}]({COMPARISON_FILE})", ""]
     # Goal envs' trials report a success rate: its column where any config has one.

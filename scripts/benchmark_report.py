@@ -6,7 +6,8 @@ runs (the JSON lines of ../shared/peers/learn.py) on the same envs and seeds.
 
 Prints a Markdown table (per env and library: seeds, the final evaluation return as mean ±
 std over seeds, env steps/s) and writes it to <out_dir>/results.md, with one PNG of the
-evaluation curves (mean ± std over seeds) per env. Runs of another algorithm or network are
+evaluation curves per env (mean ± std over seeds; one line per seed where its seeds
+evaluated different env steps). Runs of another algorithm or network are
 labelled with it ("tfsac tqc", "sbx crossq", "sbx simba"). With --reach=R (or per env,
 --reach=Hopper-v5=1000,Ant-v5=2000) the table says how many env steps each library's seeds
 took to a deterministic evaluation of at least R, and with --idle_rates=tfsac=130,sbx=125
@@ -236,6 +237,12 @@ def write_curves(out_dir: str, found) -> None:
     are checked: a file of another run there (not the first points of this run's curve)
     is one error line with nothing written."""
     files = [curve_file(out_dir, env, lib, run) for env, lib, run in found]
+    paths = [path for path, _ in files]
+    for path in (p for i, p in enumerate(paths) if p in paths[:i]):  # labels alike as names
+        fail(
+            f"two runs' curves would both be {path}: their labels differ only in characters "
+            "a file name drops"
+        )
     for path, lines in files:
         if os.path.exists(path) and not _continues(path, lines):
             fail(
@@ -331,19 +338,38 @@ def check_row(env: str, lib: str, runs) -> None:
         fail(f"{lib} on {env}: seed {twice[0]} more than once ({where})")
 
 
-def check_matched(groups, reach, rates) -> None:
-    """A label of --idle_rates that names no row is a typo, refused (its cells would say
-    '-' as if no rate had been given); an env of --reach or --idle_rates with no runs here
-    is said on stderr (one list of targets serves tables whose runs are still going)."""
+def matched_rates(groups, raw_rates):
+    """--idle_rates as {(env or None, label): rate}: each key a row's label (any env's), or
+    env:label of a row of that env. One whose env has no runs here is said on stderr (one
+    list of rates serves tables whose runs are still going); any other is a typo, refused
+    (its cells would say '-' as if no rate had been given)."""
     labels = {lib for libs in groups.values() for lib in libs}
-    absent = sorted({e for e in [*reach, *(e for e, _ in rates)] if e and e not in groups})
+    rates, absent = {}, []
+    for key, rate in raw_rates.items():
+        if key in labels:
+            rates[(None, key)] = rate
+            continue
+        splits = [(key[:i], key[i + 1 :]) for i, c in enumerate(key) if c == ":"]
+        found = [(env, lib) for env, lib in splits if lib in groups.get(env, {})]
+        if found:
+            rates[found[0]] = rate
+        elif any(env not in groups for env, _ in splits):
+            absent.append(key)
+        else:
+            known = ", ".join(sorted(labels))
+            fail(f"--idle_rates names {key!r}, which is no row's label (labels: {known})")
+    if absent:
+        print(f"--idle_rates: no runs here for {', '.join(absent)}", file=sys.stderr)
+    return rates
+
+
+def check_reach(groups, reach) -> None:
+    """An env of --reach without runs here is said on stderr (one list of targets serves
+    tables whose runs are still going)."""
+    absent = sorted(env for env in reach if env and env not in groups)
     if absent:
         envs = ", ".join(sorted(groups))
-        print(f"no runs of {', '.join(absent)} here (envs: {envs})", file=sys.stderr)
-    for env, lib in rates:
-        if lib not in (groups[env] if env in groups else labels):
-            known = ", ".join(sorted(labels))
-            fail(f"--idle_rates names {lib!r}, which no row is (labels: {known})")
+        print(f"--reach: no runs of {', '.join(absent)} here (envs: {envs})", file=sys.stderr)
 
 
 def reach_cells(runs, target, rate):
@@ -450,13 +476,16 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     quiet_logs()  # TF-free: reading runs and drawing need no TensorFlow
     try:
-        rates = {}
-        for key, value in (pair.split("=") for pair in FLAGS.idle_rates):
-            env, _, label = key.rpartition(":")  # env ids may hold ':' (module:Env-v0)
-            rates[(env or None, label)] = float(value)
+        # Labels may hold '=' (algorithm_kwargs) and ':' (a module's algorithm), env ids ':'
+        # too: the rate follows the last '=', the key is matched against the rows.
+        raw_rates = {}
+        for key, _, value in (pair.rpartition("=") for pair in FLAGS.idle_rates):
+            raw_rates[key] = float(value)
+        if not all(raw_rates):
+            raise ValueError("no label")
     except ValueError:
         fail(f"--idle_rates takes [env:]label=env steps/s pairs, got {','.join(FLAGS.idle_rates)}")
-    if any(not (math.isfinite(rate) and rate > 0) for rate in rates.values()):
+    if any(not (math.isfinite(rate) and rate > 0) for rate in raw_rates.values()):
         fail(f"--idle_rates must be positive env steps/s, got {','.join(FLAGS.idle_rates)}")
     reach = parse_reach(FLAGS.reach)
     at_steps = parse_at_steps(FLAGS.at_steps)
@@ -480,7 +509,8 @@ def main(argv):
             f"no finished runs match --runs={FLAGS.runs!r}, --peer_results="
             f"{FLAGS.peer_results!r} or --curves={FLAGS.curves!r}"
         )
-    check_matched(groups, reach, rates)
+    rates = matched_rates(groups, raw_rates)
+    check_reach(groups, reach)
     if FLAGS.curve_data:
         write_curves(FLAGS.curve_data, found)
     print("\n".join(write_report(groups, FLAGS.out_dir, reach, rates, at_steps)))

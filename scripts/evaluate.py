@@ -156,11 +156,15 @@ def _report(env_id, env_kwargs, returns, seed, episodes, info, success_rate=None
         and env_kwargs == (info.get("env_kwargs") or {})
         and not FLAGS.stochastic
     )
-    if repeats_final and info.get("env_fn"):  # not the same env: the factory's wrappers
+    if info.get("env_fn") and env_id == info.get("env_id"):  # not the env that trained
         print(
             f"  the training run's envs were made by env_fn {info['env_fn']} around {env_id}, "
-            "whose wrappers (of rewards, time limits) this evaluation by id leaves out: its "
-            f"evaluation of these weights returned {info['eval_return_mean']:.1f}"
+            "whose wrappers (of rewards, time limits) this evaluation by id leaves out"
+            + (
+                f": its evaluation of these weights returned {info['eval_return_mean']:.1f}"
+                if repeats_final
+                else ""
+            )
         )
     elif repeats_final:
         # The weights' own evaluation, named by its step: a checkpoint's (--step, or an older

@@ -227,7 +227,10 @@ def test_bad_inputs_are_one_line_and_nothing_is_written(tmp_path):
         ([f"--runs={runs}/a/seed*", "--out_dir="], "--out_dir is required"),
         ([f"--curves={tmp_path / 'curve.csv'}"], "is not a curve file of --curve_data"),
         ([f"--peer_results={runs}"], "cannot read"),
-        ([f"--runs={runs}/a/seed*", "--idle_rates=tfsc=100"], "names 'tfsc', which no row"),
+        (
+            [f"--runs={runs}/a/seed*", "--idle_rates=tfsc=100"],
+            "names 'tfsc', which is no row's label",
+        ),
     ]
     for args, message in cases:
         out, data = tmp_path / "out", tmp_path / "data"
@@ -278,7 +281,29 @@ def test_seeds_that_end_at_different_steps_are_said_so(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "| Hopper-v5 | tfsac | 0,1 | 300 ± 200 (at 20, 30 env steps) | 50 |" in proc.stdout
     assert "evaluated different env steps (ending at 20, 30); one line each" in proc.stderr
-    assert "no runs of Pendulum-v1 here (envs: Hopper-v5)" in proc.stderr
+    assert "--reach: no runs of Pendulum-v1 here (envs: Hopper-v5)" in proc.stderr
     proc = _report(f"--runs={tmp_path}/*", f"--out_dir={tmp_path}/out2")  # no run dirs
     assert proc.returncode == 2
     assert f"skipped (not a run directory): {tmp_path / 'other'}" in proc.stderr
+
+
+def test_idle_rates_name_labels_with_colons_and_equals_and_curve_names_do_not_collide(tmp_path):
+    """A reviewer's: a module's algorithm ('tfsac my_algos:mean_q') or its hyperparameters
+    ('tfsac mean_q min_weight=0.5') could not be given a rate; two labels that make one
+    curve file name wrote one file for two runs."""
+    runs = tmp_path / "runs"
+    _tfsac_run(runs / "m" / "seed0", 0, [1.0, 100.0], 50.0, algorithm="my_algos:mean_q")
+    kwargs = {"algorithm": "mean_q", "algorithm_kwargs": {"min_weight": 0.5}}
+    _tfsac_run(runs / "k" / "seed0", 0, [2.0, 200.0], 50.0, **kwargs)
+    rates = "--idle_rates=tfsac my_algos:mean_q=10,Hopper-v5:tfsac mean_q min_weight=0.5=20"
+    proc = _report(f"--runs={runs}/*/seed*", f"--out_dir={tmp_path}/out", "--reach=0", rates)
+    assert proc.returncode == 0, proc.stderr
+    assert "| Hopper-v5 | tfsac my_algos:mean_q | 0 | 100 ± 0 | 50 / 10 |" in proc.stdout
+    assert "| Hopper-v5 | tfsac mean_q min_weight=0.5 | 0 | 200 ± 0 | 50 / 20 |" in proc.stdout
+    _tfsac_run(runs / "n" / "seed0", 0, [3.0, 300.0], 50.0, algorithm="my_algos_mean_q")
+    data = tmp_path / "data"
+    proc = _report(
+        f"--runs={runs}/[mn]/seed*", f"--out_dir={tmp_path}/out2", f"--curve_data={data}"
+    )
+    assert proc.returncode == 2 and "two runs' curves would both be" in proc.stderr
+    assert not data.exists()

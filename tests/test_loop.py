@@ -5,6 +5,8 @@ import dataclasses
 import json
 import logging
 import os
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -443,6 +445,18 @@ def test_an_env_fn_run_records_its_factory_and_resumes_only_with_it(tmp_path):
         train(longer, resume=True)
     assert sorted(os.listdir(config.run_dir)) == files
     assert train(longer, env_fn=_scaled_rewards, resume=True).summary["env_steps"] == 80
+    # evaluate.py by id: said to leave the factory's wrappers out, whatever its seed.
+    script = os.path.join(REPO_ROOT, "scripts", "evaluate.py")
+    for extra in ([], ["--seed=5"]):
+        done = subprocess.run(
+            [sys.executable, script, f"--run_dir={config.run_dir}", *extra],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"made by env_fn {name} around Pendulum-v1, whose wrappers" in done.stdout
+        assert "(same seed, episodes and env)" not in done.stdout
 
 
 def test_an_env_in_wrappers_that_change_its_values_but_not_its_spaces_is_named_custom(tmp_path):

@@ -40,7 +40,13 @@ def main(argv):
         check_start(config, resume=FLAGS.resume).eval_env.close()
     except TfsacError as e:
         fail(str(e))
-    if FLAGS["offline_ratio"].present and config.offline_data is None and not FLAGS.resume:
+    if FLAGS["offline_ratio"].present and config.total_steps == 0:
+        logging.warning(  # a tester's --offline_ratio=0 trained on the recorded rows anyway
+            "--offline_ratio=%s is not read by offline-only training (total_steps=0): every "
+            "minibatch is recorded data",
+            FLAGS.offline_ratio,
+        )
+    elif FLAGS["offline_ratio"].present and config.offline_data is None and not FLAGS.resume:
         # RLPD's presets set it: without their data they are slow online SAC.
         logging.warning(
             "--offline_ratio=%s is given without --offline_data: this run learns online only "

@@ -143,6 +143,8 @@ CASES = [
     ("collect", ["--env=Pendulum-v1"], "--output is required"),
     ("collect", ["--output=out", "--env=NoSuchEnv-v0", "--format=npz"], "NoSuchEnv-v0"),
     ("collect", ["--output=blocker", "--env=Pendulum-v1", "--format=npz"], "already exists"),
+    # A tester's: refused only after every episode was recorded (the link cannot be replaced).
+    ("collect", ["--output=emptylink", "--env=Pendulum-v1", "--format=npz"], "symbolic link"),
     ("collect", ["--output=blocker/x", "--env=Pendulum-v1", "--format=npz"], "Not a directory"),
     ("collect", ["--output=out", "--env=Pendulum-v1"], "needs a dataset id"),
     ("collect", ["--output=o", "--env=Pendulum-v1", "--dataset_id=../x-v0"], "dataset_id must"),
@@ -248,6 +250,8 @@ def _folder(root, index):
     for version in (1, 3):  # a model folder (what --saved_model names is one of them)
         (folder / "models" / str(version)).mkdir(parents=True)
         (folder / "models" / str(version) / "saved_model.pb").write_bytes(b"")
+    (folder / "empty").mkdir()
+    (folder / "emptylink").symlink_to(folder / "empty")  # a link to an empty folder
     shutil.copytree(folder / "oldrun", folder / "ckptrun")  # with checkpoints of two steps
     (folder / "ckptrun" / "checkpoints").mkdir()
     for step in (100, 200):

@@ -424,7 +424,11 @@ def _scaled_rewards():  # a module-level factory: its name is recorded
     return gym.wrappers.TransformReward(env, lambda r: 0.1 * r)
 
 
-def test_an_env_fn_run_records_its_factory_and_resumes_only_with_it(tmp_path):
+def _renamed_factory():
+    return _scaled_rewards()
+
+
+def test_an_env_fn_run_records_its_factory_and_resumes_only_with_it(tmp_path, caplog):
     """A tester's: a run trained through an env_fn of reward and time-limit wrappers (named
     by the plain id) resumed from the command line on the plain env's evaluations, and
     evaluate.py said it repeated the run's. The factory is recorded in env_spec.json, the
@@ -457,6 +461,14 @@ def test_an_env_fn_run_records_its_factory_and_resumes_only_with_it(tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         assert f"made by env_fn {name} around Pendulum-v1, whose wrappers" in done.stdout
         assert "(same seed, episodes and env)" not in done.stdout
+    caplog.set_level(logging.WARNING, logger="absl")  # another factory: said, not refused
+    more = dataclasses.replace(longer, total_steps=120)
+    assert train(more, env_fn=_renamed_factory, resume=True).summary["env_steps"] == 120
+    assert any(
+        f"env_fn {__name__}._renamed_factory resumes a run that env_fn {name} trained"
+        in r.getMessage()
+        for r in caplog.records
+    )
 
 
 def test_an_env_in_wrappers_that_change_its_values_but_not_its_spaces_is_named_custom(tmp_path):

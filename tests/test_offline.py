@@ -17,7 +17,7 @@ from tfsac import SACConfig, SACLearner, TfsacError, Trainer
 from tfsac.algorithm import losses
 from tfsac.data.envs import env_spec, make_env
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
-from tfsac.data.offline_data import RecordedData, load_recorded
+from tfsac.data.offline_data import NPZ_FORMAT, RecordedData, load_recorded
 from tfsac.data.recording import record_episodes
 from tfsac.data.replay import ReplayBuffer
 
@@ -303,6 +303,17 @@ def _run_dir_sources_get_the_recorded_datas_checks(run_dir, tmp_path):
     (copy / "checkpoints" / "ckpt-40.extra" / "rows.npy").write_bytes(b"")
     with pytest.raises(TfsacError, match="corrupt checkpoint replay: No data left in file"):
         load_recorded(str(copy), _spec())
+    # A damaged newest checkpoint beside a good older one: the older one's replay, as a
+    # resume takes it (a tester's was refused).
+    copy = shutil.copytree(run_dir, tmp_path / "damaged newest")
+    checkpoints = copy / "checkpoints"
+    shutil.copytree(checkpoints / "ckpt-40.extra", checkpoints / "ckpt-50.extra")
+    shutil.copy(checkpoints / "ckpt-40.index", checkpoints / "ckpt-50.index")
+    (checkpoints / "ckpt-50.extra" / "rows.npy").write_bytes(b"")
+    np.testing.assert_array_equal(
+        load_recorded(str(copy), _spec()).observation,
+        load_recorded(str(run_dir), _spec()).observation,
+    )
 
 
 def test_offline_only_training_runs_its_updates_on_the_recorded_data(tmp_path, dataset):
@@ -454,3 +465,44 @@ def test_an_rlpd_preset_without_data_says_that_it_learns_online_only(tmp_path):
     done = run_script("train", [f"--flagfile={preset}", "--env=NoSuchEnv-v0"], cwd=tmp_path)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1 and "NoSuchEnv-v0" in lines[0]
+
+
+def test_episode_values_a_tester_found_taken_are_refused_in_one_line(tmp_path, monkeypatch):
+    """NaN or 0.5 terminations were read as True; a float64 reward beyond float32 printed
+    numpy's overflow warning before the error; zero-width action bounds divided by zero
+    (NaN actions); a text file named episode_0.npz was said to hold pickled data; and a
+    missing Minari id made Minari's datasets folder (outside every path named)."""
+    import warnings
+
+    from tfsac.data.offline_data import Episodes, checked
+
+    def episodes(**changes):
+        found = record_episodes("Pendulum-v1", 1, seed=0, env_kwargs={"max_episode_steps": 5})
+        found[0].update(changes)
+        return Episodes("npz", "Pendulum-v1", None, None, found)
+
+    for flags in ([0, 0, 0, 0, np.nan], [0, 0, 0, 0, 0.5]):
+        with pytest.raises(TfsacError, match="terminations and truncations must be 0 or 1"):
+            checked("rec", episodes(terminations=np.array(flags)), _spec())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning line would be a second line
+        with pytest.raises(TfsacError, match="non-finite observations, actions or rewards"):
+            checked("rec", episodes(rewards=np.array([0, 1, 1e300, 0, 0])), _spec())
+    fixed = dataclasses.replace(_spec(), action_low=(-2.0,), action_high=(-2.0,))
+    with pytest.raises(TfsacError, match="a dimension of zero width"):
+        checked("rec", episodes(), fixed)
+    folder = tmp_path / "npz"
+    folder.mkdir()
+    (folder / "dataset.json").write_text(
+        json.dumps(
+            {"format": NPZ_FORMAT, "env_id": "Pendulum-v1", "action_low": [-2], "action_high": [2]}
+        )
+    )
+    (folder / "episode_0.npz").write_text("not an archive")
+    with pytest.raises(TfsacError, match="episode_0.npz: not an .npz archive of arrays$"):
+        load_recorded(str(folder), _spec())
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TfsacError, match="no Minari dataset of that id .*name it where it is"):
+        load_recorded("nosuch/data-v0", _spec())
+    assert not (tmp_path / "minari").exists()

@@ -450,6 +450,13 @@ def test_a_resume_names_a_learned_alpha_auto_not_none():
 
     with pytest.raises(TfsacError, match=r"alpha=0.2 differs from the resumed run's 'auto' \("):
         resume_changes({"alpha": None, "run_dir": "r"}, {"alpha": 0.2, "run_dir": "r"})
+    # And offline_ratio's 'size' (None in config.json), as its flag is written.
+    with pytest.raises(
+        TfsacError, match=r"offline_ratio='size' differs from the resumed run's 0.5"
+    ):
+        resume_changes(
+            {"offline_ratio": 0.5, "run_dir": "r"}, {"offline_ratio": None, "run_dir": "r"}
+        )
 
 
 def test_layer_widths_take_sb3s_list_syntax_too():

@@ -88,8 +88,11 @@ def resume_changes(old: Dict, new: Dict) -> List[str]:
 
 
 def _shown(name: str, value) -> str:
-    """A setting's value as its flag is written (alpha None: learned, 'auto')."""
-    return "'auto' (learned)" if name == "alpha" and value is None else repr(value)
+    """A setting's value as its flag is written (alpha None: learned, 'auto';
+    offline_ratio None: 'size')."""
+    if value is None and name in ("alpha", "offline_ratio"):
+        return "'auto' (learned)" if name == "alpha" else "'size'"
+    return repr(value)
 
 
 # Changes that checks other than the settings' decide, by field: whether this is one.

@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence
 
 import gymnasium as gym
 import numpy as np
+from absl import logging
 
 from tfsac.data.spaces import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
@@ -143,8 +144,25 @@ def _from_npz(source: str) -> Episodes:
                 episodes.append({k: npz[k] for k in EPISODE_FIELDS})
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
             name = os.path.basename(path)
+            if "allow_pickle" in str(e):  # numpy's guess for a file that is no .npz archive
+                e = "not an .npz archive of arrays"
             raise TfsacError(f"offline_data {source!r}: corrupt episode file {name}: {e}") from None
     return Episodes("npz", meta["env_id"], low, high, episodes)
+
+
+def _minari_root() -> str:
+    """Minari's datasets folder, as minari.storage.get_dataset_path names it (without
+    making it, which that does)."""
+    default = os.path.join(os.path.expanduser("~"), ".minari", "datasets")
+    return os.environ.get("MINARI_DATASETS_PATH") or default
+
+
+def _no_dataset(source: str, root: str):
+    raise TfsacError(
+        f"offline_data {source!r}: no such folder, and no Minari dataset of that id in {root} "
+        f"(a folder that moved: name it where it is now, also on --resume; a public dataset: "
+        f"`minari download {source}`)"
+    )
 
 
 def _minari(source: str, data_path: Optional[str]) -> Episodes:
@@ -157,6 +175,9 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
             "Minari dataset id, is not installed (pip install 'tfsac[offline]', or "
             '-e ".[offline]" in a checkout)'
         ) from None
+    root = _minari_root()
+    if data_path is None and not os.path.isdir(os.path.dirname(os.path.join(root, source))):
+        _no_dataset(source, root)  # before minari, which makes its datasets folder
     try:
         if data_path is None:
             dataset = minari.load_dataset(source)
@@ -168,11 +189,7 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
             {k: _arrays(getattr(e, k)) for k in EPISODE_FIELDS} for e in dataset.iterate_episodes()
         ]
     except FileNotFoundError:
-        root = minari.storage.get_dataset_path()
-        raise TfsacError(
-            f"offline_data {source!r}: no such folder, and no Minari dataset of that id in "
-            f"{root}; `minari download {source}` fetches a public one"
-        ) from None
+        _no_dataset(source, root)
     except Exception as e:  # noqa: BLE001 - h5py, pyarrow and json errors of a damaged dataset
         raise TfsacError(f"offline_data {source!r}: unreadable Minari dataset: {e}") from None
     if not hasattr(space, "low") or len(getattr(space, "shape", ()) or ()) != 1:
@@ -194,29 +211,21 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
     steps = checkpoint_steps(folder)  # newest first, as a resume would take them
     if not steps:
         raise TfsacError(f"offline_data {source!r}: a tfsac run without checkpoints")
-    extra = os.path.join(folder, f"ckpt-{steps[0]}.extra")
-    try:
-        with open(os.path.join(extra, CHECKPOINT_STATE_FILE)) as f:
-            replay = json.load(f)["replay"]
-        rows, ref, side = (
-            np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
-            for name in ("rows", "next_index", "side_observation")
-        )
-        capacity, d = int(replay["capacity"]), spec.obs_dim
-        if rows.shape != (len(ref), d + spec.action_dim + 2):
-            raise ValueError(f"rows of shape {rows.shape} for this env")
-        ref = np.asarray(ref, np.int64)
-        if len(ref) and (ref.min() < 0 or ref.max() >= capacity + len(side)):
-            raise ValueError("next_index out of range")
-        in_side = ref >= capacity
-        next_obs = np.empty((len(ref), d), np.float32)
-        next_obs[~in_side] = rows[ref[~in_side], :d]
-        next_obs[in_side] = side[ref[in_side] - capacity]
-    except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError) as e:
-        raise TfsacError(f"offline_data {source!r}: corrupt checkpoint replay: {e}") from None
+    errors = []
+    for step in steps:  # the newest whose replay files read, as a resume takes (a tester's)
+        try:
+            rows, ref, next_obs, in_side = _checkpoint_replay(folder, step, spec)
+            break
+        except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError) as e:
+            errors.append(f"ckpt-{step}: {e}" if len(steps) > 1 else str(e))
+    else:
+        raise TfsacError(f"offline_data {source!r}: corrupt checkpoint replay: {errors[0]}")
+    for error in errors:  # said only where an older checkpoint's replay is taken instead
+        logging.warning("offline_data %s: skipped unreadable checkpoint %s", source, error)
     if len(ref) == 0:
         raise TfsacError(f"offline_data {source!r} is empty: its checkpoint holds no transitions")
     # The checks recorded episodes get (a replay file edited or damaged by hand).
+    d = spec.obs_dim
     action = rows[:, d:-2]
     if not (np.isfinite(rows).all() and np.isfinite(next_obs).all()):
         raise TfsacError(f"offline_data {source!r}: non-finite values in its checkpoint replay")
@@ -234,6 +243,29 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
     )
 
 
+def _checkpoint_replay(folder: str, step: int, spec: EnvSpec):
+    """(rows, next_index, next observations, whether each next one is a side row) of the
+    replay of checkpoint `step` in `folder`, memory-mapped; errors of damaged files raise."""
+    extra = os.path.join(folder, f"ckpt-{step}.extra")
+    with open(os.path.join(extra, CHECKPOINT_STATE_FILE)) as f:
+        replay = json.load(f)["replay"]
+    rows, ref, side = (
+        np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
+        for name in ("rows", "next_index", "side_observation")
+    )
+    capacity, d = int(replay["capacity"]), spec.obs_dim
+    if rows.shape != (len(ref), d + spec.action_dim + 2):
+        raise ValueError(f"rows of shape {rows.shape} for this env")
+    ref = np.asarray(ref, np.int64)
+    if len(ref) and (ref.min() < 0 or ref.max() >= capacity + len(side)):
+        raise ValueError("next_index out of range")
+    in_side = ref >= capacity
+    next_obs = np.empty((len(ref), d), np.float32)
+    next_obs[~in_side] = rows[ref[~in_side], :d]
+    next_obs[in_side] = side[ref[in_side] - capacity]
+    return rows, ref, next_obs, in_side
+
+
 def _arrays(value):
     """A field's arrays; Dict and Tuple observations stay one array per key or entry."""
     if isinstance(value, dict):
@@ -249,7 +281,8 @@ def _flat_observations(where: str, obs, space: Optional[gym.Space], steps: int) 
     flattened with gymnasium.spaces.flatten, as the env's own observations are
     (tfsac.data.envs.make_env)."""
     if not isinstance(obs, (dict, tuple)):
-        return np.asarray(obs, np.float32)
+        with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
+            return np.asarray(obs, np.float32)
     if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
     try:
@@ -286,6 +319,11 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
         raise TfsacError(
             f"offline_data {source!r} has action bounds [{_text(data.action_low)}, "
             f"{_text(data.action_high)}], the env [{_text(low)}, {_text(high)}]"
+        )
+    if np.any(high <= low):  # the rescale to [-1, 1] divides by the width
+        raise TfsacError(
+            f"offline_data {source!r}: the env's action bounds [{_text(low)}, {_text(high)}] "
+            "have a dimension of zero width: recorded actions cannot be rescaled to [-1, 1]"
         )
     parts: List[List[np.ndarray]] = [[] for _ in range(5)]
     space = space_from_json(spec.observation_space_json) if spec.observation_space_json else None
@@ -340,14 +378,16 @@ def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None)
             f"{where}: {steps} rewards, actions of shape {action.shape} and {len(obs)} "
             f"observations; the env's actions are ({spec.action_dim},)"
         )
-    term, trunc = (
-        np.asarray(episode[k], bool).reshape(-1) for k in ("terminations", "truncations")
-    )
+    flags = [np.asarray(episode[k]).reshape(-1) for k in ("terminations", "truncations")]
+    if not all(np.isin(f, (0, 1)).all() for f in flags):  # NaN or 0.5 read as True
+        raise TfsacError(f"{where}: terminations and truncations must be 0 or 1 (booleans)")
+    term, trunc = (f.astype(bool) for f in flags)
     if len(term) != steps or len(trunc) != steps or np.any((term | trunc)[:-1]):
         raise TfsacError(
             f"{where}: terminations and truncations must mark only the episode's last step"
         )
-    reward = np.asarray(episode["rewards"], np.float32).reshape(-1)
+    with np.errstate(over="ignore"):  # float64 beyond float32's range: refused below
+        reward = np.asarray(episode["rewards"], np.float32).reshape(-1)
     if not all(np.all(np.isfinite(a)) for a in (obs, action, reward)):
         raise TfsacError(f"{where}: non-finite observations, actions or rewards")
     # The last row ends the episode (whatever its flags: a recording stopped there).

@@ -125,8 +125,10 @@ def check_output(output: str, fmt: str, dataset_id: Optional[str]) -> str:
         folder = os.path.join(output, *parts[:n])
         if os.path.isfile(os.path.join(folder, "data", "metadata.json")):
             raise TfsacError(f"{folder!r} is a Minari dataset: a dataset id cannot go inside it")
-    if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
+    if os.path.lexists(target) and (not os.path.isdir(target) or os.listdir(target)):
         raise TfsacError(f"{target!r} already exists; choose another output or dataset id")
+    if os.path.islink(target):  # the dataset replaces the folder: a link's would be lost
+        raise TfsacError(f"{target!r} is a symbolic link: name the folder itself, or a new one")
     check_writable(target)  # a folder in the way is a file, not writable, ...: one line
     return target
 

@@ -463,7 +463,7 @@ def test_an_env_fn_run_records_its_factory_and_resumes_only_with_it(tmp_path, ca
         assert "(same seed, episodes and env)" not in done.stdout
     caplog.set_level(logging.WARNING, logger="absl")  # another factory: said, not refused
     more = dataclasses.replace(longer, total_steps=120)
-    assert train(more, env_fn=_renamed_factory, resume=True).summary["env_steps"] == 120
+    assert train(more, env_fn=_renamed_factory, resume=True, quiet=True).summary["env_steps"] == 120
     assert any(
         f"env_fn {__name__}._renamed_factory resumes a run that env_fn {name} trained"
         in r.getMessage()

@@ -17,7 +17,8 @@ from tfsac import SACConfig, SACLearner, TfsacError, Trainer
 from tfsac.algorithm import losses
 from tfsac.data.envs import env_spec, make_env
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
-from tfsac.data.offline_data import NPZ_FORMAT, RecordedData, load_recorded
+from tfsac.data.offline_data import load_recorded
+from tfsac.data.recorded_data import NPZ_FORMAT, RecordedData
 from tfsac.data.recording import record_episodes
 from tfsac.data.replay import ReplayBuffer
 
@@ -133,7 +134,8 @@ def test_a_transition_floor_records_whole_episodes_until_it_is_reached():
 
 def test_actions_are_rescaled_to_the_unit_box_and_checked_against_the_bounds(tmp_path):
     episodes = record_episodes("Pendulum-v1", 1, seed=0, env_kwargs={"max_episode_steps": 5})
-    from tfsac.data.offline_data import Episodes, checked
+    from tfsac.data.offline_data import checked
+    from tfsac.data.recorded_data import Episodes
 
     data = checked("rec", Episodes("npz", "Pendulum-v1", None, None, episodes), _spec())
     np.testing.assert_allclose(data.action, episodes[0]["actions"] / 2.0, atol=1e-6)  # [-2, 2]
@@ -277,6 +279,12 @@ def test_checkpoints_reference_the_recorded_rows_and_a_resume_restores_exactly(t
         Trainer(_config(tmp_path, "split", dataset, total_steps=60), export=False, resume=True)
 
 
+def _drop_older_checkpoint(run_dir):
+    """Leaves the newest checkpoint alone: an older one would be read where it is damaged."""
+    for older in (run_dir / "checkpoints").glob("ckpt-20.*"):
+        shutil.rmtree(older) if older.is_dir() else older.unlink()
+
+
 def _run_dir_sources_get_the_recorded_datas_checks(run_dir, tmp_path):
     """A run's replay edited by hand is refused as a damaged episode file is."""
     edits = {
@@ -291,6 +299,7 @@ def _run_dir_sources_get_the_recorded_datas_checks(run_dir, tmp_path):
     }
     for what, (name, edit) in edits.items():
         copy = shutil.copytree(run_dir, tmp_path / f"edited {what}")
+        _drop_older_checkpoint(copy)
         extra = copy / "checkpoints" / "ckpt-40.extra"
         array = np.load(extra / f"{name}.npy")
         edit(array)
@@ -300,20 +309,18 @@ def _run_dir_sources_get_the_recorded_datas_checks(run_dir, tmp_path):
         with pytest.raises(TfsacError, match=messages[what]):
             load_recorded(str(copy), _spec())
     copy = shutil.copytree(run_dir, tmp_path / "empty rows")  # a file a full disk left empty
+    _drop_older_checkpoint(copy)
     (copy / "checkpoints" / "ckpt-40.extra" / "rows.npy").write_bytes(b"")
     with pytest.raises(TfsacError, match="corrupt checkpoint replay: No data left in file"):
         load_recorded(str(copy), _spec())
     # A damaged newest checkpoint beside a good older one: the older one's replay, as a
     # resume takes it (a tester's was refused).
     copy = shutil.copytree(run_dir, tmp_path / "damaged newest")
-    checkpoints = copy / "checkpoints"
-    shutil.copytree(checkpoints / "ckpt-40.extra", checkpoints / "ckpt-50.extra")
-    shutil.copy(checkpoints / "ckpt-40.index", checkpoints / "ckpt-50.index")
-    (checkpoints / "ckpt-50.extra" / "rows.npy").write_bytes(b"")
-    np.testing.assert_array_equal(
-        load_recorded(str(copy), _spec()).observation,
-        load_recorded(str(run_dir), _spec()).observation,
-    )
+    (copy / "checkpoints" / "ckpt-40.extra" / "rows.npy").write_bytes(b"")
+    older = np.load(run_dir / "checkpoints" / "ckpt-20.extra" / "rows.npy")
+    replay = load_recorded(str(copy), _spec())
+    assert len(replay) == len(older) == 20
+    np.testing.assert_array_equal(replay.observation, older[:, :3])
 
 
 def test_offline_only_training_runs_its_updates_on_the_recorded_data(tmp_path, dataset):
@@ -474,7 +481,8 @@ def test_episode_values_a_tester_found_taken_are_refused_in_one_line(tmp_path, m
     missing Minari id made Minari's datasets folder (outside every path named)."""
     import warnings
 
-    from tfsac.data.offline_data import Episodes, checked
+    from tfsac.data.offline_data import checked
+    from tfsac.data.recorded_data import Episodes
 
     def episodes(**changes):
         found = record_episodes("Pendulum-v1", 1, seed=0, env_kwargs={"max_episode_steps": 5})

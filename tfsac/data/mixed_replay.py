@@ -14,7 +14,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from tfsac.data.n_step import n_step_returns
-from tfsac.data.offline_data import RecordedData
+from tfsac.data.recorded_data import RecordedData
 from tfsac.data.replay import ReplayBuffer
 from tfsac.errors import TfsacError
 

@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from tfsac.data.envs import make_env, unit_to_bounds
-from tfsac.data.offline_data import EPISODE_FIELDS, NPZ_FORMAT, NPZ_META_FILE
+from tfsac.data.recorded_data import EPISODE_FIELDS, NPZ_FORMAT, NPZ_META_FILE
 from tfsac.errors import TfsacError
 from tfsac.files import check_writable
 

@@ -27,7 +27,8 @@ from tfsac.data.envs import (
     unflattened,
 )
 from tfsac.data.goals import check_batched_reward, episode_limit, reward_function
-from tfsac.data.offline_data import RecordedData, load_recorded
+from tfsac.data.offline_data import load_recorded
+from tfsac.data.recorded_data import RecordedData
 from tfsac.data.spaces import EnvSpec, read_env_spec
 from tfsac.deploy.formats import check_available, parse_formats
 from tfsac.errors import TfsacError

@@ -283,7 +283,8 @@ class SACConfig(
         elif self.offline_updates:
             raise TfsacError(
                 "offline_updates is for offline-only training (total_steps=0); with env steps "
-                "the updates follow gradient_steps and train_freq"
+                "the updates follow gradient_steps and train_freq (an offline-only run goes "
+                "on online as a new run: --init_from=<its run_dir>)"
             )
 
     def _validate_her(self) -> None:

@@ -357,7 +357,7 @@ NEEDED = {
 }
 
 
-def check_ignored_flags(config) -> None:
+def check_ignored_flags(config, runner_flags: bool = True) -> None:
     """Exits with one line when a flag given would be ignored: one that only another,
     unset option reads (NEEDED), or an env runner flag in a run without runners (the
     run's `num_actors`, a resumed one's included: without runners the envs step in this
@@ -370,7 +370,7 @@ def check_ignored_flags(config) -> None:
         given = flags.FLAGS[name].present and not flags.FLAGS[needed].present
         if given and not getattr(config, needed):
             fail(f"{name} needs {needed}{tail}")
-    if config.num_actors:
+    if config.num_actors or not runner_flags:  # a sweep's --ray_address is its cluster's
         return
     for field, _ in _config_fields():
         name = field.metadata["flag"] or field.name

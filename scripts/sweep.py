@@ -17,6 +17,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
 
 from _cli import (  # noqa: E402
+    check_ignored_flags,
     config_from_flags,
     define_training_flags,
     fail,
@@ -122,6 +123,13 @@ class FlagConfigs:
         return {"names": self.names, "_flags": None, "_build": None}
 
 
+def _checked(config):
+    """A trial's config, refused (one line) where a flag given would be ignored in it, as
+    train.py refuses it (a grid's value counts as given)."""
+    check_ignored_flags(config, runner_flags=False)
+    return config
+
+
 def main(argv):
     if len(argv) > 1:
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -140,7 +148,7 @@ def main(argv):
         except ValueError:
             raise TfsacError(f"--seeds must be integers, got {','.join(FLAGS.seeds)}") from None
         plan = plan_sweep(
-            FlagConfigs(FLAGS, TRAINING_FLAGS, lambda: config_from_flags(tfsac)),
+            FlagConfigs(FLAGS, TRAINING_FLAGS, lambda: _checked(config_from_flags(tfsac))),
             FLAGS.sweep_dir,
             seeds,
             grid=FLAGS.grid,

@@ -186,6 +186,7 @@ CASES = [
     ("train", ["--her_strategy=future"], "her_strategy needs her (add --her: Hindsight"),
     ("train", ["--her_goals_per_transition=4"], "her_goals_per_transition needs her (add"),
     ("train", ["--min_evaluations=0"], "min_evaluations needs stop_after_no_improvement: it"),
+    ("sweep", ["--her_strategy=future"], "her_strategy needs her (add --her"),
     ("sweep", ["--grid=learning_rate="], "learning_rate: no values"),
     ("sweep", ["--grid=learning_rate=1e-3,,3e-4"], "empty value"),
     ("sweep", ["--grid=seed=1,2"], "--seeds"),

@@ -353,8 +353,8 @@ def matched_rates(groups, raw_rates):
         found = [(env, lib) for env, lib in splits if lib in groups.get(env, {})]
         if found:
             rates[found[0]] = rate
-        elif any(env not in groups for env, _ in splits):
-            absent.append(key)
+        elif splits and not any(env in groups or " " in env for env, _ in splits):
+            absent.append(key)  # an env id (no spaces) of no run here
         else:
             known = ", ".join(sorted(labels))
             fail(f"--idle_rates names {key!r}, which is no row's label (labels: {known})")

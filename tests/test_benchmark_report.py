@@ -300,6 +300,9 @@ def test_idle_rates_name_labels_with_colons_and_equals_and_curve_names_do_not_co
     assert proc.returncode == 0, proc.stderr
     assert "| Hopper-v5 | tfsac my_algos:mean_q | 0 | 100 ± 0 | 50 / 10 |" in proc.stdout
     assert "| Hopper-v5 | tfsac mean_q min_weight=0.5 | 0 | 200 ± 0 | 50 / 20 |" in proc.stdout
+    for typo in ("tfsac my_algos:mean_qq=10", "Hopper-v5:tfsac my_algos:mean_qq=10"):
+        proc = _report(f"--runs={runs}/*/seed*", f"--out_dir={tmp_path}/o", f"--idle_rates={typo}")
+        assert proc.returncode == 2 and "which is no row's label" in proc.stderr, typo
     _tfsac_run(runs / "n" / "seed0", 0, [3.0, 300.0], 50.0, algorithm="my_algos_mean_q")
     data = tmp_path / "data"
     proc = _report(

@@ -385,6 +385,15 @@ def test_an_env_that_breaks_the_gymnasium_api_is_one_line_before_anything_is_wri
     assert not os.path.exists(config.run_dir)
 
 
+def test_min_evaluations_without_its_stop_is_a_new_runs_mistake(tmp_path):
+    """Refused where a run starts afresh (check_new_run), not by SACConfig: a resume that
+    turns the stop off keeps its saved value (tests/test_callbacks.py)."""
+    config = tiny_config(tmp_path, "Pendulum-v1", min_evaluations=3)
+    with pytest.raises(TfsacError, match="min_evaluations needs stop_after_no_improvement"):
+        train(config)
+    assert not os.path.exists(config.run_dir)
+
+
 def test_an_env_instance_given_as_env_fn_is_one_line_naming_a_factory(tmp_path):
     """An SB3 user's habit (SAC(policy, env)): the error said 'TimeLimit' is not callable."""
     config = tiny_config(tmp_path, "Pendulum-v1")

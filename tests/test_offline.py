@@ -496,9 +496,14 @@ def test_episode_values_a_tester_found_taken_are_refused_in_one_line(tmp_path, m
         warnings.simplefilter("error")  # a warning line would be a second line
         with pytest.raises(TfsacError, match="non-finite observations, actions or rewards"):
             checked("rec", episodes(rewards=np.array([0, 1, 1e300, 0, 0])), _spec())
+    # A fixed action (zero width): 0 in the replay where recorded at its value (as the
+    # policy's 0 maps to it), refused elsewhere (the rescale divided by zero: NaN actions).
     fixed = dataclasses.replace(_spec(), action_low=(-2.0,), action_high=(-2.0,))
-    with pytest.raises(TfsacError, match="a dimension of zero width"):
+    with pytest.raises(TfsacError, match="actions outside the env's bounds"):
         checked("rec", episodes(), fixed)
+    at_it = episodes()
+    at_it.episodes[0]["actions"][:] = -2.0
+    np.testing.assert_array_equal(checked("rec", at_it, fixed).action, 0.0)
     folder = tmp_path / "npz"
     folder.mkdir()
     (folder / "dataset.json").write_text(
@@ -508,6 +513,9 @@ def test_episode_values_a_tester_found_taken_are_refused_in_one_line(tmp_path, m
     )
     (folder / "episode_0.npz").write_text("not an archive")
     with pytest.raises(TfsacError, match="episode_0.npz: not an .npz archive of arrays$"):
+        load_recorded(str(folder), _spec())
+    np.savez(folder / "episode_0.npz", observations=np.array([[1.0], "a"], dtype=object))
+    with pytest.raises(TfsacError, match="episode_0.npz: it holds object arrays: save numeric"):
         load_recorded(str(folder), _spec())
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     monkeypatch.chdir(tmp_path)

@@ -211,7 +211,7 @@ def test_stop_flags_end_the_run_cleanly_and_keep_the_best(tmp_path):
     # What continues it is the stop option that ended it (a tester took the one hint given
     # for all, --stop_at_return=none, to a run no improvement stopped). Turning the other
     # off too keeps the saved min_evaluations, which refused it.
-    hint = "a resume with stop_at_return=none (--stop_at_return=none) continues it"
+    hint = "a resume with stop_at_return=None (--stop_at_return=none) continues it"
     assert hint in again.stderr, again.stderr[-3000:]
     off = ["--stop_at_return=none", "--stop_after_no_improvement=0", "--export=false"]
     on = _run(["--run_dir=run", "--resume", *off], cwd=tmp_path)

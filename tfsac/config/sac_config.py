@@ -284,7 +284,8 @@ class SACConfig(
             raise TfsacError(
                 "offline_updates is for offline-only training (total_steps=0); with env steps "
                 "the updates follow gradient_steps and train_freq (an offline-only run goes "
-                "on online as a new run: --init_from=<its run_dir>)"
+                "on online as a new run: --init_from=<its run_dir> with its network options, "
+                "and its --offline_data to keep sampling it)"
             )
 
     def _validate_her(self) -> None:

@@ -91,22 +91,26 @@ def _from_npz(source: str) -> Episodes:
             with np.load(path) as npz:
                 episodes.append({k: npz[k] for k in EPISODE_FIELDS})
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
-            name = os.path.basename(path)
-            if "allow_pickle" in str(e):  # numpy's guess for a file that is no .npz archive
-                e = "not an .npz archive of arrays"
-            raise TfsacError(f"offline_data {source!r}: corrupt episode file {name}: {e}") from None
+            name, why = os.path.basename(path), str(e)
+            if not zipfile.is_zipfile(path):  # numpy guessed a pickle: not one to load
+                why = "not an .npz archive of arrays"
+            elif "allow_pickle" in why:
+                why = "it holds object arrays: save numeric arrays"
+            raise TfsacError(
+                f"offline_data {source!r}: corrupt episode file {name}: {why}"
+            ) from None
     return Episodes("npz", meta["env_id"], low, high, episodes)
 
 
-def _minari_root() -> str:
+def _minari_datasets() -> str:
     """Minari's datasets folder, as minari.storage.get_dataset_path names it (without
     making it, which that does)."""
     default = os.path.join(os.path.expanduser("~"), ".minari", "datasets")
     return os.environ.get("MINARI_DATASETS_PATH") or default
 
 
-def _no_dataset(source: str, root: str):
-    raise TfsacError(
+def _no_dataset(source: str, root: str) -> TfsacError:
+    return TfsacError(
         f"offline_data {source!r}: no such folder, and no Minari dataset of that id in {root} "
         f"(a folder that moved: name it where it is now, also on --resume; a public dataset: "
         f"`minari download {source}`)"
@@ -123,9 +127,9 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
             "Minari dataset id, is not installed (pip install 'tfsac[offline]', or "
             '-e ".[offline]" in a checkout)'
         ) from None
-    root = _minari_root()
+    root = _minari_datasets()
     if data_path is None and not os.path.isdir(os.path.dirname(os.path.join(root, source))):
-        _no_dataset(source, root)  # before minari, which makes its datasets folder
+        raise _no_dataset(source, root)  # before minari, which makes its datasets folder
     try:
         if data_path is None:
             dataset = minari.load_dataset(source)
@@ -137,7 +141,7 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
             {k: _arrays(getattr(e, k)) for k in EPISODE_FIELDS} for e in dataset.iterate_episodes()
         ]
     except FileNotFoundError:
-        _no_dataset(source, root)
+        raise _no_dataset(source, root) from None
     except Exception as e:  # noqa: BLE001 - h5py, pyarrow and json errors of a damaged dataset
         raise TfsacError(f"offline_data {source!r}: unreadable Minari dataset: {e}") from None
     if not hasattr(space, "low") or len(getattr(space, "shape", ()) or ()) != 1:
@@ -168,8 +172,15 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
             errors.append(f"ckpt-{step}: {e}" if len(steps) > 1 else str(e))
     else:
         raise TfsacError(f"offline_data {source!r}: corrupt checkpoint replay: {errors[0]}")
-    for error in errors:  # said only where an older checkpoint's replay is taken instead
-        logging.warning("offline_data %s: skipped unreadable checkpoint %s", source, error)
+    if errors:  # said only where an older checkpoint's replay is taken instead
+        logging.warning(
+            "offline_data %s: its newest checkpoints' replays are unreadable (%s): reading "
+            "ckpt-%d's instead (a run that recorded a newer one's checksum will not resume on "
+            "it)",
+            source,
+            "; ".join(errors),
+            step,
+        )
     if len(ref) == 0:
         raise TfsacError(f"offline_data {source!r} is empty: its checkpoint holds no transitions")
     # The checks recorded episodes get (a replay file edited or damaged by hand).
@@ -238,7 +249,8 @@ def _flat_observations(where: str, obs, space: Optional[gym.Space], steps: int) 
         rows = [gym.spaces.flatten(space, o) for o in gym.vector.utils.iterate(batched, obs)]
     except (KeyError, IndexError, ValueError, TypeError) as e:
         raise TfsacError(f"{where}: observations that do not fit the env's {space}: {e}") from None
-    return np.asarray(rows, np.float32)
+    with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
+        return np.asarray(rows, np.float32)
 
 
 def _same_env(source: str, env_id: Optional[str], spec: EnvSpec) -> None:
@@ -268,11 +280,6 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
             f"offline_data {source!r} has action bounds [{_text(data.action_low)}, "
             f"{_text(data.action_high)}], the env [{_text(low)}, {_text(high)}]"
         )
-    if np.any(high <= low):  # the rescale to [-1, 1] divides by the width
-        raise TfsacError(
-            f"offline_data {source!r}: the env's action bounds [{_text(low)}, {_text(high)}] "
-            "have a dimension of zero width: recorded actions cannot be rescaled to [-1, 1]"
-        )
     parts: List[List[np.ndarray]] = [[] for _ in range(5)]
     space = space_from_json(spec.observation_space_json) if spec.observation_space_json else None
     for n, episode in enumerate(data.episodes):
@@ -282,7 +289,11 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
     if not parts[0] or not sum(len(r) for r in parts[2]):
         raise TfsacError(f"offline_data {source!r} is empty: no transitions")
     obs, action, reward, next_obs, ended = (np.concatenate(p) for p in parts)
-    unit = 2.0 * (action - low) / (high - low) - 1.0  # as the replay stores actions
+    # As the replay stores actions; a dimension of zero width (a fixed action) is 0 there,
+    # as the policy's 0 maps to it (and its recorded value must be that one).
+    fixed = high <= low
+    unit = 2.0 * (action - low) / np.where(fixed, 1.0, high - low) - 1.0
+    unit[:, fixed] = np.where(action[:, fixed] == low[fixed], 0.0, np.inf)  # inf: refused
     if np.any(np.abs(unit) > 1.0 + BOUNDS_SLACK):
         raise TfsacError(
             f"offline_data {source!r} has actions outside the env's bounds [{_text(low)}, "

@@ -92,9 +92,12 @@ def _continue_hint(reason) -> str:
     """What continues a run that a stop ended: turning off the stop option that ended it
     (a tester took the one hint given for all, stop_at_return=none, to a run that no
     improvement stopped), or, where a callback of the user's did, more total_steps."""
-    for option, off in (("stop_at_return", "none"), ("stop_after_no_improvement", "0")):
+    for option, off, flag in (
+        ("stop_at_return", "None", "none"),
+        ("stop_after_no_improvement", "0", "0"),
+    ):
         if str(reason).endswith(f"({option})"):
-            return f"a resume with {option}={off} (--{option}={off}) continues it"
+            return f"a resume with {option}={off} (--{option}={flag}) continues it"
     return "a resume with a larger total_steps continues it"
 
 

@@ -249,8 +249,9 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             differ = differing_fields([run["config"] for run in group.runs]) if labels else []
             if differ:
                 notes.append(f"{group.label}: its runs differ in {', '.join(differ)}")
+    drawn = [name for name, _ in panels]
     for run in runs:  # drawn as they stand (a tester's: only some legends said so)
-        if not run["finished"] and run["curves"]:  # one without points is said below
+        if not run["finished"] and any(name in run["curves"] for name in drawn):
             notes.append(f"{run['dir']}: unfinished (no summary.json), drawn as it stands")
     for run in runs:  # a tester's: empty panels were drawn without a word
         if not any(name in run["curves"] for name, _ in PANELS[1:]):

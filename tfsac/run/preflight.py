@@ -144,11 +144,11 @@ def _check_same_factory(run_dir: str, spec: EnvSpec) -> None:
             "factory's wrappers; resume it in Python with the same env_fn "
             "(tfsac.train(config, resume=True, env_fn=...))"
         )
-    if saved is not None and saved.env_fn and spec.env_fn != saved.env_fn:  # renamed, or not
+    if saved is not None and spec.env_fn != saved.env_fn:  # renamed, or another env
         logging.warning(
-            "env_fn %s resumes a run that env_fn %s trained: its envs must be the same",
+            "env_fn %s resumes a run that %s trained: its envs must be the same",
             spec.env_fn,
-            saved.env_fn,
+            f"env_fn {saved.env_fn}" if saved.env_fn else f"gymnasium.make({spec.env_id!r})",
         )
 
 

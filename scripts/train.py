@@ -36,10 +36,14 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     config = config_from_flags(resume=FLAGS.resume)
     check_ignored_flags(config)
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity(logging.ERROR)  # its warnings and notes come with train()'s checks
     try:  # TF is imported only once the start is known to be good (TF-free checks).
         check_start(config, resume=FLAGS.resume).eval_env.close()
     except TfsacError as e:
         fail(str(e))
+    finally:
+        logging.set_verbosity(verbosity)
     if FLAGS["offline_ratio"].present and config.total_steps == 0:
         logging.warning(  # a tester's --offline_ratio=0 trained on the recorded rows anyway
             "--offline_ratio=%s is not read by offline-only training (total_steps=0): every "

@@ -221,3 +221,13 @@ def test_stop_flags_end_the_run_cleanly_and_keep_the_best(tmp_path):
 
 def _summary(tmp_path):
     return json.loads((tmp_path / "run" / "summary.json").read_text())
+
+
+def test_the_starts_warnings_are_said_once(tmp_path):
+    """train.py checks the start without TensorFlow, then train() checks it again: the
+    first check's warnings came twice (a reviewer's)."""
+    args = ["--env=Pendulum-v1", "--alpha=0.2", "--initial_alpha=0.5", "--total_steps=200"]
+    args += ["--learning_starts=200", "--eval_episodes=1", "--export=false", "--run_dir=run"]
+    proc = _run(args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count("initial_alpha=0.5 is not read: alpha is fixed at 0.2") == 1

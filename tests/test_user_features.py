@@ -286,7 +286,11 @@ def test_plot_from_several_seeds(tmp_path):
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(out) > 20_000
     group = RunGroup("Pendulum-v1", [])
-    assert (group.legend(1), group.legend(2)) == ("Pendulum-v1 (1 seed)", "Pendulum-v1 (2 seeds)")
+    one, two = [{"finished": True}], [{"finished": True}] * 2
+    assert (group.legend(one), group.legend(two)) == (
+        "Pendulum-v1 (1 seed)",
+        "Pendulum-v1 (2 seeds)",
+    )
     cli = _plot_cli(runs, tmp_path / "cli.png")
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert os.path.getsize(tmp_path / "cli.png") > 20_000

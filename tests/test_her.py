@@ -212,13 +212,66 @@ def test_a_compute_reward_of_one_goal_at_a_time_is_refused_before_anything_is_wr
                 raise KeyError("distance")
             return super().compute_reward(achieved_goal, desired_goal, info)
 
+    class AxisZero(goal_env.PointReachEnv):  # one goal at a time, over the wrong axis
+        def compute_reward(self, achieved_goal, desired_goal, info):
+            return -np.linalg.norm(np.asarray(achieved_goal) - desired_goal, axis=0)
+
     config = tiny_config(tmp_path, "Pendulum-v1", her=True, learning_starts=20, total_steps=40)
-    cases = {OneAtATime: "returned shape .. for a batch of 2 goals", Raises: "raised KeyError"}
+    cases = {
+        OneAtATime: "returned shape .. for a batch of 3 goals",
+        Raises: "raised KeyError",
+        # A batch of 2 goals of width 2 let it pass (a tester's): the batch is 3.
+        AxisZero: r"returned shape \(2,\) for a batch of 3 goals",
+    }
     for env_class, message in cases.items():
         env_fn = lambda env_class=env_class: gym.wrappers.TimeLimit(env_class(), 20)  # noqa: E731
         with pytest.raises(TfsacError, match=f"compute_reward {message}"):
             train(config, env_fn=env_fn)
         assert not os.path.exists(config.run_dir)
+
+
+def test_her_relabels_with_the_wrappers_compute_reward_and_refuses_non_finite_rewards():
+    """A tester's: a wrapper with a dense compute_reward (used in its step) was passed over
+    for the unwrapped env's sparse one; and a log-distance reward of -inf for a goal met
+    exactly (the 'future' strategy includes the transition's own) reached the networks."""
+    import goal_env
+
+    from tfsac import TfsacError
+    from tfsac.data.goals import batched_rewards, reward_function
+
+    class Dense(gym.Wrapper):
+        def compute_reward(self, achieved_goal, desired_goal, info):
+            return -np.linalg.norm(np.asarray(achieved_goal) - desired_goal, axis=-1)
+
+    env = make_env(goal_env.ENV_ID)
+    spec = env_spec(goal_env.ENV_ID, env)
+    compute = reward_function(Dense(env), spec.goal_columns, goal_env.ENV_ID)
+    goals = np.array([[0.0, 0.0], [0.3, 0.4]], np.float32)
+    np.testing.assert_allclose(batched_rewards(compute, goals, np.zeros_like(goals)), [0, -0.5])
+
+    def log_distance(achieved, desired, info):
+        return np.log(np.linalg.norm(achieved - desired, axis=-1))
+
+    with pytest.raises(TfsacError, match=r"compute_reward returned -inf for a relabelled goal"):
+        batched_rewards(log_distance, goals, goals.copy())
+
+
+def test_a_success_said_as_the_mazes_say_it_is_a_success_rate_too():
+    """gymnasium-robotics' PointMaze and AntMaze report info["success"], not is_success: no
+    success rate was reported for them (a tester's)."""
+    import goal_env
+
+    from tfsac.run.evaluation import run_episodes
+
+    class MazeInfo(gym.Wrapper):
+        def step(self, action):
+            observation, reward, terminated, truncated, info = self.env.step(action)
+            return observation, reward, terminated, truncated, {"success": info["is_success"]}
+
+    successes = []
+    env = make_env(goal_env.ENV_ID)
+    run_episodes(MazeInfo(env), lambda obs: np.zeros((len(obs), 2), np.float32), 2, 0, successes)
+    assert len(successes) == 2 and all(s in (0.0, 1.0) for s in successes)
 
 
 def test_her_refuses_to_start_before_every_env_copy_can_end_an_episode(caplog):
@@ -290,6 +343,11 @@ def test_train_script_with_her_reports_success_and_exports_the_goal_keys(tmp_pat
     np.testing.assert_allclose(by_keys.numpy(), by_flat.numpy(), atol=1e-6)
     sampled = served["goal_sample"](**{k: tf.constant(v) for k, v in keys.items()})["action"]
     assert sampled.shape == (3, 2)
+    # Keys of other widths with the joined one right (3 + 1 + 2) are refused (a tester's).
+    mixed = dict(achieved_goal=np.zeros((1, 3)), desired_goal=np.zeros((1, 1)))
+    mixed["observation"] = np.zeros((1, 2))
+    with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
+        served["goal_default"](**{k: tf.constant(v, tf.float32) for k, v in mixed.items()})
     policy = Policy.load(version)  # raw Dict observations, joined as training did
     np.testing.assert_allclose(
         policy.predict({k: v[0] for k, v in keys.items()}), by_flat.numpy()[0], atol=1e-5

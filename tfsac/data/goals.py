@@ -41,8 +41,13 @@ def column(columns: GoalColumns, key: str) -> slice:
 
 def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> Callable:
     """The env's `compute_reward`, where it is a goal env (`columns`: its EnvSpec's
-    goal_columns); TfsacError (one line) otherwise."""
-    compute = getattr(env.unwrapped, "compute_reward", None)
+    goal_columns); TfsacError (one line) otherwise. The outermost wrapper's that has one:
+    a wrapper that changes the reward in `step` and in `compute_reward` relabels with its
+    own (a tester's relabelled with the unwrapped env's, beside the wrapper's in step)."""
+    try:
+        compute = env.get_wrapper_attr("compute_reward")
+    except AttributeError:
+        compute = None
     if columns is None or not callable(compute):
         raise TfsacError(
             f"her needs a goal-conditioned env (a Dict observation of flat Boxes with "
@@ -65,22 +70,32 @@ def batched_rewards(compute: Callable, achieved: np.ndarray, desired: np.ndarray
         raise TfsacError(
             f"compute_reward returned shape {reward.shape} for a batch of {n} goals; {VECTORISED}"
         )
+    if not np.isfinite(reward).all():  # a relabelled goal the env's own steps never meet
+        bad = int(np.flatnonzero(~np.isfinite(reward))[0])
+        raise TfsacError(
+            f"compute_reward returned {reward[bad]} for a relabelled goal (achieved "
+            f"{achieved[bad].tolist()}, desired {desired[bad].tolist()}): her needs finite "
+            "rewards for every goal, the achieved goal itself too ('future' includes it)"
+        )
     return reward
 
 
 def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> None:
     """TfsacError (one line) unless `compute` takes a batch of goals, as HER calls it at
-    each update (batched_rewards): checked before a run starts, on two goals."""
+    each update (batched_rewards): checked before a run starts, on a batch whose size is
+    not the goal's width (a reward summed over the wrong axis gives the width)."""
     goals = column(columns, "achieved_goal")
-    batch = np.zeros((2, goals.stop - goals.start), np.float32)
+    width = goals.stop - goals.start
+    n = max(3, width + 1)
+    batch = np.zeros((n, width), np.float32)
     try:
-        batched_rewards(compute, batch, batch.copy())
+        batched_rewards(compute, batch, batch + 0.5)  # apart: a distance's log stays finite
     except TfsacError as e:
         raise TfsacError(f"{name}'s {e}") from None
     except Exception as e:  # noqa: BLE001 - the env's code: what it raised, in one line
         raise TfsacError(
-            f"{name}'s compute_reward raised {type(e).__name__} for a batch of 2 goals: {e}; "
-            f"{VECTORISED}"
+            f"{name}'s compute_reward raised {type(e).__name__} for a batch of {n} goals: "
+            f"{e}; {VECTORISED}".replace("\n", " ")
         ) from None
 
 

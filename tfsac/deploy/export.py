@@ -130,7 +130,12 @@ def goal_endpoint(flat, columns):
 
     @tf.function(input_signature=[keys])
     def endpoint(observation):
-        return flat(tf.concat([observation[k] for k, _, _ in columns], axis=-1))
+        # Each key's width checked, not only the joined one (mixed-up keys of one total
+        # width gave an action: a tester's).
+        parts = [
+            tf.ensure_shape(observation[k], [None, stop - first]) for k, first, stop in columns
+        ]
+        return flat(tf.concat(parts, axis=-1))
 
     return endpoint
 

@@ -19,6 +19,7 @@ from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
 from tfsac.data.envs import EnvFn, checked_env
+from tfsac.data.goals import reward_function
 from tfsac.data.her import her_buffer
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
 from tfsac.data.replay import ReplayBuffer
@@ -204,7 +205,8 @@ def _replay_buffer(config: SACConfig, spec: EnvSpec, start: Start) -> ReplayBuff
     """The replay of collected transitions: whole episodes relabelled when sampled with
     her (its rewards from the goal env's compute_reward), else the plain ring."""
     if config.her:
-        return her_buffer(config, spec, start.eval_env.unwrapped.compute_reward)
+        compute = reward_function(start.eval_env, spec.goal_columns, config.env_id)
+        return her_buffer(config, spec, compute)
     shape = (config.buffer_size, spec.obs_dim, spec.action_dim, config.seed)
     return ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
 

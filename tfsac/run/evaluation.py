@@ -36,8 +36,9 @@ def run_episodes(
     successes: Optional[List] = None,
 ) -> List[float]:
     """Runs `episodes` full episodes and returns their returns in episode order; fills
-    `successes` (a list, where given) with each episode's `info["is_success"]` at its last
-    step (None where the env reports none), in episode order.
+    `successes` (a list, where given) with each episode's `info["is_success"]` (or
+    `info["success"]`, as gymnasium-robotics' mazes say it) at its last step (None where the
+    env reports none), in episode order.
 
     `envs`: one env, or copies of it that run episodes side by side, with one `policy` call
     per step for all of them ([B, obs_dim] -> [B, action_dim]): ten HalfCheetah episodes
@@ -74,8 +75,11 @@ def run_episodes(
             returns[episode] += float(reward)
             del running[copy]
             if terminated or truncated:
-                if "is_success" in info:
-                    success[episode] = float(info["is_success"])
+                # gymnasium-robotics' Fetch tasks say is_success, its mazes success.
+                for key in ("is_success", "success"):
+                    if key in info:
+                        success[episode] = float(info[key])
+                        break
                 start(copy)
             else:
                 running[copy] = (episode, observation)

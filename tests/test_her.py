@@ -5,6 +5,7 @@ round trip, goal envs' flat layout and export, and a tiny end-to-end run of trai
 import json
 import logging
 import os
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -299,7 +300,7 @@ def test_train_script_with_her_reports_success_and_exports_the_goal_keys(tmp_pat
     """train.py --her end to end on PointReach, then the SavedModel from the env's keys."""
     import tensorflow as tf
 
-    from tfsac import Policy
+    from tfsac import Policy, TfsacError
 
     args = [
         "--env=goal_env:PointReach-v0",
@@ -352,6 +353,16 @@ def test_train_script_with_her_reports_success_and_exports_the_goal_keys(tmp_pat
     np.testing.assert_allclose(
         policy.predict({k: v[0] for k, v in keys.items()}), by_flat.numpy()[0], atol=1e-5
     )
+    # Its mistakes said by key (the space's text, cut at 300 characters, named none).
+    one = {k: v[0] for k, v in keys.items()}
+    wrong = {
+        "missing ['desired_goal']": {k: v for k, v in one.items() if k != "desired_goal"},
+        "key 'observation' of shape (3,)": dict(one, observation=np.zeros(3, np.float32)),
+        "different batch sizes": dict(one, observation=np.zeros((2, 2), np.float32)),
+    }
+    for message, observation in wrong.items():
+        with pytest.raises(TfsacError, match=re.escape(message)):
+            policy.predict(observation)
     assert metadata["eval_success_rate"] == summary["eval_success_rate"]
     # export.py --run_dir writes the success rate too (a tester's: it was left out).
     args = [f"--run_dir={tmp_path / 'run'}", f"--export_dir={tmp_path / 'again'}", "--model_name=m"]

@@ -127,8 +127,34 @@ class Policy:
             rows = [gym.spaces.flatten(space, item) for item in items]
             return np.stack(rows).astype(np.float32), False
         raise TfsacError(
-            f"expected an observation of {space} or a list of them, got {observation!r}"[:300]
+            _dict_mismatch(space, observation)
+            or f"expected an observation of {space} or a list of them, got {observation!r}"[:300]
         )
+
+
+def _dict_mismatch(space: gym.Space, observation: Any) -> Optional[str]:
+    """What is wrong with a dict given for a Dict space, said by key (the space's whole text
+    cut at 300 characters named neither the key nor the shape: a tester's); None where the
+    fault is not one of a key."""
+    if not (isinstance(space, gym.spaces.Dict) and isinstance(observation, dict)):
+        return None
+    missing = sorted(set(space.spaces) - set(observation))
+    extra = sorted(set(observation) - set(space.spaces))
+    if missing or extra:
+        return f"observation keys: missing {missing}, not in the env's space {extra}"
+    batches = set()
+    for key, sub in space.spaces.items():
+        shape, want = np.shape(observation[key]), getattr(sub, "shape", None)
+        if want is None:
+            continue
+        if shape not in (want, shape[:1] + want):
+            return (
+                f"observation key {key!r} of shape {shape}, the env's is {want} (or (N, *{want}))"
+            )
+        batches.add(shape[0] if len(shape) > len(want) else None)
+    if len(batches) > 1:
+        return f"observation keys of different batch sizes: {sorted(map(str, batches))}"
+    return None
 
 
 def _vector_batch(space: gym.Space, observation: Any) -> Optional[list]:

@@ -120,7 +120,7 @@ def test_what_a_policy_refuses_is_one_line(runs, tmp_path):
         policy.predict(np.zeros(4))
     with pytest.raises(TfsacError, match="neither a SavedModel version folder"):
         Policy.load(str(tmp_path))
-    with pytest.raises(TfsacError, match="expected an observation of Dict"):
+    with pytest.raises(TfsacError, match="observation keys: missing .'mode'."):
         Policy.load(runs["dict"].saved_model_path).predict({"pos": [0.0, 0.0]})
 
 

@@ -383,10 +383,15 @@ def reach_cells(runs, target, rate):
     return f"{mean:,.0f} ({len(reached)}/{len(runs)})", minutes
 
 
+def final_steps(runs) -> list:
+    """The env steps of the seeds' final evaluations, each once, in order."""
+    return sorted({int(r["steps"][-1]) for r in runs if len(r["steps"])})
+
+
 def final_steps_note(runs) -> str:
     """' (at 800, 2,000 env steps)' where the seeds' final evaluations are at different env
     steps (a run stopped early, a curve file written before its run went on), else ''."""
-    ends = sorted({int(r["steps"][-1]) for r in runs if len(r["steps"])})
+    ends = final_steps(runs)
     return f" (at {', '.join(f'{e:,}' for e in ends)} env steps)" if len(ends) > 1 else ""
 
 
@@ -403,7 +408,7 @@ def draw_row(ax, env: str, lib: str, runs) -> None:
         ax.plot(steps, mean, marker="o" if len(steps) == 1 else None, label=f"{lib} ({seeds})")
         ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
         return
-    ends = ", ".join(sorted({f"{int(r['steps'][-1]):,}" for r in runs if len(r["steps"])}))
+    ends = ", ".join(f"{e:,}" for e in final_steps(runs))
     print(
         f"{lib} on {env}: its seeds evaluated different env steps (ending at {ends}); "
         "one line each",

@@ -24,7 +24,7 @@ from _cli import (  # noqa: E402
 from absl import flags, logging  # noqa: E402
 
 from tfsac.errors import TfsacError  # noqa: E402
-from tfsac.run.preflight import check_start  # noqa: E402 - TF-free
+from tfsac.run.preflight import check_run  # noqa: E402 - TF-free
 from tfsac.scale import runner_source  # noqa: E402, F401 - registers the env runners, TF-free
 
 define_training_flags()
@@ -36,14 +36,10 @@ def main(argv):
         fail(f"unexpected arguments: {' '.join(argv[1:])}")
     config = config_from_flags(resume=FLAGS.resume)
     check_ignored_flags(config)
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity(logging.ERROR)  # its warnings and notes come with train()'s checks
     try:  # TF is imported only once the start is known to be good (TF-free checks).
-        check_start(config, resume=FLAGS.resume).eval_env.close()
+        checked = check_run(config, resume=FLAGS.resume)
     except TfsacError as e:
         fail(str(e))
-    finally:
-        logging.set_verbosity(verbosity)
     if FLAGS["offline_ratio"].present and config.total_steps == 0:
         logging.warning(  # a tester's --offline_ratio=0 trained on the recorded rows anyway
             "--offline_ratio=%s is not read by offline-only training (total_steps=0): every "
@@ -59,7 +55,7 @@ def main(argv):
         )
     tfsac = import_tfsac()
     try:
-        result = tfsac.train(config, resume=FLAGS.resume)
+        result = tfsac.train(checked)
     except tfsac.Interrupted as e:
         stopped(str(e), e.signum)
     except tfsac.NonFiniteError as e:

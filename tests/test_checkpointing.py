@@ -679,9 +679,10 @@ def test_sigterm_saves_then_exits_cleanly(tmp_path):
 
 def test_a_refused_change_of_num_actors_says_which_changes_are_allowed():
     """A tester's: --resume --num_actors=0 said num_actors "can not change" (2 -> 1 can)."""
-    from tfsac.config.resume import resume_changes
+    from tfsac.config.resume import Change, resume_changes
 
-    assert resume_changes({"num_actors": 2}, {"num_actors": 1}) == ["num_actors: 2 -> 1"]
+    assert resume_changes({"num_actors": 2}, {"num_actors": 1}) == [Change("num_actors", 2, 1)]
+    assert str(Change("num_actors", 2, 1)) == "num_actors: 2 -> 1"
     with pytest.raises(TfsacError, match="can change only between counts of env runners, not"):
         resume_changes({"num_actors": 2}, {"num_actors": 0})
 

@@ -1,6 +1,6 @@
 """A config as a run uses it: the variant and the architecture it names, their defaults
 for the options left 'auto', and every check, resolved once before anything is built (the
-start checks call it without TensorFlow; `SAC` calls it again, which changes nothing)."""
+start checks call it without TensorFlow; `SAC` takes their result as it is)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,22 @@ def resolve(config: SACConfig) -> SACConfig:
     _refuse_unread_options(config, variant)
     _declared(variant, "algorithm", variant.check, config)
     _declared(architecture, "network", architecture.check, config)
+    return mark_resolved(config)
+
+
+_MARK = "_resolved_as"  # not a field: to_dict, equality and replace() leave it out
+
+
+def mark_resolved(config: SACConfig) -> SACConfig:
+    """Records on `config` that it is as resolve() (or a run's start check) left it."""
+    setattr(config, _MARK, dataclasses.astuple(config))
     return config
+
+
+def is_resolved(config: SACConfig) -> bool:
+    """Whether `config` is resolve()'s result, unchanged since (a field set after is not)."""
+    mark = getattr(config, _MARK, None)
+    return mark is not None and mark == dataclasses.astuple(config)
 
 
 def _declared(cls, option: str, method, config: SACConfig):

@@ -28,7 +28,7 @@ from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.distributions import deterministic_action, policy_params, tanh_normal
 from tfsac.algorithm.networks import build_networks
 from tfsac.algorithm.optimizers import base_rates, check_variant_optimizers, make_optimizer
-from tfsac.algorithm.resolve import resolve
+from tfsac.algorithm.resolve import is_resolved, resolve
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
 from tfsac.algorithm.variants.base import UPDATE_METRICS
@@ -69,7 +69,9 @@ class SAC:
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
         _check_sizes(obs_dim, action_dim)
-        self.config = config = resolve(SACConfig() if config is None else config)
+        config = SACConfig() if config is None else config
+        # A run's config comes checked (tfsac.run.preflight); one given by hand is resolved.
+        self.config = config = config if is_resolved(config) else resolve(config)
         self.obs_dim, self.action_dim = obs_dim, action_dim
         # The running observation statistics (normalize_observations), shared by the
         # actor and the critics; None without.

@@ -5,7 +5,7 @@ all). Any other option would make it another run than the one saved."""
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Any, Dict, List, NamedTuple
 
 from tfsac.errors import TfsacError
 from tfsac.user_modules import split
@@ -36,6 +36,17 @@ RESUME_ADJUSTABLE = (
 )
 
 
+class Change(NamedTuple):
+    """An option a resume changes: its name, the saved run's value and the new one."""
+
+    name: str
+    old: Any
+    new: Any
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.old!r} -> {self.new!r}"
+
+
 def env_renamed(old: str, new: str) -> bool:
     """Whether env id `new` is today's name of an env_fn env an earlier tfsac named `old`,
     by its id, before the names told wrappers that change spaces apart (custom:<id>+...;
@@ -61,10 +72,10 @@ def renamed(field: str, old, new) -> bool:
     return field in _RENAMES and _RENAMES[field](old, new)
 
 
-def resume_changes(old: Dict, new: Dict) -> List[str]:
-    """What `new` changes in `old` (two configs' to_dict(), through JSON) as 'name: old ->
-    new' texts; TfsacError for a change that a resume cannot make (only RESUME_ADJUSTABLE
-    options, and total_steps only upward)."""
+def resume_changes(old: Dict, new: Dict) -> List[Change]:
+    """What `new` changes in `old` (two configs' to_dict(), through JSON); TfsacError for
+    a change that a resume cannot make (only RESUME_ADJUSTABLE options, and total_steps
+    only upward)."""
     changes = []
     for name in new:
         if name == "run_dir" or old[name] == new[name]:
@@ -83,7 +94,7 @@ def resume_changes(old: Dict, new: Dict) -> List[str]:
                 f"resume continues the saved run, whose {name} can {why}; start a new "
                 "run directory for other settings"
             )
-        changes.append(f"{name}: {old[name]!r} -> {new[name]!r}")
+        changes.append(Change(name, old[name], new[name]))
     return changes
 
 

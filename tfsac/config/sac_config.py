@@ -23,7 +23,7 @@ from tfsac.config.options import (
     OptimOptions,
     VariantOptions,
 )
-from tfsac.config.resume import resume_changes
+from tfsac.config.resume import Change, resume_changes
 from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions, StopOptions
 from tfsac.errors import TfsacError
 
@@ -329,9 +329,9 @@ class SACConfig(
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def resume_changes(self, saved: Dict[str, Any]) -> List[str]:
-        """What this config changes in `saved`, the config.json of the run it resumes, as
-        'name: old -> new' texts; raises TfsacError for a change that a resume cannot make
+    def resume_changes(self, saved: Dict[str, Any]) -> List[Change]:
+        """What this config changes in `saved`, the config.json of the run it resumes;
+        raises TfsacError for a change that a resume cannot make
         (only RESUME_ADJUSTABLE options, and total_steps only upward)."""
         old = json.loads(json.dumps(SACConfig.from_dict(saved).to_dict()))
         return resume_changes(old, json.loads(json.dumps(self.to_dict())))

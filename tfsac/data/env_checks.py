@@ -11,7 +11,6 @@ import numbers
 import gymnasium as gym
 import numpy as np
 
-from tfsac.data.envs import checked_env
 from tfsac.errors import TfsacError, first_line
 
 OLD_GYM = " (the old gym API's 4: split done into terminated and truncated)"
@@ -39,20 +38,10 @@ def _check_observation(name: str, env: gym.Env, observation, where: str) -> None
         )
 
 
-def check_env_api(env_fn, name: str, in_use: gym.Env) -> None:
-    """One reset (seed 0) and one step with a sampled action, on an env of `env_fn`'s own
-    (closed after: the run's envs, a stateful one's counters included, see none of it,
-    unless env_fn gives the same env each time, `in_use`'s); TfsacError naming the first
-    break of the gymnasium API."""
-    env = checked_env(env_fn, name)
-    try:
-        _try_api(env, name)
-    finally:
-        if env.unwrapped is not in_use.unwrapped:
-            env.close()
-
-
-def _try_api(env: gym.Env, name: str) -> None:
+def check_env_api(env: gym.Env, name: str) -> None:
+    """One reset (seed 0) and one step with a sampled action, on `env` (the run's
+    evaluation env: each evaluation resets it with a seed of its own); TfsacError naming
+    the first break of the gymnasium API."""
     out = _called(name, "reset(seed=0)", lambda: env.reset(seed=0))
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TfsacError(

@@ -15,7 +15,6 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
 from tfsac.data.envs import EnvFn, checked_env
@@ -38,7 +37,7 @@ from tfsac.run.callbacks import Callback, CallbackList, check_hooks
 from tfsac.run.checkpointing import Checkpointer, check_compatible
 from tfsac.run.evaluation import Evaluator
 from tfsac.run.loop_state import LoopState
-from tfsac.run.preflight import Start, check_start
+from tfsac.run.preflight import CheckedRun, check_run
 from tfsac.run.progress import ProgressLog
 from tfsac.run.run_lock import RunLock
 from tfsac.run.source import CollectionSource, LocalSource, env_runners
@@ -80,48 +79,36 @@ class RunParts:
         # A stopped run's stop options no longer apply: only more steps continue it.
         more = ""
         if summary.get("stop"):
-            reason = summary["stop"].get("reason")
-            more = f" (stopped: {reason}; {_continue_hint(reason)})"
+            stop = summary["stop"]
+            more = f" (stopped: {stop.get('reason')}; {_continue_hint(stop.get('option'))})"
         logging.info("run in %s is already complete%s", self.run_dir, more)
         return summary
 
 
 STOP_OPTIONS = ("stop_at_return", "stop_after_no_improvement", "min_evaluations")
+# What turns off each stop option (a resume with it continues the run that it stopped).
+STOP_OFF = {"stop_at_return": ("None", "none"), "stop_after_no_improvement": ("0", "0")}
 
 
-def _continue_hint(reason) -> str:
-    """What continues a run that a stop ended: turning off the stop option that ended it
-    (a tester took the one hint given for all, stop_at_return=none, to a run that no
-    improvement stopped), or, where a callback of the user's did, more total_steps."""
-    for option, off, flag in (
-        ("stop_at_return", "None", "none"),
-        ("stop_after_no_improvement", "0", "0"),
-    ):
-        if str(reason).endswith(f"({option})"):
-            return f"a resume with {option}={off} (--{option}={flag}) continues it"
+def _continue_hint(option: Optional[str]) -> str:
+    """What continues a run that a stop ended: turning off the stop option that ended it,
+    or, where a callback of the user's did, more total_steps."""
+    if option in STOP_OFF:
+        off, flag = STOP_OFF[option]
+        return f"a resume with {option}={off} (--{option}={flag}) continues it"
     return "a resume with a larger total_steps continues it"
 
 
-def seeded(config: SACConfig, export: Optional[bool]) -> SACConfig:
-    """The config with `export` (when not None), resolved (tfsac.algorithm.resolve); sets the
-    Python, numpy and TF seeds from it (before any env is made) and TF's op determinism when
-    asked."""
-    if not isinstance(config, SACConfig):  # a dict of options, say
-        raise TfsacError(
-            f"a run takes a tfsac.SACConfig, got {type(config).__name__}: make one with "
-            "SACConfig(env_id=..., ...) or SACConfig.from_dict(...)"
-        )
-    if export is not None:
-        config = dataclasses.replace(config, export=export)
-    config = resolve(config)
+def seed(config: SACConfig) -> None:
+    """Sets the Python, numpy and TF seeds from the config (before the networks are made)
+    and TF's op determinism when asked."""
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
-    return config
 
 
 def build_run(
-    config: SACConfig,
+    config: SACConfig | CheckedRun,
     export: Optional[bool] = None,
     resume: bool = False,
     on_log: Optional[Callable] = None,
@@ -131,22 +118,24 @@ def build_run(
     on_evaluation: Optional[Callable] = None,
     callbacks: Sequence[Callback] = (),
 ) -> RunParts:
-    """The run's parts (the arguments are `Trainer`'s), restored from the newest checkpoint
-    that restores when `resume`; writes the run's config.json once the start is sure. The
-    run directory's lock (run/run_lock.py) is held from before the restore until the parts
-    are made; `Trainer.run` takes it again."""
+    """The run's parts (the arguments are `Trainer`'s; a CheckedRun holds export, resume and
+    env_fn), restored from the newest checkpoint that restores on a resume; writes the run's
+    config.json once the start is sure. The run directory's lock (run/run_lock.py) is held
+    from before the restore until the parts are made; `Trainer.run` takes it again."""
     hooks = check_hooks(on_log, on_evaluation, callbacks)  # [functions, *callbacks]
-    start = check_start(seeded(config, export), None, resume, env_fn)
+    start = check_run(config, export, resume, env_fn)
+    seed(start.config)
     lock = RunLock(start.run_dir)
     lock.hold()  # an existing run directory's; a new one's once it is made
     try:
-        return _make_parts(start, resume, hooks, actor_fn, critic_fn, lock)
+        return _make_parts(start, hooks, actor_fn, critic_fn, lock)
     finally:
         lock.release()
 
 
-def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn, lock) -> RunParts:
-    """A checked start's parts, restored from its newest checkpoint when `resume`."""
+def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> RunParts:
+    """A checked start's parts, restored from its newest checkpoint on a resume."""
+    resume = start.resume
     for change in start.resume_changes:
         logging.info("resume with %s", change)
     config, spec, files = start.config, start.spec, RunDir(start.run_dir)
@@ -167,7 +156,7 @@ def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn, lo
     _start_learner(config, spec, learner, mixed, restored)
     # A run its stop options stopped goes on where a resume changes them (a tester's
     # --resume --stop_at_return=none said the run was complete).
-    stop_changed = any(c.split(":")[0] in STOP_OPTIONS for c in start.resume_changes)
+    stop_changed = any(change.name in STOP_OPTIONS for change in start.resume_changes)
     finished = _finished(loop.step, config.total_steps, files.read_summary(), stop_changed)
     if not finished and not type(learner.sac.variant).__module__.startswith("tfsac."):
         # A user's variant: its update traced before anything is written (its mistakes
@@ -201,7 +190,7 @@ def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn, lo
     )
 
 
-def _replay_buffer(config: SACConfig, spec: EnvSpec, start: Start) -> ReplayBuffer:
+def _replay_buffer(config: SACConfig, spec: EnvSpec, start: CheckedRun) -> ReplayBuffer:
     """The replay of collected transitions: whole episodes relabelled when sampled with
     her (its rewards from the goal env's compute_reward), else the plain ring."""
     if config.her:
@@ -211,7 +200,9 @@ def _replay_buffer(config: SACConfig, spec: EnvSpec, start: Start) -> ReplayBuff
     return ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
 
 
-def _mixed_replay(config: SACConfig, start: Start, buffer: ReplayBuffer) -> Optional[MixedReplay]:
+def _mixed_replay(
+    config: SACConfig, start: CheckedRun, buffer: ReplayBuffer
+) -> Optional[MixedReplay]:
     """The sampler over the recorded data and `buffer`, with offline_data; offline-only
     training (total_steps=0) samples the recorded data alone."""
     if start.recorded is None:
@@ -263,7 +254,7 @@ def _finished(step: int, total_steps: int, summary: dict, stop_changed: bool) ->
 
 
 def _open_run_dir(
-    start: Start, learner, source, calls: CallbackList, resumed_at, lock: RunLock
+    start: CheckedRun, learner, source, calls: CallbackList, resumed_at, lock: RunLock
 ) -> ProgressLog:
     """The run directory with the progress log open, once the start can no longer be
     refused (these write files); a finished run's files stay as they were. `resumed_at`:
@@ -293,7 +284,9 @@ def _nonfinite(checkpointer: Checkpointer, what: str) -> NonFiniteError:
     return NonFiniteError(f"{what}; training stopped, last good checkpoint: {latest}")
 
 
-def _make_source(config, start: Start, learner, schedule, actor_fn, resumes) -> CollectionSource:
+def _make_source(
+    config, start: CheckedRun, learner, schedule, actor_fn, resumes
+) -> CollectionSource:
     if config.num_actors:
         make = env_runners("make")
         return make(config, start.env_fn, start.spec, learner, schedule, actor_fn, resumes)

@@ -85,6 +85,7 @@ class CallbackList(Callback):
     def __init__(self, callbacks: Iterable[Callback]):
         self.callbacks: List[Callback] = list(callbacks)
         self.stop_reason: Optional[str] = None
+        self.stopped_by: Optional[Callback] = None  # the callback that asked first
         self._warned = set()  # (callback, method) whose non-bool answer was said
 
     def on_training_start(self, trainer) -> None:
@@ -103,6 +104,7 @@ class CallbackList(Callback):
                 stop = True
                 if self.stop_reason is None:
                     self.stop_reason = _stopped_by(callback, method, argument["step"])
+                    self.stopped_by = callback
         return False if stop else None
 
     def on_log(self, record: Dict) -> Optional[bool]:

@@ -1,20 +1,24 @@
 """The checks that can refuse a run's start, before anything is written and without
-TensorFlow: `Trainer` runs them first, and scripts/train.py before it imports TensorFlow,
-so that a mistake is one line at once."""
+TensorFlow, run once per start by check_run: scripts/train.py runs it before it imports
+TensorFlow, so that a mistake is one line at once, and hands its CheckedRun to `train`
+(which checks a bare config itself)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import time
-from typing import List, Optional
+from typing import Optional, Tuple
 
 import gymnasium as gym
+import numpy as np
 from absl import logging
 
-from tfsac.algorithm.resolve import resolve  # TF-free, as the variants' declarations
+from tfsac.algorithm.resolve import mark_resolved, resolve  # TF-free, as the variants'
 from tfsac.config import SACConfig
 from tfsac.config.new_run import check_new_run
+from tfsac.config.resume import Change
 from tfsac.data.env_checks import check_env_api
 from tfsac.data.envs import (
     CUSTOM_ENV,
@@ -152,33 +156,56 @@ def _check_same_factory(run_dir: str, spec: EnvSpec) -> None:
         )
 
 
-@dataclasses.dataclass
-class Start:
-    """A run's start as checked: the config as the run uses it (resolved, naming its env),
-    its run directory, the env factory, an env for evaluations and its spec, and the
-    changes a resume makes to the saved config (one line each), and the recorded data
-    (offline_data) checked against the env."""
+@dataclasses.dataclass(frozen=True)
+class CheckedRun:
+    """A run's start as check_run checked it, which the code below it takes as it is: the
+    config as the run uses it (resolved, naming its env), its run directory and whether it
+    resumes the run there, the env factory, the env that was probed (the evaluation env)
+    and its spec, the changes a resume makes to the saved config, and the recorded data
+    (offline_data) read once and checked against the env."""
 
     config: SACConfig
     run_dir: str
+    resume: bool
     env_fn: EnvFn
     eval_env: gym.Env
     spec: EnvSpec
-    resume_changes: List[str]
+    resume_changes: Tuple[Change, ...] = ()
     recorded: Optional[RecordedData] = None
 
 
-def check_start(
-    config: SACConfig, export: Optional[bool] = None, resume: bool = False, env_fn=None
-) -> Start:
-    """The checks that can refuse a run's start (TfsacError), before anything is written;
-    the arguments are `Trainer`'s."""
+def check_run(config, export: Optional[bool] = None, resume: bool = False, env_fn=None):
+    """The checks that can refuse a run's start (TfsacError), before anything is written,
+    once per start: `Trainer`'s arguments, as a CheckedRun (which passes through as it is)."""
+    if isinstance(config, CheckedRun):
+        if export is not None or resume or env_fn is not None:
+            raise TfsacError(
+                "a checked run holds its export, resume and env_fn: give them to check_run"
+            )
+        return config
+    if not isinstance(config, SACConfig):  # a dict of options, say
+        raise TfsacError(
+            f"a run takes a tfsac.SACConfig, got {type(config).__name__}: make one with "
+            "SACConfig(env_id=..., ...) or SACConfig.from_dict(...)"
+        )
     if export is not None:
         config = dataclasses.replace(config, export=export)
     config = resolve(config)
+    # Before any env is made: an env that draws from them as it is made draws the same.
+    random.seed(config.seed)
+    np.random.seed(config.seed)
     make_env = env_fn or env_factory(config.env_id, config.env_kwargs)
-    eval_env = checked_env(make_env, config.env_id if env_fn is None else "env_fn")
-    check_env_api(make_env, config.env_id if env_fn is None else "env_fn", eval_env)
+    name = config.env_id if env_fn is None else "env_fn"
+    eval_env = checked_env(make_env, name)
+    try:
+        return _checked_with_env(config, resume, env_fn, make_env, eval_env)
+    except BaseException:
+        eval_env.close()
+        raise
+
+
+def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
+    check_env_api(eval_env, config.env_id if env_fn is None else "env_fn")
     if env_fn is not None:  # the config (and the default run dir) name the env it trains on
         config = dataclasses.replace(config, env_id=_env_name(eval_env))
     run_dir = checked_run_dir(config, resume, env_fn)
@@ -188,7 +215,7 @@ def check_start(
     own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
     if own_checkpoints and saved is not None and config.init_from != saved.get("init_from"):
         # Not read: the run goes on from its own checkpoints, and its config.json keeps the
-        # source it started from (a tester's resume rewrote it to one never checked).
+        # source it started from.
         logging.info("init_from is not read by this resume: the run continues from its own")
         config = dataclasses.replace(config, init_from=saved.get("init_from"))
     changes = config.resume_changes(saved) if saved is not None else []
@@ -214,4 +241,5 @@ def check_start(
     )
     if config.num_actors:
         env_runners("check")(config)
-    return Start(config, run_dir, make_env, eval_env, spec, changes, recorded)
+    config = mark_resolved(config)  # its env_id and init_from, set here, are checked too
+    return CheckedRun(config, run_dir, resume, make_env, eval_env, spec, tuple(changes), recorded)

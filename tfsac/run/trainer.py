@@ -21,10 +21,11 @@ from tfsac.deploy.export import export_trained_policy
 from tfsac.errors import TfsacError
 from tfsac.files import SUMMARY_FILE, write_json
 from tfsac.logs import lines_above, progress_bar, progress_lines
-from tfsac.run.builder import ENVS_FILE, build_run
+from tfsac.run.builder import ENVS_FILE, STOP_OPTIONS, build_run
 from tfsac.run.callbacks import Callback, IntervalTrigger, crossed
 from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import log_summary, run_summary
+from tfsac.run.preflight import CheckedRun
 from tfsac.run.signals import Interrupted, StopSignals
 from tfsac.run.updates import NonFiniteError
 
@@ -54,7 +55,7 @@ class Trainer:
 
     def __init__(
         self,
-        config: SACConfig,
+        config: SACConfig | CheckedRun,
         export: Optional[bool] = None,
         resume: bool = False,
         on_log: Optional[Callable[[Dict], None]] = None,
@@ -278,12 +279,16 @@ class Trainer:
         final = {**self.loop.evaluations[-1], "checkpoint": latest}
         stopped = self.loop.step < self.config.total_steps
         reason = self.callbacks.stop_reason if stopped else None
+        stop = {"step": self.loop.step, "reason": reason}
+        option = getattr(self.callbacks.stopped_by, "asked_by", None)
+        if option in STOP_OPTIONS:  # the config's option that stopped it: what a resume turns off
+            stop["option"] = option
         summary = run_summary(
             self.config,
             self.loop,
             wall_time,
             self.learning_clock.seconds(),
-            stop={"step": self.loop.step, "reason": reason} if stopped else None,
+            stop=stop if stopped else None,
             # Absolute, as saved_model_path: usable from any directory.
             resumed_from=self.resumed_from and os.path.abspath(self.resumed_from),
             checkpoint=latest and os.path.abspath(latest),
@@ -297,9 +302,11 @@ class Trainer:
         return self._result(saved, summary, reason)
 
 
-def train(config: SACConfig, *, quiet: bool = False, **options) -> TrainResult:
+def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> TrainResult:
     """Trains SAC on `config.env_id` (or on the env of `env_fn`); `options` are those of
     `Trainer`: export, resume, env_fn, actor_fn, critic_fn, on_log, on_evaluation, callbacks.
+    `config` may be the CheckedRun of tfsac.run.preflight.check_run(config, export, resume,
+    env_fn), which then holds those three; a bare config is checked here.
 
     `env_fn` is any callable that makes a gymnasium env (it must pickle for
     `vector_mode='async'`); `export` (when not None) replaces config.export. With `resume`,

@@ -1,5 +1,6 @@
 import contextlib
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -269,3 +270,42 @@ def pytest_xdist_make_scheduler(config, log):
             return "ray" if os.path.basename(path) in RAY_TEST_FILES else path
 
     return ByFile(config, log)
+
+
+COUNTING_ENV_ID = "countenv:CountingPendulum-v0"
+COUNTING_ENV = """
+import os
+
+import gymnasium as gym
+from gymnasium.envs.classic_control.pendulum import PendulumEnv
+
+# One line per construction, by any process that imports the module from this folder.
+CONSTRUCTIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "constructions.txt")
+
+class CountingPendulum(PendulumEnv):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with open(CONSTRUCTIONS, "a") as f:
+            f.write(f"{os.getpid()}\\n")
+
+gym.register("CountingPendulum-v0", entry_point=CountingPendulum, max_episode_steps=200)
+"""
+
+
+@pytest.fixture
+def counting_env(tmp_path, monkeypatch):
+    """The user module COUNTING_ENV in tmp_path, importable here (as in a new process
+    afterwards); gives a function that returns the ids of the processes that constructed
+    its env since it was last called, one per construction."""
+    (tmp_path / "countenv.py").write_text(COUNTING_ENV)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    counted = tmp_path / "constructions.txt"
+
+    def constructions():
+        pids = [int(p) for p in counted.read_text().split()] if counted.exists() else []
+        counted.unlink(missing_ok=True)
+        return pids
+
+    yield constructions
+    sys.modules.pop("countenv", None)
+    gym.registry.pop("CountingPendulum-v0", None)

@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO_ROOT, env_without_ray, tiny_config
+from conftest import COUNTING_ENV_ID, REPO_ROOT, env_without_ray, tiny_config
 
 SCRIPT = os.path.join(REPO_ROOT, "scripts", "sweep.py")
 TINY = [
@@ -576,3 +576,17 @@ def test_a_sweep_varies_the_keys_of_a_json_option_one_by_one():
     overrides = {"algorithm_kwargs": '{"a": 3}', "algorithm_kwargs.b": "[1, 2]"}
     plain, keyed = keyed_overrides(overrides, given.get)  # the grid's object, then its key
     assert json.loads(keyed["algorithm_kwargs"]) == {"a": 3, "b": [1, 2]}
+
+
+def test_a_sweep_trial_constructs_each_env_once(tmp_path, counting_env, ray_address):
+    """Its training copy and evaluation env (conftest's counting_env), in the trial's
+    worker, which finds countenv in the driver's folder (Ray puts it on its path); the
+    driver checks each env of the sweep once, before any trial starts."""
+    args = [*TINY, "--total_steps=200", f"--env={COUNTING_ENV_ID}", "--grid=learning_rate=1e-3"]
+    args += ["--sweep_dir=sweep", f"--ray_address={ray_address}"]
+    driver = subprocess.Popen(_command(args), stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    _, stderr = driver.communicate(timeout=300)
+    assert driver.returncode == 0, stderr[-3000:]
+    pids = counting_env()
+    trial = [pid for pid in pids if pid != driver.pid]
+    assert (len(pids) - len(trial), len(trial), len(set(trial))) == (1, 2, 1)

@@ -1,0 +1,42 @@
+"""A run constructs each of its envs once: num_envs training copies and the evaluation env
+(eval_episodes=1: no evaluation copies beside it), which the start checks probe, not an
+env of their own. Counted by a user module's env (`--env=countenv:CountingPendulum-v0`)
+that adds a line to a file each time it is constructed (conftest's counting_env):
+through scripts/train.py, its resume and tfsac.train; a sweep's trial in test_sweep.py."""
+
+import dataclasses
+
+from conftest import COUNTING_ENV_ID, run_script, tiny_config
+
+SHORT = [
+    f"--env={COUNTING_ENV_ID}",
+    "--total_steps=40",
+    "--learning_starts=20",
+    "--batch_size=8",
+    "--hidden_sizes=8",
+    "--eval_every=40",
+    "--eval_episodes=1",
+    "--log_every=20",
+    "--jit_compile=false",
+]
+
+
+def test_the_script_and_its_resume_construct_each_env_once(tmp_path, counting_env):
+    args = [*SHORT, "--run_dir=run", "--export=false"]
+    done = run_script("train", args, cwd=tmp_path)  # finds countenv in its folder
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(counting_env()) == 2
+    done = run_script("train", [*args, "--total_steps=80", "--resume"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(counting_env()) == 2
+
+
+def test_train_and_its_resume_construct_num_envs_plus_one(tmp_path, counting_env):
+    """A bare config, which train checks itself (the script hands it a checked run)."""
+    from tfsac import train
+
+    config = tiny_config(tmp_path, COUNTING_ENV_ID, num_envs=2, export=False)
+    train(config, quiet=True)
+    assert len(counting_env()) == 3
+    train(dataclasses.replace(config, total_steps=80), resume=True, quiet=True)
+    assert len(counting_env()) == 3

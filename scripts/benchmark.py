@@ -64,6 +64,7 @@ from tfsac.algorithm.architectures import MLP, architecture_of  # noqa: E402
 from tfsac.algorithm.resolve import resolve  # noqa: E402
 from tfsac.algorithm.variants import variant_of  # noqa: E402
 from tfsac.algorithm.variants.sac import SoftDoubleQ  # noqa: E402
+from tfsac.run.preflight import check_run  # noqa: E402
 
 define_training_flags()
 flags.DEFINE_integer("steps", 3200, "Total env steps of the measured run (as the peers').")
@@ -104,8 +105,9 @@ BREAKDOWN_K = (1, 2, 4, 16)
 
 
 def update_flops(config, obs_dim, action_dim):
-    """FLOPs of one default SAC update's dense layers (2 per multiply-add), or None for an
-    update of another shape (another variant or architecture, policy_delay > 1).
+    """FLOPs of one default SAC update's dense layers (2 per multiply-add) for a run's
+    checked config, or None for an update of another shape (another variant or
+    architecture, policy_delay > 1).
 
     Per sample, with A and C the multiply-adds of one actor and one critic-ensemble forward
     pass, A1 and C1 those of their first layers and Ca the critics' first layer restricted to
@@ -115,7 +117,6 @@ def update_flops(config, obs_dim, action_dim):
     (weights, inputs above the first layer): 2C - C1; and for the actor loss (inputs only,
     down to the action): C - C1 + Ca.
     """
-    config = resolve(config)
     counted = variant_of(config) is SoftDoubleQ and architecture_of(config) is MLP
     if not counted or config.policy_delay != 1:
         return None
@@ -209,7 +210,7 @@ def measure_tfsac(tfsac, config):
 
         env = tfsac.env_factory(config.env_id, config.env_kwargs)
         env_fn = delayed_env_factory(env, FLAGS.env_delay_ms / 1e3)
-    trainer = tfsac.Trainer(config, export=False, env_fn=env_fn)
+    trainer = tfsac.Trainer(check_run(config, export=False, env_fn=env_fn))
     result = trainer.run()
     learner, buffer = trainer.learner, trainer.buffer
     # Pure update throughput on pre-sampled batches (compiled already by the run).
@@ -248,7 +249,7 @@ def measure_tfsac(tfsac, config):
         "act_latency_ms": round(1e3 * statistics.median(latencies), 3),
     }
     if FLAGS.breakdown:
-        line["breakdown"] = breakdown(learner, buffer, config)
+        line["breakdown"] = breakdown(learner, buffer, trainer.config)  # as checked
     return line
 
 

@@ -6,6 +6,7 @@ through scripts/train.py, its resume and tfsac.train; a sweep's trial in test_sw
 
 import dataclasses
 
+import pytest
 from conftest import COUNTING_ENV_ID, run_script, tiny_config
 
 SHORT = [
@@ -40,3 +41,18 @@ def test_train_and_its_resume_construct_num_envs_plus_one(tmp_path, counting_env
     assert len(counting_env()) == 3
     train(dataclasses.replace(config, total_steps=80), resume=True, quiet=True)
     assert len(counting_env()) == 3
+
+
+def test_a_checked_run_is_taken_as_it_is(tmp_path, counting_env):
+    """check_run's result, resolved and probed, goes to train unchanged; the options it
+    holds are not given twice."""
+    from tfsac.algorithm.resolve import is_resolved
+    from tfsac.errors import TfsacError
+    from tfsac.run.preflight import check_run
+
+    checked = check_run(tiny_config(tmp_path, COUNTING_ENV_ID, algorithm="crossq"))
+    assert is_resolved(checked.config) and checked.config.policy_delay == 3  # crossq's
+    assert check_run(checked) is checked and len(counting_env()) == 1
+    with pytest.raises(TfsacError, match="a checked run holds its export, resume and env_fn"):
+        check_run(checked, resume=True)
+    checked.eval_env.close()

@@ -1,6 +1,6 @@
 """The checks of a new run's settings beyond SACConfig.validate(): a run saved before
 them must still load (resume, evaluate, export), so they run only where a run starts
-afresh (tfsac.run.preflight.check_start, a sweep's plan)."""
+afresh (tfsac.run.preflight.check_run, a sweep's plan)."""
 
 from __future__ import annotations
 

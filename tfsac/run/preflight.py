@@ -162,7 +162,8 @@ class CheckedRun:
     config as the run uses it (resolved, naming its env), its run directory and whether it
     resumes the run there, the env factory, the env that was probed (the evaluation env)
     and its spec, the changes a resume makes to the saved config, and the recorded data
-    (offline_data) read once and checked against the env."""
+    (offline_data) read once and checked against the env. One start's: it trains once
+    (its evaluation env closes with the run)."""
 
     config: SACConfig
     run_dir: str
@@ -174,7 +175,9 @@ class CheckedRun:
     recorded: Optional[RecordedData] = None
 
 
-def check_run(config, export: Optional[bool] = None, resume: bool = False, env_fn=None):
+def check_run(
+    config, export: Optional[bool] = None, resume: bool = False, env_fn=None
+) -> CheckedRun:
     """The checks that can refuse a run's start (TfsacError), before anything is written,
     once per start: `Trainer`'s arguments, as a CheckedRun (which passes through as it is)."""
     if isinstance(config, CheckedRun):

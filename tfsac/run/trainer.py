@@ -279,16 +279,12 @@ class Trainer:
         final = {**self.loop.evaluations[-1], "checkpoint": latest}
         stopped = self.loop.step < self.config.total_steps
         reason = self.callbacks.stop_reason if stopped else None
-        stop = {"step": self.loop.step, "reason": reason}
-        option = getattr(self.callbacks.stopped_by, "asked_by", None)
-        if option in STOP_OPTIONS:  # the config's option that stopped it: what a resume turns off
-            stop["option"] = option
         summary = run_summary(
             self.config,
             self.loop,
             wall_time,
             self.learning_clock.seconds(),
-            stop=stop if stopped else None,
+            stop=_stop_entry(self.loop.step, self.callbacks) if stopped else None,
             # Absolute, as saved_model_path: usable from any directory.
             resumed_from=self.resumed_from and os.path.abspath(self.resumed_from),
             checkpoint=latest and os.path.abspath(latest),
@@ -300,6 +296,16 @@ class Trainer:
         log_summary(summary, self.run_dir)
         saved = summary["saved_model_path"]
         return self._result(saved, summary, reason)
+
+
+def _stop_entry(step: int, callbacks) -> Dict:
+    """summary.json's "stop": its step and reason, and the config's stop option that asked
+    for it, if one did (what a resume turns off to continue the run)."""
+    stop = {"step": step, "reason": callbacks.stop_reason}
+    option = getattr(callbacks.stopped_by, "asked_by", None)
+    if option in STOP_OPTIONS:
+        stop["option"] = option
+    return stop
 
 
 def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> TrainResult:

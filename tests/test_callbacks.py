@@ -8,9 +8,10 @@ import logging
 import os
 import shutil
 
+import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import tiny_config
+from conftest import CounterEnv, tiny_config
 
 import tfsac
 from tfsac.run.callbacks import CallbackList, FunctionCallback
@@ -44,11 +45,23 @@ def stopped(tmp_path_factory, counter_env_id):
     return config, tfsac.train(config, quiet=True)
 
 
+class ProbedCounterEnv(CounterEnv):
+    """CounterEnv whose first evaluation episode is even (episode 0): the start check's
+    API probe, one reset and step on the evaluation env, is its episode -1."""
+
+    def __init__(self):
+        super().__init__()
+        self.episode = -2
+
+
+PROBED_COUNTER_ENV_ID = "tfsac-test-probed/Counter-v0"
+if PROBED_COUNTER_ENV_ID not in gym.registry:
+    gym.register(PROBED_COUNTER_ENV_ID, entry_point=ProbedCounterEnv, max_episode_steps=4)
+
+
 @pytest.fixture(scope="module")
 def counter_env_id():
-    from conftest import COUNTER_ENV_ID
-
-    return COUNTER_ENV_ID
+    return PROBED_COUNTER_ENV_ID
 
 
 def test_a_stop_writes_the_checkpoint_evaluation_summary_and_export(stopped):
@@ -58,7 +71,8 @@ def test_a_stop_writes_the_checkpoint_evaluation_summary_and_export(stopped):
     with open(os.path.join(result.run_dir, "summary.json")) as f:
         summary = json.load(f)
     assert summary == result.summary
-    assert summary["stop"] == {"step": STOP_AT, "reason": result.stop_reason}
+    reason, option = result.stop_reason, "stop_after_no_improvement"  # a resume turns it off
+    assert summary["stop"] == {"step": STOP_AT, "reason": reason, "option": option}
     assert summary["env_steps"] == STOP_AT and summary["total_steps"] == 200
     evaluations = [(e["step"], e["return_mean"]) for e in summary["evaluations"]]
     assert evaluations == [(20, 3.0), (40, 4.0), (60, 3.0), (80, 4.0)]

@@ -176,6 +176,33 @@ def test_a_function_returning_false_stops_after_a_final_evaluation(tmp_path, cou
     assert not os.path.exists(os.path.join(result.run_dir, "best"))
 
 
+def test_a_stop_met_at_the_last_evaluation_is_a_stop(tmp_path, counter_env_id, caplog):
+    """Evaluations at 20 and 40 (the last) return 3 and 4: a threshold of 3.5, or a
+    function returning False at step 40, is met at total_steps and recorded as a stop."""
+    options = dict(total_steps=40, learning_starts=40, eval_every=20, log_every=20)
+    config = tiny_config(tmp_path, counter_env_id, name="threshold", stop_at_return=3.5, **options)
+    result = tfsac.train(config, export=False, quiet=True)
+    reason = "evaluation return 4.00 reached 3.5 at step 40 (stop_at_return)"
+    assert result.stop_reason == reason
+    with open(os.path.join(result.run_dir, "summary.json")) as f:
+        assert json.load(f)["stop"] == {"step": 40, "reason": reason}
+    # At total_steps, only more steps continue it, whatever the stop options.
+    caplog.set_level(logging.INFO, logger="absl")
+    again = tfsac.train(config, resume=True, quiet=True, export=False)
+    assert again.stop_reason == reason and again.already_finished
+    (message,) = [r.getMessage() for r in caplog.records if "already complete" in r.getMessage()]
+    assert message.endswith("; a resume with a larger total_steps continues it)")
+
+    def until_40(evaluation):
+        return evaluation["step"] < 40
+
+    config = tiny_config(tmp_path, counter_env_id, name="function", **options)
+    result = tfsac.train(config, export=False, quiet=True, on_evaluation=until_40)
+    assert result.stop_reason.endswith("<locals>.until_40 returned False at step 40")
+    assert result.summary["stop"] == {"step": 40, "reason": result.stop_reason}
+    assert result.summary["env_steps"] == 40
+
+
 def test_the_reward_threshold_stops_at_the_first_evaluation_that_reaches_it():
     stop = StopTrainingOnRewardThreshold(-150)
     assert stop.on_evaluation({"step": 10, "return_mean": -151.0}) is None

@@ -81,7 +81,8 @@ class RunParts:
         more = ""
         if summary.get("stop"):
             reason = summary["stop"].get("reason")
-            more = f" (stopped: {reason}; {_continue_hint(reason)})"
+            at_end = summary.get("env_steps", 0) >= summary.get("total_steps", 0)
+            more = f" (stopped: {reason}; {_continue_hint(None if at_end else reason)})"
         logging.info("run in %s is already complete%s", self.run_dir, more)
         return summary
 
@@ -92,7 +93,8 @@ STOP_OPTIONS = ("stop_at_return", "stop_after_no_improvement", "min_evaluations"
 def _continue_hint(reason) -> str:
     """What continues a run that a stop ended: turning off the stop option that ended it
     (a tester took the one hint given for all, stop_at_return=none, to a run that no
-    improvement stopped), or, where a callback of the user's did, more total_steps."""
+    improvement stopped), or, where a callback of the user's did or the stop came at
+    total_steps (`reason` None), more total_steps."""
     for option, off, flag in (
         ("stop_at_return", "None", "none"),
         ("stop_after_no_improvement", "0", "0"),

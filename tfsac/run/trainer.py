@@ -41,7 +41,7 @@ class TrainResult:
     run_dir: str
     saved_model_path: Optional[str]
     summary: Dict
-    # Why a callback stopped the run before total_steps (summary.json's "stop"), or None.
+    # Why a callback stopped the run (summary.json's "stop"), at whichever step, or None.
     stop_reason: Optional[str] = None
     # A resume of a run that had finished: nothing trained or exported in this call.
     already_finished: bool = False
@@ -258,7 +258,7 @@ class Trainer:
         # After the checkpoint: a run that a callback stops (by raising) keeps this step.
         if evaluated:
             calls.on_evaluation(dict(self.loop.evaluations[-1]))
-        if calls.stop_reason is not None and not at_end:
+        if calls.stop_reason is not None:  # at total_steps too: a stop met is a stop
             if not logged:  # asked by on_evaluation: the stop's row
                 self._log()
             if not saved:  # asked by on_evaluation
@@ -276,14 +276,13 @@ class Trainer:
             part.close()
         latest = self.checkpointer.latest  # the final evaluation's (export_trained_policy)
         final = {**self.loop.evaluations[-1], "checkpoint": latest}
-        stopped = self.loop.step < self.config.total_steps
-        reason = self.callbacks.stop_reason if stopped else None
+        reason = self.callbacks.stop_reason  # whichever step met it, the last one's too
         summary = run_summary(
             self.config,
             self.loop,
             wall_time,
             self.learning_clock.seconds(),
-            stop={"step": self.loop.step, "reason": reason} if stopped else None,
+            stop=None if reason is None else {"step": self.loop.step, "reason": reason},
             # Absolute, as saved_model_path: usable from any directory.
             resumed_from=self.resumed_from and os.path.abspath(self.resumed_from),
             checkpoint=latest and os.path.abspath(latest),

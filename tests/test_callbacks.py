@@ -80,6 +80,38 @@ def test_keep_best_exports_each_new_best_as_a_version(stopped):
     assert [(m["training_steps"], m["eval_return_mean"]) for m in steps] == [(20, 3.0), (40, 4.0)]
 
 
+def test_keep_best_converts_the_other_formats_once_into_the_last_best(
+    tmp_path, counter_env_id, monkeypatch, caplog
+):
+    """Each new best is a SavedModel version; policy.tflite (stood in for here: its
+    conversion takes seconds) is written once, into the highest version, at the end."""
+    from tfsac.deploy import formats
+
+    converted = []
+
+    def fake_tflite(saved_model_dir, path, quantization="none"):
+        converted.append(saved_model_dir)
+        with open(path, "w") as f:
+            f.write("converted")
+
+    monkeypatch.setattr(formats, "write_tflite", fake_tflite)
+    monkeypatch.setattr(formats, "check_parity", lambda *args: 0.0)
+    options = dict(total_steps=40, learning_starts=40, eval_every=20, log_every=20)
+    config = tiny_config(
+        tmp_path, counter_env_id, keep_best=True, export_formats="saved_model,tflite", **options
+    )
+    caplog.set_level(logging.INFO, logger="absl")
+    result = tfsac.train(config, quiet=True)
+    best = os.path.join(result.run_dir, "best")
+    assert sorted(os.listdir(best)) == ["1", "2"]  # returns 3, then 4
+    assert not os.path.exists(os.path.join(best, "1", "policy.tflite"))
+    assert os.path.isfile(os.path.join(best, "2", "policy.tflite"))
+    assert [os.path.dirname(d) for d in converted].count(best) == 1
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("new best evaluation return 4.0 at step 40: ") for m in messages)
+    assert any(m.startswith("best policy: exported ") and "policy.tflite" in m for m in messages)
+
+
 def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped, caplog, tmp_path):
     config, result = stopped
     caplog.set_level(logging.INFO, logger="absl")

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from typing import Dict, Optional
 
 from absl import logging
 
 from tfsac.deploy.export import export_policy
-from tfsac.deploy.formats import parse_formats
+from tfsac.deploy.formats import FILES, add_formats, parse_formats
 from tfsac.deploy.metadata import policy_metadata
-from tfsac.files import check_writable
+from tfsac.deploy.parity import PARITY_TOLERANCE
+from tfsac.files import check_writable, model_versions
 from tfsac.paths import check_plain_name
 from tfsac.run.callbacks import Callback
 
@@ -23,8 +25,11 @@ class SaveBestPolicy(Callback):
     """Exports the policy each time an evaluation's mean return beats every earlier one,
     as the next version of the model folder `path` (default <run_dir>/best): the highest
     version, which TF Serving serves, is the best policy so far, and its
-    tfsac_metadata.json holds that evaluation (step, return, seed). The formats are the
-    run's export_formats. On a resume, the run's earlier evaluations count."""
+    tfsac_metadata.json holds that evaluation (step, return, seed). Each version is a
+    SavedModel (about a second's pause, said in its line); the run's other export_formats
+    are written into the highest version once, when the session's training ends (their
+    conversions take tens of seconds each). On a resume, the run's earlier evaluations
+    count."""
 
     def __init__(self, path: Optional[str] = None):
         self.path = path
@@ -47,6 +52,7 @@ class SaveBestPolicy(Callback):
         trainer = self._trainer
         config = trainer.config
         model_dir = self.model_dir
+        started = time.perf_counter()
         self.saved_model_path = export_policy(
             trainer.learner.actor,
             trainer.spec,
@@ -54,12 +60,34 @@ class SaveBestPolicy(Callback):
             os.path.basename(model_dir),
             policy_metadata(config, trainer.spec, evaluation),
             (config.log_std_min, config.log_std_max),
-            parse_formats(config.export_formats),
         )
         logging.info(
-            "new best evaluation return %.1f at step %d: exported to %s",
+            "new best evaluation return %.1f at step %d: exported to %s (%.1f s)",
             self.best,
             evaluation["step"],
             self.saved_model_path,
+            time.perf_counter() - started,
         )
         return None
+
+    def on_training_end(self) -> None:
+        """The run's export_formats beyond the SavedModel, into the highest version where
+        it lacks them (this session's newest best, or an earlier session's that a signal
+        ended before they were written)."""
+        versions = model_versions(self.model_dir)
+        if not versions:
+            return
+        newest = os.path.join(self.model_dir, versions[-1])
+        formats = parse_formats(self._trainer.config.export_formats)
+        missing = [f for f in formats if f in FILES]
+        missing = [f for f in missing if not os.path.isfile(os.path.join(newest, FILES[f]))]
+        if not missing:
+            return
+        started = time.perf_counter()
+        written = add_formats(newest, missing)
+        logging.info(
+            "best policy: exported %s (%.0f s), each within %g of the SavedModel's actions",
+            ", ".join(written),
+            time.perf_counter() - started,
+            PARITY_TOLERANCE,
+        )

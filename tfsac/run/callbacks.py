@@ -40,13 +40,18 @@ class Callback:
     does (but at a log or evaluation step: no hook runs every step): the final evaluation,
     the checkpoint, summary.json and the export are written, and `train` returns the
     result with the stop's reason, `stop_reason` when the callback set it (True or None
-    continues). An exception ends training and propagates unchanged; the run's newest
+    continues). `on_training_end()` runs once a session's training has ended at
+    total_steps or at a stop, before summary.json and the export (not after a signal or
+    an exception). An exception ends training and propagates unchanged; the run's newest
     checkpoint stays, and a resume continues from it.
     """
 
     stop_reason: Optional[str] = None
 
     def on_training_start(self, trainer) -> None:
+        pass
+
+    def on_training_end(self) -> None:
         pass
 
     def on_log(self, record: Dict) -> Optional[bool]:
@@ -104,6 +109,10 @@ class CallbackList(Callback):
                 if self.stop_reason is None:
                     self.stop_reason = _stopped_by(callback, method, argument["step"])
         return False if stop else None
+
+    def on_training_end(self) -> None:
+        for callback in self.callbacks:
+            callback.on_training_end()
 
     def on_log(self, record: Dict) -> Optional[bool]:
         return self._call("on_log", record)

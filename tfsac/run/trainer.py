@@ -274,6 +274,7 @@ class Trainer:
         wall_time = self.session_clock.seconds()
         for part in (self.evaluator, self.progress):
             part.close()
+        self.callbacks.on_training_end()
         latest = self.checkpointer.latest  # the final evaluation's (export_trained_policy)
         final = {**self.loop.evaluations[-1], "checkpoint": latest}
         reason = self.callbacks.stop_reason  # whichever step met it, the last one's too

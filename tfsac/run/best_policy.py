@@ -26,10 +26,10 @@ class SaveBestPolicy(Callback):
     as the next version of the model folder `path` (default <run_dir>/best): the highest
     version, which TF Serving serves, is the best policy so far, and its
     tfsac_metadata.json holds that evaluation (step, return, seed). Each version is a
-    SavedModel (about a second's pause, said in its line); the run's other export_formats
-    are written into the highest version once, when the session's training ends (their
-    conversions take tens of seconds each). On a resume, the run's earlier evaluations
-    count."""
+    SavedModel (training pauses a second or a few: its line says); the run's other
+    export_formats are written into the highest version once, when the session's
+    training ends (their conversions take tens of seconds each). On a resume, the run's
+    earlier evaluations count."""
 
     def __init__(self, path: Optional[str] = None):
         self.path = path
@@ -62,7 +62,7 @@ class SaveBestPolicy(Callback):
             (config.log_std_min, config.log_std_max),
         )
         logging.info(
-            "new best evaluation return %.1f at step %d: exported to %s (%.1f s)",
+            "new best evaluation return %.1f at step %d: exported to %s (training paused %.1f s)",
             self.best,
             evaluation["step"],
             self.saved_model_path,

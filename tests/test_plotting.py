@@ -373,8 +373,8 @@ def test_a_table_beside_the_figure_says_every_setting_that_differs(tmp_path, mon
     ((names, heads, cells),) = tables
     assert heads == ["total_steps=20000", "total_steps=4000"]
     assert names == ["total_steps", "batch_size", "learning_rate", "gamma", "tau"]
-    assert cells == [["20000", "4000"], ["64", "256"], ["0.001", "0.0003"], ["0.9", "0.99"],
-                     ["0.01", "0.005"]]  # fmt: skip
+    values = [("20000", "4000"), ("64", "256"), ("0.001", "0.0003"), ("0.9", "0.99")]
+    assert cells == [list(v) for v in [*values, ("0.01", "0.005")]]
     # Labels of the user's name none of the settings: the table gives them.
     tables.clear()
     plotting.plot_runs(dirs, str(tmp_path / "named.png"), labels=["long", "short"], y="return")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import List
 
 from tfsac.config.sac_config import SACConfig, field_default
-from tfsac.config.schedules import duplicate_steps
+from tfsac.config.schedules import duplicate_steps, schedule_steps
 from tfsac.errors import TfsacError
 
 # What only a learned temperature reads.
@@ -16,9 +16,10 @@ LEARNED_ALPHA_OPTIONS = ("initial_alpha", "alpha_learning_rate", "target_entropy
 
 def check_new_run(config: SACConfig) -> List[str]:
     """TfsacError for min_evaluations without its stop, a piecewise schedule giving two
-    factors from one step, or an offline-only run whose actor would never step
-    (policy_delay > offline_updates); returns warnings: options only a learned alpha
-    reads, beside a fixed one (a preset's, say)."""
+    factors from one step, an offline-only run whose actor would never step
+    (policy_delay > offline_updates), or an option this run never comes to act on
+    (_unreachable); returns warnings: options only a learned alpha reads, beside a fixed
+    one (a preset's, say), and those that act only as the run's end does."""
     if config.min_evaluations and not config.stop_after_no_improvement:
         # A new run's mistake; a resume that turns the stop off keeps its saved value.
         raise TfsacError(
@@ -40,11 +41,64 @@ def check_new_run(config: SACConfig) -> List[str]:
                     f"{name} ({every}) is more than offline_updates ({config.offline_updates}): "
                     f"{what}"
                 )
+    warnings = _unreachable(config)
     if config.learned_alpha:
-        return []
-    return [
+        return warnings
+    return warnings + [
         f"{name}={getattr(config, name)} is not read: alpha is fixed at {config.alpha:g} "
         "(alpha=auto learns it)"
         for name in LEARNED_ALPHA_OPTIONS
         if getattr(config, name) != field_default(name)
     ]
+
+
+def evaluations_before_end(config: SACConfig) -> int:
+    """The most eval_every evaluations a new run makes before the one at its end (a stop
+    there stops nothing); fewer where env steps come in chunks wider than eval_every."""
+    return max(config.total_steps - 1, 0) // config.eval_every
+
+
+def _unreachable(config: SACConfig) -> List[str]:
+    """TfsacError for an option asked for something this run never comes to: a stop or a
+    video whose evaluations never come, a schedule's step past total_steps; warnings for
+    options that then act only as the run's end does."""
+    before, total = evaluations_before_end(config), config.total_steps
+    made = f"eval_every={config.eval_every} and total_steps={total} make"
+    where = f"{made} {before} evaluation{'s' * (before != 1)} before the run's last one"
+    if config.stop_at_return is not None and not before:
+        raise TfsacError(
+            f"stop_at_return is read at evaluations, and {where}: it could never stop the run"
+        )
+    if config.stop_after_no_improvement:
+        # The first counted evaluation sets the best; the stop needs N + 1 after it.
+        needed = max(config.min_evaluations, 1) + config.stop_after_no_improvement + 1
+        if before < needed:
+            raise TfsacError(
+                f"stop_after_no_improvement={config.stop_after_no_improvement} with "
+                f"min_evaluations={config.min_evaluations} needs {needed} evaluations, and "
+                f"{where}: it could never stop the run"
+            )
+    if config.video_every > before + 1:
+        raise TfsacError(
+            f"video_every={config.video_every} records every {config.video_every}th "
+            f"evaluation, and {made} {before + 1} with the run's last one: it would record none"
+        )
+    late = [s for s in schedule_steps(config.lr_schedule) if total and s >= total]
+    if late:
+        raise TfsacError(
+            f"lr_schedule {config.lr_schedule!r} gives a factor from step {late[0]}, not before "
+            f"total_steps ({total}): it would never apply"
+        )
+    warnings = []
+    if config.keep_best and not before:
+        warnings.append(
+            f"keep_best keeps the best of the evaluations, and {where}: its best is the "
+            "final policy, as the export's"
+        )
+    for name, what in (("eval_every", "evaluates"), ("checkpoint_every", "checkpoints")):
+        every = getattr(config, name)
+        if total and every > total and every != field_default(name):
+            warnings.append(
+                f"{name}={every} is more than total_steps ({total}): the run {what} only at its end"
+            )
+    return warnings

@@ -36,6 +36,7 @@ from tfsac.files import (
     CHECKPOINTS_DIR,
     VIDEOS_DIR,
     RunDir,
+    check_outside_exports,
     check_writable,
     checkpoint_steps,
     default_model_name,
@@ -59,6 +60,9 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
     if env_fn is not None and config.video_every:
         raise TfsacError("video_every needs an env id: videos remake the env by id")
     run_dir = config.run_dir or default_run_dir(config)
+    model_name = config.model_name or default_model_name(config.env_id)
+    model_dir = os.path.join(config.export_dir, model_name)
+    check_outside_exports(run_dir, "run_dir", model_dir if config.export else None)
     check_run_dir_free(run_dir)  # first: a run in it is why it holds one, and --resume no help
     if not resume and RunDir(run_dir).holds_a_run():
         raise TfsacError(

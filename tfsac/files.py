@@ -56,29 +56,34 @@ def check_writable(directory: str) -> None:
 
 
 def check_outside_exports(path: str, what: str, model_dir: Optional[str] = None) -> None:
-    """TfsacError where folder `path` (`what` names it) lies inside an exported model: a
-    SavedModel's folder, a version folder of a model folder that holds SavedModels, or
+    """TfsacError where folder `path` (`what` names it) is or lies inside an exported model:
+    a SavedModel's folder, a version folder of a model folder that holds SavedModels, or
     `model_dir`, the model folder a run exports to. TF Serving serves a model folder's
     highest version: a run's files there would be served or break serving."""
-    folder = os.path.realpath(path)
+    target = folder = os.path.realpath(path)
     model = os.path.realpath(model_dir) if model_dir else None
     while True:
-        parent = os.path.dirname(folder)
-        if os.path.isfile(os.path.join(folder, "saved_model.pb")):
-            where = f"the SavedModel {_shown(folder)!r}"
-        elif _VERSION_NAME.fullmatch(os.path.basename(folder)) and model_versions(parent, True):
-            where = f"version folder {_shown(folder)!r} of the model folder {_shown(parent)!r}"
-        elif folder == model:
-            where = f"the model folder {_shown(folder)!r} the run exports to"
-        else:
-            if parent == folder:
-                return
-            folder = parent
-            continue
-        raise TfsacError(
-            f"{what} {path!r} is inside {where}, which TF Serving serves: choose a {what} "
-            "outside exported models"
-        )
+        if where := _export_at(folder, model):
+            relation = "is" if folder == target else "is inside"
+            raise TfsacError(
+                f"{what} {path!r} {relation} {where}, which TF Serving serves: choose a {what} "
+                "outside exported models"
+            )
+        if os.path.dirname(folder) == folder:
+            return
+        folder = os.path.dirname(folder)
+
+
+def _export_at(folder: str, model: Optional[str]) -> Optional[str]:
+    """What exported model the absolute `folder` is, said; None where it is none."""
+    parent = os.path.dirname(folder)
+    if os.path.isfile(os.path.join(folder, "saved_model.pb")):
+        return f"the SavedModel {_shown(folder)!r}"
+    if _VERSION_NAME.fullmatch(os.path.basename(folder)) and model_versions(parent, True):
+        return f"version folder {_shown(folder)!r} of the model folder {_shown(parent)!r}"
+    if folder == model:
+        return f"the model folder {_shown(folder)!r} the run exports to"
+    return None
 
 
 def _shown(folder: str) -> str:

@@ -165,7 +165,7 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
     if not steps:
         raise TfsacError(f"offline_data {source!r}: a tfsac run without checkpoints")
     errors = []
-    for step in steps:  # the newest whose replay files read, as a resume takes (a tester's)
+    for step in steps:  # the newest whose replay files read, as a resume takes it
         try:
             fields, ref = _checkpoint_replay(folder, step, spec)
             break

@@ -148,7 +148,7 @@ CASES = [
     # Options this run never comes to act on.
     ("train", ["--total_steps=3000", "--stop_at_return=0"], "make 0 evaluations before the"),
     ("train", ["--stop_after_no_improvement=3"], "min_evaluations=0 needs 5 evaluations, and"),
-    ("train", ["--video_every=5"], "and total_steps=20000 make 4 with the run's last one: i"),
+    ("train", ["--video_every=5"], "every 5 evaluations, and eval_every=5000 and total_steps"),
     ("train", ["--lr_schedule=piecewise:20000:0.5"], "not before total_steps (20000): it wo"),
     # The folders a write check makes for a path through '..' are removed too.
     ("train", ["--run_dir=new/../run", "--export_dir=blocker/e"], "cannot write to 'blocker"),
@@ -221,7 +221,7 @@ CASES = [
     ("sweep", ["--num_actors=2"], "env runners (--num_actors) do not run inside sweep trials"),
     ("sweep", ["--grid=ent_coef=0.1,0.2"], "--ent_coef (Stable-Baselines3's name): in tfsac --a"),
     ("sweep", ["--grid=env_id=Pendulum-v1"], "--env_id: the env_id option is --env"),
-    ("sweep", ["--sweep_dir=models/3"], "--sweep_dir 'models/3' is the SavedModel 'models/3'"),
+    ("sweep", ["--sweep_dir=models/3"], "is the SavedModel 'models/3', which TF Serving serves"),
     ("sweep", ["--stop_at_return=0", "--grid=total_steps=3000,4000"], "could never stop the"),
     # export.py
     ("export", [], "give exactly one of --saved_model and --run_dir"),

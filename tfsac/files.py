@@ -36,7 +36,7 @@ def check_writable(directory: str) -> None:
     # The folders makedirs will create, deepest first, walked as written: 'new/../x' makes
     # 'new' too, which a normalised path would not list.
     missing = []
-    path = directory.rstrip("/\\") or directory
+    path = directory.rstrip(os.sep + (os.altsep or "")) or directory
     while path and not os.path.lexists(path) and os.path.dirname(path) != path:
         if os.path.basename(path) not in (os.curdir, os.pardir):
             missing.append(path)

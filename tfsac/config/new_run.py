@@ -80,8 +80,8 @@ def _unreachable(config: SACConfig) -> List[str]:
             )
     if config.video_every > before + 1:
         raise TfsacError(
-            f"video_every={config.video_every} records every {config.video_every}th "
-            f"evaluation, and {made} {before + 1} with the run's last one: it would record none"
+            f"video_every={config.video_every} records one episode every {config.video_every} "
+            f"evaluations, and {made} {before + 1} with the run's last one: it would record none"
         )
     late = [s for s in schedule_steps(config.lr_schedule) if total and s >= total]
     if late:
@@ -89,13 +89,23 @@ def _unreachable(config: SACConfig) -> List[str]:
             f"lr_schedule {config.lr_schedule!r} gives a factor from step {late[0]}, not before "
             f"total_steps ({total}): it would never apply"
         )
-    warnings = []
+    return _end_only(config, where, before)
+
+
+def _end_only(config: SACConfig, where: str, before: int) -> List[str]:
+    """Warnings for options that act only as the run's end does (`before`: evaluations
+    before it, `where` says so)."""
+    total, warnings = config.total_steps, []
     if config.keep_best and not before:
         warnings.append(
             f"keep_best keeps the best of the evaluations, and {where}: its best is the "
             "final policy, as the export's"
         )
-    for name, what in (("eval_every", "evaluates"), ("checkpoint_every", "checkpoints")):
+    for name, what in (
+        ("eval_every", "evaluates"),
+        ("checkpoint_every", "checkpoints"),
+        ("log_every", "logs progress"),
+    ):
         every = getattr(config, name)
         if total and every > total and every != field_default(name):
             warnings.append(

@@ -150,6 +150,7 @@ CASES = [
     ("train", ["--stop_after_no_improvement=3"], "min_evaluations=0 needs 5 evaluations, and"),
     ("train", ["--video_every=5"], "every 5 evaluations, and eval_every=5000 and total_steps"),
     ("train", ["--lr_schedule=piecewise:20000:0.5"], "not before total_steps (20000): it wo"),
+    ("train", ["--total_steps=1100", "--policy_delay=200"], "more than the run's 100 updates"),
     # The folders a write check makes for a path through '..' are removed too.
     ("train", ["--run_dir=new/../run", "--export_dir=blocker/e"], "cannot write to 'blocker"),
     # collect.py
@@ -445,6 +446,7 @@ def _python_cases():
         (train(stop_after_no_improvement=3), "min_evaluations=0 needs 5 evaluations, and"),
         (train(video_every=5), "make 4 with the run's last one: it would record none"),
         (train(lr_schedule="piecewise:20000:0.5"), "not before total_steps (20000): it would"),
+        (train(total_steps=1100, target_update_interval=101), "than the run's 100 updates ("),
         (train(run_dir="new/../run", export_dir="blocker/e"), "cannot write to 'blocker/e/"),
         (lambda: SACConfig(env="Pendulum-v1"), "SACConfig has no field 'env': use env_id="),
         (

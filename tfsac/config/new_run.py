@@ -16,8 +16,8 @@ LEARNED_ALPHA_OPTIONS = ("initial_alpha", "alpha_learning_rate", "target_entropy
 
 def check_new_run(config: SACConfig) -> List[str]:
     """TfsacError for min_evaluations without its stop, a piecewise schedule giving two
-    factors from one step, an offline-only run whose actor would never step
-    (policy_delay > offline_updates), or an option this run never comes to act on
+    factors from one step, a run whose actor or targets would never step (policy_delay or
+    target_update_interval > its updates), or an option this run never comes to act on
     (_unreachable); returns warnings: options only a learned alpha reads, beside a fixed
     one (a preset's, say), and those that act only as the run's end does."""
     if config.min_evaluations and not config.stop_after_no_improvement:
@@ -30,17 +30,14 @@ def check_new_run(config: SACConfig) -> List[str]:
             f"lr_schedule {config.lr_schedule!r} gives step {steps[0]} two factors: give each "
             "step one"
         )
-    if config.total_steps == 0 and config.offline_updates:  # offline only
-        intervals = {  # resolved ('auto' is the variant's) where a run starts
-            "policy_delay": (config.policy_delay, "the actor would never be updated"),
-            "target_update_interval": (config.target_update_interval, "the targets would stay"),
-        }
-        for name, (every, what) in intervals.items():
-            if isinstance(every, int) and every > config.offline_updates:
-                raise TfsacError(
-                    f"{name} ({every}) is more than offline_updates ({config.offline_updates}): "
-                    f"{what}"
-                )
+    updates = _updates(config)
+    intervals = {  # resolved ('auto' is the variant's) where a run starts
+        "policy_delay": (config.policy_delay, "the actor would never be updated"),
+        "target_update_interval": (config.target_update_interval, "the targets would stay"),
+    }
+    for name, (every, what) in intervals.items():
+        if updates and isinstance(every, int) and 0 < updates[0] < every:  # 0: asked for
+            raise TfsacError(f"{name} ({every}) is more than {updates[1]}: {what}")
     warnings = _unreachable(config)
     if config.learned_alpha:
         return warnings
@@ -50,6 +47,24 @@ def check_new_run(config: SACConfig) -> List[str]:
         for name in LEARNED_ALPHA_OPTIONS
         if getattr(config, name) != field_default(name)
     ]
+
+
+def _updates(config: SACConfig):
+    """(the updates a new run makes, said), where they are known ahead and some run: an
+    offline-only run's, or env steps' after learning_starts in phases of train_freq (not
+    with episodes_per_rollout or env runners, whose phases the episodes or chunks set)."""
+    if config.total_steps == 0:
+        return (config.offline_updates, f"offline_updates ({config.offline_updates})")
+    if config.episodes_per_rollout or config.num_actors:
+        return None
+    phases = (config.total_steps - config.learning_starts) // config.train_freq
+    per_phase = config.train_freq if config.gradient_steps == -1 else config.gradient_steps
+    return (
+        phases * per_phase,
+        f"the run's {phases * per_phase} updates (total_steps - learning_starts = "
+        f"{config.total_steps - config.learning_starts} env steps, gradient_steps="
+        f"{config.gradient_steps} every train_freq={config.train_freq})",
+    )
 
 
 def evaluations_before_end(config: SACConfig) -> int:

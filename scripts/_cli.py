@@ -82,55 +82,15 @@ def parse_flags_or_fail(argv: List[str]) -> List[str]:
         fail(str(e))
 
 
-# Other libraries' SAC arguments (the names their users type) and what tfsac calls them:
-# Stable-Baselines3's first, then Spinning Up's.
-SB3_NAMES = {
-    "ent_coef": "--alpha (a number, auto or auto_<initial value>)",
-    "net_arch": "--hidden_sizes=256,256 (--critic_hidden_sizes for the critics alone)",
-    "policy_kwargs": "--hidden_sizes, --network, --critic_layer_norm (custom networks: "
-    "--algorithm/--network of a module of yours, README: Library)",
-    "tensorboard_log": "--tensorboard (TensorBoard logs under the run directory)",
-    "n_sampled_goal": "--her_goals_per_transition (with --her)",
-    "goal_selection_strategy": "--her_strategy (with --her)",
-    "replay_buffer_class": "--her (HerReplayBuffer) or --n_steps (NStepReplayBuffer)",
-    "verbose": "--progress_bar and --log_every (progress), --verbosity (absl's logging)",
-}
-OTHER_NAMES = {
-    "start_steps": "--learning_starts (random actions until then; updates start after it)",
-    "update_after": "--learning_starts (updates start after it, with random actions until then)",
-    "update_every": "--train_freq=N --gradient_steps=N (N updates every N env steps)",
-    "epochs": "--total_steps (env steps in all)",
-    "steps_per_epoch": "--log_every (a progress row every N env steps) and --eval_every",
-    "num_test_episodes": "--eval_episodes",
-    "max_ep_len": "--env_kwargs='{\"max_episode_steps\": N}'",
-    "save_freq": "--checkpoint_every",
-    "replay_size": "--buffer_size",
-    "polyak": "--tau (1 - polyak)",
-    "lr": "--learning_rate",
-}
-
-
 def _unknown_flag_line(error: flags.UnrecognizedFlagError) -> str:
     """absl's line, or for a config field's name whose flag is named otherwise (env_id:
-    --env) that flag, or for another library's name tfsac's: absl's guess goes by
-    spelling."""
+    --env) that flag, or for another library's name tfsac's (tfsac.config.names): absl's
+    guess goes by spelling."""
     from tfsac.config import SACConfig  # TF-free
+    from tfsac.config.names import CLI, flag_names, unknown_name_hint
 
-    for field in dataclasses.fields(SACConfig):
-        flag = field.metadata["flag"]
-        if flag and flag != field.name and error.flagname == field.name:
-            return f"unknown flag --{field.name}: the {field.name} option is --{flag}"
-    if error.flagname in SB3_NAMES:
-        return (
-            f"unknown flag --{error.flagname} (Stable-Baselines3's name): in tfsac "
-            f"{SB3_NAMES[error.flagname]}"
-        )
-    if error.flagname in OTHER_NAMES:
-        return (
-            f"unknown flag --{error.flagname} (Spinning Up's name): in tfsac "
-            f"{OTHER_NAMES[error.flagname]}"
-        )
-    return str(error)
+    hint = unknown_name_hint(error.flagname, CLI, flag_names(SACConfig))
+    return f"unknown flag --{error.flagname}{hint}" if hint else str(error)
 
 
 class IntegralParser(flags.IntegerParser):

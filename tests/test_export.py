@@ -216,6 +216,8 @@ def test_write_check_leaves_no_folders_behind(tmp_path):
     (tmp_path / "kept").mkdir()
     check_writable(str(tmp_path / "kept" / "new"))
     assert os.listdir(tmp_path) == ["kept"] and os.listdir(tmp_path / "kept") == []
+    check_writable(str(tmp_path / "new" / ".." / "x" / "."))  # makes 'new' and 'x'
+    assert os.listdir(tmp_path) == ["kept"]
     (tmp_path / "a_file").write_text("")  # an output folder named as a file: said so
     with pytest.raises(TfsacError, match="'.*a_file': it exists and is not a folder$"):
         check_writable(str(tmp_path / "a_file"))

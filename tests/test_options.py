@@ -185,6 +185,31 @@ def test_a_fixed_alpha_beside_a_learned_ones_options_warns_and_a_saved_run_loads
     assert check_new_run(resolve(SACConfig(target_entropy=-3.0))) == []  # learned: read
 
 
+def test_options_that_act_only_as_the_runs_end_does_are_said():
+    """keep_best without an evaluation before the end keeps the final policy, as the export
+    does; an interval past total_steps acts only at the end (a default one says nothing)."""
+    from tfsac.config.new_run import check_new_run, evaluations_before_end
+
+    short = dict(total_steps=3000, learning_starts=100)
+    assert check_new_run(resolve(SACConfig(**short))) == []
+    config = resolve(SACConfig(**short, keep_best=True, eval_every=4000, checkpoint_every=9000))
+    assert check_new_run(config) == [
+        "keep_best keeps the best of the evaluations, and eval_every=4000 and total_steps=3000 "
+        "make 0 evaluations before the run's last one: its best is the final policy, as the "
+        "export's",
+        "eval_every=4000 is more than total_steps (3000): the run evaluates only at its end",
+        "checkpoint_every=9000 is more than total_steps (3000): the run checkpoints only at "
+        "its end",
+    ]
+    # Evaluations at 1000 and 2000; the one at 3000 ends the run (a stop there stops nothing).
+    assert evaluations_before_end(resolve(SACConfig(**short, eval_every=1000))) == 2
+    assert evaluations_before_end(resolve(SACConfig(**short, eval_every=999))) == 3
+    stop = dict(short, eval_every=1000, stop_after_no_improvement=1)  # needs 1 + 1 + 1
+    check_new_run(resolve(SACConfig(**dict(stop, eval_every=999))))
+    with pytest.raises(TfsacError, match="needs 3 evaluations, and eval_every=1000 and total_"):
+        check_new_run(resolve(SACConfig(**stop)))
+
+
 def test_linear_schedule_decays_rates_during_training(tmp_path):
     from conftest import tiny_config
 

@@ -21,7 +21,13 @@ from tfsac.algorithm.distributions import deterministic_action
 from tfsac.algorithm.exploration import GaussianExploration, GSDEExploration
 from tfsac.algorithm.sac import SAC
 from tfsac.config import SACConfig
-from tfsac.data.replay import FIELDS, SCALAR_FIELDS, pack_batch, transition_layout
+from tfsac.data.replay import (
+    FIELDS,
+    SCALAR_FIELDS,
+    pack_batch,
+    packed_width,
+    transition_layout,
+)
 from tfsac.errors import TfsacError
 
 
@@ -51,7 +57,7 @@ class SACLearner:
             else GaussianExploration(self.sac.actor, config, self.act_rng)
         )
         self._layout = transition_layout(obs_dim, action_dim)
-        self._row_width = sum(w for _, w in self._layout)
+        self._row_width = packed_width(obs_dim, action_dim)
         batches = tf.TensorSpec([None, None, self._row_width], tf.float32)  # [steps, batch, row]
         obs = tf.TensorSpec([None, obs_dim], tf.float32)
         # With an observation normaliser (SimBa's), update calls also take the moments of

@@ -14,6 +14,7 @@ import numbers
 from typing import Any, Dict, List
 
 from tfsac.config.fields import check_field_types, field_errors
+from tfsac.config.names import checked_keywords
 from tfsac.config.options import (
     AlphaOptions,
     CollectOptions,
@@ -108,6 +109,7 @@ def parse_env_kwargs(text: str, name: str = "env_kwargs") -> Dict[str, Any]:
     return kwargs
 
 
+@checked_keywords  # an unknown keyword says which field is meant (env= -> env_id=)
 @dataclasses.dataclass
 class SACConfig(
     DistOptions,

@@ -47,6 +47,12 @@ def duplicate_steps(spec: str) -> list:
     return sorted({s for s in steps if steps.count(s) > 1})
 
 
+def schedule_steps(spec: str) -> list:
+    """The steps a piecewise schedule changes its factor at, sorted; [] for other schedules."""
+    text = spec.strip().lower()
+    return [step for step, _ in _piecewise_points(text)] if text.startswith("piecewise:") else []
+
+
 def _piecewise_points(text: str) -> list:
     """(step, factor) pairs of 'piecewise:<step>:<factor>,...', sorted; [] where they do
     not parse."""

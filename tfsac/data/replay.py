@@ -35,6 +35,11 @@ def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], .
     )
 
 
+def packed_width(obs_dim: int, action_dim: int) -> int:
+    """Floats in a packed transition row (`transition_layout`)."""
+    return sum(w for _, w in transition_layout(obs_dim, action_dim))
+
+
 def pack_batch(batches: Mapping[str, np.ndarray], gamma: float = 0.99) -> np.ndarray:
     """Packs a dict of [..., width] (reward, terminated, discount: [...]) arrays into one
     float32 array [..., row width] in `transition_layout` order; `discount` defaults to
@@ -89,6 +94,37 @@ def _rows_to_add(capacity, obs_dim, action_dim, *transitions) -> tuple:
     return n, skip, obs, action, reward[skip:], next_obs, terminated
 
 
+def row_fields(rows: np.ndarray, obs_dim: int) -> Dict[str, np.ndarray]:
+    """Views of a `ReplayBuffer`'s stored rows [..., row width] by field (reward and
+    terminated: [...])."""
+    return {
+        "observation": rows[..., :obs_dim],
+        "action": rows[..., obs_dim:-2],
+        "reward": rows[..., -2],
+        "terminated": rows[..., -1],
+    }
+
+
+def saved_transitions(
+    arrays: Mapping[str, np.ndarray], capacity: int, obs_dim: int, action_dim: int
+) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
+    """The transitions in `ReplayBuffer.state_arrays()` of a buffer of `capacity`, read
+    without one (memory-mapped arrays stay so): the fields by name, next_observation among
+    them, and next_index (side slots from `capacity` on). ValueError (KeyError for a
+    missing array) where the arrays do not fit."""
+    rows, ref, side = (arrays[n] for n in ("rows", "next_index", "side_observation"))
+    if rows.shape != (len(ref), ReplayBuffer.row_width(obs_dim, action_dim)):
+        raise ValueError(f"rows of shape {rows.shape} for this env")
+    ref = np.asarray(ref, np.int64)
+    if len(ref) and (ref.min() < 0 or ref.max() >= capacity + len(side)):
+        raise ValueError("next_index out of range")
+    in_side = ref >= capacity
+    next_obs = np.empty((len(ref), obs_dim), np.float32)
+    next_obs[~in_side] = rows[ref[~in_side], :obs_dim]
+    next_obs[in_side] = side[ref[in_side] - capacity]
+    return {**row_fields(rows, obs_dim), "next_observation": next_obs}, ref
+
+
 class ReplayBuffer:
     """A ring buffer of (s, a, r, s', terminated), allocated once at full size, that stores
     a next observation only where no later row holds it as its observation.
@@ -119,11 +155,10 @@ class ReplayBuffer:
         self.capacity, self.obs_dim, self.action_dim = int(capacity), int(obs_dim), int(action_dim)
         self.n_steps, self.gamma = int(n_steps), float(gamma)
         self.layout = transition_layout(obs_dim, action_dim)
-        self._rows = np.zeros((self.capacity, obs_dim + action_dim + 2), np.float32)
-        self.observation = self._rows[:, :obs_dim]
-        self.action = self._rows[:, obs_dim:-2]
-        self.reward = self._rows[:, -2]
-        self.terminated = self._rows[:, -1]
+        self._rows = np.zeros((self.capacity, self.row_width(obs_dim, action_dim)), np.float32)
+        fields = row_fields(self._rows, obs_dim)
+        self.observation, self.action = fields["observation"], fields["action"]
+        self.reward, self.terminated = fields["reward"], fields["terminated"]
         # Empty slots say 0: "linked", so overwriting them frees nothing.
         self.next_index = np.zeros(self.capacity, np.int32)
         self._columns = {}  # field -> its columns of a packed row, for unpack
@@ -135,6 +170,18 @@ class ReplayBuffer:
         self.cursor = 0  # next slot to write
         self.size = 0
         self.rng = np.random.default_rng(seed)
+
+    # Usable without a buffer: the memory check sizes one before it is made.
+    @staticmethod
+    def row_width(obs_dim: int, action_dim: int) -> int:
+        """Floats in a stored row: [observation | action | reward | terminated]."""
+        return obs_dim + action_dim + 2
+
+    @classmethod
+    def bytes_per_row(cls, obs_dim: int, action_dim: int) -> int:
+        """Bytes each slot takes: its float32 row and its int32 next_index (the side array
+        of waiting next observations holds a few per episode, and is left out)."""
+        return cls.row_width(obs_dim, action_dim) * 4 + 4
 
     def _clear_side(self, slots: int = 0) -> None:
         self._side = np.zeros((max(slots, min(self.capacity, 64)), self.obs_dim), np.float32)

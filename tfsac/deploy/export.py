@@ -91,7 +91,7 @@ def build_archive(
         return tf.where(finite, action, tf.constant(np.nan, action.dtype))
 
     # A loaded signature does not hold callers to its declared shape: checked in the graph,
-    # so that every runtime refuses a wrong one (CrossQ's took a 1-D observation as a row).
+    # so that every runtime refuses a wrong one (a 1-D observation is no batch of rows).
     @tf.function(input_signature=[obs_spec])
     def serving_default(observation):
         observation = tf.ensure_shape(observation, obs_spec.shape)
@@ -131,8 +131,8 @@ def goal_endpoint(flat, columns):
 
     @tf.function(input_signature=[keys])
     def endpoint(observation):
-        # Each key's width checked, not only the joined one (mixed-up keys of one total
-        # width gave an action: a tester's).
+        # Each key's width checked, not only the joined one: mixed-up keys of one total
+        # width would give an action.
         parts = [
             tf.ensure_shape(observation[k], [None, stop - first]) for k, first, stop in columns
         ]

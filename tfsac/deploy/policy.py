@@ -133,9 +133,8 @@ class Policy:
 
 
 def _dict_mismatch(space: gym.Space, observation: Any) -> Optional[str]:
-    """What is wrong with a dict given for a Dict space, said by key (the space's whole text
-    cut at 300 characters named neither the key nor the shape: a tester's); None where the
-    fault is not one of a key."""
+    """What is wrong with a dict given for a Dict space, said by key (a large space's text
+    names neither the key nor the shape); None where the fault is not one of a key."""
     if not (isinstance(space, gym.spaces.Dict) and isinstance(observation, dict)):
         return None
     missing = sorted(set(space.spaces) - set(observation))

@@ -14,6 +14,7 @@ from tfsac.deploy.export import export_policy
 from tfsac.deploy.formats import FILES, add_formats, parse_formats
 from tfsac.deploy.metadata import policy_metadata
 from tfsac.deploy.parity import PARITY_TOLERANCE
+from tfsac.errors import TfsacError
 from tfsac.files import check_writable, model_versions
 from tfsac.paths import check_plain_name
 from tfsac.run.callbacks import Callback
@@ -32,6 +33,16 @@ class SaveBestPolicy(Callback):
     earlier evaluations count."""
 
     def __init__(self, path: Optional[str] = None):
+        # Checked here, not at the run's start: by then the run's first files are written.
+        if path is not None:
+            if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+                raise TfsacError(
+                    "SaveBestPolicy: path must be a folder (a str or os.PathLike) or None for "
+                    f"<run_dir>/{BEST_DIR}, got {path!r:.60} ({type(path).__name__})"
+                )
+            path = os.fspath(path)
+            check_plain_name("SaveBestPolicy: the best policy's folder", _last_name(path))
+            check_writable(path)
         self.path = path
         self.model_dir: Optional[str] = None  # `path`, or the run's <run_dir>/best
         self.best = -math.inf
@@ -41,7 +52,7 @@ class SaveBestPolicy(Callback):
     def on_training_start(self, trainer) -> None:
         self._trainer = trainer
         self.model_dir = os.path.abspath(self.path or os.path.join(trainer.run_dir, BEST_DIR))
-        check_plain_name("the best policy's folder", os.path.basename(self.model_dir))
+        check_plain_name("the best policy's folder", _last_name(self.model_dir))
         check_writable(self.model_dir)
         self.best = max((e["return_mean"] for e in trainer.loop.evaluations), default=-math.inf)
 
@@ -91,3 +102,8 @@ class SaveBestPolicy(Callback):
             time.perf_counter() - started,
             PARITY_TOLERANCE,
         )
+
+
+def _last_name(path: str) -> str:
+    """The folder name a model folder's versions go under ('a/best/' -> 'best')."""
+    return os.path.basename(os.path.normpath(path)) if path else path

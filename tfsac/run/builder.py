@@ -92,9 +92,8 @@ STOP_OPTIONS = ("stop_at_return", "stop_after_no_improvement", "min_evaluations"
 
 def _continue_hint(reason) -> str:
     """What continues a run that a stop ended: turning off the stop option that ended it
-    (a tester took the one hint given for all, stop_at_return=none, to a run that no
-    improvement stopped), or, where a callback of the user's did or the stop came at
-    total_steps (`reason` None), more total_steps."""
+    (the other's would leave it stopped), or, where a callback of the user's did or the stop
+    came at total_steps (`reason` None), more total_steps."""
     for option, off, flag in (
         ("stop_at_return", "None", "none"),
         ("stop_after_no_improvement", "0", "0"),
@@ -167,13 +166,13 @@ def _make_parts(start: Start, resume: bool, hooks: list, actor_fn, critic_fn, lo
         if restore is not None:
             loop, resumed_from, restored = restore
     _start_learner(config, spec, learner, mixed, restored)
-    # A run its stop options stopped goes on where a resume changes them (a tester's
-    # --resume --stop_at_return=none said the run was complete).
+    # A run its stop options stopped goes on where a resume changes them: the stop that
+    # ended it may be the one turned off.
     stop_changed = any(c.split(":")[0] in STOP_OPTIONS for c in start.resume_changes)
     finished = _finished(loop.step, config.total_steps, files.read_summary(), stop_changed)
     if not finished and not type(learner.sac.variant).__module__.startswith("tfsac."):
-        # A user's variant: its update traced before anything is written (its mistakes
-        # surfaced at the first update, after learning_starts env steps and a config.json).
+        # A user's variant: its update traced before anything is written, so that its
+        # mistakes come before learning_starts env steps and a config.json.
         learner.trace_update(acting=config.num_actors == 0 and config.total_steps > 0)
     source = None
     if not finished:

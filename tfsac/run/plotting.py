@@ -252,10 +252,10 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             if differ:
                 notes.append(f"{group.label}: its runs differ in {', '.join(differ)}")
     drawn = [name for name, _ in panels]
-    for run in runs:  # drawn as they stand (a tester's: only some legends said so)
+    for run in runs:  # said for every panel's run, not in some legends only
         if not run["finished"] and any(name in run["curves"] for name in drawn):
             notes.append(f"{run['dir']}: unfinished (no summary.json), drawn as it stands")
-    for run in runs:  # a tester's: empty panels were drawn without a word
+    for run in runs:  # an empty panel is said, not drawn without a word
         if not any(name in run["curves"] for name, _ in PANELS[1:]):
             notes.append(f"{run['dir']}: no progress rows (progress.csv missing, empty or unread)")
     if not any(run["curves"] for run in runs):  # after the arguments' own mistakes

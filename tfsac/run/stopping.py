@@ -20,6 +20,12 @@ class StopTrainingOnRewardThreshold(Callback):
 
     def __init__(self, reward_threshold: float, verbose: int = 0):
         """`verbose`: SB3's argument, accepted; a stop is always logged with its reason."""
+        # Checked here: a text or a NaN would otherwise fail or never stop mid-run.
+        if isinstance(reward_threshold, bool) or not isinstance(reward_threshold, numbers.Real):
+            raise TfsacError(
+                "StopTrainingOnRewardThreshold: reward_threshold must be a number, got "
+                f"{reward_threshold!r:.60} ({type(reward_threshold).__name__})"
+            )
         self.reward_threshold = float(reward_threshold)
         if math.isnan(self.reward_threshold):
             raise TfsacError("StopTrainingOnRewardThreshold: reward_threshold is NaN")

@@ -21,10 +21,17 @@ BEST_DIR = "best"  # in the run directory, by default
 
 class SaveBestPolicy(Callback):
     """Exports the policy each time an evaluation's mean return beats every earlier one,
-    as the next version of the model folder `path` (default <run_dir>/best): the highest
-    version, which TF Serving serves, is the best policy so far, and its
-    tfsac_metadata.json holds that evaluation (step, return, seed). The formats are the
-    run's export_formats. On a resume, the run's earlier evaluations count."""
+    as SB3's `EvalCallback(best_model_save_path=...)` saves it. The config's `keep_best`
+    makes one.
+
+    Each new best is the next version of the model folder, so its highest version, the one
+    TF Serving serves, is the best policy so far; its tfsac_metadata.json names the
+    evaluation (`training_steps`, `eval_return_mean`, `eval_seed`). The formats are the
+    run's `export_formats`. On a resume, the run's earlier evaluations count.
+
+    Args:
+        path: the model folder; None puts it at `<run_dir>/best`.
+    """
 
     def __init__(self, path: Optional[str] = None):
         self.path = path

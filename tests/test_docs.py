@@ -101,7 +101,7 @@ def test_every_flag_named_in_the_guide_and_readme_text_exists():
         with open(page) as f:
             text = re.sub(r"```.*?```", "", f.read(), flags=re.S)
         for span in re.findall(r"`([^`\n]+)`", text):
-            if re.match(r"(docker|ray|pip|curl|saved_model_cli|minari|python -m pytest)\b", span):
+            if re.match(r"(docker|ray|pip|curl|saved_model_cli|minari|tensorboard|python -m pytest)\b", span):
                 continue
             for name in re.findall(r"(?<![\w-])--([a-z][a-z0-9_-]*)", span):
                 if "-" in name:  # another tool's flag (Ray's --node-ip-address)

@@ -93,6 +93,9 @@ def test_every_flag_in_the_docs_commands_exists():
     assert not wrong, "flags the scripts do not have:\n" + "\n".join(wrong)
 
 
+OTHER_TOOLS = r"(docker|ray|pip|curl|saved_model_cli|minari|tensorboard|python -m pytest)\b"
+
+
 def test_every_flag_named_in_the_guide_and_readme_text_exists():
     """Flags in inline code (`--total_steps`) name a flag of one of the scripts."""
     every = set().union(*(script_flags(s) for s in SCRIPTS))
@@ -101,7 +104,7 @@ def test_every_flag_named_in_the_guide_and_readme_text_exists():
         with open(page) as f:
             text = re.sub(r"```.*?```", "", f.read(), flags=re.S)
         for span in re.findall(r"`([^`\n]+)`", text):
-            if re.match(r"(docker|ray|pip|curl|saved_model_cli|minari|tensorboard|python -m pytest)\b", span):
+            if re.match(OTHER_TOOLS, span):
                 continue
             for name in re.findall(r"(?<![\w-])--([a-z][a-z0-9_-]*)", span):
                 if "-" in name:  # another tool's flag (Ray's --node-ip-address)

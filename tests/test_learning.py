@@ -96,7 +96,7 @@ def test_pendulum_with_option_reaches_minus_200(tmp_path, name):
 
 @pytest.mark.learning
 def test_pendulum_with_the_docs_custom_networks_reaches_minus_200(tmp_path):
-    """The models of docs/custom_networks.md (its definitions, not its short run)."""
+    """The models of docs/guide/custom-env-and-networks.md (its definitions, not its short run)."""
     namespace = {}
     exec(docs_example().split("\nconfig = ")[0], namespace)  # the imports and the two models
     result = train(

@@ -17,8 +17,9 @@ from tfsac.algorithm.architectures import ARCHITECTURES, architecture_of
 from tfsac.algorithm.variants import VARIANTS, variant_named
 
 DOCS = os.path.join(REPO_ROOT, "docs")
-MY_ALGOS = docs_example(os.path.join(DOCS, "architecture.md"), "my_algos.py")  # mean_q
-MY_NETS = docs_example(os.path.join(DOCS, "custom_networks.md"), "my_nets.py")  # ln_actor
+GUIDE = os.path.join(DOCS, "guide")
+MY_ALGOS = docs_example(os.path.join(GUIDE, "adding-an-algorithm.md"), "my_algos.py")  # mean_q
+MY_NETS = docs_example(os.path.join(GUIDE, "custom-env-and-networks.md"), "my_nets.py")
 MODULES = {
     "my_algos": MY_ALGOS,
     "my_nets": MY_NETS,

@@ -45,7 +45,7 @@ class SACLearner:
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
         """`actor_fn`/`critic_fn` build your own Keras models (see networks.build_networks
-        for their contracts and docs/custom_networks.md for an example)."""
+        for their contracts and docs/guide/custom-env-and-networks.md for an example)."""
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.sac = SAC(obs_dim, action_dim, config, actor_fn, critic_fn)
         self.config = config = self.sac.config  # resolved: the variant's defaults filled in

@@ -335,5 +335,5 @@ def _check_sizes(obs_dim, action_dim) -> None:
         f"vectors, got {obs_dim!r} and {action_dim!r}: it is the training state and its "
         "update. To train on an env (SB3's SAC('MlpPolicy', env).learn(n)): "
         "tfsac.train(tfsac.SACConfig(env_id=..., total_steps=n)), or train(config, "
-        "env_fn=make_env) for your env (README: Coming from Stable-Baselines3)"
+        "env_fn=make_env) for your env (docs/guide/coming-from.md)"
     )

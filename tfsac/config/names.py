@@ -27,7 +27,7 @@ OTHER_NAMES: Dict[str, Tuple[str, str]] = {
     "policy_kwargs": (
         "Stable-Baselines3",
         "`hidden_sizes`, `network`, `critic_layer_norm` (custom networks: `algorithm`/"
-        "`network` of a module of yours, README: Library)",
+        "`network` of a module of yours, docs/guide/custom-env-and-networks.md)",
     ),
     "tensorboard_log": (
         "Stable-Baselines3",

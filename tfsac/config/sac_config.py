@@ -124,11 +124,14 @@ class SACConfig(
     CollectOptions,
     EnvOptions,
 ):
-    """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905):
-    the options of every help group (tfsac/config/options.py; dataclasses take the last base's
-    fields first, so the fields keep the order --help lists them in).
+    """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905)
+    and its variants: one field per option, in the order `--help` lists them (the table
+    below). The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps.
 
-    The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps.
+    The string forms that flags and JSON carry ('256,256', 'auto', 'auto_0.1') become the
+    fields' types when the config is made; `validate()` checks the options against each
+    other, and `tfsac.train` runs it with the algorithm's own checks before anything is
+    written.
     """
 
     def __post_init__(self):
@@ -193,6 +196,7 @@ class SACConfig(
 
     @property
     def learned_alpha(self) -> bool:
+        """Whether the entropy temperature is learned (`alpha` given as `auto` or `auto_0.1`)."""
         return self.alpha is None
 
     def rate(self, part: str) -> float:
@@ -329,6 +333,7 @@ class SACConfig(
             )
 
     def to_dict(self) -> dict:
+        """The fields as a dict of JSON values, what a run's config.json holds."""
         return dataclasses.asdict(self)
 
     def resume_changes(self, saved: Dict[str, Any]) -> List[str]:

@@ -141,7 +141,12 @@ class ReplayBuffer:
     overwrites in add order, never overwrites a row a live row links to.
 
     `sample_packed` returns rows in `transition_layout` (what the compiled update takes),
-    over `n_steps` steps with discount `gamma`."""
+    over `n_steps` steps with discount `gamma`.
+
+    Args: `capacity` (transitions held; then the oldest are overwritten), `obs_dim`,
+    `action_dim` (actions in the learner's [-1, 1] units), `seed` (of the sampling),
+    `n_steps` and `gamma` (the steps and discount of each sampled return).
+    """
 
     def __init__(
         self,
@@ -199,8 +204,10 @@ class ReplayBuffer:
         return self._side_top - len(self._free)
 
     def add(self, observation, action, reward, next_observation, terminated) -> None:
-        """Adds one transition, or N in order (one per vector-env copy, or the rows of env
-        runners' chunks: every argument with a leading axis of N)."""
+        """Adds one transition, or N in order (every argument with a leading axis of N: one
+        per vector-env copy, or the rows of env runners' chunks). `next_observation` is the
+        true successor (at a truncation the final observation, not the next episode's
+        first); `terminated` is false at a truncation. ValueError for other shapes."""
         n, skip, obs, action, reward, next_obs, terminated = _rows_to_add(
             self.capacity,
             self.obs_dim,
@@ -299,8 +306,9 @@ class ReplayBuffer:
         return np.concatenate([rows[..., :-1], next_obs, rows[..., -1:], discount[..., None]], -1)
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
-        """Uniform samples with replacement as packed rows [num_batches, batch_size, width]
-        (the form `SACLearner.update` takes fastest)."""
+        """Uniform samples with replacement as float32 packed rows
+        `[num_batches, batch_size, width]` in `transition_layout`, the form
+        `SACLearner.update` takes fastest (one batch per update of a compiled call)."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         for name, value in (("batch_size", batch_size), ("num_batches", num_batches)):
@@ -314,7 +322,9 @@ class ReplayBuffer:
         return {name: packed[..., column] for name, column in self._columns.items()}
 
     def sample(self, batch_size: int, num_batches: int = 1) -> Dict[str, np.ndarray]:
-        """Uniform samples with replacement by field, shaped [num_batches, batch_size, ...]."""
+        """Uniform samples with replacement as a dict by field (`observation`, `action`,
+        `reward`, `next_observation`, `terminated`, `discount`), each
+        `[num_batches, batch_size, ...]`."""
         return self.unpack(self.sample_packed(batch_size, num_batches))
 
     def state_arrays(self) -> Dict[str, np.ndarray]:

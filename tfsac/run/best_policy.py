@@ -24,13 +24,20 @@ BEST_DIR = "best"  # in the run directory, by default
 
 class SaveBestPolicy(Callback):
     """Exports the policy each time an evaluation's mean return beats every earlier one,
-    as the next version of the model folder `path` (default <run_dir>/best): the highest
-    version, which TF Serving serves, is the best policy so far, and its
-    tfsac_metadata.json holds that evaluation (step, return, seed). Each version is a
-    SavedModel (training pauses a second or a few: its line says); the run's other
-    export_formats are written into the highest version once, when the session's
-    training ends (their conversions take tens of seconds each). On a resume, the run's
-    earlier evaluations count."""
+    as SB3's `EvalCallback(best_model_save_path=...)` saves it. The config's `keep_best`
+    makes one.
+
+    Each new best is the next version of the model folder, so its highest version, the one
+    TF Serving serves, is the best policy so far; its tfsac_metadata.json names the
+    evaluation (`training_steps`, `eval_return_mean`, `eval_seed`). The formats are the
+    run's `export_formats`: each version is a SavedModel at once (training pauses a second
+    or a few, its line says how long), the other formats go into the highest version once,
+    when the session's training ends (their conversions take tens of seconds). On a resume, the
+    run's earlier evaluations count.
+
+    Args:
+        path: the model folder; None puts it at `<run_dir>/best`.
+    """
 
     def __init__(self, path: Optional[str] = None):
         # Checked here, not at the run's start: by then the run's first files are written.

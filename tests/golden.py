@@ -35,17 +35,18 @@ DATA_FILE = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "data", "golden_references.json"
 )
 
-# The run every configuration starts from, as short as still tells the parts apart: 100
-# warm-up steps, then 300 updates (2 collection phases with episodes_per_rollout=1, the
-# first of which straddles learning_starts), then one evaluation. The default networks and
-# batch size; most of a run's time is the XLA compilation of its update.
+# The run every configuration starts from: 100 warm-up steps, then 60 env steps of training
+# (an update after each with the defaults), then one evaluation. A longer run feeds rounding
+# back through the policy's actions until it is as large as a changed loss's effect (after
+# 300 updates: up to 0.4 of an array's size). The default networks and batch size; most of
+# a run's time is the XLA compilation of its update.
 BASE_CONFIG = dict(
     env_id="Pendulum-v1",
     deterministic=True,
     seed=0,
-    total_steps=400,
+    total_steps=160,
     learning_starts=100,
-    eval_every=400,  # one evaluation, at the end
+    eval_every=160,  # one evaluation, at the end
     eval_episodes=2,
     tensorboard=False,
     checkpoint_every=0,
@@ -58,7 +59,8 @@ CONFIGS = {
     "v1": {"variant": "v1"},
     "num_envs_2": {"num_envs": 2},
     "delays": {"policy_delay": 2, "target_update_interval": 2},
-    "episodes_per_rollout": {"episodes_per_rollout": 1},
+    # 2 collection phases of a whole episode, the first of which straddles learning_starts.
+    "episodes_per_rollout": {"episodes_per_rollout": 1, "total_steps": 400, "eval_every": 400},
     "tqc": {"algorithm": "tqc"},
     "n_steps_3": {"n_steps": 3},
     "crossq": {"algorithm": "crossq", "critic_hidden_sizes": (256, 256)},
@@ -113,10 +115,20 @@ def _sketch(value) -> Dict[str, object]:
     x = np.asarray(value.numpy() if hasattr(value, "numpy") else value, np.float64).ravel()
     rms = float(np.sqrt(np.mean(x**2))) if x.size else 0.0
     if x.size > SKETCH:
-        # The same signs on every machine: integers drawn from numpy's PCG64.
-        signs = np.random.default_rng(x.size).integers(0, 2, (SKETCH, x.size)) * 2 - 1
-        x = signs @ x / np.sqrt(x.size)
+        x = _signs(x.size) @ x / np.sqrt(x.size)
     return {"rms": rms, "values": [float(v) for v in x]}
+
+
+def _signs(n: int) -> np.ndarray:
+    """SKETCH rows of n signs (+-1), the top bits of SplitMix64's hash of (row, index): the
+    same on every machine and numpy version, unlike a numpy Generator's stream."""
+    z = np.arange(n, dtype=np.uint64)[None] + np.arange(1, SKETCH + 1, dtype=np.uint64)[
+        :, None
+    ] * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return 1.0 - 2.0 * (z >> np.uint64(63)).astype(np.float64)
 
 
 def sketch(config_overrides: Optional[Dict] = None) -> Dict[str, List[Dict]]:

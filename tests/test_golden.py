@@ -11,10 +11,14 @@ in its commit message:
 (`python tests/golden.py` compares every configuration without writing anything and prints
 each one's largest difference.)
 
-How TOLERANCE (1e-3 of each array's root mean square) was set, on an Intel Xeon with AVX-512
-and AMX, for `defaults`: XLA compiled for SSE4.2 alone (XLA_FLAGS=--xla_cpu_max_isa=SSE4_2)
-differs by up to 6e-5, in the actor; gamma 0.98 for 0.99 by 0.6 and a target entropy of -1.1
-for -1 by ... . AVX2 alone, one thread and another XLA vector width gave the same bits.
+How golden.TOLERANCE (1e-3 of each array's root mean square) was set, on an Intel Xeon with
+AVX-512 and AMX: XLA compiled for SSE4.2 alone (XLA_FLAGS=--xla_cpu_max_isa=SSE4_2: 128-bit
+vectors, no FMA) moves the configurations by at most 3e-5; XLA's 128-bit vectors alone
+(--xla_cpu_prefer_vector_width=128) moved a 300-update run by 2e-6; AVX2 alone, one TF
+thread or single-threaded Eigen gave AVX-512's bits. gamma
+0.98 for 0.99 moves `defaults` by 0.12 (its critic's optimizer), a target entropy of -1.1 for
+-1 by 0.12 (the temperature's optimizer). (jit_compile=False is no rounding check: its first
+policy action already differs by 7e-2.)
 
 Each configuration costs one XLA compilation of its update (about 15-25 s of CPU on 2
 cores, whatever the number of steps), so the default suite checks `defaults` only;

@@ -80,6 +80,12 @@ def parse_flags_or_fail(argv: List[str]) -> List[str]:
         fail(_unknown_flag_line(e))
     except flags.Error as e:
         fail(str(e))
+    except ValueError as e:  # absl's, for a value given to a switch's --no form
+        arg = str(e).removesuffix(" does not take an argument")
+        if arg == str(e):
+            raise
+        switch = arg.split("=")[0]
+        fail(f"{arg}: a --no switch takes no value; {switch} alone is --{switch[4:]}=false")
 
 
 def _unknown_flag_line(error: flags.UnrecognizedFlagError) -> str:
@@ -118,6 +124,18 @@ class OptionalFloatParser(flags.FloatParser):
         if isinstance(argument, str) and argument.strip().lower() in ("", "none"):
             return None
         return super().parse(argument)
+
+
+class TriStateFlag(flags.Flag):
+    """An auto/true/false option read as a switch too: `--name` is true, `--noname` false,
+    `--name=auto|true|false` as written. The value stays text, which SACConfig parses (and
+    refuses) as it does from Python."""
+
+    def __init__(self, name: str, default: str, help: str):
+        super().__init__(flags.ArgumentParser(), None, name, default, help, boolean=True)
+
+    def _serialize(self, value) -> str:
+        return "" if value is None else f"--{self.name}={value}"
 
 
 def hide_from_help(names, helps: Optional[Dict[str, str]] = None) -> None:
@@ -254,7 +272,9 @@ def define_training_flags() -> None:
         default = field.default_factory() if field.default is dataclasses.MISSING else field.default
         text = _help(field)
         args = (name, default, text)
-        if meta["text"] is not None:
+        if hint == Optional[bool]:  # auto (None), true or false
+            flags.DEFINE_flag(TriStateFlag(name, meta["text"], text))
+        elif meta["text"] is not None:
             flags.DEFINE_string(name, meta["text"], text)
         elif meta["choices"]:
             flags.DEFINE_enum(name, default, meta["choices"], text)

@@ -72,7 +72,7 @@ def _assert_same_state(a, b):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
 
 
-@pytest.mark.slow  # the golden fingerprint checks the same in the default suite
+@pytest.mark.slow  # the golden reference checks the same in the default suite
 def test_same_seed_gives_identical_runs(tmp_path):
     _, first = _run(tmp_path / "a")
     _, second = _run(tmp_path / "b")

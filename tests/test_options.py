@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import sys
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -494,3 +495,36 @@ def test_layer_widths_take_sb3s_list_syntax_too():
     for value in ("[64,64", "64]", "[]"):
         with pytest.raises(TfsacError, match="hidden_sizes must be integers"):
             SACConfig(hidden_sizes=value)
+
+
+# The auto/true/false options: every config field typed Optional[bool].
+TRI_STATE = [f.name for f, hint in _cli._config_fields() if hint == Optional[bool]]
+
+
+def test_the_tri_state_options_are_found():
+    assert set(TRI_STATE) >= {"normalize_observations", "progress_bar"}
+
+
+@pytest.mark.parametrize("name", TRI_STATE)
+@pytest.mark.parametrize(
+    "args, value",
+    [
+        ([], None),
+        (["--{}"], True),
+        (["--no{}"], False),
+        (["--{}=auto"], None),
+        (["--{}=true"], True),
+        (["--{}=False"], False),
+        (["--no{}", "--{}=auto"], None),  # the last one given stands
+    ],
+)
+def test_a_tri_state_option_reads_as_a_switch_too(name, args, value):
+    config = _config_from_args(*(a.format(name) for a in args))
+    assert getattr(config, name) is value
+
+
+def test_a_switch_does_not_take_the_next_flag_as_its_value():
+    config = _config_from_args("--normalize_observations", "--total_steps=800")
+    assert (config.normalize_observations, config.total_steps) == (True, 800)
+    config = _config_from_args("--nonormalize_observations", "--network=simba")
+    assert resolve(config).normalize_observations is False

@@ -48,7 +48,9 @@ class SACLearner:
         self.exploration = (
             GSDEExploration(self.sac, self.act_rng, config.num_envs)
             if config.use_sde
-            else GaussianExploration(self.sac.actor, config, self.act_rng)
+            else GaussianExploration(
+                self.sac.actor, config, self.act_rng, (config.num_envs, action_dim)
+            )
         )
         self._layout = transition_layout(obs_dim, action_dim)
         self._row_width = sum(w for _, w in self._layout)
@@ -90,6 +92,8 @@ class SACLearner:
         objects = dict(self.sac.checkpoint_objects(), act_rng=self.act_rng)
         if isinstance(self.exploration, GSDEExploration):
             objects["exploration"] = self.exploration.noise
+        elif self.exploration.repeat is not None:  # exploration_zeta's noise under way
+            objects["exploration"] = self.exploration.repeat
         return objects
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:

@@ -161,6 +161,8 @@ class SACConfig(
                 if text not in ("auto", "true", "false"):
                     raise TfsacError(f"{name} must be auto, true or false, got {value!r}")
                 setattr(self, name, {"auto": None, "true": True, "false": False}[text])
+        if isinstance(self.network, str) and self.network.strip().lower() == "auto":
+            self.network = None  # the variant's (tfsac.algorithm.resolve)
         if isinstance(self.offline_ratio, str):
             self.offline_ratio = _ratio_or_size(self.offline_ratio)
         for name in KEYWORD_OPTIONS:

@@ -116,19 +116,6 @@ def _norms(model):
     return unit, scaled
 
 
-def test_weight_normalised_layers_keep_their_norms_after_updates():
-    learner = _flash_learner()
-    before = [v.numpy() for v in learner.critic.trainable_variables]
-    learner.update(_batch(steps=4))
-    after = [v.numpy() for v in learner.critic.trainable_variables]
-    assert all(np.abs(a - b).max() > 0 for a, b in zip(after, before, strict=True))
-    for model in (learner.actor, learner.critic):
-        unit, scaled = _norms(model)
-        assert len(unit) >= 4 and len(scaled) >= 4
-        for norms in unit + scaled:
-            np.testing.assert_allclose(norms, 1.0, rtol=1e-5)
-
-
 def _softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
@@ -152,7 +139,7 @@ def _reference_critic_loss(logits, next_logits, reward, terminated, next_log_pro
     return -(target[None] * log_q).sum(-1).mean()
 
 
-def test_one_update_reports_the_numpy_reference_of_its_critic_loss():
+def test_one_update_reports_the_numpy_reference_of_its_loss_and_keeps_unit_norms():
     learner = _flash_learner()
     sac, batch = learner.sac, {k: v[0] for k, v in _batch(seed=1).items()}
     # The seeds the update will draw, from a copy of its generator.
@@ -168,20 +155,29 @@ def test_one_update_reports_the_numpy_reference_of_its_critic_loss():
         logits, next_logits, batch["reward"], batch["terminated"], next_log_prob.numpy(),
         alpha, np.linspace(-5, 5, 11),
     )  # fmt: skip
+    before = [v.numpy() for v in learner.critic.trainable_variables]
     metrics = learner.update({k: v[None] for k, v in batch.items()})
     assert metrics["critic_loss"] == pytest.approx(want, rel=1e-4)
+    # Every weight moved, and the weight-normalised ones are back on their spheres.
+    after = [v.numpy() for v in learner.critic.trainable_variables]
+    assert all(np.abs(a - b).max() > 0 for a, b in zip(after, before, strict=True))
+    for model in (learner.actor, learner.critic):
+        unit, scaled = _norms(model)
+        assert len(unit) >= 4 and len(scaled) >= 4
+        for norms in unit + scaled:
+            np.testing.assert_allclose(norms, 1.0, rtol=1e-5)
 
 
 def test_the_repeated_noise_is_held_for_zeta_distributed_spans():
     cdf = truncated_zeta_cdf(2.0, 3)  # P(n) ~ 1, 1/4, 1/9
     np.testing.assert_allclose(cdf, np.cumsum([36, 9, 4]) / 49, rtol=1e-6)
     noise = RepeatedNoise(2, 3, 2.0, 16, tf.random.Generator.from_seed(0))
-    draws = np.stack([noise.noise(tf.constant([2, 3])).numpy() for _ in range(3000)])
+    draws = np.stack([noise.noise(tf.constant([2, 3])).numpy() for _ in range(800)])
     changed = np.flatnonzero(np.any(draws[1:] != draws[:-1], axis=(1, 2))) + 1
     spans = np.diff(np.concatenate([[0], changed]))
     pmf = np.arange(1, 17.0) ** -2.0
     assert spans.min() >= 1 and spans.max() <= 16
-    assert spans.mean() == pytest.approx((np.arange(1, 17) * pmf).sum() / pmf.sum(), rel=0.1)
+    assert spans.mean() == pytest.approx((np.arange(1, 17) * pmf).sum() / pmf.sum(), rel=0.2)
     assert noise.noise(tf.constant([5, 3])).shape == (5, 3)  # another batch: drawn afresh
 
 

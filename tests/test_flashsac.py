@@ -216,3 +216,41 @@ def test_the_entropy_target_of_a_target_std():
     learner = SACLearner(3, 2, SACConfig(target_std=0.15, hidden_sizes=(8,), jit_compile=False))
     # Two dimensions of a Gaussian of std 0.15: log(2 pi e 0.0225).
     assert learner.sac.target_entropy == pytest.approx(math.log(2 * math.pi * math.e * 0.0225))
+
+
+def test_env_runners_act_with_the_flashsac_actor_through_tf_and_its_held_noise():
+    import gymnasium as gym
+
+    from tfsac.data.spaces import EnvSpec, space_to_json
+    from tfsac.scale.runners import TFPolicy, runner_policy
+
+    space = space_to_json(gym.spaces.Box(-1.0, 1.0, (3,), np.float32))
+    spec = EnvSpec("T-v0", 3, 2, (-1.0, -1.0), (1.0, 1.0), "Box(3)", "Box(2)", "none", space)
+    config = resolve(
+        SACConfig(
+            algorithm="flashsac", hidden_sizes=(8,), critic_hidden_sizes=(8,), num_actors=1,
+            envs_per_actor=2, chunk_steps=64, jit_compile=False,
+        )
+    )  # fmt: skip
+    learner = SACLearner(3, 2, config)
+    assert learner.actor.numpy_plan() is None
+    policy = runner_policy(spec, config, None, 0, plan=learner.actor.numpy_plan())
+    assert isinstance(policy, TFPolicy)
+    policy.set_weights(learner.actor.get_weights())
+    actions = np.stack([policy.sample(np.zeros((2, 3), np.float32)) for _ in range(40)])
+    assert actions.shape == (40, 2, 2) and np.abs(actions).max() < 1
+    # The same observation, the same held noise: runs of equal actions, some longer than one.
+    repeats = np.all(actions[1:] == actions[:-1], axis=(1, 2))
+    assert 0 < repeats.sum() < len(repeats)
+
+
+def test_a_run_saved_before_the_new_options_resumes_without_a_change():
+    new = resolve(SACConfig())
+    saved = json.loads(json.dumps(new.to_dict()))
+    for name in ("return_bound", "target_std", "exploration_zeta"):
+        del saved[name]
+    assert new.resume_changes(saved) == [  # said as the resume starts, not refused
+        f"{name}: None -> 0.0" for name in ("return_bound", "target_std", "exploration_zeta")
+    ]
+    with pytest.raises(TfsacError, match="exploration_zeta=2.0 differs"):
+        resolve(SACConfig(exploration_zeta=2.0)).resume_changes(saved)

@@ -160,6 +160,26 @@ class OptionalFloatParser(flags.FloatParser):
         return super().parse(argument)
 
 
+class AutoBooleanParser(flags.BooleanParser):
+    """true/false as a bool flag reads them, and 'auto' for None (the variant decides)."""
+
+    def parse(self, argument):
+        if isinstance(argument, str) and argument.strip().lower() == "auto":
+            return None
+        return super().parse(argument)
+
+
+# Options that were bool flags before they took 'auto': --normalize_rewards and
+# --nonormalize_rewards still read, beside --normalize_rewards=auto.
+BARE_AUTO_BOOLS = ("normalize_rewards",)
+
+
+def _define_auto_bool(name: str, text: str) -> None:
+    flag = flags.BooleanFlag(name, None, text)
+    flag.parser = AutoBooleanParser()
+    flags.DEFINE_flag(flag)
+
+
 def hide_from_help(names, helps: Optional[Dict[str, str]] = None) -> None:
     """Leaves `names` out of the script's --help and rewrites the help of `helps` (for a
     script that sets some training flags itself, as sweep.py does)."""
@@ -177,7 +197,7 @@ def _flag_line(name: str) -> str:
     elif isinstance(flag.default, list):
         default = ",".join(flag.default)
     elif flag.default is None:
-        default = "none"
+        default = "auto" if name in BARE_AUTO_BOOLS else "none"
     else:
         default = str(flag.default)
     # absl appends its own sentences to some helps ("; repeat this option ..."), with
@@ -294,7 +314,9 @@ def define_training_flags() -> None:
         default = field.default_factory() if field.default is dataclasses.MISSING else field.default
         text = _help(field)
         args = (name, default, text)
-        if meta["text"] is not None:
+        if field.name in BARE_AUTO_BOOLS:
+            _define_auto_bool(name, text)
+        elif meta["text"] is not None:
             flags.DEFINE_string(name, meta["text"], text)
         elif meta["choices"]:
             flags.DEFINE_enum(name, default, meta["choices"], text)

@@ -173,4 +173,9 @@ def architecture_of(config: SACConfig):
     """The architecture that `config.network` names: a registered name, or '<module>:<name>'
     of one that the module registers when imported."""
     how = "@tfsac.algorithm.architectures.register_architecture on its class"
-    return registered(config.network, ARCHITECTURES, "network", how)
+    name = config.network
+    if name is None:  # 'auto' in a config not resolved yet: the variant's choice
+        from tfsac.algorithm.variants import variant_of
+
+        name = variant_of(config).defaults(config).get("network", "mlp")
+    return registered(name, ARCHITECTURES, "network", how)

@@ -56,16 +56,19 @@ VARIANTS = {
     "crossq_simba": dict(
         env_id="Pendulum-v1", algorithm="crossq", network="simba", critic_hidden_sizes=(8,)
     ),
+    # Unit-norm blocks, batch norms' moving statistics, RMSNorm, the tanh-bounded log-std.
+    "flashsac": dict(env_id="Pendulum-v1", algorithm="flashsac", critic_hidden_sizes=(8,)),
 }
 
 
-# gSDE's, DroQ's, the custom actor and the normalised MLP with -m slow: their conversions
-# take the same paths as the others (crossq_simba's holds the observation normaliser).
+# gSDE's, DroQ's, the custom actor, the normalised MLP and FlashSAC's with -m slow: their
+# conversions take the same paths as the others (crossq_simba's holds the observation
+# normaliser).
 @pytest.mark.parametrize(
     "name",
     [
         pytest.param(n, marks=pytest.mark.slow)
-        if n in ("gsde", "droq", "custom", "mlp_normalized")
+        if n in ("gsde", "droq", "custom", "mlp_normalized", "flashsac")
         else n
         for n in sorted(VARIANTS)
     ],

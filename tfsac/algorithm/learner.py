@@ -54,7 +54,9 @@ class SACLearner:
         self.exploration = (
             GSDEExploration(self.sac, self.act_rng, config.num_envs)
             if config.use_sde
-            else GaussianExploration(self.sac.actor, config, self.act_rng)
+            else GaussianExploration(
+                self.sac.actor, config, self.act_rng, (config.num_envs, action_dim)
+            )
         )
         self._layout = transition_layout(obs_dim, action_dim)
         self._row_width = packed_width(obs_dim, action_dim)
@@ -96,6 +98,8 @@ class SACLearner:
         objects = dict(self.sac.checkpoint_objects(), act_rng=self.act_rng)
         if isinstance(self.exploration, GSDEExploration):
             objects["exploration"] = self.exploration.noise
+        elif self.exploration.repeat is not None:  # exploration_zeta's noise under way
+            objects["exploration"] = self.exploration.repeat
         return objects
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:

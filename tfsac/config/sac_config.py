@@ -22,10 +22,10 @@ from tfsac.config.options import (
     EnvOptions,
     NetOptions,
     OptimOptions,
-    VariantOptions,
 )
 from tfsac.config.resume import resume_changes
 from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions, StopOptions
+from tfsac.config.variant_options import VariantOptions
 from tfsac.errors import TfsacError
 
 ALPHA_FORMS = "a float, 'auto' or 'auto_<float>' (learned, starting at <float>)"
@@ -159,13 +159,15 @@ class SACConfig(
             self.alpha, self.initial_alpha = None, start
         self.alpha = _auto_or_float("alpha", self.alpha, ALPHA_FORMS)
         self.target_entropy = _auto_or_float("target_entropy", self.target_entropy)
-        for name in ("progress_bar", "normalize_observations"):
+        for name in ("progress_bar", "normalize_observations", "normalize_rewards"):
             value = getattr(self, name)
             if isinstance(value, str):
                 text = value.strip().lower()
                 if text not in ("auto", "true", "false"):
                     raise TfsacError(f"{name} must be auto, true or false, got {value!r}")
                 setattr(self, name, {"auto": None, "true": True, "false": False}[text])
+        if isinstance(self.network, str) and self.network.strip().lower() == "auto":
+            self.network = None  # the variant's (tfsac.algorithm.resolve)
         if isinstance(self.offline_ratio, str):
             self.offline_ratio = _ratio_or_size(self.offline_ratio)
         for name in KEYWORD_OPTIONS:
@@ -178,6 +180,7 @@ class SACConfig(
         """The options whose 'auto' (None) the algorithm's variant fills in
         (tfsac.algorithm.resolve): their string forms as values, 'auto' as None."""
         kinds = {"policy_delay": int, "adam_beta1": float, "weight_decay": float}
+        kinds.update(return_bound=float, target_std=float, exploration_zeta=float)
         for name in (*kinds, "critic_hidden_sizes"):
             value = getattr(self, name)
             if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
@@ -251,6 +254,12 @@ class SACConfig(
                 "normalize_rewards needs gamma < 1: it scales rewards to the discounted "
                 "return's spread over the horizon 1 / (1 - gamma)"
             )
+        if self.return_bound and self.normalize_rewards is False:
+            raise TfsacError("return_bound needs normalize_rewards (it bounds the scaled returns)")
+        if self.target_std and self.target_entropy is not None:
+            raise TfsacError("target_std and target_entropy both set the entropy target: give one")
+        if self.exploration_zeta and self.use_sde:
+            raise TfsacError("exploration_zeta does not work with use_sde (gSDE has its own noise)")
         if self.batch_size > self.buffer_size:
             raise TfsacError(
                 f"batch_size ({self.batch_size}) is larger than buffer_size ({self.buffer_size})"

@@ -80,57 +80,23 @@ def parse_flags_or_fail(argv: List[str]) -> List[str]:
         fail(_unknown_flag_line(e))
     except flags.Error as e:
         fail(str(e))
-
-
-# Other libraries' SAC arguments (the names their users type) and what tfsac calls them:
-# Stable-Baselines3's first, then Spinning Up's.
-SB3_NAMES = {
-    "ent_coef": "--alpha (a number, auto or auto_<initial value>)",
-    "net_arch": "--hidden_sizes=256,256 (--critic_hidden_sizes for the critics alone)",
-    "policy_kwargs": "--hidden_sizes, --network, --critic_layer_norm (custom networks: "
-    "--algorithm/--network of a module of yours, README: Library)",
-    "tensorboard_log": "--tensorboard (TensorBoard logs under the run directory)",
-    "n_sampled_goal": "--her_goals_per_transition (with --her)",
-    "goal_selection_strategy": "--her_strategy (with --her)",
-    "replay_buffer_class": "--her (HerReplayBuffer) or --n_steps (NStepReplayBuffer)",
-    "verbose": "--progress_bar and --log_every (progress), --verbosity (absl's logging)",
-}
-OTHER_NAMES = {
-    "start_steps": "--learning_starts (random actions until then; updates start after it)",
-    "update_after": "--learning_starts (updates start after it, with random actions until then)",
-    "update_every": "--train_freq=N --gradient_steps=N (N updates every N env steps)",
-    "epochs": "--total_steps (env steps in all)",
-    "steps_per_epoch": "--log_every (a progress row every N env steps) and --eval_every",
-    "num_test_episodes": "--eval_episodes",
-    "max_ep_len": "--env_kwargs='{\"max_episode_steps\": N}'",
-    "save_freq": "--checkpoint_every",
-    "replay_size": "--buffer_size",
-    "polyak": "--tau (1 - polyak)",
-    "lr": "--learning_rate",
-}
+    except ValueError as e:  # absl's, for a value given to a switch's --no form
+        arg = str(e).removesuffix(" does not take an argument")
+        if arg == str(e):
+            raise
+        switch = arg.split("=")[0]
+        fail(f"{arg}: a --no switch takes no value; {switch} alone is --{switch[4:]}=false")
 
 
 def _unknown_flag_line(error: flags.UnrecognizedFlagError) -> str:
     """absl's line, or for a config field's name whose flag is named otherwise (env_id:
-    --env) that flag, or for another library's name tfsac's: absl's guess goes by
-    spelling."""
+    --env) that flag, or for another library's name tfsac's (tfsac.config.names): absl's
+    guess goes by spelling."""
     from tfsac.config import SACConfig  # TF-free
+    from tfsac.config.names import CLI, flag_names, unknown_name_hint
 
-    for field in dataclasses.fields(SACConfig):
-        flag = field.metadata["flag"]
-        if flag and flag != field.name and error.flagname == field.name:
-            return f"unknown flag --{field.name}: the {field.name} option is --{flag}"
-    if error.flagname in SB3_NAMES:
-        return (
-            f"unknown flag --{error.flagname} (Stable-Baselines3's name): in tfsac "
-            f"{SB3_NAMES[error.flagname]}"
-        )
-    if error.flagname in OTHER_NAMES:
-        return (
-            f"unknown flag --{error.flagname} (Spinning Up's name): in tfsac "
-            f"{OTHER_NAMES[error.flagname]}"
-        )
-    return str(error)
+    hint = unknown_name_hint(error.flagname, CLI, flag_names(SACConfig))
+    return f"unknown flag --{error.flagname}{hint}" if hint else str(error)
 
 
 class IntegralParser(flags.IntegerParser):
@@ -158,6 +124,18 @@ class OptionalFloatParser(flags.FloatParser):
         if isinstance(argument, str) and argument.strip().lower() in ("", "none"):
             return None
         return super().parse(argument)
+
+
+class TriStateFlag(flags.Flag):
+    """An auto/true/false option read as a switch too: `--name` is true, `--noname` false,
+    `--name=auto|true|false` as written. The value stays text, which SACConfig parses (and
+    refuses) as it does from Python."""
+
+    def __init__(self, name: str, default: str, help: str):
+        super().__init__(flags.ArgumentParser(), None, name, default, help, boolean=True)
+
+    def _serialize(self, value) -> str:
+        return "" if value is None else f"--{self.name}={value}"
 
 
 def hide_from_help(names, helps: Optional[Dict[str, str]] = None) -> None:
@@ -294,7 +272,9 @@ def define_training_flags() -> None:
         default = field.default_factory() if field.default is dataclasses.MISSING else field.default
         text = _help(field)
         args = (name, default, text)
-        if meta["text"] is not None:
+        if hint == Optional[bool]:  # auto (None), true or false
+            flags.DEFINE_flag(TriStateFlag(name, meta["text"], text))
+        elif meta["text"] is not None:
             flags.DEFINE_string(name, meta["text"], text)
         elif meta["choices"]:
             flags.DEFINE_enum(name, default, meta["choices"], text)

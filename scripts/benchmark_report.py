@@ -153,7 +153,7 @@ def at_step_cell(runs, step: int) -> str:
     minutes = [r["minutes"][i] for r, i in found if r.get("minutes") is not None]
     if len(minutes) != len(found):
         return cell
-    mean = float(np.mean(minutes))  # seconds below a minute: "0 min" said nothing
+    mean = float(np.mean(minutes))  # seconds below a minute, where "0 min" says nothing
     return cell + (f", {mean:.0f} min" if mean >= 1 else f", {mean * 60:.0f} s")
 
 

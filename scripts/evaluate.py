@@ -110,7 +110,7 @@ def main(argv):
 
 def _env_kwargs(env_id: str, info) -> dict:
     """The run's env arguments (for its own env) with --env_kwargs over them, said where
-    they differ (a tester's: a video size given alone dropped the run's time limit)."""
+    they differ: a video size given alone keeps the run's time limit."""
     trained_with = (info.get("env_kwargs") or {}) if env_id == info.get("env_id") else {}
     env_kwargs = {**trained_with, **env_kwargs_from_flag(FLAGS.env_kwargs or "{}")}
     if env_kwargs != trained_with:
@@ -169,7 +169,7 @@ def _report(env_id, env_kwargs, returns, seed, episodes, info, success_rate=None
     elif repeats_final:
         # The weights' own evaluation, named by its step: a checkpoint's (--step, or an older
         # one where the newest is damaged), or an export's (export.py --step exports one
-        # from before the run's end; a tester found it called the run's final evaluation).
+        # from before the run's end, whose evaluation is not the run's final one).
         step = info.get("checkpoint_step", info.get("training_steps"))
         which = "final evaluation" if step is None else f"evaluation at step {step}"
         print(

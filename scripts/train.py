@@ -41,7 +41,7 @@ def main(argv):
     except TfsacError as e:
         fail(str(e))
     if FLAGS["offline_ratio"].present and config.total_steps == 0:
-        logging.warning(  # a tester's --offline_ratio=0 trained on the recorded rows anyway
+        logging.warning(  # --offline_ratio=0 would read as "no recorded rows"
             "--offline_ratio=%s is not read by offline-only training (total_steps=0): every "
             "minibatch is recorded data",
             FLAGS.offline_ratio,

@@ -9,7 +9,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CUSTOM_NETWORKS_DOC = os.path.join(REPO_ROOT, "docs", "custom_networks.md")
+GUIDE = os.path.join(REPO_ROOT, "docs", "guide")
+CUSTOM_NETWORKS_DOC = os.path.join(GUIDE, "custom-env-and-networks.md")
 
 
 def docs_example(path=CUSTOM_NETWORKS_DOC, marker="example"):
@@ -202,7 +203,7 @@ def ray_address():
 
 
 def assert_nan_contract(version_dir, finite_obs, raw_bad=None):
-    """docs/serving.md's contract for a bad observation, in every runtime that loads the
+    """docs/guide/deploy.md's contract for a bad observation, in every runtime that loads the
     version: a row holding NaN or an infinity gets all-NaN actions from the SavedModel
     (both signatures), LiteRT and ONNX Runtime, the other rows their usual actions; and
     tfsac.Policy refuses it with a TfsacError. `finite_obs` is [N >= 5, obs_dim] float32;

@@ -64,6 +64,9 @@ CASES = [
     ("train", ["--algorithm=tqc", "--variant=v1"], "variant v1 is algorithm sac_v1, and alg"),
     ("train", ["--algorithm=sac_v1", "--variant=v2"], "variant v2 is algorithm sac, and algor"),
     ("train", ["--normalize_observations=maybe"], "normalize_observations must be auto, true"),
+    ("train", ["--progress_bar=maybe"], "progress_bar must be auto, true or false, got 'maybe'"),
+    ("train", ["--nonormalize_observations=true"], "a --no switch takes no value"),
+    ("train", ["--notensorboard=false"], "--notensorboard alone is --tensorboard=false"),
     ("train", ["--normalize_rewards", "--gamma=1"], "normalize_rewards needs gamma < 1"),
     ("train", ["--her", "--offline_data=x"], "her does not work with offline_data"),
     ("train", ["--env_kwargs={bad"], "env_kwargs is not valid JSON"),
@@ -139,6 +142,20 @@ CASES = [
     ),
     ("train", ["--target_subset=3"], "target_subset (3) is larger than num_critics (2)"),
     ("train", ["--algorithm=tqc", "--target_subset=2"], "algorithm tqc does not read target_"),
+    # A run directory in an exported model (TF Serving serves the model folder's versions).
+    ("train", ["--run_dir=models/3"], "run_dir 'models/3' is the SavedModel 'models/3', whi"),
+    ("train", ["--run_dir=models/3", "--resume"], "is the SavedModel 'models/3', which TF"),
+    ("train", ["--run_dir=models/3/run"], "run_dir 'models/3/run' is inside the SavedModel"),
+    ("train", ["--run_dir=models/7"], "is version folder 'models/7' of the model folder 'mo"),
+    ("train", ["--run_dir=saved_models/pendulum_v1/r"], "is inside the model folder 'saved_"),
+    # Options this run never comes to act on.
+    ("train", ["--total_steps=3000", "--stop_at_return=0"], "make 0 evaluations before the"),
+    ("train", ["--stop_after_no_improvement=3"], "min_evaluations=0 needs 5 evaluations, and"),
+    ("train", ["--video_every=5"], "every 5 evaluations, and eval_every=5000 and total_steps"),
+    ("train", ["--lr_schedule=piecewise:20000:0.5"], "not before total_steps (20000): it wo"),
+    ("train", ["--total_steps=1100", "--policy_delay=200"], "more than the run's 100 updates"),
+    # The folders a write check makes for a path through '..' are removed too.
+    ("train", ["--run_dir=new/../run", "--export_dir=blocker/e"], "cannot write to 'blocker"),
     # collect.py
     ("collect", ["--env=Pendulum-v1"], "--output is required"),
     ("collect", ["--output=out", "--env=NoSuchEnv-v0", "--format=npz"], "NoSuchEnv-v0"),
@@ -206,6 +223,10 @@ CASES = [
     ("sweep", ["--sweep_dir=blocker/sweep"], "cannot write"),
     ("sweep", ["--grid=model_name=a,../b"], "model_name must be a folder name"),
     ("sweep", ["--num_actors=2"], "env runners (--num_actors) do not run inside sweep trials"),
+    ("sweep", ["--grid=ent_coef=0.1,0.2"], "--ent_coef (Stable-Baselines3's name): in tfsac --a"),
+    ("sweep", ["--grid=env_id=Pendulum-v1"], "--env_id: the env_id option is --env"),
+    ("sweep", ["--sweep_dir=models/3"], "is the SavedModel 'models/3', which TF Serving serves"),
+    ("sweep", ["--stop_at_return=0", "--grid=total_steps=3000,4000"], "could never stop the"),
     # export.py
     ("export", [], "give exactly one of --saved_model and --run_dir"),
     ("export", ["--saved_model=missing"], "no SavedModel at 'missing'"),
@@ -408,3 +429,58 @@ def test_an_sb3_users_first_lines_are_one_line_each_pointing_to_train(tmp_path):
     with pytest.raises(TfsacError, match=r"no option 'callback'; did you mean 'callbacks'\?$"):
         tfsac.train(config, callback=[])
     assert not os.path.exists(config.run_dir)
+
+
+def _python_cases():
+    """(a call, a piece of its one TfsacError line): the rows above that Python reaches too,
+    and the Python API's own (keywords, callbacks)."""
+    import tfsac
+    from tfsac import SACConfig
+
+    def train(resume=False, **options):
+        return lambda: tfsac.train(SACConfig(**options), resume=resume, quiet=True)
+
+    return [
+        (train(run_dir="models/3"), "run_dir 'models/3' is the SavedModel 'models/3', which"),
+        (train(run_dir="models/3", resume=True), "run_dir 'models/3' is the SavedModel"),
+        (train(run_dir="models/7"), "is version folder 'models/7' of the model folder 'models'"),
+        (train(run_dir="saved_models/pendulum_v1/r"), "is inside the model folder 'saved_mo"),
+        (train(total_steps=3000, stop_at_return=0.0), "make 0 evaluations before the run's"),
+        (train(stop_after_no_improvement=3), "min_evaluations=0 needs 5 evaluations, and"),
+        (train(video_every=5), "make 4 with the run's last one: it would record none"),
+        (train(lr_schedule="piecewise:20000:0.5"), "not before total_steps (20000): it would"),
+        (train(total_steps=1100, target_update_interval=101), "than the run's 100 updates ("),
+        (train(run_dir="new/../run", export_dir="blocker/e"), "cannot write to 'blocker/e/"),
+        (lambda: SACConfig(env="Pendulum-v1"), "SACConfig has no field 'env': use env_id="),
+        (
+            lambda: SACConfig(ent_coef="auto_0.1"),
+            "SACConfig has no field 'ent_coef' (Stable-Baselines3's name): in tfsac alpha= (",
+        ),
+        (lambda: SACConfig(net_arch=[64, 64]), "in tfsac hidden_sizes=(256, 256) (critic_hi"),
+        (lambda: SACConfig(start_steps=100), "(Spinning Up's name): in tfsac learning_starts="),
+        (lambda: SACConfig(learning_rat=1e-3), "no field 'learning_rat'; did you mean learni"),
+        (lambda: tfsac.SaveBestPolicy(123), "SaveBestPolicy: path must be a folder (a str or"),
+        (lambda: tfsac.SaveBestPolicy("a/.."), "SaveBestPolicy: the best policy's folder mus"),
+        (lambda: tfsac.SaveBestPolicy("blocker/best"), "cannot write to 'blocker/best'"),
+        (lambda: tfsac.StopTrainingOnRewardThreshold("high"), "must be a number, got 'high'"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(len(_python_cases())))
+def test_a_python_mistake_is_one_error_line_and_writes_nothing(tmp_path, monkeypatch, index):
+    call, message = _python_cases()[index]
+    folder = _folder(tmp_path, index)
+    monkeypatch.chdir(folder)
+    before = _snapshot(folder)
+    with pytest.raises(TfsacError) as raised:
+        call()
+    line = str(raised.value)
+    assert "\n" not in line and message in line, line
+    assert before == _snapshot(folder), "the call wrote files"
+
+
+def test_an_unknown_keyword_is_still_a_type_error():
+    from tfsac import SACConfig
+
+    with pytest.raises(TypeError, match="no field 'env'"):
+        SACConfig(env="Pendulum-v1")

@@ -94,6 +94,38 @@ def test_keep_best_exports_each_new_best_as_a_version(stopped):
     assert [(m["training_steps"], m["eval_return_mean"]) for m in steps] == [(20, 3.0), (40, 4.0)]
 
 
+def test_keep_best_converts_the_other_formats_once_into_the_last_best(
+    tmp_path, counter_env_id, monkeypatch, caplog
+):
+    """Each new best is a SavedModel version; policy.tflite (stood in for here: its
+    conversion takes seconds) is written once, into the highest version, at the end."""
+    from tfsac.deploy import formats
+
+    converted = []
+
+    def fake_tflite(saved_model_dir, path, quantization="none"):
+        converted.append(saved_model_dir)
+        with open(path, "w") as f:
+            f.write("converted")
+
+    monkeypatch.setattr(formats, "write_tflite", fake_tflite)
+    monkeypatch.setattr(formats, "check_parity", lambda *args: 0.0)
+    options = dict(total_steps=40, learning_starts=40, eval_every=20, log_every=20)
+    config = tiny_config(
+        tmp_path, counter_env_id, keep_best=True, export_formats="saved_model,tflite", **options
+    )
+    caplog.set_level(logging.INFO, logger="absl")
+    result = tfsac.train(config, quiet=True)
+    best = os.path.join(result.run_dir, "best")
+    assert sorted(os.listdir(best)) == ["1", "2"]  # returns 3, then 4
+    assert not os.path.exists(os.path.join(best, "1", "policy.tflite"))
+    assert os.path.isfile(os.path.join(best, "2", "policy.tflite"))
+    assert [os.path.dirname(d) for d in converted].count(best) == 1
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("new best evaluation return 4.0 at step 40: ") for m in messages)
+    assert any(m.startswith("best policy: exported ") and "policy.tflite" in m for m in messages)
+
+
 def test_a_stopped_run_resumed_with_its_settings_trains_nothing(stopped, caplog, tmp_path):
     config, result = stopped
     caplog.set_level(logging.INFO, logger="absl")
@@ -188,6 +220,33 @@ def test_a_function_returning_false_stops_after_a_final_evaluation(tmp_path, cou
     assert sorted(os.listdir(tmp_path / "mine")) == ["1", "2"]
     assert best.saved_model_path == str(tmp_path / "mine" / "2")
     assert not os.path.exists(os.path.join(result.run_dir, "best"))
+
+
+def test_a_stop_met_at_the_last_evaluation_is_a_stop(tmp_path, counter_env_id, caplog):
+    """Evaluations at 20 and 40 (the last) return 3 and 4: a threshold of 3.5, or a
+    function returning False at step 40, is met at total_steps and recorded as a stop."""
+    options = dict(total_steps=40, learning_starts=40, eval_every=20, log_every=20)
+    config = tiny_config(tmp_path, counter_env_id, name="threshold", stop_at_return=3.5, **options)
+    result = tfsac.train(config, export=False, quiet=True)
+    reason = "evaluation return 4.00 reached 3.5 at step 40 (stop_at_return)"
+    assert result.stop_reason == reason
+    with open(os.path.join(result.run_dir, "summary.json")) as f:
+        assert json.load(f)["stop"] == {"step": 40, "reason": reason}
+    # At total_steps, only more steps continue it, whatever the stop options.
+    caplog.set_level(logging.INFO, logger="absl")
+    again = tfsac.train(config, resume=True, quiet=True, export=False)
+    assert again.stop_reason == reason and again.already_finished
+    (message,) = [r.getMessage() for r in caplog.records if "already complete" in r.getMessage()]
+    assert message.endswith("; a resume with a larger total_steps continues it)")
+
+    def until_40(evaluation):
+        return evaluation["step"] < 40
+
+    config = tiny_config(tmp_path, counter_env_id, name="function", **options)
+    result = tfsac.train(config, export=False, quiet=True, on_evaluation=until_40)
+    assert result.stop_reason.endswith("<locals>.until_40 returned False at step 40")
+    assert result.summary["stop"] == {"step": 40, "reason": result.stop_reason}
+    assert result.summary["env_steps"] == 40
 
 
 def test_the_reward_threshold_stops_at_the_first_evaluation_that_reaches_it():

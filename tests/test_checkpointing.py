@@ -72,7 +72,7 @@ def _assert_same_state(a, b):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
 
 
-@pytest.mark.slow  # the golden fingerprint checks the same in the default suite
+@pytest.mark.slow  # the golden reference checks the same in the default suite
 def test_same_seed_gives_identical_runs(tmp_path):
     _, first = _run(tmp_path / "a")
     _, second = _run(tmp_path / "b")
@@ -81,8 +81,15 @@ def test_same_seed_gives_identical_runs(tmp_path):
 
 @pytest.mark.parametrize(
     "options",
-    [{}, pytest.param({"variant": "v1", "use_sde": True}, marks=pytest.mark.slow)],
-    ids=["default", "v1+gsde"],
+    [
+        {},
+        pytest.param({"variant": "v1", "use_sde": True}, marks=pytest.mark.slow),
+        # Its held exploration noise and reward statistics (max |G|) are a checkpoint's too.
+        pytest.param(
+            {"algorithm": "flashsac", "critic_hidden_sizes": (16,)}, marks=pytest.mark.slow
+        ),
+    ],
+    ids=["default", "v1+gsde", "flashsac"],
 )
 def test_resume_restores_everything_exactly(tmp_path, options):
     full, _ = _run(tmp_path / "full", total_steps=200, **options)

@@ -35,7 +35,8 @@ gym.register(
 
 
 def layer_norm_actor(obs_dim, action_dim):
-    """A custom Keras actor (functional, layer norm, two heads) as docs/custom_networks.md."""
+    """A custom Keras actor (functional, layer norm, two heads), as in the guide
+    (docs/guide/custom-env-and-networks.md)."""
     obs = keras.Input((obs_dim,))
     x = keras.layers.Dense(16)(obs)
     x = keras.layers.LayerNormalization()(x)
@@ -55,16 +56,19 @@ VARIANTS = {
     "crossq_simba": dict(
         env_id="Pendulum-v1", algorithm="crossq", network="simba", critic_hidden_sizes=(8,)
     ),
+    # Unit-norm blocks, batch norms' moving statistics, RMSNorm, the tanh-bounded log-std.
+    "flashsac": dict(env_id="Pendulum-v1", algorithm="flashsac", critic_hidden_sizes=(8,)),
 }
 
 
-# gSDE's, DroQ's, the custom actor and the normalised MLP with -m slow: their conversions
-# take the same paths as the others (crossq_simba's holds the observation normaliser).
+# gSDE's, DroQ's, the custom actor, the normalised MLP and FlashSAC's with -m slow: their
+# conversions take the same paths as the others (crossq_simba's holds the observation
+# normaliser).
 @pytest.mark.parametrize(
     "name",
     [
         pytest.param(n, marks=pytest.mark.slow)
-        if n in ("gsde", "droq", "custom", "mlp_normalized")
+        if n in ("gsde", "droq", "custom", "mlp_normalized", "flashsac")
         else n
         for n in sorted(VARIANTS)
     ],
@@ -99,7 +103,7 @@ def test_litert_and_onnx_give_the_saved_models_actions(tmp_path, name):
             np.testing.assert_allclose(lite(observation=rows)["action"], want, atol=1e-5)
             got = session.run(["action"], {"observation": rows})[0]
             np.testing.assert_allclose(got, want, atol=1e-5)
-    # docs/serving.md's contract for an observation with a NaN or an infinity.
+    # docs/guide/deploy.md's contract for an observation with a NaN or an infinity.
     raw_bad = None
     if name == "dict":
         raw_bad = {"pos": np.array([np.nan, 0.0], np.float32), "mode": 1, "grid": np.ones(4)}
@@ -114,7 +118,7 @@ def test_litert_and_onnx_give_the_saved_models_actions(tmp_path, name):
                 signatures[signature](observation=tf.constant(bad))
         with pytest.raises(onnxruntime.capi.onnxruntime_pybind11_state.InvalidArgument):
             session.run(["action"], {"observation": bad})
-    # LiteRT (docs/serving.md): a wrong width fails, one row without its batch axis is a row.
+    # LiteRT (docs/guide/deploy.md): a wrong width fails, one row without its batch axis is a row.
     with pytest.raises(RuntimeError, match="failed to reshape"):
         lite(observation=obs[:2, :-1])
     np.testing.assert_allclose(lite(observation=obs[0])["action"], expected[:1], atol=1e-5)

@@ -216,6 +216,8 @@ def test_write_check_leaves_no_folders_behind(tmp_path):
     (tmp_path / "kept").mkdir()
     check_writable(str(tmp_path / "kept" / "new"))
     assert os.listdir(tmp_path) == ["kept"] and os.listdir(tmp_path / "kept") == []
+    check_writable(str(tmp_path / "new" / ".." / "x" / "."))  # makes 'new' and 'x'
+    assert os.listdir(tmp_path) == ["kept"]
     (tmp_path / "a_file").write_text("")  # an output folder named as a file: said so
     with pytest.raises(TfsacError, match="'.*a_file': it exists and is not a folder$"):
         check_writable(str(tmp_path / "a_file"))
@@ -276,6 +278,45 @@ def test_litert_and_onnx_files_give_the_saved_models_actions(converted):
     assert props["env_id"] == "Test-v0" and json.loads(props["action_low"]) == [0.0, -10.0]
     with open(os.path.join(converted, export_module.METADATA_FILE)) as f:
         assert json.load(f)["env_id"] == "Test-v0"  # the sidecar beside policy.tflite
+
+
+def test_a_runs_export_names_each_file_with_the_parity_it_was_checked_to(
+    exported, converted, tmp_path, monkeypatch, caplog
+):
+    """The end of a run with export_formats=saved_model,tflite,onnx: a line per file, each
+    converted one with the largest action difference its check measured. The converters
+    are stood in for by copies of the `converted` files (the same actor): the check is
+    real."""
+    import logging
+
+    from tfsac.deploy import formats, parity
+
+    learner, _ = exported
+    for name in ("tflite", "onnx"):
+        source = os.path.join(converted, formats.FILES[name])
+        copy = lambda saved, out, *args, source=source: shutil.copy(source, out)  # noqa: E731
+        monkeypatch.setattr(formats, f"write_{name}", copy)
+    formats_asked = "saved_model,tflite,onnx"
+    config = SACConfig(export_dir=str(tmp_path), model_name="m", export_formats=formats_asked)
+    caplog.set_level(logging.INFO, logger="absl")
+    import gymnasium as gym
+
+    from tfsac.data.spaces import space_to_json
+
+    box = space_to_json(gym.spaces.Box(-3.0, 3.0, (3,), np.float32))  # as a run's spec says
+    spec = dataclasses.replace(SPEC, observation_space_json=box)
+    path = export_module.export_trained_policy(
+        config, learner, spec, {"step": 10, "return_mean": 1.0, "seed": 0}
+    )
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("exported")]
+    assert lines[0] == f"exported SavedModel to {path}"
+    reference = parity.reference_actions(path)
+    for line, file in zip(lines[1:], ("policy.tflite", "policy.onnx"), strict=True):
+        error = parity.action_error(os.path.join(path, file), reference)
+        assert line == (
+            f"exported {os.path.join(path, file)}: acts as the SavedModel within "
+            f"{error:.2g} on 256 observations (allowed 0.0001)"
+        )
 
 
 def test_a_failed_conversion_leaves_no_version_folder(exported, tmp_path, monkeypatch):

@@ -411,7 +411,7 @@ def test_her_learns_point_reach(tmp_path):
 def test_her_learns_fetch_reach(tmp_path):
     """FetchReach-v4 with the preset's settings (scripts/presets/fetchreach_v4_her.flags):
     a success rate of at least 0.9 by 10,000 env steps, as every seed measured in
-    docs/goal_conditioned.md. Needs the robotics extra (gymnasium-robotics on mujoco 3.3.7)."""
+    docs/guide/her.md. Needs the robotics extra (gymnasium-robotics on mujoco 3.3.7)."""
     pytest.importorskip(
         "gymnasium_robotics",
         reason="FetchReach needs the robotics extra: pip install -e .[robotics]",

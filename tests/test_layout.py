@@ -1,4 +1,4 @@
-"""The limits docs/architecture.md promises: sizes a reader can hold in mind, and lower
+"""The limits docs/guide/adding-an-algorithm.md promises: sizes a reader can hold in mind, and lower
 layers that do not reach into upper ones."""
 
 import ast

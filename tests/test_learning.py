@@ -96,7 +96,7 @@ def test_pendulum_with_option_reaches_minus_200(tmp_path, name):
 
 @pytest.mark.learning
 def test_pendulum_with_the_docs_custom_networks_reaches_minus_200(tmp_path):
-    """The models of docs/custom_networks.md (its definitions, not its short run)."""
+    """The models of docs/guide/custom-env-and-networks.md (its definitions, not its short run)."""
     namespace = {}
     exec(docs_example().split("\nconfig = ")[0], namespace)  # the imports and the two models
     result = train(
@@ -164,3 +164,15 @@ def test_rlpd_preset_learns_pendulum_from_random_data_in_3000_steps(tmp_path):
     returns = [round(e["return_mean"]) for e in summary["evaluations"]]
     print(f"RLPD preset on Pendulum from random data: eval returns {returns}")
     assert summary["eval_return_mean"] >= -250
+
+
+@pytest.mark.learning
+def test_pendulum_with_flashsac_reaches_minus_200(tmp_path):
+    """FlashSAC (its categorical critics, unit-norm blocks, bounded reward normaliser, target
+    std and held noise) with its authors' initial temperature, blocks 64 wide to save time."""
+    options = dict(
+        algorithm="flashsac", hidden_sizes=(64,), critic_hidden_sizes=(64,), initial_alpha=0.01
+    )
+    result = train(_pendulum(tmp_path, **options), export=False)
+    print(f"flashsac: eval return {result.summary['eval_return_mean']:.1f}")
+    assert result.summary["eval_return_mean"] >= -200

@@ -180,10 +180,11 @@ def test_an_env_error_is_raised_as_itself(tmp_path):
         train(cfg, export=False)
 
 
-def test_readme_env_factory_example_runs(tmp_path, monkeypatch):
+def test_guide_env_factory_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # it writes runs/ under the current directory
     namespace = {}
-    exec(docs_example(os.path.join(REPO_ROOT, "README.md")), namespace)
+    page = os.path.join(REPO_ROOT, "docs", "guide", "custom-env-and-networks.md")
+    exec(docs_example(page, "env_fn example"), namespace)
     summary = namespace["result"].summary
     assert summary["env"] == "Pendulum-v1" and summary["episodes"] == 10  # 100-step episodes
     # The default run directory is named for the env the factory made.

@@ -361,7 +361,8 @@ def test_the_docs_behaviour_cloning_variant_trains_offline_and_reports(
 
     from tfsac.algorithm.variants import VARIANTS
 
-    code = docs_example(os.path.join(REPO_ROOT, "docs", "offline_to_online.md"), "offline_algos.py")
+    page = os.path.join(REPO_ROOT, "docs", "guide", "recorded-data.md")
+    code = docs_example(page, "offline_algos.py")
     (tmp_path / "offline_algos.py").write_text(code)
     monkeypatch.syspath_prepend(str(tmp_path))
     config = _config(

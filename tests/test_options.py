@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import sys
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -183,6 +184,31 @@ def test_a_fixed_alpha_beside_a_learned_ones_options_warns_and_a_saved_run_loads
         "use_log_alpha=False is not read: alpha is fixed at 0.1 (alpha=auto learns it)",
     ]
     assert check_new_run(resolve(SACConfig(target_entropy=-3.0))) == []  # learned: read
+
+
+def test_options_that_act_only_as_the_runs_end_does_are_said():
+    """keep_best without an evaluation before the end keeps the final policy, as the export
+    does; an interval past total_steps acts only at the end (a default one says nothing)."""
+    from tfsac.config.new_run import check_new_run, evaluations_before_end
+
+    short = dict(total_steps=3000, learning_starts=100)
+    assert check_new_run(resolve(SACConfig(**short))) == []
+    config = resolve(SACConfig(**short, keep_best=True, eval_every=4000, checkpoint_every=9000))
+    assert check_new_run(config) == [
+        "keep_best keeps the best of the evaluations, and eval_every=4000 and total_steps=3000 "
+        "make 0 evaluations before the run's last one: its best is the final policy, as the "
+        "export's",
+        "eval_every=4000 is more than total_steps (3000): the run evaluates only at its end",
+        "checkpoint_every=9000 is more than total_steps (3000): the run checkpoints only at "
+        "its end",
+    ]
+    # Evaluations at 1000 and 2000; the one at 3000 ends the run (a stop there stops nothing).
+    assert evaluations_before_end(resolve(SACConfig(**short, eval_every=1000))) == 2
+    assert evaluations_before_end(resolve(SACConfig(**short, eval_every=999))) == 3
+    stop = dict(short, eval_every=1000, stop_after_no_improvement=1)  # needs 1 + 1 + 1
+    check_new_run(resolve(SACConfig(**dict(stop, eval_every=999))))
+    with pytest.raises(TfsacError, match="needs 3 evaluations, and eval_every=1000 and total_"):
+        check_new_run(resolve(SACConfig(**stop)))
 
 
 def test_linear_schedule_decays_rates_during_training(tmp_path):
@@ -469,3 +495,36 @@ def test_layer_widths_take_sb3s_list_syntax_too():
     for value in ("[64,64", "64]", "[]"):
         with pytest.raises(TfsacError, match="hidden_sizes must be integers"):
             SACConfig(hidden_sizes=value)
+
+
+# The auto/true/false options: every config field typed Optional[bool].
+TRI_STATE = [f.name for f, hint in _cli._config_fields() if hint == Optional[bool]]
+
+
+def test_the_tri_state_options_are_found():
+    assert set(TRI_STATE) >= {"normalize_observations", "progress_bar"}
+
+
+@pytest.mark.parametrize("name", TRI_STATE)
+@pytest.mark.parametrize(
+    "args, value",
+    [
+        ([], None),
+        (["--{}"], True),
+        (["--no{}"], False),
+        (["--{}=auto"], None),
+        (["--{}=true"], True),
+        (["--{}=False"], False),
+        (["--no{}", "--{}=auto"], None),  # the last one given stands
+    ],
+)
+def test_a_tri_state_option_reads_as_a_switch_too(name, args, value):
+    config = _config_from_args(*(a.format(name) for a in args))
+    assert getattr(config, name) is value
+
+
+def test_a_switch_does_not_take_the_next_flag_as_its_value():
+    config = _config_from_args("--normalize_observations", "--total_steps=800")
+    assert (config.normalize_observations, config.total_steps) == (True, 800)
+    config = _config_from_args("--nonormalize_observations", "--network=simba")
+    assert resolve(config).normalize_observations is False

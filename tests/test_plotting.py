@@ -351,3 +351,60 @@ def test_a_mean_over_unfinished_runs_says_so(tmp_path, monkeypatch):
     assert labels == ["Pendulum-v1 (2 seeds, 1 unfinished)"]
     # Not the run without evaluations: it is in no panel of this figure (a reviewer's).
     assert notes == [f"{runs[1]}: unfinished (no summary.json), drawn as it stands"]
+
+
+def test_a_table_beside_the_figure_says_every_setting_that_differs(tmp_path, monkeypatch):
+    """Labels name the fewest fields (here total_steps alone); the table beneath the
+    panels gives all five, a column per group headed by its label."""
+    differ = [
+        dict(total_steps=20000, learning_rate=1e-3, batch_size=64, gamma=0.9, tau=0.01),
+        dict(total_steps=4000, learning_rate=3e-4, batch_size=256, gamma=0.99, tau=0.005),
+    ]
+    dirs = [_run_dir(tmp_path, f"r{i}", **options) for i, options in enumerate(differ)]
+    tables = []
+    real_table = matplotlib.axes.Axes.table
+
+    def spy(ax, cellText, rowLabels, colLabels, **kwargs):
+        tables.append((rowLabels, colLabels, cellText))
+        return real_table(ax, cellText, rowLabels=rowLabels, colLabels=colLabels, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "table", spy)
+    plotting.plot_runs(dirs, str(tmp_path / "five.png"), y="return")
+    ((names, heads, cells),) = tables
+    assert heads == ["total_steps=20000", "total_steps=4000"]
+    assert names == ["total_steps", "batch_size", "learning_rate", "gamma", "tau"]
+    values = [("20000", "4000"), ("64", "256"), ("0.001", "0.0003"), ("0.9", "0.99")]
+    assert cells == [list(v) for v in [*values, ("0.01", "0.005")]]
+    # Labels of the user's name none of the settings: the table gives them.
+    tables.clear()
+    plotting.plot_runs(dirs, str(tmp_path / "named.png"), labels=["long", "short"], y="return")
+    assert tables[0][1] == ["long", "short"] and len(tables[0][0]) == 5
+    # Labels that say every setting already: no table.
+    tables.clear()
+    rates = [_run_dir(tmp_path, f"lr{rate}", learning_rate=rate) for rate in (1e-3, 3e-4)]
+    plotting.plot_runs(rates, str(tmp_path / "lr.png"))
+    assert tables == []
+
+
+def test_an_env_without_success_rates_draws_no_success_rate_panel(tmp_path, monkeypatch):
+    goal = _run_dir(tmp_path, "goal", env_id="FetchReach-v4")
+    path = os.path.join(goal, "summary.json")
+    summary = json.loads(open(path).read())
+    for e in summary["evaluations"]:
+        e["success_rate"] = 0.5
+    open(path, "w").write(json.dumps(summary))
+    drawn = {}
+    real = plotting._draw_panels
+
+    def spy(cells, panels, groups, x, notes, env):
+        drawn[env] = [name for name, _ in panels]
+        visible = [ax for ax in cells if ax.get_visible()]
+        result = real(cells, panels, groups, x, notes, env)
+        drawn[env, "hidden"] = sum(not ax.get_visible() for ax in visible)
+        return result
+
+    monkeypatch.setattr(plotting, "_draw_panels", spy)
+    plotting.plot_runs([_run_dir(tmp_path, "plain"), goal], str(tmp_path / "envs.png"))
+    assert "eval_success_rate" in drawn["FetchReach-v4"]
+    assert "eval_success_rate" not in drawn["Pendulum-v1"]
+    assert drawn["Pendulum-v1", "hidden"] == 1  # its row's cell beneath FetchReach's panel

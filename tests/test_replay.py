@@ -277,3 +277,49 @@ def test_a_halfcheetah_transition_takes_at_most_110_bytes():
     assert _arrays_nbytes(buffer) / capacity <= 110  # 168 with next observations stored twice
     # The side array holds the final observations of the 20 episodes in the buffer.
     assert buffer.side_slots == 20
+
+
+def test_the_row_layout_sizes_the_memory_check_and_reads_a_checkpoints_replay(tmp_path):
+    """The buffer's row width and bytes per row are what its arrays take and what the memory
+    check counts; a checkpoint's replay read as recorded data gives its transitions back."""
+    import json
+    import types
+
+    from tfsac import SACConfig
+    from tfsac.algorithm.resolve import resolve
+    from tfsac.data.her import HerReplayBuffer
+    from tfsac.data.offline_data import _checkpoint_replay
+    from tfsac.run.memory_check import memory_estimates
+
+    buffer = ReplayBuffer(50, 3, 1)
+    for step in _steps(np.random.default_rng(4), num_envs=2, steps=40):  # 80 rows: wrapped
+        buffer.add(*step)
+    assert buffer._rows.shape == (50, ReplayBuffer.row_width(3, 1))
+    assert buffer._rows.nbytes + buffer.next_index.nbytes == 50 * ReplayBuffer.bytes_per_row(3, 1)
+    goals = (("achieved_goal", 0, 1), ("desired_goal", 1, 2), ("observation", 2, 3))
+    her = HerReplayBuffer(50, 3, 1, columns=goals, compute_reward=None)
+    her_bytes = her._rows.nbytes + her.next_index.nbytes
+    her_bytes += her.episode_start.nbytes + her.episode_length.nbytes
+    assert her_bytes == 50 * HerReplayBuffer.bytes_per_row(3, 1)
+    for config, size in (
+        (SACConfig(buffer_size=50, batch_size=8), buffer),
+        (SACConfig(buffer_size=50, batch_size=8, her=True), her),
+    ):
+        estimates = {name: n for name, n, _ in memory_estimates(resolve(config), 3, 1)}
+        assert estimates["buffer_size"] == 50 * type(size).bytes_per_row(3, 1)
+    extra = tmp_path / "ckpt-80.extra"
+    extra.mkdir()
+    for name, array in buffer.state_arrays().items():
+        np.save(extra / f"{name}.npy", array)
+    (extra / "state.json").write_text(json.dumps({"replay": {"capacity": 50}}))
+    spec = types.SimpleNamespace(obs_dim=3, action_dim=1)
+    fields, next_index = _checkpoint_replay(str(tmp_path), 80, spec)
+    packed = buffer.packed(np.arange(len(buffer)))  # [obs | action | reward | next obs | ...]
+    for name, columns in (("observation", slice(0, 3)), ("action", slice(3, 4))):
+        _same_bits(np.asarray(fields[name]), packed[:, columns])
+    _same_bits(np.asarray(fields["next_observation"]), buffer.next_observation[:50])
+    _same_bits(np.asarray(fields["reward"]), packed[:, 4])
+    _same_bits(np.asarray(fields["terminated"]), packed[:, 8])
+    linked = buffer.next_index[:50] < 50
+    np.testing.assert_array_equal(next_index[linked], buffer.next_index[:50][linked])
+    assert np.all(next_index[~linked] == 50)  # a next observation no row holds

@@ -1,4 +1,4 @@
-"""Every request in docs/serving.md runs against an exported model's signatures."""
+"""Every request in docs/guide/deploy.md runs against an exported model's signatures."""
 
 import json
 import os
@@ -11,7 +11,7 @@ from conftest import REPO_ROOT
 
 from tfsac import EnvSpec, SACConfig, SACLearner, export_policy
 
-DOC = os.path.join(REPO_ROOT, "docs", "serving.md")
+DOC = os.path.join(REPO_ROOT, "docs", "guide", "deploy.md")
 SPEC = EnvSpec("Pendulum-v1", 3, 1, (-2.0,), (2.0,), "Box(3)", "Box(1)", "none")
 
 

@@ -524,10 +524,11 @@ def test_trials_import_an_algorithm_of_the_users_module_from_the_drivers_folder(
     tmp_path, ray_address
 ):
     """Trials run in Ray's workers, in folders of their own: Ray adds the driver's current
-    folder to their sys.path, where the module (docs/architecture.md's) is found."""
+    folder to their sys.path, where the module (docs/guide/adding-an-algorithm.md's) is found."""
     from conftest import docs_example
 
-    code = docs_example(os.path.join(REPO_ROOT, "docs", "architecture.md"), "my_algos.py")
+    page = os.path.join(REPO_ROOT, "docs", "guide", "adding-an-algorithm.md")
+    code = docs_example(page, "my_algos.py")
     (tmp_path / "my_algos.py").write_text(code)
     args = [*TINY, "--total_steps=200", "--eval_every=200", "--algorithm=my_algos:mean_q"]
     args += ["--grid=learning_rate=1e-3", "--sweep_dir=sweep", f"--ray_address={ray_address}"]

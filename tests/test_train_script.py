@@ -186,8 +186,8 @@ def test_stop_flags_end_the_run_cleanly_and_keep_the_best(tmp_path):
         "--run_dir=run",
         "--export_dir=exports",
         "--stop_at_return=-1e9",
-        "--stop_after_no_improvement=5",
-        "--min_evaluations=3",
+        "--stop_after_no_improvement=1",  # reachable: 3 evaluations before the end's
+        "--min_evaluations=1",
         "--keep_best",
     ]
     proc = _run(args, cwd=tmp_path)

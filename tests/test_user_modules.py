@@ -17,8 +17,9 @@ from tfsac.algorithm.architectures import ARCHITECTURES, architecture_of
 from tfsac.algorithm.variants import VARIANTS, variant_named
 
 DOCS = os.path.join(REPO_ROOT, "docs")
-MY_ALGOS = docs_example(os.path.join(DOCS, "architecture.md"), "my_algos.py")  # mean_q
-MY_NETS = docs_example(os.path.join(DOCS, "custom_networks.md"), "my_nets.py")  # ln_actor
+GUIDE = os.path.join(DOCS, "guide")
+MY_ALGOS = docs_example(os.path.join(GUIDE, "adding-an-algorithm.md"), "my_algos.py")  # mean_q
+MY_NETS = docs_example(os.path.join(GUIDE, "custom-env-and-networks.md"), "my_nets.py")
 MODULES = {
     "my_algos": MY_ALGOS,
     "my_nets": MY_NETS,
@@ -134,7 +135,7 @@ def test_a_run_of_the_users_modules_resumes_and_loads_where_they_were_not_import
         ("algorithm", "mean_q_nowhere", "or <module>:<name> of one your module registers"),
         ("algorithm", "clash_algos:sac", r"'sac' is registered already .*clash_algos.py, line"),
         ("network", "my_algos:ln_actor", "module 'my_algos' registers no network 'ln_actor'"),
-        ("network", "resnet", "network must be one of mlp, simba, or <module>:<name>"),
+        ("network", "resnet", "network must be one of flashsac, mlp, simba, or <module>:<name>"),
         ("algorithm", "my_algos:tqc", "module 'my_algos' registers no algorithm 'tqc'"),
         ("algorithm", ":mean_q", "'' is not a module name"),
         ("algorithm", "../x/my_algos:mean_q", "'../x/my_algos' is not a module name"),

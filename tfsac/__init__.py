@@ -4,7 +4,7 @@ The package is split into layers, each importing only those below it: `scale` (R
 runners, sweeps) above `run` (the builder, the trainer's loop, checkpoints, evaluation)
 above `deploy` (exports, loading a policy) above `algorithm` (the update, losses,
 networks) and `data` (envs, collection, replay), above the config, the run directory's
-format (`files`) and the console's lines (`logs`); docs/architecture.md draws it.
+format (`files`) and the console's lines (`logs`); docs/guide/adding-an-algorithm.md draws it.
 The names below load their module (and TensorFlow) on first use, so that tools which need
 no TensorFlow (the render worker, plotting) start fast and stay out of TF's process.
 """

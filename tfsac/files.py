@@ -33,10 +33,13 @@ def check_writable(directory: str) -> None:
     not leave empty run or model folders behind); writers create them when they write."""
     if os.path.lexists(directory) and not os.path.isdir(directory):  # makedirs: "File exists"
         raise TfsacError(f"cannot write to {directory!r}: it exists and is not a folder")
-    missing = []  # deepest first
-    path = os.path.abspath(directory)
-    while not os.path.lexists(path) and os.path.dirname(path) != path:
-        missing.append(path)
+    # The folders makedirs will create, deepest first, walked as written: 'new/../x' makes
+    # 'new' too, which a normalised path would not list.
+    missing = []
+    path = directory.rstrip(os.sep + (os.altsep or "")) or directory
+    while path and not os.path.lexists(path) and os.path.dirname(path) != path:
+        if os.path.basename(path) not in (os.curdir, os.pardir):
+            missing.append(path)
         path = os.path.dirname(path)
     try:
         os.makedirs(directory, exist_ok=True)
@@ -50,6 +53,43 @@ def check_writable(directory: str) -> None:
                 os.rmdir(path)
             except OSError:  # not created after all, or no longer empty
                 pass
+
+
+def check_outside_exports(path: str, what: str, model_dir: Optional[str] = None) -> None:
+    """TfsacError where folder `path` (`what` names it) is or lies inside an exported model:
+    a SavedModel's folder, a version folder of a model folder that holds SavedModels, or
+    `model_dir`, the model folder a run exports to. TF Serving serves a model folder's
+    highest version: a run's files there would be served or break serving."""
+    target = folder = os.path.realpath(path)
+    model = os.path.realpath(model_dir) if model_dir else None
+    while True:
+        if where := _export_at(folder, model):
+            relation = "is" if folder == target else "is inside"
+            raise TfsacError(
+                f"{what} {path!r} {relation} {where}, which TF Serving serves: choose a {what} "
+                "outside exported models"
+            )
+        if os.path.dirname(folder) == folder:
+            return
+        folder = os.path.dirname(folder)
+
+
+def _export_at(folder: str, model: Optional[str]) -> Optional[str]:
+    """What exported model the absolute `folder` is, said; None where it is none."""
+    parent = os.path.dirname(folder)
+    if os.path.isfile(os.path.join(folder, "saved_model.pb")):
+        return f"the SavedModel {_shown(folder)!r}"
+    if _VERSION_NAME.fullmatch(os.path.basename(folder)) and model_versions(parent, True):
+        return f"version folder {_shown(folder)!r} of the model folder {_shown(parent)!r}"
+    if folder == model:
+        return f"the model folder {_shown(folder)!r} the run exports to"
+    return None
+
+
+def _shown(folder: str) -> str:
+    """An absolute folder as the user named it: relative where it is under the current one."""
+    relative = os.path.relpath(folder)
+    return folder if relative.startswith(os.pardir) else relative
 
 
 def default_model_name(env_id: str) -> str:

@@ -29,7 +29,7 @@ def name_problem(name) -> Optional[str]:
     if ntpath.splitdrive(name)[0]:  # 'C:x' is relative to a drive's current folder
         return "it names a drive"
     # A newline or a tab splits the lines that name the folder; TF Serving's REST paths and
-    # shells take a name with spaces at its ends for another (a tester's findings).
+    # shells take a name with spaces at its ends for another.
     if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
         return "it holds a control character or a line break"
     if name != name.strip():

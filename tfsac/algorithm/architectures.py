@@ -14,6 +14,7 @@ from tfsac.user_modules import add, registered
 
 networks = lazy_module("tfsac.algorithm.networks")
 simba = lazy_module("tfsac.algorithm.simba")
+flashnet = lazy_module("tfsac.algorithm.flashnet")
 observation_normalizer = lazy_module("tfsac.algorithm.observation_normalizer")
 
 
@@ -117,7 +118,48 @@ class SimBa(MLP):
         )
 
 
-ARCHITECTURES = {cls.name: cls for cls in (MLP, SimBa)}
+class FlashSAC(MLP):
+    """FlashSAC's networks (arXiv:2604.04539, tfsac.algorithm.flashnet): batch-normed
+    inputs, inverted-residual blocks of unit-norm weights, an RMS-normalised output; one
+    block per hidden size (FlashSAC: actor 128,128, critics 256,256)."""
+
+    name = "flashsac"
+    peer_policy = None
+    peers = ()
+
+    @classmethod
+    def check(cls, config: SACConfig) -> None:
+        if config.use_sde:
+            raise TfsacError("network flashsac does not take use_sde (gSDE has its own actor)")
+        if config.critic_dropout or config.critic_layer_norm:
+            raise TfsacError(
+                "network flashsac has its own normalisation and no dropout: leave "
+                "critic_layer_norm and critic_dropout off"
+            )
+        if config.target_subset:
+            raise TfsacError("network flashsac's critics are evaluated whole: no target_subset")
+        for name in ("hidden_sizes", "critic_hidden_sizes"):
+            if len(set(getattr(config, name))) > 1:
+                raise TfsacError(
+                    f"network flashsac adds each block to its input, so {name} needs one "
+                    f"width for every block, got {','.join(map(str, getattr(config, name)))}"
+                )
+
+    @classmethod
+    def build_actor(cls, action_dim, config, batch_norm, normalizer):
+        if batch_norm:
+            raise TfsacError("network flashsac has batch norms of its own: not with crossq")
+        return flashnet.FlashActor(
+            action_dim, config.hidden_sizes, normalizer=normalizer, name="actor"
+        )
+
+    @classmethod
+    def build_critic(cls, config, name, outputs, batch_norm, normalizer):
+        sizes = config.critic_hidden_sizes
+        return flashnet.FlashCritic(config.num_critics, sizes, outputs, normalizer, name=name)
+
+
+ARCHITECTURES = {cls.name: cls for cls in (MLP, SimBa, FlashSAC)}
 
 
 def register_architecture(cls):
@@ -131,4 +173,9 @@ def architecture_of(config: SACConfig):
     """The architecture that `config.network` names: a registered name, or '<module>:<name>'
     of one that the module registers when imported."""
     how = "@tfsac.algorithm.architectures.register_architecture on its class"
-    return registered(config.network, ARCHITECTURES, "network", how)
+    name = config.network
+    if name is None:  # 'auto' in a config not resolved yet: the variant's choice
+        from tfsac.algorithm.variants import variant_of
+
+        name = variant_of(config).defaults(config).get("network", "mlp")
+    return registered(name, ARCHITECTURES, "network", how)

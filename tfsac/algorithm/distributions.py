@@ -31,7 +31,7 @@ def tanh_normal(loc, scale, low=None, high=None) -> tfd.TransformedDistribution:
     # and its log-density is taken from eps and log(scale) exactly. A Normal(loc, scale)
     # takes it from (u - loc) / scale, which float32 ruins once scale is below loc's
     # rounding step (an initial actor on Humanoid's raw observations: loc ~ 250 with
-    # log_std clipped at -20 gave log-densities of -1e5 and a critic that diverged).
+    # log_std clipped at -20 gives log-densities of -1e5 and a critic that diverges).
     base = tfd.Independent(
         tfd.Normal(tf.zeros_like(loc), tf.ones_like(scale)), reinterpreted_batch_ndims=1
     )

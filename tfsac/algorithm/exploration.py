@@ -4,6 +4,7 @@ step, or gSDE's state-dependent noise, held fixed between resets (arXiv:2005.057
 from __future__ import annotations
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfsac.algorithm.distributions import policy_params, tanh_normal
@@ -11,19 +12,67 @@ from tfsac.algorithm.distributions import policy_params, tanh_normal
 
 class GaussianExploration:
     """Actions sampled from the TanhNormal policy of `actor`, a fresh draw per env step
-    (the learner's acting, and env runners' with their own copy of the actor)."""
+    (the learner's acting, and env runners' with their own copy of the actor); with
+    `exploration_zeta`, FlashSAC's repeated noise (`RepeatedNoise`) of `noise_shape`
+    (env copies, action dimensions; other batches draw afresh)."""
 
-    def __init__(self, actor: keras.Model, config, rng: tf.random.Generator):
+    def __init__(self, actor: keras.Model, config, rng: tf.random.Generator, noise_shape=None):
         self.actor, self.rng = actor, rng
         self.log_std_bounds = (config.log_std_min, config.log_std_max)
+        self.repeat = None
+        if config.exploration_zeta:
+            zeta = (config.exploration_zeta, config.exploration_zeta_max)
+            self.repeat = RepeatedNoise(*noise_shape, *zeta, rng)
 
     def sample(self, observation):
         loc, log_std = policy_params(self.actor, observation, self.log_std_bounds)
+        if self.repeat is not None:
+            return tf.tanh(loc + tf.exp(log_std) * self.repeat.noise(tf.shape(loc)))
         seed = tf.cast(self.rng.make_seeds(1)[:, 0], tf.int32)
         return tanh_normal(loc, tf.exp(log_std)).sample(seed=seed)
 
     def reset(self):
         return tf.constant(True)
+
+
+def truncated_zeta_cdf(mu: float, largest: int) -> np.ndarray:
+    """The CDF of P(n) proportional to n^-mu over n = 1..largest."""
+    pmf = np.arange(1, largest + 1, dtype=np.float64) ** -mu
+    return np.cumsum(pmf / pmf.sum()).astype(np.float32)
+
+
+class RepeatedNoise(tf.Module):
+    """FlashSAC's exploration (arXiv:2604.04539): standard normal noise eps, one row per
+    env copy, held for n env steps, then drawn anew with a new n ~ zeta(mu) truncated at
+    `largest` (FlashSAC: mu 2, at most 16 steps; temporally correlated exploration
+    without a noise process). Its state is a checkpoint's, so a resume continues the same noise."""
+
+    def __init__(self, rows: int, action_dim: int, mu: float, largest: int, rng):
+        super().__init__(name="repeated_noise")
+        self.rng = rng
+        self.cdf = tf.constant(truncated_zeta_cdf(mu, largest))
+        self.eps = tf.Variable(tf.zeros([rows, action_dim]), trainable=False, name="eps")
+        self.held = tf.Variable(0, trainable=False, name="held")  # steps the draw has served
+        self.span = tf.Variable(0, trainable=False, name="span")  # steps it serves
+
+    def noise(self, shape):
+        """eps for a [rows, action_dim] batch (other shapes: a fresh draw each call)."""
+        return tf.cond(
+            tf.equal(shape[0], self.eps.shape[0]), self._held_noise, lambda: self.rng.normal(shape)
+        )
+
+    def _held_noise(self):
+        def redraw():
+            self.eps.assign(self.rng.normal(self.eps.shape))
+            count = tf.reduce_sum(tf.cast(self.cdf <= self.rng.uniform([]), tf.int32))
+            self.span.assign(tf.minimum(count + 1, self.cdf.shape[0]))
+            self.held.assign(0)
+            return tf.constant(True)
+
+        drawn = tf.cond(self.held >= self.span, redraw, lambda: tf.constant(False))
+        with tf.control_dependencies([drawn]):
+            with tf.control_dependencies([self.held.assign_add(1)]):
+                return tf.identity(self.eps)
 
 
 class GSDEExploration:

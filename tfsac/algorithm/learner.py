@@ -21,7 +21,13 @@ from tfsac.algorithm.distributions import deterministic_action
 from tfsac.algorithm.exploration import GaussianExploration, GSDEExploration
 from tfsac.algorithm.sac import SAC
 from tfsac.config import SACConfig
-from tfsac.data.replay import FIELDS, SCALAR_FIELDS, pack_batch, transition_layout
+from tfsac.data.replay import (
+    FIELDS,
+    SCALAR_FIELDS,
+    pack_batch,
+    packed_width,
+    transition_layout,
+)
 from tfsac.errors import TfsacError
 
 
@@ -39,7 +45,7 @@ class SACLearner:
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
         """`actor_fn`/`critic_fn` build your own Keras models (see networks.build_networks
-        for their contracts and docs/custom_networks.md for an example)."""
+        for their contracts and docs/guide/custom-env-and-networks.md for an example)."""
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.sac = SAC(obs_dim, action_dim, config, actor_fn, critic_fn)
         self.config = config = self.sac.config  # resolved: the variant's defaults filled in
@@ -48,10 +54,12 @@ class SACLearner:
         self.exploration = (
             GSDEExploration(self.sac, self.act_rng, config.num_envs)
             if config.use_sde
-            else GaussianExploration(self.sac.actor, config, self.act_rng)
+            else GaussianExploration(
+                self.sac.actor, config, self.act_rng, (config.num_envs, action_dim)
+            )
         )
         self._layout = transition_layout(obs_dim, action_dim)
-        self._row_width = sum(w for _, w in self._layout)
+        self._row_width = packed_width(obs_dim, action_dim)
         batches = tf.TensorSpec([None, None, self._row_width], tf.float32)  # [steps, batch, row]
         obs = tf.TensorSpec([None, obs_dim], tf.float32)
         # With an observation normaliser (SimBa's), update calls also take the moments of
@@ -90,6 +98,8 @@ class SACLearner:
         objects = dict(self.sac.checkpoint_objects(), act_rng=self.act_rng)
         if isinstance(self.exploration, GSDEExploration):
             objects["exploration"] = self.exploration.noise
+        elif self.exploration.repeat is not None:  # exploration_zeta's noise under way
+            objects["exploration"] = self.exploration.repeat
         return objects
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:

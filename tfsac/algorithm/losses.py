@@ -145,3 +145,62 @@ def tqc_actor_loss(log_prob, quantiles, alpha):
     reparameterised a ~ pi(.|s): the policy follows the mean of every critic's atoms (no
     truncation, no minimum). `quantiles` is [n_critics, B, M]."""
     return tf.reduce_mean(alpha * log_prob - tf.reduce_mean(quantiles, axis=[0, 2]))
+
+
+# Categorical critics: C51 (Bellemare et al. 2017, "A Distributional Perspective on
+# Reinforcement Learning", arXiv:1707.06887), as FlashSAC (arXiv:2604.04539) and XQC use
+# them: a softmax over fixed bins z_1 < ... < z_K, Q(s, a) = sum_k p_k z_k.
+
+
+def bin_values(n_bins: int, bin_range: float):
+    """The bins z_k: n_bins evenly spaced values on [-bin_range, bin_range]."""
+    return tf.linspace(-bin_range, bin_range, n_bins)
+
+
+def categorical_value(logits, bins):
+    """Q = sum_k softmax(logits)_k z_k over the last axis of `logits` ([..., K])."""
+    return tf.reduce_sum(tf.nn.softmax(logits) * bins, axis=-1)
+
+
+def categorical_projection(target_values, probabilities, bins):
+    """Projects the distribution with atoms `target_values` [B, K] and masses
+    `probabilities` [B, K] onto the fixed `bins` [K] (arXiv:1707.06887, Eq. 7, Alg. 1):
+    each atom, clipped to [z_1, z_K], splits its mass between its two neighbouring bins in
+    proportion to its closeness to each (an atom at a bin gives that bin all its mass).
+    Returns [B, K], each row summing to its masses' sum."""
+    n_bins = bins.shape[0]
+    low, high = bins[0], bins[-1]
+    position = (tf.clip_by_value(target_values, low, high) - low) / ((high - low) / (n_bins - 1))
+    lower = tf.floor(position)
+    upper_share = position - lower
+    lower = tf.cast(lower, tf.int32)
+    upper = tf.minimum(lower + 1, n_bins - 1)
+    # One-hot sums instead of a scatter: [B, K, K] is small next to a critic's matmuls and
+    # XLA:CPU compiles it without a serialised scatter.
+    to_lower = tf.one_hot(lower, n_bins) * (probabilities * (1.0 - upper_share))[..., None]
+    to_upper = tf.one_hot(upper, n_bins) * (probabilities * upper_share)[..., None]
+    return tf.reduce_sum(to_lower + to_upper, axis=-2)
+
+
+def categorical_td_target(reward, terminated, next_logits, next_log_prob, alpha, gamma, bins):
+    """The soft target distribution of FlashSAC's critics (arXiv:2604.04539; C51's Eq. 7
+    with SAC's entropy term): the next-state distribution of the critic whose Q'(s', a')
+    is the lowest (per sample: clipped double-Q on distributions), its atoms moved to
+
+        y_k = r + gamma * (1 - terminated) * (z_k - alpha * log pi(a'|s')),
+
+    projected onto the bins. `next_logits` is [n_critics, B, K]; returns [B, K]."""
+    next_probabilities = tf.nn.softmax(next_logits)  # [N, B, K]
+    lowest = tf.argmin(tf.reduce_sum(next_probabilities * bins, axis=-1), axis=0)  # [B]
+    chosen = tf.gather(tf.transpose(next_probabilities, [1, 0, 2]), lowest, batch_dims=1)
+    continuing = (gamma * (1.0 - terminated))[:, None]
+    atoms = reward[:, None] + continuing * (bins[None, :] - alpha * next_log_prob[:, None])
+    return tf.stop_gradient(categorical_projection(atoms, chosen, bins))
+
+
+def categorical_loss(logits, target_probabilities):
+    """The cross-entropy -sum_k p_k log q_k of each critic's softmax q against the
+    projected target p (arXiv:1707.06887, Alg. 1's loss), averaged over the critics and the
+    batch, as FlashSAC's code does. `logits` is [n_critics, B, K], the target [B, K]."""
+    log_q = tf.nn.log_softmax(logits)
+    return tf.reduce_mean(-tf.reduce_sum(target_probabilities[None] * log_q, axis=-1))

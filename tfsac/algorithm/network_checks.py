@@ -1,7 +1,7 @@
 """The contracts of build_networks that custom models (actor_fn, critic_fn) must keep,
 checked when the learner is made: each a model of its own, taking [batch, width] float32
 inputs, returning float32 outputs of the documented shapes. A model that breaks one is
-refused in one line, before any env step (docs/custom_networks.md)."""
+refused in one line, before any env step (docs/guide/custom-env-and-networks.md)."""
 
 from __future__ import annotations
 

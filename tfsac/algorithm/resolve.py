@@ -32,15 +32,17 @@ def resolve(config: SACConfig) -> SACConfig:
                 f"{config.algorithm}: give one of them (variant is the older name)"
             )
         config = dataclasses.replace(config, algorithm=algorithm, variant=None)
-    variant, architecture = variant_of(config), architecture_of(config)
+    variant = variant_of(config)
     config = _with_hyperparameters(config, variant)
-    defaults = {
-        **_declared(variant, "algorithm", variant.defaults, config),
-        **_declared(architecture, "network", architecture.defaults, config),
-    }
+    own = _declared(variant, "algorithm", variant.defaults, config)
+    if config.network is None:  # the architecture's defaults depend on it
+        config = dataclasses.replace(config, network=own.get("network", "mlp"))
+    architecture = architecture_of(config)
+    defaults = {**own, **_declared(architecture, "network", architecture.defaults, config)}
     auto = {name: value for name, value in defaults.items() if getattr(config, name) is None}
     if auto:
         config = dataclasses.replace(config, **auto)
+        config.validate()  # the checks between options, on the values filled in
     _refuse_unread_options(config, variant)
     _declared(variant, "algorithm", variant.check, config)
     _declared(architecture, "network", architecture.check, config)

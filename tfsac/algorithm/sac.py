@@ -17,6 +17,7 @@ Compilation (XLA, packed batches, several steps per call) is tfsac.algorithm.lea
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Callable, Dict, List, Optional
 
@@ -87,9 +88,7 @@ class SAC:
         self.metric_names = SAC.metric_names + own
         initial_alpha = config.alpha if config.alpha is not None else config.initial_alpha
         self.temperature = TEMPERATURES[config.use_log_alpha](config, initial_alpha)
-        self.target_entropy = float(
-            -action_dim if config.target_entropy is None else config.target_entropy
-        )
+        self.target_entropy = target_entropy(config, action_dim)
         # The actor step's metrics, reported again on the steps that skip it (policy_delay).
         count = 3 + len(self.variant.actor_metric_names)
         self._last_actor_metrics = [tf.Variable(0.0, trainable=False) for _ in range(count)]
@@ -295,6 +294,15 @@ class SAC:
         return tf.constant(True)
 
 
+def target_entropy(config: SACConfig, action_dim: int) -> float:
+    """The learned alpha's entropy target: `target_entropy`, or with `target_std` sigma the
+    entropy of a Gaussian of std sigma per action dimension, dim(A) / 2 log(2 pi e sigma^2)
+    (FlashSAC, arXiv:2604.04539), else -dim(A) (arXiv:1812.05905, Sec. 5)."""
+    if config.target_std:
+        return 0.5 * action_dim * math.log(2.0 * math.pi * math.e * config.target_std**2)
+    return float(-action_dim if config.target_entropy is None else config.target_entropy)
+
+
 def _checked_loss(variant, method: str, loss) -> tf.Tensor:
     """The loss `method` returned, a float32 scalar; else TfsacError (checked when the
     update is traced: an unreduced loss failed deep in TensorFlow)."""
@@ -337,5 +345,5 @@ def _check_sizes(obs_dim, action_dim) -> None:
         f"vectors, got {obs_dim!r} and {action_dim!r}: it is the training state and its "
         "update. To train on an env (SB3's SAC('MlpPolicy', env).learn(n)): "
         "tfsac.train(tfsac.SACConfig(env_id=..., total_steps=n)), or train(config, "
-        "env_fn=make_env) for your env (README: Coming from Stable-Baselines3)"
+        "env_fn=make_env) for your env (docs/guide/coming-from.md)"
     )

@@ -158,7 +158,8 @@ class OptimOptions:
     # A factor on every learning rate over env steps (schedules.py).
     lr_schedule: str = option(
         "constant",
-        "constant | linear (to 0 at total_steps) | piecewise:<step>:<factor>,...",
+        "constant | linear (to 0 at total_steps) | cosine:<factor>[:<steps>] (to factor) | "
+        "piecewise:<step>:<factor>,...",
         OPTIM,
         # parse_schedule raises its own error, which says what is wrong in the schedule.
         check=Check(lambda v: bool(parse_schedule(v)), "a schedule"),
@@ -179,7 +180,7 @@ class OptimOptions:
     # "auto" (or None) is the algorithm's own default (its variant's `defaults`).
     policy_delay: int = option(
         None,
-        "critic updates per actor and temperature update (auto: 1; crossq 3)",
+        "critic updates per actor and temperature update (auto: 1; crossq 3; flashsac 2)",
         OPTIM,
         text="auto",
         check=POSITIVE_INT,
@@ -206,11 +207,24 @@ class OptimOptions:
     )
     # SB3's VecNormalize(norm_reward=True) without its staleness: the replay keeps raw
     # rewards and each update divides by the statistics of its own moment.
-    normalize_rewards: bool = option(
-        False,
+    normalize_rewards: Optional[bool] = option(
+        None,
         "divide rewards in the update by (1 - gamma) x the running std of the discounted "
-        "return (kept out of exports; returns are logged and evaluated raw)",
+        "return (kept out of exports; returns are logged and evaluated raw): auto (on with "
+        "flashsac), true or false",
         OPTIM,
+        text="auto",
+    )
+    # FlashSAC's normaliser (arXiv:2604.04539): returns kept inside a categorical critic's
+    # bins by the largest |G| seen, not only scaled by their spread.
+    return_bound: Optional[float] = option(
+        None,
+        "normalize_rewards: divide by max(std(G), max|G| / this) instead, so that the "
+        "discounted returns stay within [-this, this] (auto: off; flashsac 5, its bins' "
+        "range; 0: off)",
+        OPTIM,
+        text="auto",
+        check=at_least(0),
     )
 
 
@@ -239,70 +253,16 @@ class AlphaOptions:
         text="auto",
         check=Check(math.isfinite, "finite"),
     )
-    use_log_alpha: bool = option(True, "optimise log-alpha (true) or alpha itself", ALPHA)
-
-
-@dataclasses.dataclass
-class VariantOptions:
-    """The algorithm variant, its own options, and gSDE exploration."""
-
-    # The registered variants (tfsac/algorithm/variants/), checked when the config is
-    # resolved (tfsac.algorithm.resolve): a registered one of your own is a value too.
-    algorithm: str = option(
-        "sac",
-        "the algorithm: a variant registered in tfsac/algorithm/variants/ (train.py --help "
-        "lists them), or <module>:<name> of one your module registers",
-        VARIANT,
-        check=NON_EMPTY_TEXT,
-    )
-    # A variant's own hyperparameters: its `hyperparameters` declares their names and
-    # defaults, and the resolved config holds every one (tfsac.algorithm.resolve).
-    algorithm_kwargs: Dict[str, Any] = option(
-        dict,
-        "the algorithm's own hyperparameters, a JSON object, e.g. '{\"beta\": 0.5}' (those "
-        "a variant of yours declares)",
-        VARIANT,
-        text="{}",
-        check=Check(lambda v: isinstance(v, dict), "a dict", "{!r}"),
-    )
-    n_quantiles: int = option(25, "TQC: quantiles (atoms) per critic", VARIANT, check=POSITIVE_INT)
-    top_quantiles_to_drop_per_net: int = option(
-        2, "TQC: atoms per critic dropped from the pooled target", VARIANT, check=at_least(0)
-    )
-    batch_norm_momentum: float = option(
-        0.99,
-        "CrossQ: momentum of the batch renormalisation's moving statistics",
-        VARIANT,
-        check=interval(0, 1, "[)"),
-    )
-    renorm_warmup_steps: int = option(
-        100_000,
-        "CrossQ: training calls of each batch-norm layer before renormalisation starts",
-        VARIANT,
+    # FlashSAC's target: the entropy of a Gaussian of this std in every action dimension.
+    target_std: Optional[float] = option(
+        None,
+        "entropy target of the learned alpha as a std sigma per action dimension: "
+        "dim(A) / 2 log(2 pi e sigma^2) (auto: off; flashsac 0.15; 0: off)",
+        ALPHA,
+        text="auto",
         check=at_least(0),
     )
-
-    # Kept for SAC's two versions: v1 is algorithm sac_v1, v2 is sac.
-    variant: Optional[str] = option(
-        None,
-        "v1: algorithm sac_v1 (the original SAC with V); v2: sac",
-        VARIANT,
-        choices=("v1", "v2"),
-    )
-    # gSDE (arXiv:2005.05719): exploration noise z(s) @ E, z(s) the actor's last hidden
-    # features, E ~ N(0, exp(log_std)^2) resampled at each collection phase's start and every
-    # `sde_sample_freq` env steps (-1: only then).
-    use_sde: bool = option(False, "gSDE: generalized state-dependent exploration", VARIANT)
-    sde_sample_freq: int = option(
-        -1,
-        "gSDE: new noise every N env steps (-1: once per collection phase)",
-        VARIANT,
-        check=Check(lambda v: v == -1 or v > 0, "-1 (once per collection phase) or positive"),
-    )
-    use_sde_at_warmup: bool = option(
-        False, "gSDE instead of uniform actions before learning_starts", VARIANT
-    )
-    log_std_init: float = option(-3.0, "gSDE: initial log-std of the noise matrix", VARIANT)
+    use_log_alpha: bool = option(True, "optimise log-alpha (true) or alpha itself", ALPHA)
 
 
 @dataclasses.dataclass
@@ -320,11 +280,14 @@ class NetOptions:
     # residual blocks x + Dense(Dense(LayerNorm(x), 4h, relu), h), one per hidden size.
     # The registered architectures (tfsac/algorithm/architectures.py), checked when the
     # config is resolved: a registered one of your own is a value too.
-    network: str = option(
-        "mlp",
-        "mlp, or simba: normalised observations and residual pre-layer-norm blocks; or "
-        "<module>:<name> of an architecture your module registers",
+    network: Optional[str] = option(
+        None,
+        "mlp; simba: normalised observations and residual pre-layer-norm blocks; flashsac: "
+        "FlashSAC's batch-normed inverted-residual blocks of unit-norm weights; or "
+        "<module>:<name> of an architecture your module registers (auto: mlp; flashsac's "
+        "for flashsac)",
         NETS,
+        text="auto",
         check=NON_EMPTY_TEXT,
     )
     # A running mean/std of every collected observation, subtracted and divided first in
@@ -338,7 +301,7 @@ class NetOptions:
     )
     critic_hidden_sizes: Tuple[int, ...] = option(
         None,
-        "the critics' hidden layer sizes (auto: hidden_sizes; crossq 2048,2048)",
+        "the critics' hidden layer sizes (auto: hidden_sizes; crossq 2048,2048; flashsac 256,256)",
         NETS,
         text="auto",
         check=Check(lambda v: v and all(h > 0 for h in v), "one or more positive integers"),

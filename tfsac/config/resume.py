@@ -119,4 +119,9 @@ _DECIDED_ELSEWHERE = {
     # Hyperparameters the variant declared since (its module edited: the run goes on with
     # the code as it is now) take their defaults; the saved ones keep their values.
     "algorithm_kwargs": lambda old, new: all(k in new and new[k] == v for k, v in old.items()),
+    # Options added since the run was saved (None: absent from its config.json), off then.
+    **{
+        name: lambda old, new: old is None and not new
+        for name in ("return_bound", "target_std", "exploration_zeta")
+    },
 }

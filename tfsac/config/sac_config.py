@@ -14,6 +14,7 @@ import numbers
 from typing import Any, Dict, List
 
 from tfsac.config.fields import check_field_types, field_errors
+from tfsac.config.names import checked_keywords
 from tfsac.config.options import (
     AlphaOptions,
     CollectOptions,
@@ -21,10 +22,10 @@ from tfsac.config.options import (
     EnvOptions,
     NetOptions,
     OptimOptions,
-    VariantOptions,
 )
 from tfsac.config.resume import Change, resume_changes
 from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions, StopOptions
+from tfsac.config.variant_options import VariantOptions
 from tfsac.errors import TfsacError
 
 ALPHA_FORMS = "a float, 'auto' or 'auto_<float>' (learned, starting at <float>)"
@@ -108,6 +109,7 @@ def parse_env_kwargs(text: str, name: str = "env_kwargs") -> Dict[str, Any]:
     return kwargs
 
 
+@checked_keywords  # an unknown keyword says which field is meant (env= -> env_id=)
 @dataclasses.dataclass
 class SACConfig(
     DistOptions,
@@ -122,11 +124,14 @@ class SACConfig(
     CollectOptions,
     EnvOptions,
 ):
-    """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905):
-    the options of every help group (tfsac/config/options.py; dataclasses take the last base's
-    fields first, so the fields keep the order --help lists them in).
+    """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905)
+    and its variants: one field per option, in the order `--help` lists them (the table
+    below). The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps.
 
-    The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps.
+    The string forms that flags and JSON carry ('256,256', 'auto', 'auto_0.1') become the
+    fields' types when the config is made; `validate()` checks the options against each
+    other, and `tfsac.train` runs it with the algorithm's own checks before anything is
+    written.
     """
 
     def __post_init__(self):
@@ -154,13 +159,15 @@ class SACConfig(
             self.alpha, self.initial_alpha = None, start
         self.alpha = _auto_or_float("alpha", self.alpha, ALPHA_FORMS)
         self.target_entropy = _auto_or_float("target_entropy", self.target_entropy)
-        for name in ("progress_bar", "normalize_observations"):
+        for name in ("progress_bar", "normalize_observations", "normalize_rewards"):
             value = getattr(self, name)
             if isinstance(value, str):
                 text = value.strip().lower()
                 if text not in ("auto", "true", "false"):
                     raise TfsacError(f"{name} must be auto, true or false, got {value!r}")
                 setattr(self, name, {"auto": None, "true": True, "false": False}[text])
+        if isinstance(self.network, str) and self.network.strip().lower() == "auto":
+            self.network = None  # the variant's (tfsac.algorithm.resolve)
         if isinstance(self.offline_ratio, str):
             self.offline_ratio = _ratio_or_size(self.offline_ratio)
         for name in KEYWORD_OPTIONS:
@@ -173,6 +180,7 @@ class SACConfig(
         """The options whose 'auto' (None) the algorithm's variant fills in
         (tfsac.algorithm.resolve): their string forms as values, 'auto' as None."""
         kinds = {"policy_delay": int, "adam_beta1": float, "weight_decay": float}
+        kinds.update(return_bound=float, target_std=float, exploration_zeta=float)
         for name in (*kinds, "critic_hidden_sizes"):
             value = getattr(self, name)
             if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
@@ -191,6 +199,7 @@ class SACConfig(
 
     @property
     def learned_alpha(self) -> bool:
+        """Whether the entropy temperature is learned (`alpha` given as `auto` or `auto_0.1`)."""
         return self.alpha is None
 
     def rate(self, part: str) -> float:
@@ -245,6 +254,12 @@ class SACConfig(
                 "normalize_rewards needs gamma < 1: it scales rewards to the discounted "
                 "return's spread over the horizon 1 / (1 - gamma)"
             )
+        if self.return_bound and self.normalize_rewards is False:
+            raise TfsacError("return_bound needs normalize_rewards (it bounds the scaled returns)")
+        if self.target_std and self.target_entropy is not None:
+            raise TfsacError("target_std and target_entropy both set the entropy target: give one")
+        if self.exploration_zeta and self.use_sde:
+            raise TfsacError("exploration_zeta does not work with use_sde (gSDE has its own noise)")
         if self.batch_size > self.buffer_size:
             raise TfsacError(
                 f"batch_size ({self.batch_size}) is larger than buffer_size ({self.buffer_size})"
@@ -327,6 +342,7 @@ class SACConfig(
             )
 
     def to_dict(self) -> dict:
+        """The fields as a dict of JSON values, what a run's config.json holds."""
         return dataclasses.asdict(self)
 
     def resume_changes(self, saved: Dict[str, Any]) -> List[Change]:

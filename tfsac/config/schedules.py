@@ -12,6 +12,8 @@ Schedule = Callable[[int, int], float]  # (env step, total env steps) -> factor
 
 def parse_schedule(spec: str) -> Schedule:
     """'constant'; 'linear' (from 1 down to 0 at the last step, RL Zoo's `lin_<rate>`);
+    'cosine:<end>[:<steps>]' (from 1 down to <end> along half a cosine over <steps> env
+    steps, default total_steps, then <end>: FlashSAC's decay, optax's cosine_decay_schedule);
     'piecewise:<step>:<factor>,<step>:<factor>,...' (the factor from each step on, 1 before
     the first)."""
     text = spec.strip().lower()
@@ -19,6 +21,15 @@ def parse_schedule(spec: str) -> Schedule:
         return lambda step, total: 1.0
     if text == "linear":
         return lambda step, total: max(0.0, 1.0 - step / total)
+    if text.startswith("cosine:"):
+        end, horizon = _cosine_points(text)
+        if 0 < end < math.inf and (horizon is None or horizon > 0):
+
+            def cosine(step, total):
+                progress = min(1.0, step / (horizon or total))
+                return end + (1.0 - end) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+            return cosine
     if text.startswith("piecewise:"):
         points = _piecewise_points(text)
         if points and all(0 < f < math.inf for _, f in points):
@@ -32,8 +43,8 @@ def parse_schedule(spec: str) -> Schedule:
 
             return piecewise
     raise TfsacError(
-        f"lr_schedule must be 'constant', 'linear' or 'piecewise:<step>:<factor>,...' with "
-        f"positive finite factors, got {spec!r}"
+        f"lr_schedule must be 'constant', 'linear', 'cosine:<factor>[:<steps>]' or "
+        f"'piecewise:<step>:<factor>,...' with positive finite factors, got {spec!r}"
     )
 
 
@@ -47,6 +58,12 @@ def duplicate_steps(spec: str) -> list:
     return sorted({s for s in steps if steps.count(s) > 1})
 
 
+def schedule_steps(spec: str) -> list:
+    """The steps a piecewise schedule changes its factor at, sorted; [] for other schedules."""
+    text = spec.strip().lower()
+    return [step for step, _ in _piecewise_points(text)] if text.startswith("piecewise:") else []
+
+
 def _piecewise_points(text: str) -> list:
     """(step, factor) pairs of 'piecewise:<step>:<factor>,...', sorted; [] where they do
     not parse."""
@@ -54,3 +71,17 @@ def _piecewise_points(text: str) -> list:
         return sorted((int(s), float(f)) for s, f in (p.split(":") for p in text[10:].split(",")))
     except ValueError:
         return []
+
+
+def _cosine_points(text: str) -> tuple:
+    """(end factor, steps or None) of 'cosine:<end>[:<steps>]'; (0, None) where they do
+    not parse (refused)."""
+    parts = text[7:].split(":")
+    try:
+        if len(parts) == 1:
+            return float(parts[0]), None
+        if len(parts) == 2:
+            return float(parts[0]), int(parts[1])
+    except ValueError:
+        pass
+    return 0.0, None

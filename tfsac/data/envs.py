@@ -102,7 +102,7 @@ def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -
             f"gymnasium id to make it by: in Python pass the same env_fn= (train, resume) or "
             "evaluate with tfsac.run.evaluation.run_episodes(env_fn(), policy, episodes); "
             f"from scripts, --env=<module>:<id> of an env registered as "
-            f"gymnasium.register(<id>, entry_point=...) (README: Library)"
+            f"gymnasium.register(<id>, entry_point=...) (docs/guide/custom-env-and-networks.md)"
         )
     kwargs = dict(env_kwargs or {})
     if render_mode is not None:

@@ -43,7 +43,7 @@ def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> 
     """The env's `compute_reward`, where it is a goal env (`columns`: its EnvSpec's
     goal_columns); TfsacError (one line) otherwise. The outermost wrapper's that has one:
     a wrapper that changes the reward in `step` and in `compute_reward` relabels with its
-    own (a tester's relabelled with the unwrapped env's, beside the wrapper's in step)."""
+    own, so that relabelled rewards are those its `step` gives."""
     try:
         compute = env.get_wrapper_attr("compute_reward")
     except AttributeError:

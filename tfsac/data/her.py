@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Mapping, Optional
 import numpy as np
 
 from tfsac.data.goals import GoalColumns, batched_rewards, column
-from tfsac.data.replay import ReplayBuffer, _checked
+from tfsac.data.replay import ReplayBuffer, _checked, row_fields
 from tfsac.errors import TfsacError
 
 STRATEGIES = ("future", "final", "episode")
@@ -68,6 +68,11 @@ class HerReplayBuffer(ReplayBuffer):
         self._open: Dict[bytes, List[List[tuple]]] = {}
 
     # ------------------------------------------------------------------ adding
+    @classmethod
+    def bytes_per_row(cls, obs_dim: int, action_dim: int) -> int:
+        """The ring's bytes per slot and its episode's first slot and length (two int64)."""
+        return super().bytes_per_row(obs_dim, action_dim) + 16
+
     def add_transitions(self, transitions) -> None:
         self.add(*transitions.as_tuple(), ended=transitions.ended)
 
@@ -189,10 +194,12 @@ class HerReplayBuffer(ReplayBuffer):
         arrays = super().state_arrays()
         episodes = self._open_list()
         rows = [row for episode in episodes for row in episode]
-        packed = np.zeros((len(rows), self._rows.shape[1]), np.float32)  # as the ring's rows
+        packed = np.zeros((len(rows), self.row_width(self.obs_dim, self.action_dim)), np.float32)
+        fields = row_fields(packed, self.obs_dim)  # as the ring's rows
         next_obs = np.zeros((len(rows), self.obs_dim), np.float32)
         for i, (obs, action, reward, nxt, terminated) in enumerate(rows):
-            packed[i] = np.concatenate([obs, action, [reward, terminated]])
+            fields["observation"][i], fields["action"][i] = obs, action
+            fields["reward"][i], fields["terminated"][i] = reward, terminated
             next_obs[i] = nxt
         return {
             **arrays,
@@ -219,16 +226,20 @@ class HerReplayBuffer(ReplayBuffer):
         rows, nxt = _checked(
             arrays,
             {
-                "open_rows": (total, self._rows.shape[1]),
+                "open_rows": (total, self.row_width(self.obs_dim, self.action_dim)),
                 "open_next_observation": (total, self.obs_dim),
             },
         )
         self.episode_start[:size], self.episode_length[:size] = start, length
-        rows, nxt, d = np.array(rows), np.array(nxt), self.obs_dim
+        nxt = np.array(nxt)
+        f = row_fields(np.array(rows), self.obs_dim)
         self._open = {}
         for first, n in zip(np.cumsum(lengths) - lengths, lengths.tolist(), strict=True):
             part = range(int(first), int(first) + n)
-            episode = [(rows[i, :d], rows[i, d:-2], rows[i, -2], nxt[i], rows[i, -1]) for i in part]
+            episode = [
+                (f["observation"][i], f["action"][i], f["reward"][i], nxt[i], f["terminated"][i])
+                for i in part
+            ]
             self._open.setdefault(nxt[part[-1]].tobytes(), []).append(episode)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from tfsac.data.n_step import n_step_returns
 from tfsac.data.recorded_data import RecordedData
-from tfsac.data.replay import ReplayBuffer
+from tfsac.data.replay import ReplayBuffer, packed_width
 from tfsac.errors import TfsacError
 
 STATE_KEY = "offline_data"  # in a checkpoint's state.json
@@ -89,7 +89,7 @@ class MixedReplay:
         n = len(self.recorded)
         pick = self.rng.integers(0, n + len(self.online), shape)
         recorded = pick < n
-        width = sum(w for _, w in self.online.layout)
+        width = packed_width(self.online.obs_dim, self.online.action_dim)
         out = np.empty((*shape, width), np.float32)
         out[recorded] = self.recorded.packed(pick[recorded])
         out[~recorded] = self.online.packed(pick[~recorded] - n)

@@ -35,6 +35,7 @@ from tfsac.data.recorded_data import (
     Episodes,
     RecordedData,
 )
+from tfsac.data.replay import saved_transitions
 from tfsac.data.spaces import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE, checkpoint_steps
@@ -164,9 +165,9 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
     if not steps:
         raise TfsacError(f"offline_data {source!r}: a tfsac run without checkpoints")
     errors = []
-    for step in steps:  # the newest whose replay files read, as a resume takes (a tester's)
+    for step in steps:  # the newest whose replay files read, as a resume takes it
         try:
-            rows, ref, next_obs, in_side = _checkpoint_replay(folder, step, spec)
+            fields, ref = _checkpoint_replay(folder, step, spec)
             break
         except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError) as e:
             errors.append(f"ckpt-{step}: {e}" if len(steps) > 1 else str(e))
@@ -184,45 +185,26 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
     if len(ref) == 0:
         raise TfsacError(f"offline_data {source!r} is empty: its checkpoint holds no transitions")
     # The checks recorded episodes get (a replay file edited or damaged by hand).
-    d = spec.obs_dim
-    action = rows[:, d:-2]
-    if not (np.isfinite(rows).all() and np.isfinite(next_obs).all()):
+    if not all(np.isfinite(values).all() for values in fields.values()):
         raise TfsacError(f"offline_data {source!r}: non-finite values in its checkpoint replay")
-    if np.abs(action).max() > 1.0 + BOUNDS_SLACK:
+    if np.abs(fields["action"]).max() > 1.0 + BOUNDS_SLACK:
         raise TfsacError(f"offline_data {source!r}: replay actions outside [-1, 1]")
-    return RecordedData(
-        source=source,
-        kind="run",
-        observation=rows[:, :d],
-        action=action,
-        reward=rows[:, -2],
-        next_observation=next_obs,
-        terminated=rows[:, -1],
-        next_index=np.where(in_side, len(ref), ref),
-    )
+    return RecordedData(source=source, kind="run", **fields, next_index=ref)
 
 
 def _checkpoint_replay(folder: str, step: int, spec: EnvSpec):
-    """(rows, next_index, next observations, whether each next one is a side row) of the
-    replay of checkpoint `step` in `folder`, memory-mapped; errors of damaged files raise."""
+    """(the transitions by field, next_index: len(ref) for a next observation no row
+    holds) of the replay of checkpoint `step` in `folder`, memory-mapped and read as the
+    buffer reads its own; errors of damaged files raise."""
     extra = os.path.join(folder, f"ckpt-{step}.extra")
     with open(os.path.join(extra, CHECKPOINT_STATE_FILE)) as f:
-        replay = json.load(f)["replay"]
-    rows, ref, side = (
-        np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
+        capacity = int(json.load(f)["replay"]["capacity"])
+    arrays = {
+        name: np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
         for name in ("rows", "next_index", "side_observation")
-    )
-    capacity, d = int(replay["capacity"]), spec.obs_dim
-    if rows.shape != (len(ref), d + spec.action_dim + 2):
-        raise ValueError(f"rows of shape {rows.shape} for this env")
-    ref = np.asarray(ref, np.int64)
-    if len(ref) and (ref.min() < 0 or ref.max() >= capacity + len(side)):
-        raise ValueError("next_index out of range")
-    in_side = ref >= capacity
-    next_obs = np.empty((len(ref), d), np.float32)
-    next_obs[~in_side] = rows[ref[~in_side], :d]
-    next_obs[in_side] = side[ref[in_side] - capacity]
-    return rows, ref, next_obs, in_side
+    }
+    fields, ref = saved_transitions(arrays, capacity, spec.obs_dim, spec.action_dim)
+    return fields, np.where(ref >= capacity, len(ref), ref)
 
 
 def _arrays(value):

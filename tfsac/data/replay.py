@@ -35,6 +35,11 @@ def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], .
     )
 
 
+def packed_width(obs_dim: int, action_dim: int) -> int:
+    """Floats in a packed transition row (`transition_layout`)."""
+    return sum(w for _, w in transition_layout(obs_dim, action_dim))
+
+
 def pack_batch(batches: Mapping[str, np.ndarray], gamma: float = 0.99) -> np.ndarray:
     """Packs a dict of [..., width] (reward, terminated, discount: [...]) arrays into one
     float32 array [..., row width] in `transition_layout` order; `discount` defaults to
@@ -89,6 +94,37 @@ def _rows_to_add(capacity, obs_dim, action_dim, *transitions) -> tuple:
     return n, skip, obs, action, reward[skip:], next_obs, terminated
 
 
+def row_fields(rows: np.ndarray, obs_dim: int) -> Dict[str, np.ndarray]:
+    """Views of a `ReplayBuffer`'s stored rows [..., row width] by field (reward and
+    terminated: [...])."""
+    return {
+        "observation": rows[..., :obs_dim],
+        "action": rows[..., obs_dim:-2],
+        "reward": rows[..., -2],
+        "terminated": rows[..., -1],
+    }
+
+
+def saved_transitions(
+    arrays: Mapping[str, np.ndarray], capacity: int, obs_dim: int, action_dim: int
+) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
+    """The transitions in `ReplayBuffer.state_arrays()` of a buffer of `capacity`, read
+    without one (memory-mapped arrays stay so): the fields by name, next_observation among
+    them, and next_index (side slots from `capacity` on). ValueError (KeyError for a
+    missing array) where the arrays do not fit."""
+    rows, ref, side = (arrays[n] for n in ("rows", "next_index", "side_observation"))
+    if rows.shape != (len(ref), ReplayBuffer.row_width(obs_dim, action_dim)):
+        raise ValueError(f"rows of shape {rows.shape} for this env")
+    ref = np.asarray(ref, np.int64)
+    if len(ref) and (ref.min() < 0 or ref.max() >= capacity + len(side)):
+        raise ValueError("next_index out of range")
+    in_side = ref >= capacity
+    next_obs = np.empty((len(ref), obs_dim), np.float32)
+    next_obs[~in_side] = rows[ref[~in_side], :obs_dim]
+    next_obs[in_side] = side[ref[in_side] - capacity]
+    return {**row_fields(rows, obs_dim), "next_observation": next_obs}, ref
+
+
 class ReplayBuffer:
     """A ring buffer of (s, a, r, s', terminated), allocated once at full size, that stores
     a next observation only where no later row holds it as its observation.
@@ -105,7 +141,12 @@ class ReplayBuffer:
     overwrites in add order, never overwrites a row a live row links to.
 
     `sample_packed` returns rows in `transition_layout` (what the compiled update takes),
-    over `n_steps` steps with discount `gamma`."""
+    over `n_steps` steps with discount `gamma`.
+
+    Args: `capacity` (transitions held; then the oldest are overwritten), `obs_dim`,
+    `action_dim` (actions in the learner's [-1, 1] units), `seed` (of the sampling),
+    `n_steps` and `gamma` (the steps and discount of each sampled return).
+    """
 
     def __init__(
         self,
@@ -119,11 +160,10 @@ class ReplayBuffer:
         self.capacity, self.obs_dim, self.action_dim = int(capacity), int(obs_dim), int(action_dim)
         self.n_steps, self.gamma = int(n_steps), float(gamma)
         self.layout = transition_layout(obs_dim, action_dim)
-        self._rows = np.zeros((self.capacity, obs_dim + action_dim + 2), np.float32)
-        self.observation = self._rows[:, :obs_dim]
-        self.action = self._rows[:, obs_dim:-2]
-        self.reward = self._rows[:, -2]
-        self.terminated = self._rows[:, -1]
+        self._rows = np.zeros((self.capacity, self.row_width(obs_dim, action_dim)), np.float32)
+        fields = row_fields(self._rows, obs_dim)
+        self.observation, self.action = fields["observation"], fields["action"]
+        self.reward, self.terminated = fields["reward"], fields["terminated"]
         # Empty slots say 0: "linked", so overwriting them frees nothing.
         self.next_index = np.zeros(self.capacity, np.int32)
         self._columns = {}  # field -> its columns of a packed row, for unpack
@@ -135,6 +175,18 @@ class ReplayBuffer:
         self.cursor = 0  # next slot to write
         self.size = 0
         self.rng = np.random.default_rng(seed)
+
+    # Usable without a buffer: the memory check sizes one before it is made.
+    @staticmethod
+    def row_width(obs_dim: int, action_dim: int) -> int:
+        """Floats in a stored row: [observation | action | reward | terminated]."""
+        return obs_dim + action_dim + 2
+
+    @classmethod
+    def bytes_per_row(cls, obs_dim: int, action_dim: int) -> int:
+        """Bytes each slot takes: its float32 row and its int32 next_index (the side array
+        of waiting next observations holds a few per episode, and is left out)."""
+        return cls.row_width(obs_dim, action_dim) * 4 + 4
 
     def _clear_side(self, slots: int = 0) -> None:
         self._side = np.zeros((max(slots, min(self.capacity, 64)), self.obs_dim), np.float32)
@@ -152,8 +204,10 @@ class ReplayBuffer:
         return self._side_top - len(self._free)
 
     def add(self, observation, action, reward, next_observation, terminated) -> None:
-        """Adds one transition, or N in order (one per vector-env copy, or the rows of env
-        runners' chunks: every argument with a leading axis of N)."""
+        """Adds one transition, or N in order (every argument with a leading axis of N: one
+        per vector-env copy, or the rows of env runners' chunks). `next_observation` is the
+        true successor (at a truncation the final observation, not the next episode's
+        first); `terminated` is false at a truncation. ValueError for other shapes."""
         n, skip, obs, action, reward, next_obs, terminated = _rows_to_add(
             self.capacity,
             self.obs_dim,
@@ -252,8 +306,9 @@ class ReplayBuffer:
         return np.concatenate([rows[..., :-1], next_obs, rows[..., -1:], discount[..., None]], -1)
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
-        """Uniform samples with replacement as packed rows [num_batches, batch_size, width]
-        (the form `SACLearner.update` takes fastest)."""
+        """Uniform samples with replacement as float32 packed rows
+        `[num_batches, batch_size, width]` in `transition_layout`, the form
+        `SACLearner.update` takes fastest (one batch per update of a compiled call)."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         for name, value in (("batch_size", batch_size), ("num_batches", num_batches)):
@@ -267,7 +322,9 @@ class ReplayBuffer:
         return {name: packed[..., column] for name, column in self._columns.items()}
 
     def sample(self, batch_size: int, num_batches: int = 1) -> Dict[str, np.ndarray]:
-        """Uniform samples with replacement by field, shaped [num_batches, batch_size, ...]."""
+        """Uniform samples with replacement as a dict by field (`observation`, `action`,
+        `reward`, `next_observation`, `terminated`, `discount`), each
+        `[num_batches, batch_size, ...]`."""
         return self.unpack(self.sample_packed(batch_size, num_batches))
 
     def state_arrays(self) -> Dict[str, np.ndarray]:

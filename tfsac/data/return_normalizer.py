@@ -27,9 +27,11 @@ class ReturnNormalizer:
 
     epsilon = 1e-8  # as SB3's VecNormalize
 
-    def __init__(self, gamma: float):
+    def __init__(self, gamma: float, bound: float = 0.0):
         self.horizon_factor = 1.0 - gamma  # 0 < 1 - gamma: the config's start checks
+        self.bound = bound  # return_bound: 0 for tfsac's divisor
         self.count, self.mean, self.variance = 0.0, 0.0, 1.0
+        self.max_abs = 0.0  # the largest |G| seen
 
     def update(self, discounted_returns: np.ndarray) -> None:
         """Folds a batch of discounted returns into the statistics."""
@@ -39,17 +41,29 @@ class ReturnNormalizer:
             self.count, self.mean, self.variance = (
                 float(x) for x in combine_moments(*old, len(batch), batch.mean(), batch.var())
             )
+            self.max_abs = max(self.max_abs, float(np.abs(batch).max()))
 
     @property
     def divisor(self) -> float:
-        """(1 - gamma) sqrt(Var[G] + epsilon): what the update divides rewards by (1 before
-        any data)."""
+        """What the update divides rewards by (1 before any data): (1 - gamma) sqrt(Var[G] +
+        epsilon), or with a `bound` FlashSAC's max(sqrt(Var[G] + epsilon), max|G| / bound)
+        (arXiv:2604.04539), which keeps every return seen within [-bound, bound]: the range
+        of a categorical critic's bins."""
         if not self.count:
             return 1.0
-        return float(self.horizon_factor * np.sqrt(self.variance + self.epsilon))
+        std = float(np.sqrt(self.variance + self.epsilon))
+        if self.bound:
+            return max(std, self.max_abs / self.bound)
+        return self.horizon_factor * std
 
     def state(self) -> Dict[str, float]:
-        return {"count": self.count, "mean": self.mean, "variance": self.variance}
+        return {
+            "count": self.count,
+            "mean": self.mean,
+            "variance": self.variance,
+            "max_abs": self.max_abs,
+        }
 
     def load_state(self, state: Dict[str, float]) -> None:
         self.count, self.mean, self.variance = state["count"], state["mean"], state["variance"]
+        self.max_abs = state.get("max_abs", 0.0)  # absent in checkpoints without return_bound

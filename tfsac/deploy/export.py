@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import shutil
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 import keras
 import numpy as np
@@ -44,6 +44,7 @@ from tfsac.deploy.metadata import (
     read_metadata,
     sample_observations,
 )
+from tfsac.deploy.parity import PARITY_OBSERVATIONS, PARITY_TOLERANCE
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import check_writable, default_model_name, model_versions
 from tfsac.logs import absl_verbosity
@@ -90,7 +91,7 @@ def build_archive(
         return tf.where(finite, action, tf.constant(np.nan, action.dtype))
 
     # A loaded signature does not hold callers to its declared shape: checked in the graph,
-    # so that every runtime refuses a wrong one (CrossQ's took a 1-D observation as a row).
+    # so that every runtime refuses a wrong one (a 1-D observation is no batch of rows).
     @tf.function(input_signature=[obs_spec])
     def serving_default(observation):
         observation = tf.ensure_shape(observation, obs_spec.shape)
@@ -130,8 +131,8 @@ def goal_endpoint(flat, columns):
 
     @tf.function(input_signature=[keys])
     def endpoint(observation):
-        # Each key's width checked, not only the joined one (mixed-up keys of one total
-        # width gave an action: a tester's).
+        # Each key's width checked, not only the joined one: mixed-up keys of one total
+        # width would give an action.
         parts = [
             tf.ensure_shape(observation[k], [None, stop - first]) for k, first, stop in columns
         ]
@@ -179,6 +180,22 @@ def export_policy(
     The SavedModel is written to a hidden temporary folder and renamed into place, so a
     failure never leaves a partial version folder for TF Serving to pick up.
     """
+    args = (metadata, log_std_bounds, formats, quantization)
+    return export_version(actor, spec, export_dir, model_name, *args)[0]
+
+
+def export_version(
+    actor: keras.Model,
+    spec: EnvSpec,
+    export_dir: str,
+    model_name: str,
+    metadata: dict,
+    log_std_bounds=(-20.0, 2.0),
+    formats=("saved_model",),
+    quantization: str = "none",
+) -> Tuple[str, Dict[str, Optional[float]]]:
+    """`export_policy`, returning (the version's path, write_formats' {format: largest
+    action difference from the SavedModel}) for the formats beyond the SavedModel."""
     model_dir = os.path.join(export_dir, check_plain_name("model_name", model_name))
     check_writable(model_dir)
     os.makedirs(model_dir, exist_ok=True)  # the check created it and removed it again
@@ -191,7 +208,7 @@ def export_policy(
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(with_quantization(metadata, formats, quantization), f, indent=2)
         write_warmup_requests(tmp, model_name, spec)
-        write_formats(tmp, formats, metadata, quantization)  # from the SavedModel, beside it
+        checked = write_formats(tmp, formats, metadata, quantization)  # from the SavedModel
         # mkdtemp makes the folder private (0700); the version folder must be as readable
         # as any other folder the process makes (a TF Serving container running as another
         # user reads it).
@@ -202,7 +219,7 @@ def export_policy(
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
-    return final
+    return final, checked
 
 
 def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict) -> str:
@@ -223,11 +240,24 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
             return published
     bounds = (config.log_std_min, config.log_std_max)
     formats = parse_formats(config.export_formats)
-    path = export_policy(
+    path, checked = export_version(
         learner.actor, spec, config.export_dir, model_name, metadata, bounds, formats
     )
-    logging.info("exported SavedModel to %s", os.path.abspath(path))
-    return os.path.abspath(path)
+    path = os.path.abspath(path)
+    logging.info("exported SavedModel to %s", path)
+    for name, error in checked.items():
+        logging.info("exported %s", parity_note(os.path.join(path, FILES[name]), error))
+    return path
+
+
+def parity_note(path: str, error: Optional[float]) -> str:
+    """A converted file's path with the parity its check measured (write_formats')."""
+    if error is None:
+        return f"{path} (quantized: its action error is not checked)"
+    return (
+        f"{path}: acts as the SavedModel within {error:.2g} on {PARITY_OBSERVATIONS} "
+        f"observations (allowed {PARITY_TOLERANCE:g})"
+    )
 
 
 def mark_checkpoint(

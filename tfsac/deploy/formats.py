@@ -171,9 +171,10 @@ def write_formats(
 ) -> list:
     """Writes each of `formats` but the SavedModel itself into `folder` (default: the
     SavedModel's), LiteRT with `quantization`; each unquantized file is checked to act as
-    the SavedModel does (deploy/parity.py). Returns the names written."""
-    names, reference = [n for n in FILES if n in formats], None
-    for name in names:
+    the SavedModel does (deploy/parity.py). Returns {name written: the largest action
+    difference its check measured, None for a quantized policy.tflite (not checked)}."""
+    checked, reference = {n: None for n in FILES if n in formats}, None
+    for name in checked:
         path = os.path.join(folder or saved_model_dir, FILES[name])
         if name == "tflite":
             write_tflite(saved_model_dir, path, quantization)
@@ -181,8 +182,8 @@ def write_formats(
             write_onnx(saved_model_dir, path, metadata)
         if name == "onnx" or quantization == "none":  # a quantized one's error is said
             reference = reference or reference_actions(saved_model_dir)
-            check_parity(path, reference, f"the converted {FILES[name]}")
-    return names
+            checked[name] = check_parity(path, reference, f"the converted {FILES[name]}")
+    return checked
 
 
 def with_quantization(metadata: Dict, formats: Sequence[str], quantization: str) -> Dict:

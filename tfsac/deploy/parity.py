@@ -95,10 +95,10 @@ def action_error(path: str, reference: Tuple, relative: bool = True) -> float:
     return float((abs(got - expected) / scale)[finite].max())
 
 
-def check_parity(path: str, reference: Tuple, shown_as: str) -> None:
+def check_parity(path: str, reference: Tuple, shown_as: str) -> float:
     """TfsacError unless the unquantized file at `path` acts as its SavedModel does (its
     `reference_actions`; `shown_as`: the file's name in the error, where `path` is a
-    temporary one)."""
+    temporary one); returns the largest action difference measured."""
     error = action_error(path, reference)
     if not error <= PARITY_TOLERANCE:
         raise TfsacError(
@@ -106,6 +106,7 @@ def check_parity(path: str, reference: Tuple, shown_as: str) -> None:
             f"action difference {error:.3g} on {len(reference[0])} observations from the "
             f"space (allowed {PARITY_TOLERANCE:g})"
         )
+    return error
 
 
 def quantization_error(version_dir: str, count: int = 1000) -> float:

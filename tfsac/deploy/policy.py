@@ -24,13 +24,14 @@ ActFn = Callable[[np.ndarray, bool], np.ndarray]
 
 
 class Policy:
-    """Actions in the env's bounds for raw observations of the space it was trained on.
+    """A trained policy for Python: actions in the env's bounds for raw observations of
+    the space it was trained on. Make one with `Policy.load`.
 
-    `predict(observation)` takes one observation (a Box array, an int for Discrete, a dict
-    for Dict, ...) and returns one action, or a batch (a leading axis, or a list of
-    observations) and returns [N, action_dim]. `deterministic=False` samples from the
-    TanhNormal instead of taking its mode. `metadata` is what the export says about the
-    policy (env id, spaces, bounds, final evaluation).
+    Attributes:
+        metadata: what the export or run says about the policy (env id, spaces, bounds,
+            algorithm, training steps, final evaluation).
+        obs_dim: the width of the flat observation the networks take.
+        observation_space: the env's observation space, where the metadata records it.
     """
 
     def __init__(self, act: ActFn, obs_dim: int, space: Optional[gym.Space], metadata: Dict):
@@ -39,9 +40,21 @@ class Policy:
 
     @classmethod
     def load(cls, path: str, step: Optional[int] = None) -> Policy:
-        """From a SavedModel version folder (saved_model.pb), a model folder of them (its
-        highest version, the one TF Serving serves) or a run directory: its checkpoint of
-        env step `step`, by default its newest that restores."""
+        """Loads a policy from an export or a run.
+
+        Args:
+            path: a SavedModel version folder (it holds saved_model.pb), a model folder of
+                versions (its highest, the one TF Serving serves) or a run directory (it
+                holds config.json).
+            step: for a run directory, the env step of the checkpoint to load; None loads
+                the newest that restores.
+
+        Returns:
+            The `Policy`.
+
+        Raises:
+            TfsacError: the path is none of the three, or its files do not read.
+        """
         versions = model_versions(path, servable=True)
         if versions and not os.path.isfile(os.path.join(path, "config.json")):
             path = os.path.join(path, versions[-1])
@@ -85,6 +98,23 @@ class Policy:
         return cls(act, spec.obs_dim, _space(info), info)
 
     def predict(self, observation: Any, deterministic: bool = True) -> np.ndarray:
+        """Actions for one observation or a batch, flattened as training flattened them.
+
+        Args:
+            observation: one observation of the env's space (a Box array of any shape, an
+                int for Discrete, a dict for Dict, ...) or a batch of them (a leading axis,
+                or a list).
+            deterministic: True takes the policy's mode (the squashed mean); False samples
+                from it.
+
+        Returns:
+            float32 actions in the env's bounds: `[action_dim]` for one observation,
+            `[N, action_dim]` for a batch.
+
+        Raises:
+            TfsacError: an observation that is not of the space (named by key for a Dict),
+                or that holds NaN or Inf.
+        """
         if not isinstance(deterministic, (bool, np.bool_)):
             raise TfsacError(f"deterministic must be True or False, got {deterministic!r}")
         batch, single = self._flat_batch(observation)
@@ -133,9 +163,8 @@ class Policy:
 
 
 def _dict_mismatch(space: gym.Space, observation: Any) -> Optional[str]:
-    """What is wrong with a dict given for a Dict space, said by key (the space's whole text
-    cut at 300 characters named neither the key nor the shape: a tester's); None where the
-    fault is not one of a key."""
+    """What is wrong with a dict given for a Dict space, said by key (a large space's text
+    names neither the key nor the shape); None where the fault is not one of a key."""
     if not (isinstance(space, gym.spaces.Dict) and isinstance(observation, dict)):
         return None
     missing = sorted(set(space.spaces) - set(observation))

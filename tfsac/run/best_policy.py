@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from typing import Dict, Optional
 
 from absl import logging
 
 from tfsac.deploy.export import export_policy
-from tfsac.deploy.formats import parse_formats
+from tfsac.deploy.formats import FILES, add_formats, parse_formats
 from tfsac.deploy.metadata import policy_metadata
-from tfsac.files import check_writable
+from tfsac.deploy.parity import PARITY_TOLERANCE
+from tfsac.errors import TfsacError
+from tfsac.files import check_writable, model_versions
 from tfsac.paths import check_plain_name
 from tfsac.run.callbacks import Callback
 
@@ -21,12 +24,32 @@ BEST_DIR = "best"  # in the run directory, by default
 
 class SaveBestPolicy(Callback):
     """Exports the policy each time an evaluation's mean return beats every earlier one,
-    as the next version of the model folder `path` (default <run_dir>/best): the highest
-    version, which TF Serving serves, is the best policy so far, and its
-    tfsac_metadata.json holds that evaluation (step, return, seed). The formats are the
-    run's export_formats. On a resume, the run's earlier evaluations count."""
+    as SB3's `EvalCallback(best_model_save_path=...)` saves it. The config's `keep_best`
+    makes one.
+
+    Each new best is the next version of the model folder, so its highest version, the one
+    TF Serving serves, is the best policy so far; its tfsac_metadata.json names the
+    evaluation (`training_steps`, `eval_return_mean`, `eval_seed`). The formats are the
+    run's `export_formats`: each version is a SavedModel at once (training pauses a second
+    or a few, its line says how long), the other formats go into the highest version once,
+    when the session's training ends (their conversions take tens of seconds). On a resume, the
+    run's earlier evaluations count.
+
+    Args:
+        path: the model folder; None puts it at `<run_dir>/best`.
+    """
 
     def __init__(self, path: Optional[str] = None):
+        # Checked here, not at the run's start: by then the run's first files are written.
+        if path is not None:
+            if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+                raise TfsacError(
+                    "SaveBestPolicy: path must be a folder (a str or os.PathLike) or None for "
+                    f"<run_dir>/{BEST_DIR}, got {path!r:.60} ({type(path).__name__})"
+                )
+            path = os.fspath(path)
+            check_plain_name("SaveBestPolicy: the best policy's folder", _last_name(path))
+            check_writable(path)
         self.path = path
         self.model_dir: Optional[str] = None  # `path`, or the run's <run_dir>/best
         self.best = -math.inf
@@ -36,7 +59,7 @@ class SaveBestPolicy(Callback):
     def on_training_start(self, trainer) -> None:
         self._trainer = trainer
         self.model_dir = os.path.abspath(self.path or os.path.join(trainer.run_dir, BEST_DIR))
-        check_plain_name("the best policy's folder", os.path.basename(self.model_dir))
+        check_plain_name("the best policy's folder", _last_name(self.model_dir))
         check_writable(self.model_dir)
         self.best = max((e["return_mean"] for e in trainer.loop.evaluations), default=-math.inf)
 
@@ -47,6 +70,7 @@ class SaveBestPolicy(Callback):
         trainer = self._trainer
         config = trainer.config
         model_dir = self.model_dir
+        started = time.perf_counter()
         self.saved_model_path = export_policy(
             trainer.learner.actor,
             trainer.spec,
@@ -54,12 +78,39 @@ class SaveBestPolicy(Callback):
             os.path.basename(model_dir),
             policy_metadata(config, trainer.spec, evaluation),
             (config.log_std_min, config.log_std_max),
-            parse_formats(config.export_formats),
         )
         logging.info(
-            "new best evaluation return %.1f at step %d: exported to %s",
+            "new best evaluation return %.1f at step %d: exported to %s (training paused %.1f s)",
             self.best,
             evaluation["step"],
             self.saved_model_path,
+            time.perf_counter() - started,
         )
         return None
+
+    def on_training_end(self) -> None:
+        """The run's export_formats beyond the SavedModel, into the highest version where
+        it lacks them (this session's newest best, or an earlier session's that a signal
+        ended before they were written)."""
+        versions = model_versions(self.model_dir)
+        if not versions:
+            return
+        newest = os.path.join(self.model_dir, versions[-1])
+        formats = parse_formats(self._trainer.config.export_formats)
+        missing = [f for f in formats if f in FILES]
+        missing = [f for f in missing if not os.path.isfile(os.path.join(newest, FILES[f]))]
+        if not missing:
+            return
+        started = time.perf_counter()
+        written = add_formats(newest, missing)
+        logging.info(
+            "best policy: exported %s (%.0f s), each within %g of the SavedModel's actions",
+            ", ".join(written),
+            time.perf_counter() - started,
+            PARITY_TOLERANCE,
+        )
+
+
+def _last_name(path: str) -> str:
+    """The folder name a model folder's versions go under ('a/best/' -> 'best')."""
+    return os.path.basename(os.path.normpath(path)) if path else path

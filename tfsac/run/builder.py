@@ -80,7 +80,9 @@ class RunParts:
         more = ""
         if summary.get("stop"):
             stop = summary["stop"]
-            more = f" (stopped: {stop.get('reason')}; {_continue_hint(stop.get('option'))})"
+            at_end = summary.get("env_steps", 0) >= summary.get("total_steps", 0)
+            hint = _continue_hint(None if at_end else stop.get("option"))
+            more = f" (stopped: {stop.get('reason')}; {hint})"
         logging.info("run in %s is already complete%s", self.run_dir, more)
         return summary
 
@@ -92,7 +94,8 @@ STOP_OFF = {"stop_at_return": ("None", "none"), "stop_after_no_improvement": ("0
 
 def _continue_hint(option: Optional[str]) -> str:
     """What continues a run that a stop ended: turning off the stop option that ended it,
-    or, where a callback of the user's did, more total_steps."""
+    or, where a callback of the user's did or the stop came at total_steps (`option`
+    None), more total_steps."""
     if option in STOP_OFF:
         off, flag = STOP_OFF[option]
         return f"a resume with {option}={off} (--{option}={flag}) continues it"
@@ -154,13 +157,13 @@ def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> Ru
         if restore is not None:
             loop, resumed_from, restored = restore
     _start_learner(config, spec, learner, mixed, restored)
-    # A run its stop options stopped goes on where a resume changes them (a tester's
-    # --resume --stop_at_return=none said the run was complete).
+    # A run its stop options stopped goes on where a resume changes them: the stop that
+    # ended it may be the one turned off.
     stop_changed = any(change.name in STOP_OPTIONS for change in start.resume_changes)
     finished = _finished(loop.step, config.total_steps, files.read_summary(), stop_changed)
     if not finished and not type(learner.sac.variant).__module__.startswith("tfsac."):
-        # A user's variant: its update traced before anything is written (its mistakes
-        # surfaced at the first update, after learning_starts env steps and a config.json).
+        # A user's variant: its update traced before anything is written, so that its
+        # mistakes come before learning_starts env steps and a config.json.
         learner.trace_update(acting=config.num_actors == 0 and config.total_steps > 0)
     source = None
     if not finished:

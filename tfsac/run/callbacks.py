@@ -28,31 +28,60 @@ class IntervalTrigger:
 
 
 class Callback:
-    """Override what you need; `train(..., callbacks=[...])` calls them in order.
+    """A hook into a run: subclass it, override what you need, and pass
+    `train(config, callbacks=[...])`; the callbacks are called in order.
 
-    `on_training_start(trainer)` runs once before the first env step of a session (a
-    resumed run's evaluations so far are in `trainer.loop.evaluations`); `on_log` gets each
-    progress record (the progress.csv row with the learner's metrics); `on_evaluation` gets
-    each evaluation ({step, return_mean, return_std, seed, wall_time_s, scheduled: whether
-    eval_every asked for it, not the run's end or a stop; success_rate on goal envs) once
-    its step's checkpoint, if one is due, is saved. Returning False from `on_log` or
-    `on_evaluation` stops the run cleanly, as a Stable-Baselines3 callback's `_on_step`
-    does (but at a log or evaluation step: no hook runs every step): the final evaluation,
-    the checkpoint, summary.json and the export are written, and `train` returns the
-    result with the stop's reason, `stop_reason` when the callback set it (True or None
-    continues). An exception ends training and propagates unchanged; the run's newest
-    checkpoint stays, and a resume continues from it.
+    Returning False from `on_log` or `on_evaluation` stops the run cleanly, as a
+    Stable-Baselines3 callback's `_on_step` does (at a log or evaluation step: no hook runs
+    every step): the final evaluation, the checkpoint, summary.json and the export are
+    written, and `train` returns the result with `stop_reason` (the callback's own, where it
+    set one). None or True continues. An exception ends training and propagates unchanged;
+    the run's newest checkpoint stays, and a resume continues from it.
+
+    Attributes:
+        stop_reason: set it before returning False to say why the run stopped.
     """
 
     stop_reason: Optional[str] = None
 
     def on_training_start(self, trainer) -> None:
+        """Runs once per session, before its first env step.
+
+        Args:
+            trainer: the `Trainer`: `trainer.config`, `trainer.learner`,
+                `trainer.run_dir`, and a resumed run's evaluations so far in
+                `trainer.loop.evaluations`.
+        """
+        pass
+
+    def on_training_end(self) -> None:
+        """Runs once when a session's training ends at total_steps or at a stop, before
+        summary.json and the export; not after a signal or an exception."""
         pass
 
     def on_log(self, record: Dict) -> Optional[bool]:
+        """Runs at every progress record (every `log_every` env steps and at the end).
+
+        Args:
+            record: the progress.csv row: step, episodes, episode_return, env steps/s,
+                the learner's losses, alpha, entropy, mean Q.
+
+        Returns:
+            False to stop the run; None or True to go on.
+        """
         pass
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
+        """Runs after each evaluation, once that step's checkpoint, if one is due, is saved.
+
+        Args:
+            evaluation: `step`, `return_mean`, `return_std`, `seed`, `wall_time_s`,
+                `scheduled` (False for an evaluation off the `eval_every` steps: the run's
+                end or a stop) and, on goal envs, `success_rate`.
+
+        Returns:
+            False to stop the run; None or True to go on.
+        """
         pass
 
 
@@ -106,6 +135,10 @@ class CallbackList(Callback):
                     self.stop_reason = _stopped_by(callback, method, argument["step"])
                     self.stopped_by = callback
         return False if stop else None
+
+    def on_training_end(self) -> None:
+        for callback in self.callbacks:
+            callback.on_training_end()
 
     def on_log(self, record: Dict) -> Optional[bool]:
         return self._call("on_log", record)

@@ -9,13 +9,13 @@ import os
 from typing import List, Optional, Tuple
 
 from tfsac.algorithm.variants import variant_of
+from tfsac.data.her import HerReplayBuffer
+from tfsac.data.replay import ReplayBuffer
 from tfsac.errors import TfsacError
 
 FLOAT = 4  # bytes of a float32
 # Refused above this share of physical memory: only what clearly cannot fit.
 SHARE = 0.8
-# HER's per-slot episode index: its first slot and its length (two int64).
-HER_INDEX = 16
 # Copies of every network parameter during training: the weights, Adam's two moments and
 # the target network's copy.
 PARAMETER_COPIES = 4
@@ -41,6 +41,7 @@ def memory_estimates(
     copies), the widest hidden activations of a batch, TQC's pairwise quantile loss and the
     recorded data (`recorded_bytes`, as loaded)."""
     critics = config.num_critics
+    buffer_class = HerReplayBuffer if config.her else ReplayBuffer
     critic_out = variant_of(config).critic_outputs(config)
     actor = _mlp_parameters([obs_dim, *config.hidden_sizes, 2 * action_dim])
     critic = _mlp_parameters([obs_dim + action_dim, *config.critic_hidden_sizes, critic_out])
@@ -55,8 +56,7 @@ def memory_estimates(
     estimates = [
         (
             "buffer_size",
-            # A row: [observation | action | reward | terminated] and its next-row link.
-            config.buffer_size * ((obs_dim + action_dim + 3) * FLOAT + HER_INDEX * config.her),
+            config.buffer_size * buffer_class.bytes_per_row(obs_dim, action_dim),
             f"the replay buffer ({config.buffer_size} transitions of {obs_dim} observation "
             f"and {action_dim} action floats{' and their HER episode index' * config.her})",
         ),

@@ -1,7 +1,9 @@
 """Learning curves from run directories (progress.csv and summary.json's evaluations), by
 configuration: runs whose config.json differ only in the seed (and in where and how they
 report) form one group, drawn as its mean +- std; each group is labelled by the config
-fields that tell the groups apart (tfsac.run.run_groups), or by the user's labels. The x
+fields that tell the groups apart (tfsac.run.run_groups), or by the user's labels, and a
+table beneath the panels gives every field that differs where the labels do not (tfsac.
+run.plot_layout). A panel that no run of its env has a curve for is not drawn. The x
 axis is env steps, or the wall-clock minutes each evaluation records (`wall_time_s`: the
 run's time so far, evaluations and checkpoints included, across resumes)."""
 
@@ -9,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -19,6 +20,7 @@ import numpy as np
 from tfsac.errors import TfsacError
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
 from tfsac.files import CHECKPOINTS_DIR, SUMMARY_FILE, checkpoint_steps
+from tfsac.run.plot_layout import figure
 from tfsac.run.run_groups import RunGroup, differing_fields, group_runs
 
 PANELS = (
@@ -250,10 +252,10 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             if differ:
                 notes.append(f"{group.label}: its runs differ in {', '.join(differ)}")
     drawn = [name for name, _ in panels]
-    for run in runs:  # drawn as they stand (a tester's: only some legends said so)
+    for run in runs:  # said for every panel's run, not in some legends only
         if not run["finished"] and any(name in run["curves"] for name in drawn):
             notes.append(f"{run['dir']}: unfinished (no summary.json), drawn as it stands")
-    for run in runs:  # a tester's: empty panels were drawn without a word
+    for run in runs:  # an empty panel is said, not drawn without a word
         if not any(name in run["curves"] for name, _ in PANELS[1:]):
             notes.append(f"{run['dir']}: no progress rows (progress.csv missing, empty or unread)")
     if not any(run["curves"] for run in runs):  # after the arguments' own mistakes
@@ -299,13 +301,18 @@ def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str)
         ax.set_ylabel(label)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5))  # labels of minutes run together
         ax.grid(alpha=0.3)
-    for ax in cells[len(panels) :]:
+    for ax in cells[len(panels) :]:  # and the panels that none of this env's runs has
         ax.set_visible(False)
     # The first panel with curves (runs without evaluations yet have none in the first).
     legend_ax = next((a for a in cells if a.get_legend_handles_labels()[0]), None)
     if legend_ax is not None:
         legend_ax.legend(fontsize="small", framealpha=0.6)  # the curves show through
     _say_unlike(groups, unlike, notes)
+
+
+def _with_curves(panels: List[tuple], groups: List[RunGroup]) -> List[tuple]:
+    """The panels of which some run of `groups` has a curve: none is drawn empty."""
+    return [p for p in panels if any(p[0] in r["curves"] for g in groups for r in g.runs)]
 
 
 def _image_path(out_path: str) -> str:
@@ -347,12 +354,8 @@ def plot_runs(
     notes = notes if notes is not None else []
     out_path = _image_path(out_path)
     runs, panels, env_rows = _select(run_dirs, labels, x, y, notes)
-    if len(env_rows) == 1:  # its panels in one or two rows
-        rows = 1 if len(panels) <= 2 else 2
-        columns = math.ceil(len(panels) / rows)
-    else:  # a row of panels per env
-        rows, columns = len(env_rows), len(panels)
-    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), squeeze=False)
+    drawn = [_with_curves(panels, groups) for _, groups in env_rows]
+    fig, axes = figure(plt, env_rows, [len(d) for d in drawn])
     extension = os.path.splitext(out_path)[1][1:].lower()
     if extension not in fig.canvas.get_supported_filetypes():
         plt.close(fig)
@@ -362,7 +365,7 @@ def plot_runs(
         )
     for row, (env, groups) in enumerate(env_rows):
         cells = list(axes.flat) if len(env_rows) == 1 else list(axes[row])
-        _draw_panels(cells, panels, groups, x, notes, env if len(env_rows) > 1 else "")
+        _draw_panels(cells, drawn[row], groups, x, notes, env if len(env_rows) > 1 else "")
     fig.suptitle(title or ", ".join(sorted({r["env"] for r in runs})))
     fig.tight_layout()
     try:

@@ -40,6 +40,7 @@ from tfsac.files import (
     CHECKPOINTS_DIR,
     VIDEOS_DIR,
     RunDir,
+    check_outside_exports,
     check_writable,
     checkpoint_steps,
     default_model_name,
@@ -63,6 +64,9 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
     if env_fn is not None and config.video_every:
         raise TfsacError("video_every needs an env id: videos remake the env by id")
     run_dir = config.run_dir or default_run_dir(config)
+    model_name = config.model_name or default_model_name(config.env_id)
+    model_dir = os.path.join(config.export_dir, model_name)
+    check_outside_exports(run_dir, "run_dir", model_dir if config.export else None)
     check_run_dir_free(run_dir)  # first: a run in it is why it holds one, and --resume no help
     if not resume and RunDir(run_dir).holds_a_run():
         raise TfsacError(
@@ -72,7 +76,7 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
     check_writable(run_dir)
     videos = RunDir(run_dir).file(VIDEOS_DIR)
     if config.video_every and os.path.lexists(videos) and not os.path.isdir(videos):
-        # A tester's: the first video refused it after config.json was written.
+        # Here, not at the first video: by then config.json is written.
         raise TfsacError(f"the video folder {videos!r} is a file, not a folder")
     return run_dir
 
@@ -139,7 +143,7 @@ def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:
 def _check_same_factory(run_dir: str, spec: EnvSpec) -> None:
     """TfsacError for a resume without the env_fn that made the run's envs: by its id alone
     it would step (and evaluate on) gymnasium.make's env, without the factory's wrappers
-    (a tester's CLI resume trained on the restored wrapped envs and evaluated on plain ones)."""
+    (the restored env copies would train wrapped, the evaluations not)."""
     saved = read_env_spec(run_dir)
     if saved is not None and saved.env_fn and not spec.env_fn:
         raise TfsacError(

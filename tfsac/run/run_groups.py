@@ -40,6 +40,15 @@ class RunGroup:
 
     label: str
     runs: List[Dict]
+    # Every compared config field in which the groups differ: its name as labels give it
+    # -> this group's value (its runs' values joined by " / " where a given label joined
+    # runs that differ).
+    settings: Dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def names_all_settings(self) -> bool:
+        """Whether the label says every one of `settings` (labels name the fewest)."""
+        parts = set(self.label.split(", "))
+        return all(_said(name, value) in parts for name, value in self.settings.items())
 
     def legend(self, runs: List[Dict]) -> str:
         """The label with how many runs (seeds) a curve of the group averages, `runs`, and
@@ -95,11 +104,23 @@ def _value(value) -> str:
     return str(value)
 
 
+def _shown_name(name: str) -> str:
+    """A field's name in labels: a keyword-argument option's key alone."""
+    return name.split(".", 1)[1] if name.split(".", 1)[0] in KEYWORD_OPTIONS else name
+
+
+def _said(shown_name: str, value: str) -> str:
+    return value if shown_name == "env_id" else f"{shown_name}={value}"
+
+
 def _part(config: Dict, name: str) -> str:
-    if name == "env_id":
-        return _value(config.get(name))
-    key = name.split(".", 1)[1] if name.split(".", 1)[0] in KEYWORD_OPTIONS else name
-    return f"{key}={_value(config.get(name))}"
+    return _said(_shown_name(name), _value(config.get(name)))
+
+
+def _settings(configs: Sequence[Dict], fields: Sequence[str]) -> Dict[str, str]:
+    """{shown name: value} of each of `fields` over one group's `configs`."""
+    values = {n: dict.fromkeys(_value(c.get(n)) for c in configs) for n in fields}
+    return {_shown_name(n): " / ".join(v) for n, v in values.items()}
 
 
 def label_fields(configs: Sequence[Dict], fields: Sequence[str]) -> List[str]:
@@ -128,14 +149,19 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
     form one group) instead of the labels made of the differing config fields."""
     if labels is not None and not all(label.strip() for label in labels):
         raise TfsacError(f"labels: an empty label in {','.join(labels)!r}")
-    if labels is not None and len(labels) == len(runs):
-        by_label: Dict[str, List[Dict]] = {}
-        for label, run in zip(labels, runs, strict=True):
-            by_label.setdefault(label, []).append(run)
-        return [RunGroup(label, members) for label, members in by_label.items()]
     defaults = _defaults()
     configs = [{**defaults, **_expanded(r["config"])} for r in runs]
     fields = differing_fields([r["config"] for r in runs])
+    if labels is not None and len(labels) == len(runs):
+        by_label: Dict[str, List[int]] = {}
+        for index, label in enumerate(labels):
+            by_label.setdefault(label, []).append(index)
+        return [
+            RunGroup(
+                label, [runs[i] for i in members], _settings([configs[i] for i in members], fields)
+            )
+            for label, members in by_label.items()
+        ]
     keyed: Dict[Tuple, List[int]] = {}
     for index, config in enumerate(configs):
         keyed.setdefault(tuple(_text(config.get(n)) for n in fields), []).append(index)
@@ -158,6 +184,28 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
             )
         made = list(labels)
     return [
-        RunGroup(label, [runs[i] for i in members])
+        RunGroup(
+            label, [runs[i] for i in members], _settings([configs[i] for i in members], fields)
+        )
         for label, members in zip(made, keyed.values(), strict=True)
     ]
+
+
+def settings_table(env_rows: Sequence[Tuple[str, List[RunGroup]]]) -> Optional[Tuple]:
+    """Every setting in which a figure's groups (by env) differ, for a table beside it:
+    (the settings' names, [(a group's heading, its index within its env, its value of
+    each)]), or None where every label names all of its settings already."""
+    groups = [group for _, env_groups in env_rows for group in env_groups]
+    if all(group.names_all_settings() for group in groups):
+        return None
+    names = list(dict.fromkeys(name for group in groups for name in group.settings))
+    columns = [
+        (
+            f"{env}: {group.label}" if len(env_rows) > 1 else group.label,
+            index,
+            [group.settings.get(name, "") for name in names],
+        )
+        for env, env_groups in env_rows
+        for index, group in enumerate(env_groups)
+    ]
+    return names, columns

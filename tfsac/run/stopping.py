@@ -15,11 +15,21 @@ from tfsac.run.callbacks import Callback
 
 class StopTrainingOnRewardThreshold(Callback):
     """Stops the run at the first evaluation whose mean return is at least
-    `reward_threshold` (SB3's callback of that name, given to EvalCallback's
-    callback_on_new_best)."""
+    `reward_threshold`, as SB3's callback of that name does in EvalCallback's
+    `callback_on_new_best`. The config's `stop_at_return` makes one.
+
+    Args:
+        reward_threshold: the mean evaluation return to stop at.
+        verbose: accepted for SB3's signature; a stop is always logged with its reason.
+    """
 
     def __init__(self, reward_threshold: float, verbose: int = 0):
-        """`verbose`: SB3's argument, accepted; a stop is always logged with its reason."""
+        # Checked here: a text or a NaN would otherwise fail or never stop mid-run.
+        if isinstance(reward_threshold, bool) or not isinstance(reward_threshold, numbers.Real):
+            raise TfsacError(
+                "StopTrainingOnRewardThreshold: reward_threshold must be a number, got "
+                f"{reward_threshold!r:.60} ({type(reward_threshold).__name__})"
+            )
         self.reward_threshold = float(reward_threshold)
         if math.isnan(self.reward_threshold):
             raise TfsacError("StopTrainingOnRewardThreshold: reward_threshold is NaN")
@@ -38,14 +48,21 @@ class StopTrainingOnRewardThreshold(Callback):
 
 class StopTrainingOnNoModelImprovement(Callback):
     """Stops the run when more than `max_no_improvement_evals` evaluations in a row bring no
-    new best mean return, counting from the evaluation after the first `min_evals` (SB3's
-    callback of that name, with its arguments). Only evaluations of the eval_every
-    schedule count (SB3's EvalCallback makes no others), not a session's last one off it:
-    a finished run continued to more steps stops where the run trained at once does. A
-    resumed run counts its earlier evaluations too."""
+    new best mean return, counted after the first `min_evals`, as SB3's callback of that
+    name does. The config's `stop_after_no_improvement` and `min_evaluations` make one.
+
+    Only evaluations of the `eval_every` schedule count (SB3's EvalCallback makes no
+    others), so a finished run continued to more steps stops where a run trained to them
+    at once does. A resumed run counts its earlier evaluations too.
+
+    Args:
+        max_no_improvement_evals: evaluations without a new best that are tolerated; 0
+            stops at the first one.
+        min_evals: evaluations before the count starts.
+        verbose: accepted for SB3's signature; a stop is always logged with its reason.
+    """
 
     def __init__(self, max_no_improvement_evals: int, min_evals: int = 0, verbose: int = 0):
-        """`verbose`: SB3's argument, accepted; a stop is always logged with its reason."""
         for name, value in (
             ("max_no_improvement_evals", max_no_improvement_evals),
             ("min_evals", min_evals),

@@ -34,7 +34,22 @@ __all__ = ["Interrupted", "NonFiniteError", "TrainResult", "Trainer", "train"]
 
 @dataclasses.dataclass
 class TrainResult:
-    """What `train` returns; `summary` is also written to <run_dir>/summary.json."""
+    """What `train` and `Trainer.run` return.
+
+    Attributes:
+        learner: the trained `SACLearner` (its Keras `actor` and `critic`, and `update`).
+        spec: the `EnvSpec` the networks were built for (spaces, bounds, flattening).
+        buffer: the run's `ReplayBuffer`, as it stood at the end.
+        run_dir: the run directory (config.json, progress.csv, checkpoints/, summary.json).
+        saved_model_path: the SavedModel version folder exported at the end, or None
+            without an export.
+        summary: what summary.json holds (env, seed, steps, the final evaluation's
+            `eval_return_mean` and `eval_return_std`, every evaluation, wall time, env
+            steps/s, the export's path, and `stop` where a callback stopped the run).
+        stop_reason: why a callback or a stop option stopped the run (at whichever step), or None.
+        already_finished: True where a resume found the run finished: nothing was
+            trained or exported in this call.
+    """
 
     learner: SACLearner
     spec: EnvSpec
@@ -42,16 +57,18 @@ class TrainResult:
     run_dir: str
     saved_model_path: Optional[str]
     summary: Dict
-    # Why a callback stopped the run before total_steps (summary.json's "stop"), or None.
+    # Why a callback stopped the run (summary.json's "stop"), at whichever step, or None.
     stop_reason: Optional[str] = None
     # A resume of a run that had finished: nothing trained or exported in this call.
     already_finished: bool = False
 
 
 class Trainer:
-    """One SAC run: the parts tfsac.run.builder makes from `config` (resumed from the newest
-    checkpoint with `resume`), then `run()`: one loop over a collection source (env copies
-    here, or env runners on Ray)."""
+    """One SAC run, built and then run: `Trainer(config, ...).run()` is `train(config, ...)`,
+    whose docstring describes the arguments. Building makes the run's parts (learner,
+    replay buffer, collection source, checkpointer, evaluator, progress log) and, with
+    `resume`, restores them from the newest checkpoint; build one to look at them
+    (`config`, `learner`, `run_dir`) before `run()` trains."""
 
     def __init__(
         self,
@@ -141,9 +158,9 @@ class Trainer:
 
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
-        """Trains from the current step to `total_steps`, or until a callback stops it;
-        returns the finished run. Meanwhile no other run may train in the run directory
-        (run/run_lock.py); one that trained there since this Trainer was built is refused."""
+        """Trains to `total_steps`, or until a callback stops it; returns the `TrainResult`.
+        Refuses (TfsacError) a run directory that another process trains in, or trained in
+        since this Trainer was built; NonFiniteError and Interrupted as `train`."""
         try:
             self.parts.lock.hold()
             self.checkpointer.check_newest(self._checkpoint)
@@ -259,7 +276,7 @@ class Trainer:
         # After the checkpoint: a run that a callback stops (by raising) keeps this step.
         if evaluated:
             calls.on_evaluation(dict(self.loop.evaluations[-1]))
-        if calls.stop_reason is not None and not at_end:
+        if calls.stop_reason is not None:  # at total_steps too: a stop met is a stop
             if not logged:  # asked by on_evaluation: the stop's row
                 self._log()
             if not saved:  # asked by on_evaluation
@@ -275,16 +292,16 @@ class Trainer:
         wall_time = self.session_clock.seconds()
         for part in (self.evaluator, self.progress):
             part.close()
+        self.callbacks.on_training_end()
         latest = self.checkpointer.latest  # the final evaluation's (export_trained_policy)
         final = {**self.loop.evaluations[-1], "checkpoint": latest}
-        stopped = self.loop.step < self.config.total_steps
-        reason = self.callbacks.stop_reason if stopped else None
+        reason = self.callbacks.stop_reason  # whichever step met it, the last one's too
         summary = run_summary(
             self.config,
             self.loop,
             wall_time,
             self.learning_clock.seconds(),
-            stop=_stop_entry(self.loop.step, self.callbacks) if stopped else None,
+            stop=None if reason is None else _stop_entry(self.loop.step, self.callbacks),
             # Absolute, as saved_model_path: usable from any directory.
             resumed_from=self.resumed_from and os.path.abspath(self.resumed_from),
             checkpoint=latest and os.path.abspath(latest),
@@ -309,25 +326,42 @@ def _stop_entry(step: int, callbacks) -> Dict:
 
 
 def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> TrainResult:
-    """Trains SAC on `config.env_id` (or on the env of `env_fn`); `options` are those of
-    `Trainer`: export, resume, env_fn, actor_fn, critic_fn, on_log, on_evaluation, callbacks.
-    `config` may be the CheckedRun of tfsac.run.preflight.check_run(config, export, resume,
-    env_fn), which then holds those three; a bare config is checked here.
+    """Trains SAC (or the config's algorithm) on `config.env_id`, as scripts/train.py does.
 
-    `env_fn` is any callable that makes a gymnasium env (it must pickle for
-    `vector_mode='async'`); `export` (when not None) replaces config.export. With `resume`,
-    continues from the newest checkpoint in `config.run_dir` that restores (or starts there
-    when it has none); the config must be the run's saved one except for the options of
-    config.RESUME_ADJUSTABLE, whose changes are logged. `actor_fn` and `critic_fn` build
-    custom Keras models (networks.build_networks). `on_log` and `on_evaluation` are
-    functions called as the `Callback` methods of the same names (tfsac.run.callbacks);
-    one that returns False stops the run cleanly, as the config's stop options do
-    (tfsac.run.stopping): the result's `stop_reason` says why. A resume with a larger
-    total_steps continues a finished or stopped run.
-    Raises TfsacError for bad configuration or paths before any training, NonFiniteError
-    on NaN/Inf, Interrupted after a SIGINT/SIGTERM checkpoint. Unless `quiet`, the
-    progress lines of scripts/train.py go to stderr (in a notebook too), in their short
-    form, without other libraries' INFO lines.
+    Writes the run directory (`config.run_dir`, by default `runs/<env>-seed<seed>-<time>`)
+    and, with an export, the next SavedModel version under `config.export_dir`.
+
+    Args:
+        config: the run's settings.
+        quiet: print nothing; otherwise the progress lines of scripts/train.py go to
+            stderr (in a notebook too), without other libraries' INFO lines.
+        **options: `Trainer`'s, below. A function or callback that returns False stops
+            the run cleanly (the result's `stop_reason` says why).
+
+    Other Parameters:
+        export: export a SavedModel at the end; None takes `config.export`.
+        resume: continue from the newest checkpoint in `config.run_dir` that restores (or
+            start there when it has none). The config must be the run's saved one except
+            for the resume-adjustable options (`tfsac.config.RESUME_ADJUSTABLE`), whose
+            changes are logged; a larger `total_steps` continues a finished run.
+        env_fn: a callable that makes the gymnasium env, used instead of `config.env_id`
+            (it must pickle for `vector_mode='async'`).
+        actor_fn: `(obs_dim, action_dim) -> keras.Model`, a custom actor.
+        critic_fn: `(obs_dim, action_dim) -> keras.Model`, a custom critic ensemble
+            (called again for the target: it must build a new model each time).
+        on_log: called with each progress record (the progress.csv row).
+        on_evaluation: called with each evaluation.
+        callbacks: `Callback` objects, called in order after the two functions.
+
+    Returns:
+        The `TrainResult`: learner, replay buffer, run directory, export path, summary.
+
+    Raises:
+        TfsacError: an unknown option, or a setting, path or env that cannot work, before
+            anything is written, or another process training in the run directory.
+        NonFiniteError: NaN or Inf in a loss, a parameter or the env's output (the last
+            good checkpoint stays the latest).
+        Interrupted: SIGINT or SIGTERM, after the checkpoint is saved.
     """
     allowed = inspect.signature(Trainer).parameters
     for name in options:

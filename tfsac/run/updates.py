@@ -41,7 +41,11 @@ class Updates:
         self.owed = 0
         self.metrics: Optional[Dict[str, float]] = None
         self.count = 0  # updates the learner has run, over all sessions
-        self.returns = ReturnNormalizer(config.gamma) if config.normalize_rewards else None
+        self.returns = (
+            ReturnNormalizer(config.gamma, config.return_bound or 0.0)
+            if config.normalize_rewards
+            else None
+        )
 
     def observe_returns(self, discounted_returns: Optional[np.ndarray]) -> None:
         """Folds collected steps' discounted returns into the reward normaliser (if any)."""

@@ -46,7 +46,7 @@ class RunnerSource:
         cpus = max(os.cpu_count() or 1, config.num_actors)
         self._started_ray, self.pool = False, None
         # SIGINT and SIGTERM wait until Ray and the runners are up (a KeyboardInterrupt
-        # inside Ray's start-up crashed the process or left its processes), then stop them;
+        # inside Ray's start-up crashes the process or leaves its processes), then stop them;
         # a second one stops them at once.
         with StopSignals(second_interrupts=True) as held:
             try:

@@ -1,5 +1,5 @@
 """The algorithm variants, one module each, and the registry `--algorithm` selects from
-(see base.py for what a variant declares; docs/architecture.md, "Adding an algorithm").
+(see base.py for what a variant declares; docs/guide/adding-an-algorithm.md, "Adding an algorithm").
 Every module of this package is imported here, so a built-in variant is its file alone."""
 
 import importlib

@@ -78,8 +78,18 @@ class Variant:
 
     @classmethod
     def defaults(cls, config: SACConfig) -> Dict[str, Any]:
-        """Values for the options left 'auto' (policy_delay, adam_beta1, critic_hidden_sizes)."""
-        return {"policy_delay": 1, "adam_beta1": 0.9, "critic_hidden_sizes": config.hidden_sizes}
+        """Values for the options left 'auto' (policy_delay, adam_beta1, critic_hidden_sizes,
+        network, normalize_rewards, return_bound, target_std, exploration_zeta)."""
+        return {
+            "policy_delay": 1,
+            "adam_beta1": 0.9,
+            "critic_hidden_sizes": config.hidden_sizes,
+            "network": "mlp",
+            "normalize_rewards": False,
+            "return_bound": 0.0,
+            "target_std": 0.0,
+            "exploration_zeta": 0.0,
+        }
 
     @classmethod
     def check(cls, config: SACConfig) -> None:

@@ -18,12 +18,13 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Protocol, Sequence
 
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
+from tfsac.config.names import CLI, flag_names, unknown_name_hint
 from tfsac.config.new_run import check_new_run
 from tfsac.config.sac_config import KEYWORD_OPTIONS
 from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
-from tfsac.files import check_writable
+from tfsac.files import check_outside_exports, check_writable
 from tfsac.paths import check_plain_name
 from tfsac.run.warm_start import check_source
 from tfsac.scale.sweeps.search_space import Dimension, parse_grid, parse_space
@@ -64,6 +65,8 @@ def check_varied_name(names: FrozenSet[str], name: str, where: str) -> None:
         return
     if name in RESERVED_FLAGS:
         raise TfsacError(f"{where}: --{name} cannot vary in a sweep ({RESERVED_FLAGS[name]})")
+    if name not in names and (hint := unknown_name_hint(name, CLI, flag_names(SACConfig))):
+        raise TfsacError(f"{where}: unknown training flag --{name}{hint}")
     if name not in names:
         close = difflib.get_close_matches(name, sorted(names), n=1)
         hint = f"did you mean --{close[0]}? " if close else ""
@@ -275,6 +278,7 @@ def _check_runs(plan: Plan, base: Dict) -> None:
         if config["offline_data"] and (env, config["offline_data"]) not in checked:
             checked.add((env, config["offline_data"]))
             load_recorded(config["offline_data"], specs[env])
+    check_outside_exports(plan.sweep_dir, "--sweep_dir")
     check_writable(plan.sweep_dir)
 
 

@@ -1,0 +1,85 @@
+"""FlashSAC (arXiv:2604.04539; the authors' flash_rl/agents/flashSAC/update.py): SAC with
+categorical critics, `n_bins` bins on [-bin_range, bin_range] trained by cross-entropy to
+the soft target distribution projected onto the bins (tfsac.algorithm.losses,
+categorical_*), on FlashSAC's networks (`network=flashsac`: batch-normed inverted-residual
+blocks of unit-norm weights). Its other parts are options that any variant may take, and
+that this one turns on when left 'auto': rewards scaled so that the returns fit the bins
+(`normalize_rewards`, `return_bound` = bin_range), the entropy target of a std of 0.15
+(`target_std`), exploration noise held over zeta-distributed spans (`exploration_zeta`).
+
+As the authors' update: the critics and their targets see (s, a) and (s', a') as one
+batch, so their batch norms normalise with the mixture's statistics; a' comes from the
+actor's moving statistics, and the actor's step reads the critics with theirs."""
+
+from __future__ import annotations
+
+from tfsac.algorithm.variants.base import lazy_module, register
+from tfsac.algorithm.variants.sac import SoftDoubleQ
+
+tf = lazy_module("tensorflow")
+losses = lazy_module("tfsac.algorithm.losses")
+
+
+@register
+class FlashSAC(SoftDoubleQ):
+    """Categorical twin critics with target critics: the target distribution is the lowest
+    target critic's at a' ~ pi(.|s'), shifted by r and discounted, the soft term included;
+    Q is the expectation over the bins; the actor on the critics' minimum."""
+
+    name = "flashsac"
+    summary = "FlashSAC: categorical critics on unit-norm inverted-residual blocks (2604.04539)"
+    resume_keeps = ("n_bins", "bin_range")
+    own_options = ("n_bins", "bin_range")
+
+    @classmethod
+    def defaults(cls, config):
+        paper = {
+            "policy_delay": 2,
+            "critic_hidden_sizes": (256, 256),
+            "network": "flashsac",
+            "normalize_rewards": True,
+            # The returns are kept within the bins (the authors' normalized_G_max).
+            "return_bound": config.bin_range if config.normalize_rewards is not False else 0.0,
+            "target_std": 0.15 if config.target_entropy is None else 0.0,
+            "exploration_zeta": 0.0 if config.use_sde else 2.0,
+        }
+        return {**super().defaults(config), **paper}
+
+    @classmethod
+    def critic_outputs(cls, config) -> int:
+        return config.n_bins
+
+    def __init__(self, sac, obs_dim: int):
+        super().__init__(sac, obs_dim)
+        self.bins = losses.bin_values(sac.config.n_bins, sac.config.bin_range)
+
+    def critic_objective(self, batch, reward, alpha, seeds):
+        logits, target = self.values_and_target(batch, reward, alpha, seeds[:, 0])
+        return self.critic_loss(logits, target), losses.categorical_value(logits, self.bins), {}
+
+    def values_and_target(self, batch, reward, alpha, seed):
+        next_obs = batch["next_observation"]
+        next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
+        obs = tf.concat([batch["observation"], next_obs], 0)
+        action = tf.concat([batch["action"], next_action], 0)
+        _, next_logits = tf.split(self.sac.target_critic(obs, action, training=True), 2, axis=1)
+        target = losses.categorical_td_target(
+            reward,
+            batch["terminated"],
+            next_logits,
+            next_log_prob,
+            alpha,
+            batch["discount"],
+            self.bins,
+        )
+        logits, _ = tf.split(self.sac.critic(obs, action, training=True), 2, axis=1)
+        return logits, target
+
+    def critic_loss(self, q, target):
+        return losses.categorical_loss(q, target)
+
+    def actor_q(self, obs, action):
+        return losses.categorical_value(self.sac.critic(obs, action, training=False), self.bins)
+
+    def actor_loss(self, log_prob, q_pi, alpha):
+        return losses.actor_loss(log_prob, q_pi, alpha)

@@ -1,0 +1,142 @@
+"""The names users bring for tfsac's options (a flag's name for its field, other SAC
+libraries' arguments) and the one line that says which option they mean, said as the
+caller writes options: `--flag` on the command line, `field=` in Python. TF-free."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import functools
+import re
+import shlex
+from typing import Dict, Iterable, Optional, Tuple
+
+from tfsac.errors import TfsacError
+
+CLI, PYTHON = "cli", "python"
+
+# Other libraries' SAC arguments and what tfsac calls them. An option is written `name` or
+# `name=value` (the value as typed on the command line), said by `render` for each caller.
+OTHER_NAMES: Dict[str, Tuple[str, str]] = {
+    "ent_coef": ("Stable-Baselines3", "`alpha` (a number, auto or auto_<initial value>)"),
+    "net_arch": (
+        "Stable-Baselines3",
+        "`hidden_sizes=256,256` (`critic_hidden_sizes` for the critics alone)",
+    ),
+    "policy_kwargs": (
+        "Stable-Baselines3",
+        "`hidden_sizes`, `network`, `critic_layer_norm` (custom networks: `algorithm`/"
+        "`network` of a module of yours, docs/guide/custom-env-and-networks.md)",
+    ),
+    "tensorboard_log": (
+        "Stable-Baselines3",
+        "`tensorboard` (TensorBoard logs under the run directory)",
+    ),
+    "n_sampled_goal": ("Stable-Baselines3", "`her_goals_per_transition` (with `her`)"),
+    "goal_selection_strategy": ("Stable-Baselines3", "`her_strategy` (with `her`)"),
+    "replay_buffer_class": (
+        "Stable-Baselines3",
+        "`her` (HerReplayBuffer) or `n_steps` (NStepReplayBuffer)",
+    ),
+    "verbose": (
+        "Stable-Baselines3",
+        "`progress_bar` and `log_every` (progress; the scripts' --verbosity: absl's logging)",
+    ),
+    "start_steps": (
+        "Spinning Up",
+        "`learning_starts` (random actions until then; updates start after it)",
+    ),
+    "update_after": (
+        "Spinning Up",
+        "`learning_starts` (updates start after it, with random actions until then)",
+    ),
+    "update_every": (
+        "Spinning Up",
+        "`train_freq=N` and `gradient_steps=N` (N updates every N env steps)",
+    ),
+    "epochs": ("Spinning Up", "`total_steps` (env steps in all)"),
+    "steps_per_epoch": (
+        "Spinning Up",
+        "`log_every` (a progress row every N env steps) and `eval_every`",
+    ),
+    "num_test_episodes": ("Spinning Up", "`eval_episodes`"),
+    "max_ep_len": ("Spinning Up", '`env_kwargs={"max_episode_steps": N}`'),
+    "save_freq": ("Spinning Up", "`checkpoint_every`"),
+    "replay_size": ("Spinning Up", "`buffer_size`"),
+    "polyak": ("Spinning Up", "`tau` (1 - polyak)"),
+    "lr": ("Spinning Up", "`learning_rate`"),
+}
+
+_OPTION = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:=([^`]*))?`")
+
+
+def _python_value(text: str) -> str:
+    """A command-line value as Python writes it ('256,256' -> '(256, 256)'); as typed where
+    it is no literal (a placeholder such as N)."""
+    try:
+        return repr(ast.literal_eval(text))
+    except (ValueError, SyntaxError):
+        return text
+
+
+def say(name: str, style: str, value: Optional[str] = None) -> str:
+    """Option `name` (with `value`, as typed on the command line) as `style` writes it:
+    --name=value, or name=value in Python (name= without a value)."""
+    if style == CLI:
+        return f"--{name}" + (f"={shlex.quote(value)}" if value is not None else "")
+    return f"{name}=" + (_python_value(value) if value is not None else "")
+
+
+def render(text: str, style: str) -> str:
+    """`text` with each `option` or `option=value` in it said as `style` writes it."""
+    return _OPTION.sub(lambda m: say(m.group(1), style, m.group(2)), text)
+
+
+def flag_names(config_class) -> Dict[str, str]:
+    """Flag name -> field name, for the fields whose flag is named otherwise (--env)."""
+    return {
+        f.metadata["flag"]: f.name
+        for f in dataclasses.fields(config_class)
+        if f.metadata.get("flag") and f.metadata["flag"] != f.name
+    }
+
+
+def unknown_name_hint(name: str, style: str, flags: Dict[str, str], fields: Iterable[str] = ()):
+    """What a user who typed option `name` (no option of theirs) means: the field a flag
+    name stands for (`flags`: flag -> field), the flag of a field named otherwise, another
+    library's name, or a close spelling among `fields`; None where none fits."""
+    if style == PYTHON and name in flags:
+        return f": use {say(flags[name], style)}"
+    if style == CLI and name in flags.values():
+        flag = next(f for f, field in flags.items() if field == name)
+        return f": the {name} option is {say(flag, style)}"
+    if name in OTHER_NAMES:
+        library, text = OTHER_NAMES[name]
+        return f" ({library}'s name): in tfsac {render(text, style)}"
+    near = difflib.get_close_matches(name, list(fields), n=1)
+    return f"; did you mean {say(near[0], style)}?" if near else None
+
+
+class UnknownOptionError(TfsacError, TypeError):
+    """A keyword that names no option of a config (a TypeError, as Python's own for an
+    unexpected keyword argument)."""
+
+
+def checked_keywords(cls):
+    """Wraps dataclass `cls`'s __init__ so that a keyword naming no field is refused in one
+    line that says which field the user means (UnknownOptionError)."""
+    generated = cls.__init__
+    fields = [f.name for f in dataclasses.fields(cls)]
+    known = set(fields)
+
+    @functools.wraps(generated)
+    def __init__(self, *args, **kwargs):
+        for name in kwargs:
+            if name not in known:
+                hint = unknown_name_hint(name, PYTHON, flag_names(cls), fields)
+                raise UnknownOptionError(f"{cls.__name__} has no field {name!r}{hint or ''}")
+        generated(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls

@@ -231,7 +231,7 @@ def test_a_stop_met_at_the_last_evaluation_is_a_stop(tmp_path, counter_env_id, c
     reason = "evaluation return 4.00 reached 3.5 at step 40 (stop_at_return)"
     assert result.stop_reason == reason
     with open(os.path.join(result.run_dir, "summary.json")) as f:
-        assert json.load(f)["stop"] == {"step": 40, "reason": reason}
+        assert json.load(f)["stop"] == {"step": 40, "reason": reason, "option": "stop_at_return"}
     # At total_steps, only more steps continue it, whatever the stop options.
     caplog.set_level(logging.INFO, logger="absl")
     again = tfsac.train(config, resume=True, quiet=True, export=False)

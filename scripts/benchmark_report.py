@@ -26,7 +26,6 @@ commit as runs finish; --curves='DIR/*.csv' builds the table and figures from th
 """
 
 import contextlib
-import dataclasses
 import glob
 import json
 import math
@@ -41,6 +40,7 @@ from _cli import fail, parse_flags_or_fail, quiet_logs  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 from tfsac.algorithm.architectures import ARCHITECTURES  # noqa: E402 - TF-free
+from tfsac.algorithm.resolve import resolve  # noqa: E402 - TF-free
 from tfsac.config import SACConfig  # noqa: E402
 from tfsac.errors import TfsacError  # noqa: E402
 from tfsac.files import check_writable  # noqa: E402
@@ -122,11 +122,20 @@ def tfsac_runs(pattern):
     return found
 
 
+def _default_network(algorithm) -> str:
+    """The network an algorithm's `network=auto` resolves to (a saved config.json holds
+    the resolved one); "mlp" for an algorithm not registered here."""
+    try:
+        return resolve(SACConfig(algorithm=algorithm or SACConfig().algorithm)).network
+    except TfsacError:
+        return "mlp"
+
+
 def label(lib, algorithm=None, network=None, data=None, kwargs=None) -> str:
     """'tfsac', or with the algorithm and network where they are not the defaults, the
     algorithm's own hyperparameters (name=value), and the recorded data's share where
     there is any."""
-    defaults = {f.name: f.default for f in dataclasses.fields(SACConfig)}
+    defaults = {"algorithm": SACConfig().algorithm, "network": _default_network(algorithm)}
     shown = [
         value
         for value, option in ((algorithm, "algorithm"), (network, "network"))
@@ -192,7 +201,7 @@ def peer_runs(pattern):
                 minutes=None,
             )
         # The peer's policy class names the architecture (MlpPolicy: mlp, SimbaPolicy: simba).
-        policies = {a.peer_policy: a.name for a in ARCHITECTURES.values()}
+        policies = {a.peer_policy: a.name for a in ARCHITECTURES.values() if a.peer_policy}
         network = policies.get(line.get("policy"))
         found.append((line["env"], label(line["lib"], line.get("algo"), network), run))
     return found

@@ -199,6 +199,10 @@ def test_file_names_of_any_env_id_stay_in_the_output_folder(monkeypatch):
     assert report.curve_file_name("Hopper-v5", lib, 0) == (
         "hopper_v5-tfsac-my_algos_mean_q-min_weight=0.25-sizes=_1,2_-tag=a_b-seed0.csv"
     )
+    # A saved config holds the network its algorithm resolved: each algorithm's own is no label.
+    assert report.label("tfsac", "sac", "mlp") == "tfsac"
+    assert report.label("tfsac", "flashsac", "flashsac") == "tfsac flashsac"
+    assert report.label("tfsac", "sac", "simba") == "tfsac simba"
 
 
 def test_bad_inputs_are_one_line_and_nothing_is_written(tmp_path):

@@ -15,6 +15,7 @@ import tensorflow as tf
 from conftest import REPO_ROOT
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, load_policy
+from tfsac.algorithm.resolve import resolve
 from tfsac.data.envs import unit_to_bounds
 from tfsac.deploy import export as export_module
 from tfsac.deploy.metadata import check_saved_model, read_metadata
@@ -297,7 +298,9 @@ def test_a_runs_export_names_each_file_with_the_parity_it_was_checked_to(
         copy = lambda saved, out, *args, source=source: shutil.copy(source, out)  # noqa: E731
         monkeypatch.setattr(formats, f"write_{name}", copy)
     formats_asked = "saved_model,tflite,onnx"
-    config = SACConfig(export_dir=str(tmp_path), model_name="m", export_formats=formats_asked)
+    config = resolve(
+        SACConfig(export_dir=str(tmp_path), model_name="m", export_formats=formats_asked)
+    )
     caplog.set_level(logging.INFO, logger="absl")
     import gymnasium as gym
 

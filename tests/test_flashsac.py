@@ -249,7 +249,8 @@ def test_a_run_saved_before_the_new_options_resumes_without_a_change():
     saved = json.loads(json.dumps(new.to_dict()))
     for name in ("return_bound", "target_std", "exploration_zeta"):
         del saved[name]
-    assert new.resume_changes(saved) == [  # said as the resume starts, not refused
+    changes = new.resume_changes(saved)  # said as the resume starts, not refused
+    assert [str(change) for change in changes] == [
         f"{name}: None -> 0.0" for name in ("return_bound", "target_std", "exploration_zeta")
     ]
     with pytest.raises(TfsacError, match="exploration_zeta=2.0 differs"):

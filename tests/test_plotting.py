@@ -11,6 +11,7 @@ import matplotlib.axes  # patched by the tests that spy on what is drawn
 import pytest
 
 from tfsac import SACConfig, TfsacError
+from tfsac.algorithm.resolve import resolve
 from tfsac.run import plotting
 from tfsac.run.run_groups import differing_fields, group_runs
 
@@ -22,7 +23,10 @@ def _run_dir(root, name, evaluations=((100, -900.0), (200, -500.0)), **overrides
     summary.json with `evaluations` [(step, return)]."""
     folder = root / name
     folder.mkdir()
-    config = SACConfig(run_dir=str(folder), **overrides).to_dict()
+    # A user module's algorithm would read algorithm_kwargs: SAC's resolve refuses them.
+    kwargs = overrides.pop("algorithm_kwargs", {})
+    config = resolve(SACConfig(run_dir=str(folder), **overrides)).to_dict()
+    config["algorithm_kwargs"] = kwargs
     (folder / "config.json").write_text(json.dumps(config))
     rows = ["step,episodes,episode_return,critic_loss"]
     rows += [f"{s},{s // 200},{r},{1.0 / s}" for s, r in evaluations]
@@ -62,11 +66,11 @@ def test_runs_are_grouped_by_every_differing_field_and_labelled_by_the_fewest(tm
     ]
     runs = [plotting.read_run(d) for d in kinds]
     fields = differing_fields([r["config"] for r in runs])
-    assert fields == ["network", "num_actors", "weight_decay", "normalize_observations"]
+    assert fields == ["num_actors", "weight_decay", "network", "normalize_observations"]
     assert _labels(group_runs(runs)) == [
-        ("network=mlp, num_actors=0", 1),
-        ("network=simba, num_actors=0", 1),
-        ("network=mlp, num_actors=2", 1),
+        ("num_actors=0, weight_decay=0", 1),
+        ("num_actors=0, weight_decay=0.0001", 1),
+        ("num_actors=2, weight_decay=0", 1),
     ]
     # Keyword-argument options are told apart by the keys that differ (a tester's: the
     # whole resolved object made a legend wider than the figure).

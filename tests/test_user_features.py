@@ -339,7 +339,7 @@ def test_presets_parse_into_valid_configs(training_flags):
 
     fv = training_flags
     presets = sorted(glob.glob(os.path.join(REPO_ROOT, "scripts", "presets", "*.flags")))
-    assert len(presets) == 20
+    assert len(presets) == 22
     seen, algorithms = set(), set()
     for path in presets:
         fv.unparse_flags()

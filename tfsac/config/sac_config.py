@@ -130,8 +130,7 @@ class SACConfig(
 
     The string forms that flags and JSON carry ('256,256', 'auto', 'auto_0.1') become the
     fields' types when the config is made; `validate()` checks the options against each
-    other, and `tfsac.train` runs it with the algorithm's own checks before anything is
-    written.
+    other, as `tfsac.train` does before anything is written.
     """
 
     def __post_init__(self):

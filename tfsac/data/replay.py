@@ -135,13 +135,9 @@ class ReplayBuffer:
     observation it is (bitwise); `capacity` + i, slot i of a small side array (as if it
     followed the ring's observations). A new row's next observation goes to a side slot
     and waits there, keyed by its bytes, until a later row (of any env stream) has
-    exactly that observation: then the row links to that one and the slot is freed. An
-    episode's last row (terminated, or truncated with its true final observation) keeps
-    its slot. A link points from an older row to a newer one, so the ring, which
-    overwrites in add order, never overwrites a row a live row links to.
+    exactly that observation: then the row links to that one and the slot is freed.
 
-    `sample_packed` returns rows in `transition_layout` (what the compiled update takes),
-    over `n_steps` steps with discount `gamma`.
+    `sample_packed` returns rows in `transition_layout`, over `n_steps` steps.
 
     Args: `capacity` (transitions held; then the oldest are overwritten), `obs_dim`,
     `action_dim` (actions in the learner's [-1, 1] units), `seed` (of the sampling),

@@ -359,7 +359,7 @@ def test_presets_parse_into_valid_configs(training_flags):
     fv.unparse_flags()
     assert {"Pendulum-v1", "HalfCheetah-v5", "Humanoid-v5", "BipedalWalker-v3"} <= seen
     assert "gymnasium_robotics:FetchReach-v4" in seen
-    assert algorithms == {"sac", "tqc", "crossq"}
+    assert algorithms == {"sac", "tqc", "crossq", "flashsac"}
 
 
 EVALUATE = os.path.join(REPO_ROOT, "scripts", "evaluate.py")

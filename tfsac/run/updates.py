@@ -13,13 +13,13 @@ from tfsac.config import SACConfig
 from tfsac.config.schedules import parse_schedule
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.return_normalizer import ReturnNormalizer
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 from tfsac.run.clock import Stopwatch
 
 OFFLINE_CALL = 250  # updates per compiled call in offline-only training
 
 
-class NonFiniteError(TfsacError):
+class NonFiniteError(Fault):
     """A NaN or Inf appeared in a loss, a parameter, an observation or a reward."""
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from tfsac.data.goals import GoalColumns, batched_rewards, column
 from tfsac.data.replay import ReplayBuffer, _checked, row_fields
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 
 STRATEGIES = ("future", "final", "episode")
 # Open episodes kept before the oldest one is stored as it is: a stream that restarted (a
@@ -175,7 +175,7 @@ class HerReplayBuffer(ReplayBuffer):
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
         if self.size == 0:
-            raise TfsacError(
+            raise Fault(
                 f"her samples finished episodes, and none has ended yet "
                 f"({self.open_transitions} transitions under way): raise learning_starts "
                 "above the episode length, or give an env whose episodes never end a time "

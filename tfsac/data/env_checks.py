@@ -1,6 +1,6 @@
 """The checks of the env a user names, before anything is written: making it (by id or by
-an env_fn), its spaces, its gymnasium API (one reset and one step), a goal env's reward
-for HER, and a SavedModel's fit to it. tfsac.data.envs makes envs through them."""
+an env_fn, as tfsac.data.envs does), its spaces, its gymnasium API, a goal env's reward for
+HER, and a SavedModel's fit to it."""
 
 from __future__ import annotations
 
@@ -27,14 +27,10 @@ EXTRAS = {"gymnasium_robotics": "robotics", "Box2D": "box2d"}
 
 
 def check_env_id(env_id: str) -> None:
-    """Refuses an id gymnasium has not registered, as make_env would; ids that name a
-    module to import first ('module:Id-v0') are left to make_env. Makes no env."""
-    if ":" in env_id:
-        return
-    try:
-        gym.spec(env_id)
-    except gym.error.Error as e:
-        raise TfsacError(f"cannot make environment {env_id!r}: {e}{_id_hint(env_id)}") from None
+    """Refuses an id gymnasium has not registered, as make_env would, without making the
+    env; ids that name a module to import first ('module:Id-v0') are left to make_env."""
+    if ":" not in env_id:
+        made(env_id, None, lambda: gym.spec(env_id))
 
 
 def _id_hint(env_id: str) -> str:

@@ -26,7 +26,7 @@ from tfsac.data.recorded_data import (
     Episodes,
     RecordedData,
 )
-from tfsac.data.replay import saved_transitions
+from tfsac.data.replay import TRANSITION_ARRAYS, saved_transitions
 from tfsac.data.spaces import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
 from tfsac.files import (
@@ -197,7 +197,7 @@ def _checkpoint_replay(folder: str, step: int, spec: EnvSpec):
         capacity = int(json.load(f)["replay"]["capacity"])
     arrays = {
         name: np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
-        for name in ("rows", "next_index", "side_observation")
+        for name in TRANSITION_ARRAYS
     }
     fields, ref = saved_transitions(arrays, capacity, spec.obs_dim, spec.action_dim)
     return fields, np.where(ref >= capacity, len(ref), ref)

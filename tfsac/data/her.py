@@ -29,7 +29,6 @@ from tfsac.data.goals import GoalColumns, batched_rewards, column
 from tfsac.data.replay import ReplayBuffer, _checked, row_fields
 from tfsac.errors import Fault
 
-STRATEGIES = ("future", "final", "episode")
 # Open episodes kept before the oldest one is stored as it is: a stream that restarted (a
 # runner's new process) leaves its episode open for good.
 MAX_OPEN_EPISODES = 1024
@@ -54,8 +53,6 @@ class HerReplayBuffer(ReplayBuffer):
         goals_per_transition: int = 4,
     ):
         super().__init__(capacity, obs_dim, action_dim, seed, n_steps=1, gamma=gamma)
-        if strategy not in STRATEGIES:
-            raise ValueError(f"her strategy must be one of {STRATEGIES}, got {strategy!r}")
         self.achieved = column(columns, "achieved_goal")
         self.desired = column(columns, "desired_goal")
         self.compute_reward, self.strategy = compute_reward, strategy

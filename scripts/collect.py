@@ -31,7 +31,8 @@ from absl import flags  # noqa: E402
 
 from tfsac.config.fields import SEED  # noqa: E402 - TF-free
 from tfsac.data import recording  # noqa: E402 - TF-free
-from tfsac.data.envs import check_env_id  # noqa: E402
+from tfsac.data.env_checks import check_env_id, check_policy_fits  # noqa: E402
+from tfsac.data.offline_data import FORMATS, check_output  # noqa: E402
 from tfsac.deploy.metadata import check_saved_model, read_metadata  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
 
@@ -49,7 +50,7 @@ flags.DEFINE(
 flags.DEFINE_float("noise", 0.0, "Std of Gaussian noise added to the policy's actions in [-1, 1].")
 flags.DEFINE_integer("seed", 0, "Seed of the first episode's reset, the noise and random actions.")
 flags.DEFINE_string("output", None, "Folder to write to (Minari: the datasets folder).")
-flags.DEFINE_enum("format", "minari", list(recording.FORMATS), "Dataset format.")
+flags.DEFINE_enum("format", "minari", list(FORMATS), "Dataset format.")
 flags.DEFINE_string("dataset_id", None, "Minari dataset id, e.g. halfcheetah/medium-v0.")
 FLAGS = flags.FLAGS
 
@@ -80,10 +81,8 @@ def main(argv):
         if not env_id:
             fail("--env is required (the SavedModel names no env)")
         check_env_id(env_id)
-        _check_size(env_id, kwargs)
-        if FLAGS.saved_model:
-            recording.check_policy_fits(read_metadata(FLAGS.saved_model), env_id, kwargs)
-        target = recording.check_output(FLAGS.output, FLAGS.format, FLAGS.dataset_id)
+        _check_env(env_id, kwargs)
+        target = check_output(FLAGS.output, FLAGS.format, FLAGS.dataset_id)
         policy = None
         if FLAGS.saved_model:
             import_tfsac()
@@ -110,8 +109,9 @@ def main(argv):
     print(f"train from it: python scripts/train.py {shlex.join(again)}")
 
 
-def _check_size(env_id: str, kwargs) -> None:
-    """The recording fits in memory: --transitions, or --episodes of the env's time limit."""
+def _check_env(env_id: str, kwargs) -> None:
+    """The recording fits in memory (--transitions, or --episodes of the env's time limit),
+    and the SavedModel, where one is given, fits the env."""
     import gymnasium as gym
 
     from tfsac.data.envs import make_env
@@ -121,6 +121,8 @@ def _check_size(env_id: str, kwargs) -> None:
     try:
         dims = gym.spaces.flatdim(env.observation_space), gym.spaces.flatdim(env.action_space)
         limit = env.spec.max_episode_steps if env.spec is not None else None
+        if FLAGS.saved_model:
+            check_policy_fits(read_metadata(FLAGS.saved_model), env_id, env)
     finally:
         env.close()
     if FLAGS.transitions:

@@ -401,9 +401,9 @@ def test_the_memory_estimate_refuses_only_what_clearly_cannot_fit():
 
 def test_a_missing_env_module_names_the_extra_that_installs_it(monkeypatch):
     from tfsac import TfsacError
-    from tfsac.data import envs
+    from tfsac.data import env_checks, envs
 
-    monkeypatch.setitem(envs.EXTRAS, "tfsac_no_such_module", "demo")
+    monkeypatch.setitem(env_checks.EXTRAS, "tfsac_no_such_module", "demo")
     message = r"missing module: tfsac_no_such_module \(pip install 'tfsac\[demo\]', or -e \".\[demo"
     with pytest.raises(TfsacError, match=message):
         envs.make_env("tfsac_no_such_module:X-v0")

@@ -1,19 +1,145 @@
-"""An env's API as the collector calls it, tried once at a run's start: `reset` returns
-(observation, info), `step` returns (observation, reward, terminated, truncated, info),
-observations of the declared space and a number for a reward. A custom env that breaks
-the gymnasium API (the old gym's 4-tuple step, say) is then one line before anything is
-written, not a traceback from inside the collector after the run directory exists."""
+"""The checks of the env a user names, before anything is written: making it (by id or by
+an env_fn, as tfsac.data.envs does), its spaces, its gymnasium API, a goal env's reward for
+HER, and a SavedModel's fit to it."""
 
 from __future__ import annotations
 
 import numbers
+import os
+import sys
+from typing import Callable, Dict, Optional
 
 import gymnasium as gym
 import numpy as np
 
+from tfsac.data.goals import VECTORISED, GoalColumns, batched_rewards, column
+from tfsac.data.spaces import unsupported_part
 from tfsac.errors import TfsacError, first_line
+from tfsac.files import ENV_SPEC_FILE
 
 OLD_GYM = " (the old gym API's 4: split done into terminated and truncated)"
+# How a run names an env that an env_fn made without a gymnasium id: no script can make it.
+CUSTOM_ENV = "custom:"
+# The first words of gymnasium-robotics' env ids (FetchReach-v4, AntMaze_UMaze-v5, ...).
+ROBOTICS_PREFIXES = ("Fetch", "Hand", "AntMaze", "PointMaze", "Adroit", "FrankaKitchen")
+# Modules of envs that a tfsac extra installs: a missing one's message names the extra.
+EXTRAS = {"gymnasium_robotics": "robotics", "Box2D": "box2d"}
+
+
+def check_env_id(env_id: str) -> None:
+    """Refuses an id gymnasium has not registered, as make_env would, without making the
+    env; ids that name a module to import first ('module:Id-v0') are left to make_env."""
+    if ":" not in env_id:
+        made(env_id, None, lambda: gym.spec(env_id))
+
+
+def _id_hint(env_id: str) -> str:
+    """gymnasium-robotics' envs are registered only once their module is imported."""
+    if not env_id.startswith(ROBOTICS_PREFIXES):
+        return ""
+    return (
+        " (gymnasium-robotics' envs are named with their module: "
+        f"--env=gymnasium_robotics:{env_id}, with pip install -e '.[robotics]')"
+    )
+
+
+def check_makeable(env_id: str, render_mode) -> None:
+    """Refuses an env_fn's name, which no id makes, and a window on a Linux machine without
+    a display (pygame and MuJoCo's viewer end the process at the first frame)."""
+    if env_id.startswith(CUSTOM_ENV):
+        raise TfsacError(
+            f"the run was trained on an env made by an env_fn ({env_id[len(CUSTOM_ENV) :]}), "
+            "which has no gymnasium id to make it by: in Python pass the same env_fn= (train, "
+            "resume) or evaluate with tfsac.run.evaluation.run_episodes(env_fn(), policy, "
+            "episodes); from scripts, --env=<module>:<id> of an env registered as "
+            "gymnasium.register(<id>, entry_point=...) (docs/guide/custom-env-and-networks.md)"
+        )
+    headless = sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
+    if render_mode == "human" and headless:
+        raise TfsacError(
+            f"{env_id} with render_mode='human' opens a window, and this machine has no "
+            "display (neither DISPLAY nor WAYLAND_DISPLAY is set): leave render_mode out "
+            "(videos: --video_every, or scripts/evaluate.py --video_dir)"
+        )
+
+
+def made(env_id: str, module: Optional[str], make: Callable[[], gym.Env]) -> gym.Env:
+    """`make()` (gymnasium.make of `env_id`, which imports `module` first), its errors one
+    line each: an unknown id, a missing module, arguments the env rejects."""
+    try:
+        return make()
+    except gym.error.Error as e:
+        raise TfsacError(f"cannot make environment {env_id!r}: {e}{_id_hint(env_id)}") from None
+    except ModuleNotFoundError as e:
+        # gymnasium re-raises the import's error with its own text: the name is the cause's.
+        name = e.name or getattr(e.__cause__, "name", None) or ""
+        hint = EXTRAS.get(name.split(".")[0])
+        install = f" (pip install 'tfsac[{hint}]', or -e \".[{hint}]\" in a checkout)"
+        if not hint and module is not None and name.split(".")[0] == module.split(".")[0]:
+            install = " (run from the folder that holds it, or put that folder on PYTHONPATH)"
+        elif not hint:
+            install = ""
+        raise TfsacError(
+            f"environment {env_id!r} needs a missing module: {name or e}{install}"
+        ) from None
+    except TypeError as e:
+        raise TfsacError(f"environment {env_id!r} rejects its arguments: {e}") from None
+    except Exception as e:  # noqa: BLE001 - an env's own checks (a ValueError from TimeLimit)
+        raise TfsacError(f"cannot make environment {env_id!r}: {type(e).__name__}: {e}") from None
+
+
+def factory_env(env_fn, name: str) -> gym.Env:
+    """`env_fn()`, refused where env_fn is an env itself, fails, or makes no gymnasium.Env."""
+    if isinstance(env_fn, gym.Env):  # SB3 takes an env; copies and runners need a factory
+        raise TfsacError(
+            f"env_fn takes a factory that makes the env (each env copy, evaluation and env "
+            f"runner makes its own), got a {type(env_fn).__name__} env: pass the function "
+            "that makes it, e.g. env_fn=lambda: gym.make(...)"
+        )
+    try:
+        env = env_fn()
+    except TfsacError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a user's factory may raise anything
+        raise TfsacError(f"cannot make {name}: {type(e).__name__}: {e}") from None
+    if not isinstance(env, gym.Env):
+        raise TfsacError(f"{name} is a {type(env).__name__}, not a gymnasium.Env")
+    return env
+
+
+def check_spaces(env: gym.Env, name: str) -> None:
+    """Refuses (and closes) an env whose actions are not a bounded flat Box, or whose
+    observations hold a part that gymnasium.spaces.flatten cannot make a vector of."""
+    space = env.action_space
+    if not isinstance(space, gym.spaces.Box):
+        why = f" has action space {space}; SAC needs continuous actions (a gymnasium Box)"
+    elif not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+        why = f" has an unbounded action space {space}; SAC needs finite bounds"
+    elif len(space.shape) != 1:
+        why = f" has action shape {space.shape}; SAC here needs a flat vector"
+    elif part := unsupported_part(env.observation_space):
+        why = (
+            f": unsupported observation space: {part} (tfsac takes Box, Discrete, "
+            "MultiDiscrete, MultiBinary, and Dict or Tuple of them)"
+        )
+    else:
+        return
+    env.close()
+    raise TfsacError(name + why)
+
+
+def check_remakable(run_dir: str, env_id: str) -> None:
+    """Refuses to remake by id the env of a run that an env_fn trained and that has no
+    env_spec.json to say what its networks saw."""
+    if env_id.startswith(CUSTOM_ENV):
+        raise TfsacError(
+            f"{run_dir!r} trained on an env made by an env_fn "
+            f"({env_id[len(CUSTOM_ENV) :]}) and has no {ENV_SPEC_FILE} (an earlier "
+            "tfsac wrote none): use the run's SavedModel export instead (scripts: "
+            "--saved_model=<version folder>; Python: tfsac.Policy.load(<version folder>))"
+        )
 
 
 def _called(name: str, what: str, call):
@@ -40,8 +166,8 @@ def _check_observation(name: str, env: gym.Env, observation, where: str) -> None
 
 def check_env_api(env: gym.Env, name: str) -> None:
     """One reset (seed 0) and one step with a sampled action, on `env` (the run's
-    evaluation env: each evaluation resets it with a seed of its own); TfsacError naming
-    the first break of the gymnasium API."""
+    evaluation env: each evaluation resets it with a seed of its own); refuses the first
+    break of the gymnasium API (the old gym's 4-tuple step, say)."""
     out = _called(name, "reset(seed=0)", lambda: env.reset(seed=0))
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TfsacError(
@@ -62,3 +188,59 @@ def check_env_api(env: gym.Env, name: str) -> None:
     reward = out[1]
     if not (np.ndim(reward) == 0 and isinstance(np.asarray(reward).item(), numbers.Real)):
         raise TfsacError(f"{name}: step() gave a reward of {reward!r:.40}, not one number")
+
+
+def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> Callable:
+    """The env's `compute_reward`, where it is a goal env (`columns`: its EnvSpec's
+    goal_columns). The outermost wrapper's that has one: a wrapper that changes the reward
+    in `step` and in `compute_reward` relabels with its own, as its `step` gives."""
+    try:
+        compute = env.get_wrapper_attr("compute_reward")
+    except AttributeError:
+        compute = None
+    if columns is None or not callable(compute):
+        raise TfsacError(
+            f"her needs a goal-conditioned env (a Dict observation of flat Boxes with "
+            f"achieved_goal and desired_goal of one width, and compute_reward), and {name} "
+            f"has observation space {env.unwrapped.observation_space}"
+            + ("" if callable(compute) else " and no compute_reward")
+        )
+    return compute
+
+
+def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> None:
+    """Refuses a `compute` that does not take a batch of goals, as HER calls it at each
+    update, tried on a batch whose size is not the goal's width (a reward summed over the
+    wrong axis gives the width)."""
+    goals = column(columns, "achieved_goal")
+    width = goals.stop - goals.start
+    n = max(3, width + 1)
+    batch = np.zeros((n, width), np.float32)
+    try:
+        batched_rewards(compute, batch, batch + 0.5)  # apart: a distance's log stays finite
+    except TfsacError as e:
+        raise TfsacError(f"{name}'s {e}") from None
+    except Exception as e:  # noqa: BLE001 - the env's code: what it raised, in one line
+        raise TfsacError(
+            f"{name}'s compute_reward raised {type(e).__name__} for a batch of {n} goals: "
+            f"{e}; {VECTORISED}".replace("\n", " ")
+        ) from None
+
+
+def check_policy_fits(metadata: Dict, env_id: str, env: gym.Env) -> None:
+    """Refuses a SavedModel (its metadata: observation size, action bounds) that does not
+    fit the env `env_id` it would record on; TF-free, before the policy loads."""
+    obs_dim = int(np.prod(env.observation_space.shape or (0,)))
+    low, high = env.action_space.low, env.action_space.high
+    if "observation_dim" in metadata and metadata["observation_dim"] != obs_dim:
+        raise TfsacError(
+            f"the SavedModel takes observations of {metadata['observation_dim']} values, "
+            f"{env_id} gives {obs_dim}"
+        )
+    bounds = (metadata.get("action_low"), metadata.get("action_high"))
+    if None not in bounds and not (
+        np.shape(bounds[0]) == low.shape
+        and np.allclose(bounds[0], low)
+        and np.allclose(bounds[1], high)
+    ):
+        raise TfsacError(f"the SavedModel's action bounds {bounds} are not {env_id}'s")

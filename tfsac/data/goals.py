@@ -12,7 +12,7 @@ from typing import Callable, Optional, Tuple
 import gymnasium as gym
 import numpy as np
 
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 
 GOAL_KEYS = ("achieved_goal", "desired_goal")
 # (key, first column, end column) of each key of the flat observation, in its order.
@@ -39,64 +39,27 @@ def column(columns: GoalColumns, key: str) -> slice:
     return next(slice(first, stop) for name, first, stop in columns if name == key)
 
 
-def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> Callable:
-    """The env's `compute_reward`, where it is a goal env (`columns`: its EnvSpec's
-    goal_columns); TfsacError (one line) otherwise. The outermost wrapper's that has one:
-    a wrapper that changes the reward in `step` and in `compute_reward` relabels with its
-    own, so that relabelled rewards are those its `step` gives."""
-    try:
-        compute = env.get_wrapper_attr("compute_reward")
-    except AttributeError:
-        compute = None
-    if columns is None or not callable(compute):
-        raise TfsacError(
-            f"her needs a goal-conditioned env (a Dict observation of flat Boxes with "
-            f"achieved_goal and desired_goal of one width, and compute_reward), and {name} "
-            f"has observation space {env.unwrapped.observation_space}"
-            + ("" if callable(compute) else " and no compute_reward")
-        )
-    return compute
-
-
 VECTORISED = "her needs it vectorised over the batch (as gymnasium-robotics' envs)"
 
 
 def batched_rewards(compute: Callable, achieved: np.ndarray, desired: np.ndarray) -> np.ndarray:
     """`compute(achieved, desired, infos)` over a batch of goals [n, width] (empty infos,
-    as SB3's), as HER relabels: its n rewards, or TfsacError where it does not give them."""
+    as SB3's), as HER relabels: its n rewards, or a Fault where it does not give them (the
+    start tried it: tfsac.data.env_checks.check_batched_reward)."""
     n = len(achieved)
     reward = np.asarray(compute(achieved, desired, [{} for _ in range(n)]), np.float32)
     if reward.shape != (n,):
-        raise TfsacError(
+        raise Fault(
             f"compute_reward returned shape {reward.shape} for a batch of {n} goals; {VECTORISED}"
         )
     if not np.isfinite(reward).all():  # a relabelled goal the env's own steps never meet
         bad = int(np.flatnonzero(~np.isfinite(reward))[0])
-        raise TfsacError(
+        raise Fault(
             f"compute_reward returned {reward[bad]} for a relabelled goal (achieved "
             f"{achieved[bad].tolist()}, desired {desired[bad].tolist()}): her needs finite "
             "rewards for every goal, the achieved goal itself too ('future' includes it)"
         )
     return reward
-
-
-def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> None:
-    """TfsacError (one line) unless `compute` takes a batch of goals, as HER calls it at
-    each update (batched_rewards): checked before a run starts, on a batch whose size is
-    not the goal's width (a reward summed over the wrong axis gives the width)."""
-    goals = column(columns, "achieved_goal")
-    width = goals.stop - goals.start
-    n = max(3, width + 1)
-    batch = np.zeros((n, width), np.float32)
-    try:
-        batched_rewards(compute, batch, batch + 0.5)  # apart: a distance's log stays finite
-    except TfsacError as e:
-        raise TfsacError(f"{name}'s {e}") from None
-    except Exception as e:  # noqa: BLE001 - the env's code: what it raised, in one line
-        raise TfsacError(
-            f"{name}'s compute_reward raised {type(e).__name__} for a batch of {n} goals: "
-            f"{e}; {VECTORISED}".replace("\n", " ")
-        ) from None
 
 
 def episode_limit(env: gym.Env) -> Optional[int]:

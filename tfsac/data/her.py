@@ -27,9 +27,8 @@ import numpy as np
 
 from tfsac.data.goals import GoalColumns, batched_rewards, column
 from tfsac.data.replay import ReplayBuffer, _checked, row_fields
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 
-STRATEGIES = ("future", "final", "episode")
 # Open episodes kept before the oldest one is stored as it is: a stream that restarted (a
 # runner's new process) leaves its episode open for good.
 MAX_OPEN_EPISODES = 1024
@@ -54,8 +53,6 @@ class HerReplayBuffer(ReplayBuffer):
         goals_per_transition: int = 4,
     ):
         super().__init__(capacity, obs_dim, action_dim, seed, n_steps=1, gamma=gamma)
-        if strategy not in STRATEGIES:
-            raise ValueError(f"her strategy must be one of {STRATEGIES}, got {strategy!r}")
         self.achieved = column(columns, "achieved_goal")
         self.desired = column(columns, "desired_goal")
         self.compute_reward, self.strategy = compute_reward, strategy
@@ -175,7 +172,7 @@ class HerReplayBuffer(ReplayBuffer):
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
         if self.size == 0:
-            raise TfsacError(
+            raise Fault(
                 f"her samples finished episodes, and none has ended yet "
                 f"({self.open_transitions} transitions under way): raise learning_starts "
                 "above the episode length, or give an env whose episodes never end a time "

@@ -14,9 +14,10 @@ from typing import Dict, Optional
 import numpy as np
 
 from tfsac.data.n_step import n_step_returns
+from tfsac.data.offline_data import check_checkpoint_data
 from tfsac.data.recorded_data import RecordedData
 from tfsac.data.replay import ReplayBuffer, packed_width
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 
 STATE_KEY = "offline_data"  # in a checkpoint's state.json
 
@@ -101,20 +102,11 @@ class MixedReplay:
         return {STATE_KEY: {**reference, "rng": self.rng.bit_generator.state}}
 
     def load_state(self, state: Dict, prefix: str) -> None:
-        """Takes back `state()`; TfsacError where the data is not what the checkpoint used."""
+        """Takes back `state()`, refused where the data is not what the checkpoint used."""
         saved = state.get(STATE_KEY)
-        reference = self.recorded.data.reference()
         if saved is not None and not (
             isinstance(saved, dict) and {"checksum", "transitions", "rng"} <= set(saved)
         ):
-            raise TfsacError(f"checkpoint {prefix}'s {STATE_KEY} entry is damaged: {saved!r:.80}")
-        if saved is None or saved["checksum"] != reference["checksum"]:
-            what = "no recorded data"
-            if saved is not None:
-                what = f"{saved['transitions']} recorded transitions ({saved['checksum'][:12]})"
-            raise TfsacError(
-                f"checkpoint {prefix} was trained with {what}; offline_data "
-                f"{reference['source']!r} now holds {reference['transitions']} "
-                f"({reference['checksum'][:12]}): restore that data or start a new run directory"
-            )
+            raise Fault(f"checkpoint {prefix}'s {STATE_KEY} entry is damaged: {saved!r:.80}")
+        check_checkpoint_data(self.recorded.data, saved, prefix)
         self.rng.bit_generator.state = saved["rng"]

@@ -1,18 +1,8 @@
 """Recorded transitions (`--offline_data`): read from a Minari dataset, a tfsac run
-directory's checkpointed replay or a folder of .npz episodes, checked against the env, and
-held as read-only arrays with their actions in [-1, 1] (as the replay stores them).
-
-The .npz layout (what scripts/collect.py --format=npz writes):
-
-    <folder>/dataset.json        {"format": "tfsac-episodes/1", "env_id": ..., "action_low":
-                                  [...], "action_high": [...], "observation_shape": [d],
-                                  "env_kwargs": {...} (what collect.py made the env with)}
-    <folder>/episode_<n>.npz     one episode of T steps, Minari's fields: observations
-                                  [T+1, d], actions [T, a] (in the env's units), rewards [T],
-                                  terminations [T], truncations [T] (a flag only at step T)
-
-Nothing here writes. The data's identity, a SHA-256 over its arrays, is what a checkpoint
-keeps of it (tfsac/data/mixed_replay.py); a resume finds the same data or refuses.
+directory's checkpointed replay or a folder of .npz episodes (tfsac/data/recorded_data.py
+has their layout), checked against the env once at the start, and held as read-only arrays
+with their actions in [-1, 1] (as the replay stores them); and the checks of a dataset that
+scripts/collect.py would write. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -20,6 +10,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import zipfile
 from typing import Dict, List, Optional
 
@@ -35,10 +26,16 @@ from tfsac.data.recorded_data import (
     Episodes,
     RecordedData,
 )
-from tfsac.data.replay import saved_transitions
+from tfsac.data.replay import TRANSITION_ARRAYS, saved_transitions
 from tfsac.data.spaces import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
-from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE, checkpoint_steps
+from tfsac.files import (
+    CHECKPOINT_STATE_FILE,
+    CHECKPOINTS_DIR,
+    CONFIG_FILE,
+    check_writable,
+    checkpoint_steps,
+)
 
 
 def load_recorded(source: str, spec: EnvSpec) -> RecordedData:
@@ -104,8 +101,7 @@ def _from_npz(source: str) -> Episodes:
 
 
 def _minari_datasets() -> str:
-    """Minari's datasets folder, as minari.storage.get_dataset_path names it (without
-    making it, which that does)."""
+    """Minari's datasets folder, as minari.storage.get_dataset_path names it (unmade)."""
     default = os.path.join(os.path.expanduser("~"), ".minari", "datasets")
     return os.environ.get("MINARI_DATASETS_PATH") or default
 
@@ -201,7 +197,7 @@ def _checkpoint_replay(folder: str, step: int, spec: EnvSpec):
         capacity = int(json.load(f)["replay"]["capacity"])
     arrays = {
         name: np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
-        for name in ("rows", "next_index", "side_observation")
+        for name in TRANSITION_ARRAYS
     }
     fields, ref = saved_transitions(arrays, capacity, spec.obs_dim, spec.action_dim)
     return fields, np.where(ref >= capacity, len(ref), ref)
@@ -217,10 +213,8 @@ def _arrays(value):
 
 
 def _flat_observations(where: str, obs, space: Optional[gym.Space], steps: int) -> np.ndarray:
-    """Observations as the networks take them: Dict or Tuple ones (as Minari stores them:
-    one array of `steps` rows per key) walked step by step (gymnasium's vector iterate) and
-    flattened with gymnasium.spaces.flatten, as the env's own observations are
-    (tfsac.data.envs.make_env)."""
+    """Observations as the networks take them: Dict or Tuple ones (Minari's: an array of
+    `steps` rows per key) flattened step by step, as make_env flattens the env's own."""
     if not isinstance(obs, (dict, tuple)):
         with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
             return np.asarray(obs, np.float32)
@@ -341,3 +335,62 @@ def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None)
 def _text(bounds) -> str:
     values = np.unique(np.asarray(bounds, np.float64))
     return f"{values[0]:g}" if len(values) == 1 else ",".join(f"{v:g}" for v in np.ravel(bounds))
+
+
+def check_checkpoint_data(data: RecordedData, saved: Optional[Dict], prefix: str) -> None:
+    """Refuses a resume whose offline_data is not the data (`saved`: the reference, or
+    None) that checkpoint `prefix` trained with."""
+    if saved is None or saved["checksum"] != data.checksum:
+        what = "no recorded data"
+        if saved is not None:
+            what = f"{saved['transitions']} recorded transitions ({saved['checksum'][:12]})"
+        raise TfsacError(
+            f"checkpoint {prefix} was trained with {what}; offline_data {data.source!r} now "
+            f"holds {len(data)} ({data.checksum[:12]}): restore that data or start a new run "
+            "directory"
+        )
+
+
+# What scripts/collect.py writes (tfsac.data.recording), checked before it records.
+FORMATS = ("minari", "npz")
+# Minari's '[namespace/]name-v<version>' of letters, digits, '_' and '-': no '.' or '..' and
+# nothing absolute, so the dataset's folder stays inside the output folder.
+MINARI_ID = re.compile(r"(?:[\w-][\w/-]*[\w-]/)?[\w-]+-v\d+")
+
+
+def check_output(
+    output: str, fmt: str, dataset_id: Optional[str], episodes: Optional[list] = None
+) -> str:
+    """The dataset folder a recording of `episodes` would make, refused where the format
+    is unknown or not installed, the id missing or not Minari's, the folder taken."""
+    if fmt not in FORMATS:
+        raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if episodes is not None and not episodes:
+        raise TfsacError("no episodes to write")
+    if fmt == "minari":
+        if not dataset_id:
+            raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
+        if "//" in dataset_id or not MINARI_ID.fullmatch(dataset_id):
+            raise TfsacError(
+                "dataset_id must be Minari's '[namespace/]name-v<version>' of letters, digits, "
+                f"'_' and '-' (e.g. halfcheetah/medium-v0), got {dataset_id!r}"
+            )
+        try:
+            import minari  # noqa: F401 - the optional extra .[offline]
+        except ImportError:
+            raise TfsacError(
+                "a Minari dataset needs minari (pip install 'tfsac[offline]', or -e "
+                '".[offline]" in a checkout), or use npz'
+            ) from None
+    target = output if fmt == "npz" else os.path.join(output, dataset_id)
+    parts = [] if fmt == "npz" else dataset_id.split("/")[:-1]
+    for n in range(1, len(parts) + 1):  # 'a/b-v0/c-v1' would go inside the dataset 'a/b-v0'
+        folder = os.path.join(output, *parts[:n])
+        if os.path.isfile(os.path.join(folder, "data", "metadata.json")):
+            raise TfsacError(f"{folder!r} is a Minari dataset: a dataset id cannot go inside it")
+    if os.path.lexists(target) and (not os.path.isdir(target) or os.listdir(target)):
+        raise TfsacError(f"{target!r} already exists; choose another output or dataset id")
+    if os.path.islink(target):  # the dataset replaces the folder: a link's would be lost
+        raise TfsacError(f"{target!r} is a symbolic link: name the folder itself, or a new one")
+    check_writable(target)  # a folder in the way is a file, not writable, ...: one line
+    return target

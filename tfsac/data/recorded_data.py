@@ -1,7 +1,20 @@
 """What recorded transitions are in tfsac (`--offline_data`): the episodes a source holds
 (`Episodes`, in the env's units) and the checked, read-only transitions a run samples
 (`RecordedData`, in replay units), with the .npz layout's names; reading and checking the
-sources is tfsac/data/offline_data.py's."""
+sources is tfsac/data/offline_data.py's.
+
+The .npz layout (what scripts/collect.py --format=npz writes):
+
+    <folder>/dataset.json        {"format": "tfsac-episodes/1", "env_id": ..., "action_low":
+                                  [...], "action_high": [...], "observation_shape": [d],
+                                  "env_kwargs": {...} (what collect.py made the env with)}
+    <folder>/episode_<n>.npz     one episode of T steps, Minari's fields: observations
+                                  [T+1, d], actions [T, a] (in the env's units), rewards [T],
+                                  terminations [T], truncations [T] (a flag only at step T)
+
+The data's identity, a SHA-256 over its arrays, is what a checkpoint keeps of it
+(tfsac/data/mixed_replay.py); a resume finds the same data or refuses.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Recording episodes of a policy (or of uniform random actions) and writing them as a
 dataset that `--offline_data` reads: a Minari dataset, or a folder of .npz episodes
-(tfsac/data/offline_data.py describes the layout). scripts/collect.py is its front end.
+(tfsac/data/recorded_data.py describes the layout). scripts/collect.py is its front end.
 
 Writes only into the folder the user names, through a hidden temporary folder renamed into
 place at the end: a failed or killed recording leaves no dataset behind.
@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import re
 import shutil
 import tempfile
 import warnings
@@ -21,12 +20,11 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from tfsac.data.envs import make_env, unit_to_bounds
+from tfsac.data.offline_data import check_output
 from tfsac.data.recorded_data import EPISODE_FIELDS, NPZ_FORMAT, NPZ_META_FILE
-from tfsac.errors import TfsacError
-from tfsac.files import check_writable
+from tfsac.errors import Fault
 
 Policy = Callable[[np.ndarray], np.ndarray]  # a batch of observations -> env-unit actions
-FORMATS = ("minari", "npz")
 
 
 def record_episodes(
@@ -76,63 +74,6 @@ def record_episodes(
     return recorded
 
 
-def check_policy_fits(metadata: Dict, env_id: str, env_kwargs: Optional[dict] = None) -> None:
-    """TfsacError where a SavedModel's metadata (observation size, action bounds) does not
-    fit the env it would record on; TF-free, before the policy loads."""
-    env = make_env(env_id, env_kwargs=env_kwargs)
-    try:
-        obs_dim = int(np.prod(env.observation_space.shape or (0,)))
-        low, high = env.action_space.low, env.action_space.high
-    finally:
-        env.close()
-    if "observation_dim" in metadata and metadata["observation_dim"] != obs_dim:
-        raise TfsacError(
-            f"the SavedModel takes observations of {metadata['observation_dim']} values, "
-            f"{env_id} gives {obs_dim}"
-        )
-    bounds = (metadata.get("action_low"), metadata.get("action_high"))
-    if None not in bounds and not (
-        np.shape(bounds[0]) == low.shape
-        and np.allclose(bounds[0], low)
-        and np.allclose(bounds[1], high)
-    ):
-        raise TfsacError(f"the SavedModel's action bounds {bounds} are not {env_id}'s")
-
-
-def check_dataset_id(dataset_id: str) -> None:
-    """Minari's '[namespace/]name-v<version>' (its namespace at least two characters):
-    letters, digits, '_', '-' and the namespace's '/', so no '.' or '..' and nothing
-    absolute: the dataset's folder stays inside the output folder."""
-    if "//" in dataset_id or not re.fullmatch(r"(?:[\w-][\w/-]*[\w-]/)?[\w-]+-v\d+", dataset_id):
-        raise TfsacError(
-            "dataset_id must be Minari's '[namespace/]name-v<version>' of letters, digits, "
-            f"'_' and '-' (e.g. halfcheetah/medium-v0), got {dataset_id!r}"
-        )
-
-
-def check_output(output: str, fmt: str, dataset_id: Optional[str]) -> str:
-    """The dataset folder `write_dataset` would make; TfsacError (before any recording)
-    where the format is unknown, the id missing or the folder taken or not writable."""
-    if fmt not in FORMATS:
-        raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fmt == "minari":
-        if not dataset_id:
-            raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
-        check_dataset_id(dataset_id)
-    target = output if fmt == "npz" else os.path.join(output, dataset_id)
-    parts = [] if fmt == "npz" else dataset_id.split("/")[:-1]
-    for n in range(1, len(parts) + 1):  # 'a/b-v0/c-v1' would go inside the dataset 'a/b-v0'
-        folder = os.path.join(output, *parts[:n])
-        if os.path.isfile(os.path.join(folder, "data", "metadata.json")):
-            raise TfsacError(f"{folder!r} is a Minari dataset: a dataset id cannot go inside it")
-    if os.path.lexists(target) and (not os.path.isdir(target) or os.listdir(target)):
-        raise TfsacError(f"{target!r} already exists; choose another output or dataset id")
-    if os.path.islink(target):  # the dataset replaces the folder: a link's would be lost
-        raise TfsacError(f"{target!r} is a symbolic link: name the folder itself, or a new one")
-    check_writable(target)  # a folder in the way is a file, not writable, ...: one line
-    return target
-
-
 def write_dataset(
     episodes: List[Dict[str, np.ndarray]],
     env_id: str,
@@ -145,15 +86,13 @@ def write_dataset(
     """Writes `episodes` of `env_id` (made with `env_kwargs`) under `output`; returns what
     --offline_data takes: the .npz folder `output` itself, or the Minari dataset's folder
     output/<dataset_id>. The metadata names the env and its spaces as recorded."""
-    if not episodes:
-        raise TfsacError("no episodes to write")
-    target = check_output(output, fmt, dataset_id)
+    target = check_output(output, fmt, dataset_id, episodes)
     parent = os.path.dirname(os.path.abspath(target))
     try:
         os.makedirs(parent, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=".tfsac-collect-", dir=parent)
     except OSError as e:
-        raise TfsacError(f"cannot write the dataset to {target!r}: {e.strerror or e}") from None
+        raise Fault(f"cannot write the dataset to {target!r}: {e.strerror or e}") from None
     try:
         if fmt == "npz":
             _write_npz(episodes, env_id, tmp, env_kwargs)
@@ -168,7 +107,7 @@ def write_dataset(
         os.chmod(written, 0o777 & ~umask)  # mkdtemp's folder is the owner's alone
         os.replace(written, target)
     except OSError as e:
-        raise TfsacError(f"cannot write the dataset to {target!r}: {e.strerror or e}") from None
+        raise Fault(f"cannot write the dataset to {target!r}: {e.strerror or e}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
@@ -195,14 +134,9 @@ def _write_npz(episodes, env_id: str, folder: str, env_kwargs: Optional[dict]) -
 def _write_minari(
     episodes, env_id: str, root: str, dataset_id: str, description: str, env_kwargs
 ) -> None:
-    try:
-        import minari  # the optional extra .[offline]
-        from minari.data_collector import EpisodeBuffer
-    except ImportError:
-        raise TfsacError(
-            "a Minari dataset needs minari (pip install 'tfsac[offline]', or -e "
-            '".[offline]" in a checkout), or use npz'
-        ) from None
+    import minari  # the optional extra .[offline] (check_output found it)
+    from minari.data_collector import EpisodeBuffer
+
     buffers = [
         EpisodeBuffer(
             id=n,

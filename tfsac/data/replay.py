@@ -105,6 +105,10 @@ def row_fields(rows: np.ndarray, obs_dim: int) -> Dict[str, np.ndarray]:
     }
 
 
+# The arrays of `ReplayBuffer.state_arrays()` that hold its transitions (a checkpoint's files).
+TRANSITION_ARRAYS = ("rows", "next_index", "side_observation")
+
+
 def saved_transitions(
     arrays: Mapping[str, np.ndarray], capacity: int, obs_dim: int, action_dim: int
 ) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
@@ -112,7 +116,7 @@ def saved_transitions(
     without one (memory-mapped arrays stay so): the fields by name, next_observation among
     them, and next_index (side slots from `capacity` on). ValueError (KeyError for a
     missing array) where the arrays do not fit."""
-    rows, ref, side = (arrays[n] for n in ("rows", "next_index", "side_observation"))
+    rows, ref, side = (arrays[n] for n in TRANSITION_ARRAYS)
     if rows.shape != (len(ref), ReplayBuffer.row_width(obs_dim, action_dim)):
         raise ValueError(f"rows of shape {rows.shape} for this env")
     ref = np.asarray(ref, np.int64)

@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac.data.goals import GoalColumns
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 from tfsac.files import ENV_SPEC_FILE, read_json
 
 
@@ -46,9 +46,9 @@ class EnvSpec:
 
     @classmethod
     def from_dict(cls, data: dict, source: str) -> EnvSpec:
-        """The spec that `to_dict` wrote; TfsacError naming `source` where it is not one."""
+        """The spec that `to_dict` wrote; a Fault naming `source` where it is not one."""
         if not isinstance(data, dict):
-            raise TfsacError(f"{source} is not an env spec that tfsac wrote: not an object")
+            raise Fault(f"{source} is not an env spec that tfsac wrote: not an object")
         try:
             data = dict(data, action_low=tuple(data["action_low"]))
             data.update(action_high=tuple(data["action_high"]))
@@ -56,17 +56,17 @@ class EnvSpec:
             data["goal_columns"] = tuple(map(tuple, columns)) if columns else None
             spec = cls(**data)
         except (KeyError, TypeError, ValueError) as e:
-            raise TfsacError(f"{source} is not an env spec that tfsac wrote: {e}") from None
+            raise Fault(f"{source} is not an env spec that tfsac wrote: {e}") from None
         sizes = (spec.obs_dim, spec.action_dim)
         if not all(type(size) is int and size > 0 for size in sizes):
-            raise TfsacError(f"{source}: obs_dim and action_dim must be positive whole numbers")
+            raise Fault(f"{source}: obs_dim and action_dim must be positive whole numbers")
         if not len(spec.action_low) == len(spec.action_high) == spec.action_dim:
-            raise TfsacError(f"{source}: action bounds of another size than action_dim")
+            raise Fault(f"{source}: action bounds of another size than action_dim")
         try:  # a Policy rebuilds the space from it
             if spec.observation_space_json is not None:
                 space_from_json(spec.observation_space_json)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise TfsacError(f"{source}: observation_space_json is no space: {e!r}") from None
+            raise Fault(f"{source}: observation_space_json is no space: {e!r}") from None
         return spec
 
 
@@ -142,12 +142,12 @@ def space_from_json(data: dict) -> gym.Space:
         return gym.spaces.Dict({k: space_from_json(v) for k, v in data["spaces"].items()})
     if kind == "Tuple":
         return gym.spaces.Tuple([space_from_json(v) for v in data["spaces"]])
-    raise TfsacError(f"unknown observation space type {kind!r}")
+    raise Fault(f"unknown observation space type {kind!r}")
 
 
 def read_env_spec(run_dir: str) -> Optional[EnvSpec]:
     """The run directory's env_spec.json, or None where it has none (a run of a tfsac
-    that wrote none); TfsacError where it does not read as a spec."""
+    that wrote none); a Fault where it does not read as a spec."""
     path = os.path.join(run_dir, ENV_SPEC_FILE)
     data = read_json(path)
     return None if data is None else EnvSpec.from_dict(data, path)

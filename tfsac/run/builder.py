@@ -17,8 +17,8 @@ from absl import logging
 from tfsac.algorithm.learner import SACLearner
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
+from tfsac.data.env_checks import reward_function
 from tfsac.data.envs import EnvFn, checked_env
-from tfsac.data.goals import reward_function
 from tfsac.data.her import her_buffer
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
 from tfsac.data.replay import ReplayBuffer

@@ -19,9 +19,8 @@ from tfsac.algorithm.resolve import mark_resolved, resolve  # TF-free, as the va
 from tfsac.config import SACConfig
 from tfsac.config.new_run import check_new_run
 from tfsac.config.resume import Change
-from tfsac.data.env_checks import check_env_api
+from tfsac.data.env_checks import CUSTOM_ENV, check_batched_reward, check_env_api, reward_function
 from tfsac.data.envs import (
-    CUSTOM_ENV,
     EnvFn,
     Flattened,
     checked_env,
@@ -30,7 +29,7 @@ from tfsac.data.envs import (
     factory_name,
     unflattened,
 )
-from tfsac.data.goals import check_batched_reward, episode_limit, reward_function
+from tfsac.data.goals import episode_limit
 from tfsac.data.offline_data import load_recorded
 from tfsac.data.recorded_data import RecordedData
 from tfsac.data.spaces import EnvSpec, read_env_spec

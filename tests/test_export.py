@@ -18,7 +18,8 @@ from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, loa
 from tfsac.algorithm.resolve import resolve
 from tfsac.data.envs import unit_to_bounds
 from tfsac.deploy import export as export_module
-from tfsac.deploy.metadata import check_saved_model, read_metadata
+from tfsac.deploy.loading import check_saved_model
+from tfsac.deploy.metadata import read_metadata
 from tfsac.files import check_writable
 
 SPEC = EnvSpec(
@@ -418,13 +419,13 @@ def test_no_version_beyond_what_tf_serving_reads_is_written(exported, tmp_path):
 
 
 def test_a_format_without_its_converter_is_refused_with_the_extra_to_install(monkeypatch):
-    from tfsac.deploy import formats
+    from tfsac.deploy import loading
 
-    monkeypatch.setitem(formats._NEEDS, "onnx", ("no_such_converter_module",))
+    monkeypatch.setitem(loading._NEEDS, "onnx", ("no_such_converter_module",))
     message = r"needs no_such_converter_module: pip install 'tfsac\[deploy\]'"
     with pytest.raises(TfsacError, match=message):
-        formats.check_available(("saved_model", "onnx"))
-    formats.check_available(("saved_model", "tflite"))
+        loading.check_available(("saved_model", "onnx"))
+    loading.check_available(("saved_model", "tflite"))
 
 
 @pytest.mark.slow
@@ -557,7 +558,7 @@ def test_export_script_says_a_broken_saved_model_in_one_line_and_writes_nothing(
     assert before == {name: sorted(os.listdir(path)) for name, path in copies.items()}
     # Nor does a policy load with its metadata unread (it says how to flatten observations).
     from tfsac import Policy
-    from tfsac.deploy.loading import saved_model_policy
+    from tfsac.deploy.policy import saved_model_policy
 
     for load in (Policy.load, saved_model_policy):
         with pytest.raises(TfsacError, match="cannot read .*tfsac_metadata.json"):
@@ -746,7 +747,7 @@ def test_a_copy_without_its_metadata_file_reads_the_metadata_signature(exported,
     though the model's own metadata signature names it. And the two path flags mixed up
     are named: a version folder given as a run directory, and the other way round."""
     from tfsac import Policy
-    from tfsac.deploy.loading import saved_model_policy
+    from tfsac.deploy.policy import saved_model_policy
     from tfsac.files import run_config
 
     _, path = exported

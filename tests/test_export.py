@@ -447,19 +447,28 @@ def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_p
 
     out = run(f"--saved_model={result.saved_model_path}", "--formats=tflite", "--quantize=float16")
     lines = out.splitlines()
-    assert lines[0] == os.path.join(result.saved_model_path, "policy.tflite")
-    assert lines[1] == os.path.join(result.saved_model_path, "tfsac_metadata.json")
-    assert "is the float16-quantized model (tfsac_metadata.json says so" in lines[2]
+    tflite = os.path.join(result.saved_model_path, "policy.tflite")
+    assert lines[0] == f"exported {tflite} (quantized: its action error is not checked)"
+    assert "is the float16-quantized model (tfsac_metadata.json says so" in lines[1]
     assert re.fullmatch(
-        r"float16 quantization: largest action error \S+ on 1000 observations", lines[3]
+        r"float16 quantization: largest action error \S+ on 1000 observations", lines[2]
     )
-    assert len(lines) == 4
+    assert len(lines) == 3
     assert read_metadata(result.saved_model_path)["tflite_quantization"] == "float16"
-    run(f"--saved_model={result.saved_model_path}", "--formats=tflite")  # float32 again
+    out = run(f"--saved_model={result.saved_model_path}", "--formats=tflite")  # float32 again
+    assert re.fullmatch(  # the line training's export logs
+        rf"exported {re.escape(tflite)}: acts as the SavedModel within \S+ on 256 "
+        r"observations \(allowed 0.0001\)",
+        out.strip(),
+    )
     assert "tflite_quantization" not in read_metadata(result.saved_model_path)
     assert not [n for n in os.listdir(result.saved_model_path) if n.startswith(".")]
-    run(f"--run_dir={result.run_dir}", "--formats=onnx", f"--export_dir={tmp_path / 'again'}")
+    out = run(f"--run_dir={result.run_dir}", "--formats=onnx", f"--export_dir={tmp_path / 'again'}")
     version = tmp_path / "again" / "pendulum_v1" / "1"
+    lines = out.splitlines()
+    assert lines[0] == f"exported SavedModel to {version}"
+    assert lines[1].startswith(f"exported {version / 'policy.onnx'}: acts as the SavedModel within")
+    assert lines[2].startswith(f"  from {result.run_dir}/checkpoints/ckpt-40; version 1 of")
     assert (version / "policy.onnx").is_file() and (version / "saved_model.pb").is_file()
     # The run's last checkpoint holds the weights the run exported: the same actions.
     obs = tf.constant(np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32))

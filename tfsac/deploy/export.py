@@ -201,13 +201,10 @@ def export_policy(
 
 
 def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict) -> str:
-    """Exports a training run's policy as the next version of its model (config.model_name
-    or the env's default name) in config.export_dir; returns the version's absolute path.
-
-    With final_evaluation["checkpoint"] (the run's final checkpoint), the version records
-    it, and where the model's newest version already holds that checkpoint's weights (a
-    resume after a kill between the export and summary.json) that version is returned: the
-    same weights are not published twice."""
+    """Exports a training run's policy as the next version of its model in
+    config.export_dir; returns the version's absolute path. Where the model's newest version
+    already holds final_evaluation["checkpoint"]'s weights (a resume after a kill between
+    the export and summary.json), that version is returned: none is published twice."""
     model_name = config.model_name or default_model_name(config.env_id)
     metadata = policy_metadata(config, spec, final_evaluation)
     checkpoint = final_evaluation.get("checkpoint")

@@ -10,10 +10,9 @@ Layout: <export_dir>/<model_name>/<version>/ with signatures
                    observation is flattened, training steps, tfsac version), also written
                    beside saved_model.pb as tfsac_metadata.json.
 
-The Keras 3 actor is exported through `keras.export.ExportArchive`, which tracks the
-Keras variables' underlying `tf.Variable`s; Keras 3 variables attached to a plain
-`tf.Module` are not tracked as SavedModel variables, and such a model can fail in the
-C++ loader that TF Serving and `saved_model_cli run` share.
+The actor goes through `keras.export.ExportArchive`, which tracks the Keras variables'
+`tf.Variable`s: on a plain `tf.Module` they are no SavedModel variables, and TF Serving's
+C++ loader can fail on such a model.
 """
 
 from __future__ import annotations

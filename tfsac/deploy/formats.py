@@ -135,7 +135,7 @@ def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> str:
         [*command, "--output", path],
         capture_output=True,
         text=True,
-        env=_quiet_env(),
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
         preexec_fn=_die_with_parent(os.getpid()),  # never writes on after a kill of this one
     )
     if done.returncode != 0 or not os.path.isfile(path):
@@ -147,10 +147,6 @@ def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> str:
         entry.key, entry.value = key, value if isinstance(value, str) else json.dumps(value)
     onnx.save(model, path)
     return path
-
-
-def _quiet_env() -> Dict[str, str]:
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
 def write_formats(

@@ -21,7 +21,11 @@ from absl import flags  # noqa: E402
 
 from tfsac.config.run_options import EXPORT_FORMATS  # noqa: E402
 from tfsac.deploy.formats import QUANTIZATIONS, parse_formats  # noqa: E402 - TF-free
-from tfsac.deploy.loading import check_available, check_saved_model  # noqa: E402 - TF-free
+from tfsac.deploy.loading import (  # noqa: E402 - TF-free
+    check_available,
+    check_export,
+    check_saved_model,
+)
 from tfsac.errors import TfsacError  # noqa: E402
 from tfsac.files import (  # noqa: E402
     check_plain_name,
@@ -72,7 +76,7 @@ def _checked():
         check_writable(FLAGS.saved_model)
         return formats, None
     config = run_config(FLAGS.run_dir, need_checkpoint=True, step=FLAGS.step)
-    check_writable(os.path.join(FLAGS.export_dir, _model_name(config)))
+    check_export(FLAGS.export_dir, _model_name(config))  # before TensorFlow loads
     return formats, config
 
 

@@ -328,11 +328,10 @@ def inference(tfsac, config):
     """--inference: the latency table of an exported policy (see the docstring)."""
     from tfsac.data.envs import env_spec, make_env
     from tfsac.deploy import formats, latency
-    from tfsac.deploy.loading import load_policy
-    from tfsac.deploy.metadata import check_saved_model
+    from tfsac.deploy.loading import check_available, check_saved_model, load_policy
 
     try:
-        formats.check_available(("tflite", "onnx"))
+        check_available(("tflite", "onnx"))
         if FLAGS.saved_model:  # its own mistakes are said with its own path, not the copy's
             check_saved_model(FLAGS.saved_model)
             formats.check_readable(FLAGS.saved_model)

@@ -33,7 +33,8 @@ from tfsac.config.fields import SEED  # noqa: E402 - TF-free
 from tfsac.data import recording  # noqa: E402 - TF-free
 from tfsac.data.env_checks import check_env_id, check_policy_fits  # noqa: E402
 from tfsac.data.offline_data import FORMATS, check_output  # noqa: E402
-from tfsac.deploy.metadata import check_saved_model, read_metadata  # noqa: E402 - TF-free
+from tfsac.deploy.loading import check_saved_model  # noqa: E402 - TF-free
+from tfsac.deploy.metadata import read_metadata  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
 
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder (default: random actions).")
@@ -86,7 +87,7 @@ def main(argv):
         policy = None
         if FLAGS.saved_model:
             import_tfsac()
-            from tfsac.deploy.loading import saved_model_policy
+            from tfsac.deploy.policy import saved_model_policy
 
             policy = saved_model_policy(FLAGS.saved_model)[0]
         episodes = recording.record_episodes(

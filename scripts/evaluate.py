@@ -17,7 +17,7 @@ from _cli import env_kwargs_from_flag, fail, import_tfsac, run_script  # noqa: E
 from absl import flags  # noqa: E402
 
 from tfsac.config.fields import EPISODES, SEED  # noqa: E402 - TF-free
-from tfsac.deploy.metadata import check_saved_model  # noqa: E402 - TF-free
+from tfsac.deploy.loading import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
 from tfsac.files import run_config  # noqa: E402 - TF-free
 
@@ -77,14 +77,14 @@ def main(argv):
     except TfsacError as e:
         fail(str(e))
     tfsac = import_tfsac()
-    from tfsac.deploy import loading
+    from tfsac.deploy.policy import checkpoint_policy, saved_model_policy
     from tfsac.run import evaluation
 
     try:
         if FLAGS.saved_model:
-            policy, info = loading.saved_model_policy(FLAGS.saved_model, FLAGS.stochastic)
+            policy, info = saved_model_policy(FLAGS.saved_model, FLAGS.stochastic)
         else:
-            policy, info = loading.checkpoint_policy(FLAGS.run_dir, FLAGS.stochastic, FLAGS.step)
+            policy, info = checkpoint_policy(FLAGS.run_dir, FLAGS.stochastic, FLAGS.step)
             print(f"checkpoint: {info['checkpoint']} (step {info['checkpoint_step']})")
         env_id = FLAGS.env or info.get("env_id")
         if not env_id:

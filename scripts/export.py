@@ -20,15 +20,19 @@ from _cli import fail, import_tfsac, run_script, version_note  # noqa: E402
 from absl import flags  # noqa: E402
 
 from tfsac.config.run_options import EXPORT_FORMATS  # noqa: E402
-from tfsac.deploy.formats import (  # noqa: E402 - TF-free
-    QUANTIZATIONS,
+from tfsac.deploy.formats import QUANTIZATIONS, parse_formats  # noqa: E402 - TF-free
+from tfsac.deploy.loading import (  # noqa: E402 - TF-free
     check_available,
-    parse_formats,
+    check_export,
+    check_saved_model,
 )
-from tfsac.deploy.metadata import check_saved_model  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402
-from tfsac.files import check_writable, default_model_name, run_config  # noqa: E402
-from tfsac.paths import check_plain_name  # noqa: E402
+from tfsac.files import (  # noqa: E402
+    check_plain_name,
+    check_writable,
+    default_model_name,
+    run_config,
+)
 
 flags.DEFINE_string("saved_model", None, "A SavedModel version folder: the files go beside it.")
 flags.DEFINE_string("run_dir", None, "A run directory: a new version from its latest checkpoint.")
@@ -72,7 +76,7 @@ def _checked():
         check_writable(FLAGS.saved_model)
         return formats, None
     config = run_config(FLAGS.run_dir, need_checkpoint=True, step=FLAGS.step)
-    check_writable(os.path.join(FLAGS.export_dir, _model_name(config)))
+    check_export(FLAGS.export_dir, _model_name(config))  # before TensorFlow loads
     return formats, config
 
 
@@ -105,8 +109,7 @@ def main(argv):
             # A readable tfsac policy, else one line before anything is written.
             check_readable(FLAGS.saved_model)
             load_policy(FLAGS.saved_model)
-            for path in add_formats(FLAGS.saved_model, formats, FLAGS.quantize):
-                print(path)
+            add_formats(FLAGS.saved_model, formats, FLAGS.quantize, say=print)
             _say_quantization_error(FLAGS.saved_model)
             return
         learner, spec, info = checkpoint_learner(FLAGS.run_dir, FLAGS.step)
@@ -132,11 +135,11 @@ def main(argv):
             (config.log_std_min, config.log_std_max),
             ("saved_model", *formats),
             FLAGS.quantize,
+            say=print,
         )
     except tfsac.TfsacError as e:
         fail(str(e))
-    print(f"{os.path.abspath(path)} (from {info['checkpoint']})")
-    print(f"  {version_note(path)}")
+    print(f"  from {info['checkpoint']}; {version_note(path)}")
     _say_quantization_error(path)
 
 

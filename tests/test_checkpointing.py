@@ -18,7 +18,7 @@ from conftest import REPO_ROOT, run_script
 
 import tfsac
 from tfsac import SACConfig, TfsacError, Trainer
-from tfsac.deploy.loading import checkpoint_policy
+from tfsac.deploy.policy import checkpoint_policy
 from tfsac.run.updates import NonFiniteError
 
 METRICS = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy", "q_mean")

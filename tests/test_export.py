@@ -18,7 +18,8 @@ from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, loa
 from tfsac.algorithm.resolve import resolve
 from tfsac.data.envs import unit_to_bounds
 from tfsac.deploy import export as export_module
-from tfsac.deploy.metadata import check_saved_model, read_metadata
+from tfsac.deploy.loading import check_saved_model
+from tfsac.deploy.metadata import read_metadata
 from tfsac.files import check_writable
 
 SPEC = EnvSpec(
@@ -418,13 +419,13 @@ def test_no_version_beyond_what_tf_serving_reads_is_written(exported, tmp_path):
 
 
 def test_a_format_without_its_converter_is_refused_with_the_extra_to_install(monkeypatch):
-    from tfsac.deploy import formats
+    from tfsac.deploy import loading
 
-    monkeypatch.setitem(formats._NEEDS, "onnx", ("no_such_converter_module",))
+    monkeypatch.setitem(loading._NEEDS, "onnx", ("no_such_converter_module",))
     message = r"needs no_such_converter_module: pip install 'tfsac\[deploy\]'"
     with pytest.raises(TfsacError, match=message):
-        formats.check_available(("saved_model", "onnx"))
-    formats.check_available(("saved_model", "tflite"))
+        loading.check_available(("saved_model", "onnx"))
+    loading.check_available(("saved_model", "tflite"))
 
 
 @pytest.mark.slow
@@ -446,19 +447,28 @@ def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_p
 
     out = run(f"--saved_model={result.saved_model_path}", "--formats=tflite", "--quantize=float16")
     lines = out.splitlines()
-    assert lines[0] == os.path.join(result.saved_model_path, "policy.tflite")
-    assert lines[1] == os.path.join(result.saved_model_path, "tfsac_metadata.json")
-    assert "is the float16-quantized model (tfsac_metadata.json says so" in lines[2]
+    tflite = os.path.join(result.saved_model_path, "policy.tflite")
+    assert lines[0] == f"exported {tflite} (quantized: its action error is not checked)"
+    assert "is the float16-quantized model (tfsac_metadata.json says so" in lines[1]
     assert re.fullmatch(
-        r"float16 quantization: largest action error \S+ on 1000 observations", lines[3]
+        r"float16 quantization: largest action error \S+ on 1000 observations", lines[2]
     )
-    assert len(lines) == 4
+    assert len(lines) == 3
     assert read_metadata(result.saved_model_path)["tflite_quantization"] == "float16"
-    run(f"--saved_model={result.saved_model_path}", "--formats=tflite")  # float32 again
+    out = run(f"--saved_model={result.saved_model_path}", "--formats=tflite")  # float32 again
+    assert re.fullmatch(  # the line training's export logs
+        rf"exported {re.escape(tflite)}: acts as the SavedModel within \S+ on 256 "
+        r"observations \(allowed 0.0001\)",
+        out.strip(),
+    )
     assert "tflite_quantization" not in read_metadata(result.saved_model_path)
     assert not [n for n in os.listdir(result.saved_model_path) if n.startswith(".")]
-    run(f"--run_dir={result.run_dir}", "--formats=onnx", f"--export_dir={tmp_path / 'again'}")
+    out = run(f"--run_dir={result.run_dir}", "--formats=onnx", f"--export_dir={tmp_path / 'again'}")
     version = tmp_path / "again" / "pendulum_v1" / "1"
+    lines = out.splitlines()
+    assert lines[0] == f"exported SavedModel to {version}"
+    assert lines[1].startswith(f"exported {version / 'policy.onnx'}: acts as the SavedModel within")
+    assert lines[2].startswith(f"  from {result.run_dir}/checkpoints/ckpt-40; version 1 of")
     assert (version / "policy.onnx").is_file() and (version / "saved_model.pb").is_file()
     # The run's last checkpoint holds the weights the run exported: the same actions.
     obs = tf.constant(np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32))
@@ -557,7 +567,7 @@ def test_export_script_says_a_broken_saved_model_in_one_line_and_writes_nothing(
     assert before == {name: sorted(os.listdir(path)) for name, path in copies.items()}
     # Nor does a policy load with its metadata unread (it says how to flatten observations).
     from tfsac import Policy
-    from tfsac.deploy.loading import saved_model_policy
+    from tfsac.deploy.policy import saved_model_policy
 
     for load in (Policy.load, saved_model_policy):
         with pytest.raises(TfsacError, match="cannot read .*tfsac_metadata.json"):
@@ -746,7 +756,7 @@ def test_a_copy_without_its_metadata_file_reads_the_metadata_signature(exported,
     though the model's own metadata signature names it. And the two path flags mixed up
     are named: a version folder given as a run directory, and the other way round."""
     from tfsac import Policy
-    from tfsac.deploy.loading import saved_model_policy
+    from tfsac.deploy.policy import saved_model_policy
     from tfsac.files import run_config
 
     _, path = exported

@@ -13,7 +13,8 @@ import pytest
 from conftest import run_script, tiny_config
 
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, train
-from tfsac.paths import check_plain_name, is_plain_name
+from tfsac.files import check_plain_name
+from tfsac.paths import is_plain_name
 from tfsac.scale.sweeps.plan import TrialFactory, config_tag, plan_sweep
 
 # "<outside>" stands for an absolute path beside the named folders.

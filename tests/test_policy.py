@@ -10,7 +10,8 @@ import tensorflow as tf
 from conftest import SpaceEnv, tiny_config
 
 from tfsac import Policy, TfsacError, train
-from tfsac.deploy.loading import load_policy, saved_model_policy
+from tfsac.deploy.loading import load_policy
+from tfsac.deploy.policy import saved_model_policy
 
 DICT_SPACE = gym.spaces.Dict(
     {"pos": gym.spaces.Box(-1, 1, (2,), np.float32), "mode": gym.spaces.Discrete(3)}

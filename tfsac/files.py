@@ -14,6 +14,7 @@ from typing import Dict, List, Optional
 
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError
+from tfsac.paths import PLAIN_NAME, name_problem
 
 CONFIG_FILE = "config.json"
 # The env as the networks and exports saw it (data.spaces.EnvSpec): loads a run without its env.
@@ -265,3 +266,11 @@ class RunDir:
         if data is not None and not isinstance(data, dict):
             raise TfsacError(f"cannot read {self.file(name)}: not a JSON object")
         return data
+
+
+def check_plain_name(what: str, name) -> str:
+    """`name` where it is one plain path component; TfsacError naming `what` otherwise."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise TfsacError(f"{what} must be {PLAIN_NAME}, got {name!r}: {problem}")
+    return name

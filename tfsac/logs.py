@@ -85,6 +85,9 @@ class _QuietLoader(importlib.abc.Loader):
             self.loader.exec_module(module)
         _quiet_first_context_start()
 
+    def __getattr__(self, name):  # is_package, get_code, ... of the real loader
+        return getattr(self.loader, name)
+
 
 def _quiet_first_context_start() -> None:
     """Captures fd 2 while TF's eager context starts (at the first op, which probes CUDA
@@ -102,9 +105,6 @@ def _quiet_first_context_start() -> None:
             return start(self)
 
     context.Context.ensure_initialized = quiet_start
-
-    def __getattr__(self, name):  # is_package, get_code, ... of the real loader
-        return getattr(self.loader, name)
 
 
 def quiet_tensorflow_start() -> None:

@@ -1,14 +1,13 @@
 """The rule for a name that becomes one folder or file name inside a folder the user chose
 (a model name under export_dir, a sweep trial's folder under sweep_dir): one plain path
-component, so that nothing is ever written outside that folder."""
+component, so that nothing is ever written outside that folder (files.check_plain_name
+refuses any other)."""
 
 from __future__ import annotations
 
 import ntpath
 import unicodedata
 from typing import Optional
-
-from tfsac.errors import TfsacError
 
 PLAIN_NAME = (
     "a folder name: one plain path component (no path separators or drive, not '.' or '..', "
@@ -39,11 +38,3 @@ def name_problem(name) -> Optional[str]:
 
 def is_plain_name(name) -> bool:
     return name_problem(name) is None
-
-
-def check_plain_name(what: str, name) -> str:
-    """`name` where it is one plain path component; TfsacError naming `what` otherwise."""
-    problem = name_problem(name)
-    if problem is not None:
-        raise TfsacError(f"{what} must be {PLAIN_NAME}, got {name!r}: {problem}")
-    return name

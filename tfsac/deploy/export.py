@@ -10,10 +10,9 @@ Layout: <export_dir>/<model_name>/<version>/ with signatures
                    observation is flattened, training steps, tfsac version), also written
                    beside saved_model.pb as tfsac_metadata.json.
 
-The Keras 3 actor is exported through `keras.export.ExportArchive`, which tracks the
-Keras variables' underlying `tf.Variable`s; Keras 3 variables attached to a plain
-`tf.Module` are not tracked as SavedModel variables, and such a model can fail in the
-C++ loader that TF Serving and `saved_model_cli run` share.
+The actor goes through `keras.export.ExportArchive`, which tracks the Keras variables'
+`tf.Variable`s: on a plain `tf.Module` they are no SavedModel variables, and TF Serving's
+C++ loader can fail on such a model.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import hashlib
 import json
 import os
 import shutil
-from typing import Dict, Optional, Tuple
+from typing import Callable, Optional
 
 import keras
 import numpy as np
@@ -37,33 +36,21 @@ from tfsac.deploy.formats import (
     temp_folder,
     with_quantization,
     write_formats,
+    written_lines,
 )
+from tfsac.deploy.loading import check_export
 from tfsac.deploy.metadata import (
     METADATA_FILE,
     policy_metadata,
     read_metadata,
     sample_observations,
 )
-from tfsac.deploy.parity import PARITY_OBSERVATIONS, PARITY_TOLERANCE
-from tfsac.errors import TfsacError, first_line
-from tfsac.files import check_writable, default_model_name, model_versions
+from tfsac.errors import Fault, first_line
+from tfsac.files import default_model_name, model_versions
 from tfsac.logs import absl_verbosity
-from tfsac.paths import check_plain_name
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_BATCHES = (1, 64)  # one client's request, and a batch as TF Serving's batching makes
-
-
-def next_version(model_dir: str) -> int:
-    """One more than the largest numeric version folder (TF Serving serves the largest);
-    TfsacError where that is beyond TF Serving's int64 versions."""
-    version = max(map(int, model_versions(model_dir)), default=0) + 1
-    if version >= 2**63:
-        raise TfsacError(
-            f"{model_dir!r} holds version {version - 1}, the highest TF Serving reads: a "
-            "higher one would never be served; export under another model name"
-        )
-    return version
 
 
 def _umask() -> int:
@@ -172,34 +159,20 @@ def export_policy(
     log_std_bounds=(-20.0, 2.0),
     formats=("saved_model",),
     quantization: str = "none",
+    say: Optional[Callable[[str], None]] = None,
 ) -> str:
     """Writes a new version under <export_dir>/<model_name>/ and returns its path.
     `sample` clips the actor's log_std to `log_std_bounds`, as the learner does; a
-    policy.tflite in `formats` is written with `quantization`.
+    policy.tflite in `formats` is written with `quantization`; `say` (print, a logger)
+    gets a line for the SavedModel and one for each converted file, with its parity.
 
-    The SavedModel is written to a hidden temporary folder and renamed into place, so a
+    The version is written to a hidden temporary folder and renamed into place, so a
     failure never leaves a partial version folder for TF Serving to pick up.
     """
-    args = (metadata, log_std_bounds, formats, quantization)
-    return export_version(actor, spec, export_dir, model_name, *args)[0]
-
-
-def export_version(
-    actor: keras.Model,
-    spec: EnvSpec,
-    export_dir: str,
-    model_name: str,
-    metadata: dict,
-    log_std_bounds=(-20.0, 2.0),
-    formats=("saved_model",),
-    quantization: str = "none",
-) -> Tuple[str, Dict[str, Optional[float]]]:
-    """`export_policy`, returning (the version's path, write_formats' {format: largest
-    action difference from the SavedModel}) for the formats beyond the SavedModel."""
-    model_dir = os.path.join(export_dir, check_plain_name("model_name", model_name))
-    check_writable(model_dir)
+    model_dir = check_export(export_dir, model_name)
     os.makedirs(model_dir, exist_ok=True)  # the check created it and removed it again
-    final = os.path.join(model_dir, str(next_version(model_dir)))
+    version = max(map(int, model_versions(model_dir)), default=0) + 1
+    final = os.path.join(model_dir, str(version))
     tmp = temp_folder(model_dir)  # removes those that dead exports left
     try:
         # The SavedModel writer logs several INFO lines per export through absl.
@@ -215,21 +188,22 @@ def export_version(
         os.chmod(tmp, 0o777 & ~_umask())
         os.rename(tmp, final)
     except (OSError, tf.errors.OpError) as e:  # OpError: TF's own writes (e.g. a full disk)
-        raise TfsacError(f"cannot export the SavedModel to {final!r}: {first_line(e)}") from None
+        raise Fault(f"cannot export the SavedModel to {final!r}: {first_line(e)}") from None
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
-    return final, checked
+    if say:
+        say(f"exported SavedModel to {os.path.abspath(final)}")
+        for line in written_lines(os.path.abspath(final), checked):
+            say(line)
+    return final
 
 
 def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict) -> str:
-    """Exports a training run's policy as the next version of its model (config.model_name
-    or the env's default name) in config.export_dir; returns the version's absolute path.
-
-    With final_evaluation["checkpoint"] (the run's final checkpoint), the version records
-    it, and where the model's newest version already holds that checkpoint's weights (a
-    resume after a kill between the export and summary.json) that version is returned: the
-    same weights are not published twice."""
+    """Exports a training run's policy as the next version of its model in
+    config.export_dir; returns the version's absolute path. Where the model's newest version
+    already holds final_evaluation["checkpoint"]'s weights (a resume after a kill between
+    the export and summary.json), that version is returned: none is published twice."""
     model_name = config.model_name or default_model_name(config.env_id)
     metadata = policy_metadata(config, spec, final_evaluation)
     checkpoint = final_evaluation.get("checkpoint")
@@ -240,24 +214,8 @@ def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict
             return published
     bounds = (config.log_std_min, config.log_std_max)
     formats = parse_formats(config.export_formats)
-    path, checked = export_version(
-        learner.actor, spec, config.export_dir, model_name, metadata, bounds, formats
-    )
-    path = os.path.abspath(path)
-    logging.info("exported SavedModel to %s", path)
-    for name, error in checked.items():
-        logging.info("exported %s", parity_note(os.path.join(path, FILES[name]), error))
-    return path
-
-
-def parity_note(path: str, error: Optional[float]) -> str:
-    """A converted file's path with the parity its check measured (write_formats')."""
-    if error is None:
-        return f"{path} (quantized: its action error is not checked)"
-    return (
-        f"{path}: acts as the SavedModel within {error:.2g} on {PARITY_OBSERVATIONS} "
-        f"observations (allowed {PARITY_TOLERANCE:g})"
-    )
+    args = (learner.actor, spec, config.export_dir, model_name, metadata, bounds, formats)
+    return os.path.abspath(export_policy(*args, say=lambda line: logging.info("%s", line)))
 
 
 def mark_checkpoint(
@@ -277,7 +235,7 @@ def mark_checkpoint(
         return None
     try:
         recorded = read_metadata(newest).get("tflite_quantization", "none")
-    except TfsacError:  # a sidecar damaged since: not a version to stand for this one
+    except Fault:  # a sidecar damaged since: not a version to stand for this one
         return None
     if "tflite" in formats and recorded != quantization:
         return None

@@ -16,17 +16,21 @@ import socket
 import subprocess
 import sys
 import tempfile
-from typing import Dict, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from tfsac.deploy.metadata import METADATA_FILE, read_metadata
-from tfsac.deploy.parity import check_parity, litert_quantized, reference_actions
-from tfsac.errors import TfsacError, first_line
+from tfsac.deploy.parity import (
+    PARITY_OBSERVATIONS,
+    PARITY_TOLERANCE,
+    check_parity,
+    litert_quantized,
+    reference_actions,
+)
+from tfsac.errors import Fault, first_line
 
 FILES = {"tflite": "policy.tflite", "onnx": "policy.onnx"}
 QUANTIZATIONS = ("none", "float16", "int8")  # LiteRT's post-training options
 ONNX_OPSET = 17
-# The packages each format needs at export time (the `deploy` extra installs them).
-_NEEDS = {"tflite": ("ai_edge_litert",), "onnx": ("tf2onnx", "onnx", "onnxruntime")}
 
 
 # Exports write into a temporary folder in the model folder, <model_dir>/.export-<host>-
@@ -95,19 +99,6 @@ def parse_formats(text: str) -> tuple:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
-def check_available(formats: Sequence[str]) -> None:
-    """TfsacError, before anything is written, when a format's converter is missing."""
-    import importlib.util
-
-    for name in formats:
-        missing = [m for m in _NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
-        if missing:
-            raise TfsacError(
-                f"the {name} export needs {', '.join(missing)}: pip install 'tfsac[deploy]' "
-                '(or -e ".[deploy]" in a checkout)'
-            )
-
-
 def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") -> str:
     """`path` (a .tflite) from the SavedModel's serving_default (builtin ops): float32, or
     with float16 weights, or dynamic-range int8 (int8 weights, float activations)."""
@@ -119,7 +110,7 @@ def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") ->
         )
     except Exception as e:  # noqa: BLE001 - OSError, IndexError, TF's errors: one line
         error = f"cannot read the SavedModel at {saved_model_dir!r}: {first_line(e)}"
-        raise TfsacError(error) from None
+        raise Fault(error) from None
     if quantization != "none":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantization == "float16":
@@ -127,7 +118,7 @@ def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") ->
     try:
         model = converter.convert()
     except Exception as e:  # noqa: BLE001 - the converter raises many kinds; one line
-        raise TfsacError(f"the LiteRT conversion failed: {first_line(e)}") from None
+        raise Fault(f"the LiteRT conversion failed: {first_line(e)}") from None
     with open(path, "wb") as f:
         f.write(model)
     return path
@@ -144,12 +135,12 @@ def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> str:
         [*command, "--output", path],
         capture_output=True,
         text=True,
-        env=_quiet_env(),
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
         preexec_fn=_die_with_parent(os.getpid()),  # never writes on after a kill of this one
     )
     if done.returncode != 0 or not os.path.isfile(path):
         lines = [line for line in done.stderr.splitlines() if line.strip()] or ["no output"]
-        raise TfsacError(f"the ONNX conversion failed: {lines[-1]}")
+        raise Fault(f"the ONNX conversion failed: {lines[-1]}")
     model = onnx.load(path)
     for key, value in metadata.items():
         entry = model.metadata_props.add()
@@ -158,17 +149,13 @@ def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> str:
     return path
 
 
-def _quiet_env() -> Dict[str, str]:
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-
-
 def write_formats(
     saved_model_dir: str,
     formats: Sequence[str],
     metadata: Dict,
     quantization: str = "none",
     folder: Optional[str] = None,
-) -> list:
+) -> Dict[str, Optional[float]]:
     """Writes each of `formats` but the SavedModel itself into `folder` (default: the
     SavedModel's), LiteRT with `quantization`; each unquantized file is checked to act as
     the SavedModel does (deploy/parity.py). Returns {name written: the largest action
@@ -196,7 +183,7 @@ def with_quantization(metadata: Dict, formats: Sequence[str], quantization: str)
 
 
 def check_files(version_dir: str) -> None:
-    """TfsacError unless each policy.tflite / policy.onnx in the version loads and, where
+    """A Fault unless each policy.tflite / policy.onnx in the version loads and, where
     unquantized, acts as its SavedModel does."""
     reference = None
     for name, file in FILES.items():
@@ -207,7 +194,7 @@ def check_files(version_dir: str) -> None:
 
 
 def check_readable(version_dir: str) -> None:
-    """TfsacError unless the SavedModel's graph parses and every saved variable reads whole
+    """A Fault unless the SavedModel's graph parses and every saved variable reads whole
     (a truncated or corrupt file is said as a read failure, before any converter runs)."""
     import tensorflow as tf
     from tensorflow.core.protobuf import saved_model_pb2
@@ -222,14 +209,20 @@ def check_readable(version_dir: str) -> None:
                 reader.get_tensor(name)
     except Exception as e:  # noqa: BLE001 - DecodeError, IndexError, TF's errors: one line
         error = f"cannot read the SavedModel at {version_dir!r}: {first_line(e)}"
-        raise TfsacError(error) from None
+        raise Fault(error) from None
 
 
-def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "none") -> list:
+def add_formats(
+    version_dir: str,
+    formats: Sequence[str],
+    quantization: str = "none",
+    say: Optional[Callable[[str], None]] = None,
+) -> list:
     """Converts an exported version's SavedModel into `formats` beside it (LiteRT with
     `quantization`), each file written in a temporary folder beside the version folder
     (never inside the folder TF Serving serves) and renamed into place (a server reading
-    the folder never sees half a file); returns the paths written."""
+    the folder never sees half a file); returns the paths written, and gives `say` each
+    converted file's line (written_lines)."""
     check_readable(version_dir)
     metadata = read_metadata(version_dir)
     if not any(n in FILES for n in formats):
@@ -249,8 +242,26 @@ def add_formats(version_dir: str, formats: Sequence[str], quantization: str = "n
         for path in paths:
             os.replace(os.path.join(tmp_dir, os.path.basename(path)), path)
     except OSError as e:
-        raise TfsacError(f"cannot write in {version_dir!r}: {e.strerror or e}") from None
+        raise Fault(f"cannot write in {version_dir!r}: {e.strerror or e}") from None
     finally:
         if tmp_dir is not None:
             shutil.rmtree(tmp_dir, ignore_errors=True)
+    for line in written_lines(version_dir, names) if say else ():
+        say(line)
     return paths
+
+
+def written_lines(version_dir: str, checked: Dict[str, Optional[float]]) -> List[str]:
+    """What an export says of each file it converted (write_formats' `checked`): its path,
+    and how closely it acts as the SavedModel."""
+    lines = []
+    for name, error in checked.items():
+        path = os.path.join(version_dir, FILES[name])
+        if error is None:
+            lines.append(f"exported {path} (quantized: its action error is not checked)")
+        else:
+            lines.append(
+                f"exported {path}: acts as the SavedModel within {error:.2g} on "
+                f"{PARITY_OBSERVATIONS} observations (allowed {PARITY_TOLERANCE:g})"
+            )
+    return lines

@@ -1,40 +1,245 @@
-"""Loading a trained policy: from an exported SavedModel, or from a run directory's
-newest checkpoint that restores (`CheckpointReader` reads the checkpoint files that
-tfsac.run.checkpointing writes)."""
+"""The deploy layer's check of what a user hands it (a SavedModel or run directory to load,
+a model folder and formats to export, observations to predict), once at each entry; and
+loading a policy from a SavedModel or a run's checkpoint. TF-free at import (the scripts
+check before TensorFlow loads)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging as logging_module
 import os
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import gymnasium as gym
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
-from tfsac.algorithm.learner import SACLearner
-from tfsac.data.envs import run_env_spec, unit_to_bounds
-from tfsac.deploy.metadata import check_saved_model, saved_model_metadata
-from tfsac.errors import TfsacError, first_line
+from tfsac.data.envs import run_env_spec
+from tfsac.errors import Fault, TfsacError, first_line
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
-from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
+from tfsac.files import (
+    CHECKPOINTS_DIR,
+    check_plain_name,
+    check_writable,
+    checkpoint_steps,
+    model_versions,
+    run_config,
+)
 
-Policy = Callable[[np.ndarray], np.ndarray]
+# The packages each format needs at export time (the `deploy` extra installs them).
+_NEEDS = {"tflite": ("ai_edge_litert",), "onnx": ("tf2onnx", "onnx", "onnxruntime")}
+
+
+def check_saved_model(path: str) -> None:
+    """TfsacError unless `path` holds a SavedModel (without loading it)."""
+    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        versions = model_versions(path, servable=True)
+        if versions:  # TF Serving's model folder, the versions inside
+            newest = os.path.join(path, versions[-1])
+            raise TfsacError(
+                f"{path!r} is a model folder of versions: name one, e.g. {newest} (the newest)"
+            )
+        if os.path.isfile(os.path.join(path, "config.json")):
+            raise TfsacError(
+                f"{path!r} is a run directory, not a SavedModel: name it with --run_dir, or "
+                f"its export (saved_models/<model>/<version>) with --saved_model"
+            )
+        raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
+
+
+def policy_source(path: str, step: Optional[int]) -> Tuple[str, bool]:
+    """(the folder Policy.load reads, whether it is a SavedModel): a version folder, a
+    model folder's highest version (the one TF Serving serves) or a run directory."""
+    versions = model_versions(path, servable=True)
+    if versions and not os.path.isfile(os.path.join(path, "config.json")):
+        path = os.path.join(path, versions[-1])
+        logging.info("loading %s, the highest version (the one TF Serving serves)", path)
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        if step is not None:
+            raise TfsacError(f"step applies to a run directory; {path!r} is a SavedModel")
+        return path, True
+    if os.path.isfile(os.path.join(path, "config.json")):
+        return path, False
+    raise TfsacError(
+        f"{path!r} is neither a SavedModel version folder (saved_model.pb) nor a tfsac "
+        "run directory (config.json)"
+    )
+
+
+def check_available(formats: Sequence[str]) -> None:
+    """TfsacError, before anything is written, when a format's converter is missing."""
+    for name in formats:
+        missing = [m for m in _NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
+        if missing:
+            raise TfsacError(
+                f"the {name} export needs {', '.join(missing)}: pip install 'tfsac[deploy]' "
+                '(or -e ".[deploy]" in a checkout)'
+            )
+
+
+def check_export(export_dir: str, model_name: str) -> str:
+    """The model folder an export writes its next version into; TfsacError where the name
+    is no plain folder name, the folder is not writable, or it holds the highest version
+    TF Serving reads (an int64: a higher one would never be served)."""
+    model_dir = os.path.join(export_dir, check_plain_name("model_name", model_name))
+    check_writable(model_dir)
+    highest = max(map(int, model_versions(model_dir)), default=0)
+    if highest >= 2**63 - 1:
+        raise TfsacError(
+            f"{model_dir!r} holds version {highest}, the highest TF Serving reads: a "
+            "higher one would never be served; export under another model name"
+        )
+    return model_dir
+
+
+def predict_input(space, obs_dim: int, observation: Any, deterministic) -> Tuple[np.ndarray, bool]:
+    """What `Policy.predict` was handed, checked: ([N, obs_dim] float32, whether it was one
+    observation). TfsacError where an observation is not of `space` (said by key for a
+    Dict) or holds NaN or Inf (the exported files answer NaN: docs/serving.md)."""
+    if not isinstance(deterministic, (bool, np.bool_)):
+        raise TfsacError(f"deterministic must be True or False, got {deterministic!r}")
+    batch, single = _flat_batch(space, obs_dim, observation)
+    if not np.isfinite(batch).all():
+        rows = np.flatnonzero(~np.isfinite(batch).all(axis=1)).tolist()
+        where = "" if single else f" (batch rows {rows[:10]})"
+        raise TfsacError(
+            f"the observation holds NaN or infinite values{where} (as float32, the "
+            "policy's input: beyond 3.4e38 is infinite)"
+        )
+    return batch, single
+
+
+def _flat_batch(space: Optional[gym.Space], obs_dim: int, observation: Any):
+    if space is None or (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+        array = _numbers(observation)
+        if array.ndim in (1, 2) and array.shape[-1] == obs_dim:
+            return array.reshape(-1, obs_dim), array.ndim == 1
+        raise TfsacError(
+            f"expected an observation of shape ({obs_dim},) or a batch of shape "
+            f"(N, {obs_dim}), got shape {array.shape}"
+        )
+    if _contains(space, observation):
+        return gym.spaces.flatten(space, observation)[None].astype(np.float32), True
+    if isinstance(space, gym.spaces.Box):
+        array = _numbers(observation)
+        if array.ndim and array.shape[1:] == space.shape:
+            return array.reshape(len(array), obs_dim), False
+    items = _vector_batch(space, observation)
+    if items is None:
+        try:
+            items = list(observation)
+        except TypeError:
+            items = None
+    if items and all(_contains(space, item) for item in items):
+        rows = [gym.spaces.flatten(space, item) for item in items]
+        return np.stack(rows).astype(np.float32), False
+    raise TfsacError(
+        _dict_mismatch(space, observation)
+        or f"expected an observation of {space} or a list of them, got {observation!r}"[:300]
+    )
+
+
+def _dict_mismatch(space: gym.Space, observation: Any) -> Optional[str]:
+    """What is wrong with a dict given for a Dict space, said by key (a large space's text
+    names neither the key nor the shape); None where the fault is not one of a key."""
+    if not (isinstance(space, gym.spaces.Dict) and isinstance(observation, dict)):
+        return None
+    missing = sorted(set(space.spaces) - set(observation))
+    extra = sorted(set(observation) - set(space.spaces))
+    if missing or extra:
+        return f"observation keys: missing {missing}, not in the env's space {extra}"
+    boxes = {k: sub.shape for k, sub in space.spaces.items() if isinstance(sub, gym.spaces.Box)}
+    batches = set()
+    for key, want in boxes.items():  # other parts' values: the generic line
+        shape = np.shape(observation[key])
+        if want and shape not in (want, shape[:1] + want):
+            return f"observation key {key!r} of shape {shape}, the env's is {want}"
+        batches.add(shape[0] if len(shape) > len(want) else None)
+    if len(batches) > 1 and len(boxes) == len(space.spaces):
+        return f"observation keys of different batch sizes: {sorted(map(str, batches))}"
+    return None
+
+
+def _vector_batch(space: gym.Space, observation: Any) -> Optional[list]:
+    """The observations of a batch as a vector env gives a Dict or Tuple space's (one array
+    per key with a leading axis), one by one; None where it is no such batch."""
+    if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        return None
+    try:
+        first = next(iter(observation.values() if isinstance(observation, dict) else observation))
+        while isinstance(first, (dict, tuple)):  # nested spaces: down to an array
+            first = next(iter(first.values() if isinstance(first, dict) else first))
+        batched = gym.vector.utils.batch_space(space, len(first))
+        return list(gym.vector.utils.iterate(batched, observation))
+    except (TypeError, KeyError, IndexError, ValueError, StopIteration, AssertionError):
+        return None
+
+
+def _numbers(observation: Any) -> np.ndarray:
+    """`observation` as a float32 array; TfsacError naming it where it is not numbers."""
+    try:
+        with np.errstate(over="ignore"):  # beyond float32's range is said by predict
+            return np.asarray(observation, np.float32)
+    except (TypeError, ValueError) as e:
+        raise TfsacError(
+            f"the observation must be numbers ({first_line(e)}), got {observation!r}"[:300]
+        ) from None
+
+
+def _contains(space: gym.Space, observation) -> bool:
+    """Whether `observation` is one observation of `space` (dtypes taken loosely: a list
+    for a Box, a Python int for Discrete)."""
+    try:
+        if isinstance(space, gym.spaces.Box):
+            array = np.asarray(observation)
+            return array.shape == space.shape and array.dtype.kind in "biuf"
+        # Discrete parts flatten to one-hot columns: their values index, so integers only.
+        if isinstance(space, gym.spaces.Discrete):
+            return _integers(observation, ()) and space.contains(np.int64(observation))
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            return _integers(observation, space.shape) and space.contains(
+                np.asarray(observation, space.dtype)
+            )
+        if isinstance(space, gym.spaces.MultiBinary):  # 0 and 1, as ints or floats
+            array = np.asarray(observation)
+            return array.dtype.kind in "biuf" and space.contains(array)
+        if isinstance(space, gym.spaces.Dict):
+            return (
+                isinstance(observation, dict)
+                and set(observation) == set(space.spaces)
+                and all(_contains(space[k], v) for k, v in observation.items())
+            )
+        if isinstance(space, gym.spaces.Tuple):
+            return (
+                isinstance(observation, (tuple, list))
+                and len(observation) == len(space)
+                and all(_contains(s, o) for s, o in zip(space, observation, strict=True))
+            )
+    except (TypeError, ValueError):
+        return False
+    return False
+
+
+def _integers(observation, shape) -> bool:
+    """Whether `observation` is integers (not 1.5, not '1', not True) of `shape`."""
+    array = np.asarray(observation)
+    return array.shape == shape and array.dtype.kind in "iu"
 
 
 class CheckpointReader:
     """The checkpoints under `directory` as a reader sees them: which are complete, the
     state each saved, and the learner's variables restored from one."""
 
-    def __init__(self, directory: str, learner: SACLearner):
+    def __init__(self, directory: str, learner):
+        import tensorflow as tf
+
         self.directory = directory
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
         self.checkpoint = tf.train.Checkpoint(step=self.step, **learner.checkpoint_objects())
 
     def candidates(self) -> List[str]:
-        """Prefixes of the checkpoints whose TF files are complete, newest first; whether
-        they restore is for `restore` to say."""
+        """Prefixes of the checkpoints whose TF files are complete, newest first."""
         return [self.prefix(s) for s in checkpoint_steps(self.directory)]
 
     def prefix(self, step: int) -> str:
@@ -49,7 +254,7 @@ class CheckpointReader:
             with open(os.path.join(self.extra_dir(prefix), STATE_FILE)) as f:
                 return json.load(f)
         except (OSError, ValueError) as e:
-            raise TfsacError(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
+            raise Fault(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
 
     def restore_learner(self, prefix: str) -> Dict:
         """Restores only the learner's state (for evaluation: no replay buffer); returns
@@ -60,14 +265,11 @@ class CheckpointReader:
 
     def restore_newest_learner(self) -> Optional[Tuple[str, Dict]]:
         """(prefix, saved state) of the newest checkpoint whose learner state restores, or
-        None; a damaged one is said in one line and skipped (a reader moves nothing), one of
-        other networks is refused (CheckpointMismatch)."""
+        None; a damaged one is said and skipped, one of other networks refused."""
         for prefix in self.candidates():
             try:
                 return prefix, self.restore_learner(prefix)
-            except CheckpointMismatch:
-                raise
-            except TfsacError as e:
+            except Fault as e:
                 logging.warning("skipping a damaged checkpoint: %s", e)
         return None
 
@@ -81,8 +283,10 @@ class CheckpointMismatch(TfsacError):
 def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
     """Restores `prefix` into `checkpoint` (a tf.train.Checkpoint); `match`: 'all' (every
     value on both sides: a resume) or 'model' (every variable of the model from the
-    checkpoint, which may hold more: evaluation, init_from). TfsacError for files that do
-    not read, CheckpointMismatch for other variables (shapes, dtypes, objects)."""
+    checkpoint, which may hold more: evaluation, init_from). Fault for files that do not
+    read, CheckpointMismatch for other variables (shapes, dtypes, objects)."""
+    import tensorflow as tf
+
     try:
         status = checkpoint.restore(prefix).expect_partial()
         if match == "all":
@@ -96,7 +300,7 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
         other = isinstance(e, (ValueError, AssertionError)) or (
             isinstance(e, tf.errors.InvalidArgumentError) and "dtype" in str(e)
         )
-        error = TfsacError(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}")
+        error = Fault(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}")
         if other:
             error = CheckpointMismatch(
                 f"checkpoint {prefix!r} holds other variables than this run's model "
@@ -110,9 +314,8 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
 
 
 class _UnrestoredValues(logging_module.Filter):
-    """TensorFlow's page of warnings, when the objects of a restore that failed are deleted
-    (at any later time, at exit too), about the values they did not take: tfsac has said
-    in one line why the restore failed."""
+    """Hides TensorFlow's page of warnings about the values a failed restore did not take
+    (when its objects are deleted, at exit too): tfsac said why in one line."""
 
     TEXTS = ("deleted with unrestored values", "could not be found in the restored object")
 
@@ -121,7 +324,6 @@ class _UnrestoredValues(logging_module.Filter):
 
 
 def _quiet_unrestored_values() -> None:
-    """Adds the filter to TensorFlow's logger once, at the first restore that failed."""
     logger = logging_module.getLogger("tensorflow")
     if not any(isinstance(f, _UnrestoredValues) for f in logger.filters):
         logger.addFilter(_UnrestoredValues())
@@ -133,13 +335,15 @@ POLICY_SIGNATURES = ("serving_default", "sample")
 
 def load_policy(path: str):
     """Loads an exported policy; returns the SavedModel object (`.signatures[...]`).
-    TfsacError where it does not load, or is not a policy as tfsac exports them."""
+    TfsacError where it is not a policy as tfsac exports them, Fault where it does not load."""
+    import tensorflow as tf
+
     check_saved_model(path)
     try:
         model = tf.saved_model.load(path)
     # IndexError: a truncated variables file ("Read less bytes than requested").
     except (OSError, ValueError, IndexError, tf.errors.OpError) as e:
-        raise TfsacError(f"cannot load the SavedModel at {path!r}: {first_line(e)}") from None
+        raise Fault(f"cannot load the SavedModel at {path!r}: {first_line(e)}") from None
     for name in POLICY_SIGNATURES:
         fn = model.signatures.get(name)
         inputs = fn.structured_input_signature[1] if fn is not None else {}
@@ -153,23 +357,13 @@ def load_policy(path: str):
     return model
 
 
-def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Policy, Dict]:
-    """A policy from an exported SavedModel (its `serving_default` or `sample` signature)
-    and the metadata exported with it."""
-    model = load_policy(path)
-    fn = model.signatures["sample" if stochastic else "serving_default"]
-
-    def policy(obs):
-        return fn(observation=tf.constant(obs, tf.float32))["action"].numpy()
-
-    return policy, saved_model_metadata(model, path)
-
-
 def checkpoint_learner(run_dir: str, step: Optional[int] = None):
     """(learner, env spec, info) from a run directory's checkpoint of env step `step`, or
     by default its newest that restores; info: the run's config (a dict), the observation
     space, the checkpoint and its step, and the seed and return of the evaluation of those
     weights (where one was made at that step: a run stopped between evaluations has none)."""
+    from tfsac.algorithm.learner import SACLearner
+
     config = run_config(run_dir, need_checkpoint=step is not None, step=step)
     spec = run_env_spec(run_dir, config.env_id, config.env_kwargs)
     learner = SACLearner(spec.obs_dim, spec.action_dim, config)
@@ -203,17 +397,3 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
         if "success_rate" in evaluations[-1]:  # a goal env's
             info["eval_success_rate"] = evaluations[-1]["success_rate"]
     return learner, spec, info
-
-
-def checkpoint_policy(
-    run_dir: str, stochastic: bool = False, step: Optional[int] = None
-) -> Tuple[Policy, Dict]:
-    """A policy from a run directory's checkpoint of env step `step` (default: the newest
-    that restores), and the run's config (a dict, with what checkpoint_learner adds)."""
-    learner, spec, info = checkpoint_learner(run_dir, step)
-
-    def policy(obs):
-        unit = learner.act(obs, deterministic=not stochastic)
-        return unit_to_bounds(unit, spec.action_low, spec.action_high)
-
-    return policy, info

@@ -1,6 +1,6 @@
-"""An exported version's files as readers see them, without TensorFlow: whether a folder
-holds a SavedModel, what its tfsac_metadata.json says about the policy, and observations
-sampled from the policy's observation space (for warm-up requests and conversion checks)."""
+"""An exported version's metadata, without TensorFlow: what policy_metadata writes about the
+policy, tfsac_metadata.json read back (a Fault where it does not read as written), and
+observations sampled from the policy's space (for warm-up requests and conversion checks)."""
 
 from __future__ import annotations
 
@@ -15,32 +15,14 @@ import numpy as np
 from tfsac import __version__
 from tfsac.algorithm.architectures import architecture_of
 from tfsac.data.spaces import EnvSpec, space_from_json
-from tfsac.errors import TfsacError
-from tfsac.files import model_versions
+from tfsac.errors import Fault, TfsacError
 
 METADATA_FILE = "tfsac_metadata.json"
 
 
-def check_saved_model(path: str) -> None:
-    """TfsacError unless `path` holds a SavedModel (without loading it, or TensorFlow)."""
-    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
-        versions = model_versions(path, servable=True)
-        if versions:  # TF Serving's model folder, the versions inside
-            newest = os.path.join(path, versions[-1])
-            raise TfsacError(
-                f"{path!r} is a model folder of versions: name one, e.g. {newest} (the newest)"
-            )
-        if os.path.isfile(os.path.join(path, "config.json")):
-            raise TfsacError(
-                f"{path!r} is a run directory, not a SavedModel: name it with --run_dir, or "
-                f"its export (saved_models/<model>/<version>) with --saved_model"
-            )
-        raise TfsacError(f"no SavedModel at {path!r} (expected {path}/saved_model.pb)")
-
-
 def read_metadata(version_dir: str) -> Dict:
-    """The version's tfsac_metadata.json ({} where it has none); TfsacError where it does
-    not read as a JSON object (a converted file would carry no metadata without a word)."""
+    """The version's tfsac_metadata.json ({} where it has none); a Fault where it does not
+    read as tfsac writes it (a converted file would carry wrong metadata without a word)."""
     path = os.path.join(version_dir, METADATA_FILE)
     if not os.path.lexists(path):
         return {}
@@ -48,7 +30,7 @@ def read_metadata(version_dir: str) -> Dict:
         with open(path) as f:
             metadata = json.load(f)
     except (OSError, ValueError) as e:
-        raise TfsacError(f"cannot read {path!r}: {getattr(e, 'strerror', None) or e}") from None
+        raise Fault(f"cannot read {path!r}: {getattr(e, 'strerror', None) or e}") from None
     return _checked(metadata, f"cannot read {path!r}")
 
 
@@ -61,17 +43,17 @@ def saved_model_metadata(model, version_dir: str) -> Dict:
     try:
         metadata = json.loads(model.signatures["metadata"]()["metadata"].numpy())
     except (KeyError, TypeError, ValueError) as e:
-        raise TfsacError(f"{version_dir!r}: its metadata signature does not read ({e})") from None
+        raise Fault(f"{version_dir!r}: its metadata signature does not read ({e})") from None
     return _checked(metadata, f"{version_dir!r}: its metadata signature")
 
 
 def _checked(metadata, where: str) -> Dict:
-    """`metadata` where it is a JSON object with entries as tfsac writes them; else
-    TfsacError, `where` first."""
+    """`metadata` where it is a JSON object with entries as tfsac writes them; else a
+    Fault, `where` first."""
     if not isinstance(metadata, dict):
-        raise TfsacError(f"{where}: not a JSON object")
+        raise Fault(f"{where}: not a JSON object")
     if problem := _metadata_problem(metadata):
-        raise TfsacError(f"{where}: {problem}")
+        raise Fault(f"{where}: {problem}")
     return metadata
 
 

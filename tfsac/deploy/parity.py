@@ -10,7 +10,7 @@ from typing import Tuple
 import numpy as np
 
 from tfsac.deploy.metadata import read_metadata, sample_observations
-from tfsac.errors import TfsacError, first_line
+from tfsac.errors import Fault, first_line
 from tfsac.logs import native_stderr_captured
 
 # An unquantized file's actions may differ from the SavedModel's by float32 rounding in
@@ -30,7 +30,7 @@ def litert_interpreter(path: str):
             lite = Interpreter(model_path=path)
             lite.allocate_tensors()
     except (ValueError, RuntimeError, OSError) as e:  # "not a valid Flatbuffer buffer"
-        raise TfsacError(f"cannot load the LiteRT model {path!r}: {first_line(e)}") from None
+        raise Fault(f"cannot load the LiteRT model {path!r}: {first_line(e)}") from None
     return lite
 
 
@@ -49,7 +49,7 @@ def onnx_session(path: str):
     try:
         return onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types: one line
-        raise TfsacError(f"cannot load the ONNX model {path!r}: {first_line(e)}") from None
+        raise Fault(f"cannot load the ONNX model {path!r}: {first_line(e)}") from None
 
 
 def file_actions(path: str, observations: np.ndarray) -> np.ndarray:
@@ -96,12 +96,12 @@ def action_error(path: str, reference: Tuple, relative: bool = True) -> float:
 
 
 def check_parity(path: str, reference: Tuple, shown_as: str) -> float:
-    """TfsacError unless the unquantized file at `path` acts as its SavedModel does (its
+    """A Fault unless the unquantized file at `path` acts as its SavedModel does (its
     `reference_actions`; `shown_as`: the file's name in the error, where `path` is a
     temporary one); returns the largest action difference measured."""
     error = action_error(path, reference)
     if not error <= PARITY_TOLERANCE:
-        raise TfsacError(
+        raise Fault(
             f"{shown_as} does not act as its SavedModel: largest "
             f"action difference {error:.3g} on {len(reference[0])} observations from the "
             f"space (allowed {PARITY_TOLERANCE:g})"

@@ -15,8 +15,7 @@ from tfsac.deploy.formats import FILES, add_formats, parse_formats
 from tfsac.deploy.metadata import policy_metadata
 from tfsac.deploy.parity import PARITY_TOLERANCE
 from tfsac.errors import TfsacError
-from tfsac.files import check_writable, model_versions
-from tfsac.paths import check_plain_name
+from tfsac.files import check_plain_name, check_writable, model_versions
 from tfsac.run.callbacks import Callback
 
 BEST_DIR = "best"  # in the run directory, by default

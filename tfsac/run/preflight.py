@@ -33,7 +33,8 @@ from tfsac.data.goals import episode_limit
 from tfsac.data.offline_data import load_recorded
 from tfsac.data.recorded_data import RecordedData
 from tfsac.data.spaces import EnvSpec, read_env_spec
-from tfsac.deploy.formats import check_available, parse_formats
+from tfsac.deploy.formats import parse_formats
+from tfsac.deploy.loading import check_available
 from tfsac.errors import TfsacError
 from tfsac.files import (
     CHECKPOINTS_DIR,

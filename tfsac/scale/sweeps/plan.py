@@ -24,8 +24,7 @@ from tfsac.config.sac_config import KEYWORD_OPTIONS
 from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
-from tfsac.files import check_outside_exports, check_writable
-from tfsac.paths import check_plain_name
+from tfsac.files import check_outside_exports, check_plain_name, check_writable
 from tfsac.run.warm_start import check_source
 from tfsac.scale.sweeps.search_space import Dimension, parse_grid, parse_space
 

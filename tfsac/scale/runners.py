@@ -38,17 +38,17 @@ from tfsac.config import SACConfig
 from tfsac.data.collector import Collector, Transitions
 from tfsac.data.envs import EnvFn
 from tfsac.data.spaces import EnvSpec
-from tfsac.errors import TfsacError, first_line
+from tfsac.errors import Fault, TfsacError, first_line
 from tfsac.logs import quiet_library_logs
 from tfsac.scale.numpy_actor import NumpyActor
-from tfsac.scale.ray_cluster import free_cpus
+from tfsac.scale.ray_cluster import check_free_cpus
 
 # Restarts of one runner's process before the run gives up on it.
 MAX_RESTARTS = 5
 
 
-class RunnerEnvError(TfsacError):
-    """A runner's env raised: the run stops with this line."""
+class RunnerEnvError(Fault):
+    """A runner's env raised mid-run: the run stops with this line."""
 
 
 @dataclasses.dataclass
@@ -254,12 +254,7 @@ class RunnerPool:
 
         self.config = config
         self.num_runners = config.num_actors
-        free = free_cpus(self.num_runners)
-        if free < self.num_runners:
-            raise TfsacError(
-                f"{self.num_runners} env runners need {self.num_runners} free CPUs in the Ray "
-                f"cluster; it has {free:g}"
-            )
+        check_free_cpus(self.num_runners)
         reason = tf_reason(plan)
         if reason is not None:
             logging.info("env runners act with TensorFlow: %s", reason)
@@ -283,7 +278,7 @@ class RunnerPool:
 
     # ------------------------------------------------------------------ plumbing
     def _get(self, refs, what: str, runner: Optional[int] = None):
-        """ray.get, with a runner's failure as one TfsacError line."""
+        """ray.get, with a runner's failure as one Fault line."""
         import ray
 
         try:
@@ -291,10 +286,10 @@ class RunnerPool:
         except ray.exceptions.RayTaskError as e:
             cause = getattr(e, "cause", None)
             if isinstance(cause, TfsacError):
-                raise TfsacError(str(cause)) from None
-            raise TfsacError(f"an env runner failed to {what}: {first_line(cause or e)}") from None
+                raise Fault(str(cause)) from None
+            raise Fault(f"an env runner failed to {what}: {first_line(cause or e)}") from None
         except ray.exceptions.RayActorError as e:
-            raise TfsacError(_actor_failure(e, what, runner)) from None
+            raise Fault(_actor_failure(e, what, runner)) from None
 
     def set_weights(self, weights: List[np.ndarray], version: int) -> None:
         import ray

@@ -72,12 +72,11 @@ def runner_seeds(seed: int, runner: int, resumes: int) -> List[int]:
 
 
 class TFPolicy:
-    """The runner policy of an actor without a numpy twin (`tf_reason`): the Keras model and
-    GaussianExploration, compiled (the built-in actors' runners use NumpyActor and never
+    """The runner policy of an actor without a numpy twin (no `numpy_plan`): the Keras model
+    and GaussianExploration, compiled (the built-in actors' runners use NumpyActor and never
     import TensorFlow)."""
 
     def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
-        # Here only: the runners of the built-in actors never import TensorFlow.
         import tensorflow as tf
 
         from tfsac.algorithm.exploration import GaussianExploration
@@ -105,12 +104,6 @@ class TFPolicy:
 
     def sample(self, observation: np.ndarray) -> np.ndarray:
         return self._sample(observation).numpy()
-
-
-def tf_reason(plan: Optional[List[str]]) -> Optional[str]:
-    """Why runners must act with TensorFlow; None where NumpyActor is the actor's twin."""
-    missing = "the actor has no numpy_plan (a custom actor_fn's, network's or call's)"
-    return missing if plan is None else None
 
 
 def runner_policy(
@@ -255,9 +248,11 @@ class RunnerPool:
         self.config = config
         self.num_runners = config.num_actors
         check_free_cpus(self.num_runners)
-        reason = tf_reason(plan)
-        if reason is not None:
-            logging.info("env runners act with TensorFlow: %s", reason)
+        if plan is None:
+            logging.info(
+                "env runners act with TensorFlow: the actor has no numpy_plan (a custom "
+                "actor_fn's, network's or call's)"
+            )
         remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)
         runner_class = remote(EnvRunner)
         config_dict = config.to_dict()

@@ -1,11 +1,8 @@
-"""Learning curves from run directories (progress.csv and summary.json's evaluations), by
-configuration: runs whose config.json differ only in the seed (and in where and how they
-report) form one group, drawn as its mean +- std; each group is labelled by the config
-fields that tell the groups apart (tfsac.run.run_groups), or by the user's labels, and a
-table beneath the panels gives every field that differs where the labels do not (tfsac.
-run.plot_layout). A panel that no run of its env has a curve for is not drawn. The x
-axis is env steps, or the wall-clock minutes each evaluation records (`wall_time_s`: the
-run's time so far, evaluations and checkpoints included, across resumes)."""
+"""Learning curves from run directories (progress.csv and summary.json's evaluations): a
+group of runs (tfsac.run.run_groups, which checks the request) drawn as its mean +- std, a
+table beneath the panels (tfsac.run.plot_layout) where the labels do not say every field
+that differs. The x axis is env steps, or the wall-clock minutes each evaluation records
+(`wall_time_s`: the run's time so far, across resumes)."""
 
 from __future__ import annotations
 

@@ -188,12 +188,17 @@ def run_trial(tune_config: Dict) -> None:
     from tfsac.run.preflight import check_run
     from tfsac.run.trainer import train  # TensorFlow: in the trial's worker only
 
-    # The start's check before the trial writes its log and record (another run may train
-    # in the folder); its lines wait for train.log.
+    # The start's check, before the trial writes its log and record (another run may train
+    # in the folder), its lines held for train.log; a retry would fail it the same way.
     early = logging.handlers.MemoryHandler(10_000, flushLevel=logging.CRITICAL + 1)
     absl_logging.get_absl_logger().addHandler(early)
     absl_logging.set_verbosity(absl_logging.INFO)
-    checked = check_run(config, resume=True)
+    failed = {"eval_return": math.nan, "best_eval_return": math.nan, "env_steps": 0}
+    try:
+        checked = check_run(config, resume=True)
+    except TfsacError as e:
+        tune.report({**failed, "error": first_line(e)})
+        return
     _log_to_file(config.run_dir, early)
     record = TrialRecord(config.run_dir, spec["name"])
 
@@ -206,7 +211,6 @@ def run_trial(tune_config: Dict) -> None:
     except TfsacError as e:
         # A bad env, NaN losses, an unwritable disk: a retry would fail the same way.
         record.failed(first_line(e))
-        failed = {"eval_return": math.nan, "best_eval_return": math.nan, "env_steps": 0}
         tune.report({**failed, "error": record.data["error"]})
         return
     summary = result.summary

@@ -154,16 +154,17 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
     defaults = _defaults()
     configs = [{**defaults, **_expanded(r["config"])} for r in runs]
     fields = differing_fields([r["config"] for r in runs])
+
+    def group(label: str, members: List[int]) -> RunGroup:
+        return RunGroup(
+            label, [runs[i] for i in members], _settings([configs[i] for i in members], fields)
+        )
+
     if labels is not None and len(labels) == len(runs):
         by_label: Dict[str, List[int]] = {}
         for index, label in enumerate(labels):
             by_label.setdefault(label, []).append(index)
-        return [
-            RunGroup(
-                label, [runs[i] for i in members], _settings([configs[i] for i in members], fields)
-            )
-            for label, members in by_label.items()
-        ]
+        return [group(label, members) for label, members in by_label.items()]
     keyed: Dict[Tuple, List[int]] = {}
     for index, config in enumerate(configs):
         keyed.setdefault(tuple(_text(config.get(n)) for n in fields), []).append(index)
@@ -185,12 +186,7 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
                 f"{len(keyed)} groups ({'; '.join(made)}); give each group its own label"
             )
         made = list(labels)
-    return [
-        RunGroup(
-            label, [runs[i] for i in members], _settings([configs[i] for i in members], fields)
-        )
-        for label, members in zip(made, keyed.values(), strict=True)
-    ]
+    return [group(label, members) for label, members in zip(made, keyed.values(), strict=True)]
 
 
 def settings_table(env_rows: Sequence[Tuple[str, List[RunGroup]]]) -> Optional[Tuple]:

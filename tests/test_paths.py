@@ -15,7 +15,8 @@ from conftest import run_script, tiny_config
 from tfsac import EnvSpec, SACConfig, SACLearner, TfsacError, export_policy, train
 from tfsac.files import check_plain_name
 from tfsac.paths import is_plain_name
-from tfsac.scale.sweeps.plan import TrialFactory, config_tag, plan_sweep
+from tfsac.scale.sweeps.plan import plan_sweep
+from tfsac.scale.sweeps.trial import TrialFactory, config_tag
 
 # "<outside>" stands for an absolute path beside the named folders.
 HOSTILE = [

@@ -424,8 +424,8 @@ def test_a_sweep_of_an_earlier_tfsac_resumes_with_the_fields_added_since(tmp_pat
     defaults) is the same sweep; a lacking field set to another value is not."""
     from tfsac.config import SACConfig
     from tfsac.errors import TfsacError
-    from tfsac.scale.sweeps.driver import _check_definition
     from tfsac.scale.sweeps.plan import Plan
+    from tfsac.scale.sweeps.plan import check_definition as _check_definition
     from tfsac.scale.sweeps.state import SWEEP_FILE
 
     base = json.loads(json.dumps(SACConfig(total_steps=400).to_dict()))
@@ -446,8 +446,8 @@ def test_a_folder_with_files_but_no_sweep_is_refused_before_anything_is_written(
     a finished run's folder rewrote its run.lock): a folder without sweep.json must be new,
     empty, or hold only the run.lock of a start killed before sweep.json was written."""
     from tfsac.errors import TfsacError
-    from tfsac.scale.sweeps.driver import _check_definition
     from tfsac.scale.sweeps.plan import Plan
+    from tfsac.scale.sweeps.plan import check_definition as _check_definition
 
     definition = {"method": "grid", "base": {}, "grid": {}, "seeds": [0]}
     for resume in (False, True):

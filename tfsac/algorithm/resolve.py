@@ -23,6 +23,8 @@ def resolve(config: SACConfig) -> SACConfig:
     filled in by the variant's and the architecture's defaults, checked (each option's own
     values, the checks between options, the variant's and the architecture's, and options
     the variant does not read); raises TfsacError naming the first bad option."""
+    if is_resolved(config):  # resolved before and unchanged since: checked already
+        return config
     config.validate()
     if config.variant is not None:
         algorithm = VARIANT_ALIASES.get(config.variant, config.variant)

@@ -1,11 +1,8 @@
-"""Learning curves from run directories (progress.csv and summary.json's evaluations), by
-configuration: runs whose config.json differ only in the seed (and in where and how they
-report) form one group, drawn as its mean +- std; each group is labelled by the config
-fields that tell the groups apart (tfsac.run.run_groups), or by the user's labels, and a
-table beneath the panels gives every field that differs where the labels do not (tfsac.
-run.plot_layout). A panel that no run of its env has a curve for is not drawn. The x
-axis is env steps, or the wall-clock minutes each evaluation records (`wall_time_s`: the
-run's time so far, evaluations and checkpoints included, across resumes)."""
+"""Learning curves from run directories (progress.csv and summary.json's evaluations): a
+group of runs (tfsac.run.run_groups, which checks the request) drawn as its mean +- std, a
+table beneath the panels (tfsac.run.plot_layout) where the labels do not say every field
+that differs. The x axis is env steps, or the wall-clock minutes each evaluation records
+(`wall_time_s`: the run's time so far, across resumes)."""
 
 from __future__ import annotations
 
@@ -13,15 +10,23 @@ import csv
 import json
 import os
 from collections import defaultdict
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
 from tfsac.files import CHECKPOINTS_DIR, SUMMARY_FILE, checkpoint_steps
 from tfsac.run.plot_layout import figure
-from tfsac.run.run_groups import RunGroup, differing_fields, group_runs
+from tfsac.run.run_groups import (
+    X_AXES,
+    Y_AXES,
+    RunGroup,
+    check_curves,
+    check_plot,
+    differing_fields,
+    env_groups,
+)
 
 PANELS = (
     ("eval_return", "evaluation return (deterministic)"),
@@ -39,11 +44,8 @@ EVALUATION_CURVES = (
 )
 # Progress curves with a panel only where a run has them: (curve, panel title).
 OPTIONAL_PANELS = (("value_loss", "value loss (V of sac_v1)"),)
-X_AXES = {"env_steps": "env steps", "wall_clock": "wall-clock minutes"}
 # A group's runs drawn one line each share its colour: these tell them apart.
 LINE_STYLES, MARKERS = ("-", "--", ":", "-."), ("o", "s", "^", "v", "D")
-# --y: every panel, or one of the evaluation curves.
-Y_AXES = {"all": None, "return": "eval_return", "success_rate": "eval_success_rate"}
 
 
 def _read_json(path: str, what: str) -> Dict:
@@ -51,21 +53,22 @@ def _read_json(path: str, what: str) -> Dict:
         with open(path) as f:
             value = json.load(f)
     except (OSError, ValueError) as e:
-        raise TfsacError(f"cannot read {path!r}: {e}") from None
+        raise Fault(f"cannot read {path!r}: {e}") from None
     if not isinstance(value, dict):
-        raise TfsacError(f"cannot read {path!r}: {what} is not a JSON object")
+        raise Fault(f"cannot read {path!r}: {what} is not a JSON object")
     return value
 
 
 def read_run(run_dir: str) -> Dict:
-    """A run's env, seed, config (config.json) and curves: {name: (steps, values)}."""
+    """A run's env, seed, config (config.json) and curves: {name: (steps, values)}; a file
+    of it that does not read is a Fault."""
     try:
         with open(os.path.join(run_dir, "config.json")) as f:
             config = json.load(f)
     except (OSError, ValueError) as e:
-        raise TfsacError(f"{run_dir!r} is not a tfsac run directory: {e}") from None
+        raise Fault(f"{run_dir!r} is not a tfsac run directory: {e}") from None
     if not isinstance(config, dict):
-        raise TfsacError(f"{run_dir!r} is not a tfsac run directory: config.json is no object")
+        raise Fault(f"{run_dir!r} is not a tfsac run directory: config.json is no object")
     curves = _progress_curves(os.path.join(run_dir, "progress.csv"))
     path, evaluations = _evaluations(run_dir)
     minutes = {}  # eval curve -> wall-clock minutes at its steps, where all are recorded
@@ -80,7 +83,7 @@ def read_run(run_dir: str) -> Dict:
                 if all(e.get("wall_time_s") is not None for e in points):
                     minutes[name] = np.array([e["wall_time_s"] / 60 for e in points], float)
     except (ValueError, TypeError) as e:
-        raise TfsacError(f"cannot read {path!r}: an evaluation that is not numbers: {e}") from None
+        raise Fault(f"cannot read {path!r}: an evaluation that is not numbers: {e}") from None
     return {
         "env": config.get("env_id", "?"),
         "seed": config.get("seed"),
@@ -105,7 +108,7 @@ def _evaluations(run_dir: str) -> tuple:
     if not isinstance(evaluations, list) or not all(
         isinstance(e, dict) and isinstance(e.get("step"), (int, float)) for e in evaluations
     ):
-        raise TfsacError(f"cannot read {path!r}: its evaluations are not a list of them")
+        raise Fault(f"cannot read {path!r}: its evaluations are not a list of them")
     return path, evaluations
 
 
@@ -126,7 +129,7 @@ def _progress_curves(progress: str) -> Dict[str, tuple]:
             if points:
                 curves[name] = tuple(np.array(v) for v in zip(*points, strict=True))
     except (OSError, ValueError, TypeError, KeyError) as e:
-        raise TfsacError(f"cannot read {progress!r}: {e}") from None
+        raise Fault(f"cannot read {progress!r}: {e}") from None
     return curves
 
 
@@ -176,8 +179,6 @@ def _panels(runs: List[Dict], x: str, y: str) -> List[tuple]:
     panels = [*PANELS, *extra]
     if y != "all":
         panels = [p for p in panels if p[0] == Y_AXES[y]]
-        if not panels:
-            raise TfsacError(f"--y={y}: none of the runs has evaluations with a {y}")
     if x == "wall_clock":
         evaluation_curves = {name for name, _, _ in EVALUATION_CURVES}
         panels = [p for p in panels if p[0] in evaluation_curves]
@@ -186,7 +187,7 @@ def _panels(runs: List[Dict], x: str, y: str) -> List[tuple]:
 
 def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool]:
     """For each run, whether its evaluations record their wall-clock time (the others said
-    in `notes`); an error when none does."""
+    in `notes`)."""
     names = [name for name, _ in panels]
     timed = []
     for run in runs:
@@ -199,10 +200,6 @@ def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool
                 f"{run['dir']}: its evaluations record no wall-clock time (made by a tfsac "
                 "before evaluations recorded wall_time_s), so it is left out"
             )
-    if not any(timed):
-        raise TfsacError(
-            "--x=wall_clock: no run's evaluations record their wall-clock time (wall_time_s)"
-        )
     return timed
 
 
@@ -223,26 +220,15 @@ def _say_unlike(groups: List[RunGroup], unlike: Dict[str, List[str]], notes: Lis
 def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
     """What a figure draws: the runs read (those with wall-clock times on that axis), the
     panels and the groups."""
-    if not run_dirs:
-        raise TfsacError("no run directories to plot")
-    if x not in X_AXES or y not in Y_AXES:
-        raise TfsacError(
-            f"x must be one of {', '.join(X_AXES)} and y one of {', '.join(Y_AXES)}; "
-            f"got x={x!r}, y={y!r}"
-        )
-    real = [os.path.realpath(run_dir) for run_dir in run_dirs]
-    for i, path in enumerate(real):
-        if path in real[:i]:  # its evaluations would count as a second seed
-            first = run_dirs[real.index(path)]
-            raise TfsacError(f"run directories {first!r} and {run_dirs[i]!r} are one folder")
     runs = [read_run(run_dir) for run_dir in run_dirs]
     panels = _panels(runs, x, y)
-    if x == "wall_clock":
-        timed = _timed(runs, panels, notes)
+    timed = _timed(runs, panels, notes) if x == "wall_clock" else None
+    check_curves(y, panels, timed)
+    if timed is not None:
         if labels and len(labels) == len(runs):  # one per run: those of the runs kept
             labels = [label for label, keep in zip(labels, timed, strict=True) if keep]
         runs = [run for run, keep in zip(runs, timed, strict=True) if keep]
-    rows = _env_rows(runs, labels)
+    rows = env_groups(runs, labels)
     for _, groups in rows:
         for group in groups:  # a copy of a run: its "seeds" are one
             seeds = [run["seed"] for run in group.runs]
@@ -258,32 +244,7 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
     for run in runs:  # an empty panel is said, not drawn without a word
         if not any(name in run["curves"] for name, _ in PANELS[1:]):
             notes.append(f"{run['dir']}: no progress rows (progress.csv missing, empty or unread)")
-    if not any(run["curves"] for run in runs):  # after the arguments' own mistakes
-        raise TfsacError(
-            f"nothing to plot yet: no progress rows and no evaluations in "
-            f"{', '.join(map(repr, run_dirs))} (a run writes them every --log_every and "
-            "--eval_every steps)"
-        )
     return runs, panels, rows
-
-
-def _env_rows(runs: List[Dict], labels) -> List[Tuple[str, List[RunGroup]]]:
-    """(env, its groups) for each env of `runs`, in the order of their first runs: runs of
-    other envs are never averaged, labelled or drawn on one axes together."""
-    envs = list(dict.fromkeys(run["env"] for run in runs))
-    if len(envs) == 1:
-        return [(envs[0], group_runs(runs, labels))]
-    if labels and len(labels) != len(runs):
-        raise TfsacError(
-            f"labels: runs of {len(envs)} envs ({', '.join(envs)}) take one label per run "
-            f"({len(runs)}), not one per group"
-        )
-    rows = []
-    for env in envs:
-        members = [i for i, run in enumerate(runs) if run["env"] == env]
-        env_labels = [labels[i] for i in members] if labels else None
-        rows.append((env, group_runs([runs[i] for i in members], env_labels)))
-    return rows
 
 
 def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str) -> None:
@@ -315,22 +276,6 @@ def _with_curves(panels: List[tuple], groups: List[RunGroup]) -> List[tuple]:
     return [p for p in panels if any(p[0] in r["curves"] for g in groups for r in g.runs)]
 
 
-def _image_path(out_path: str) -> str:
-    """The file a figure goes to (.png where the name has no extension); TfsacError where
-    it names a folder or its folder is missing."""
-    if os.path.isdir(out_path) or out_path.endswith(os.sep):
-        raise TfsacError(
-            f"{out_path!r} is a folder: name the image, e.g. {out_path.rstrip(os.sep)}"
-            f"{os.sep}curves.png"
-        )
-    folder = os.path.dirname(out_path) or "."
-    if not os.path.isdir(folder):
-        why = "is not a folder" if os.path.exists(folder) else "does not exist (make it first)"
-        raise TfsacError(f"cannot write {out_path!r}: {folder!r} {why}")
-    # What matplotlib writes for a name without an extension.
-    return out_path if os.path.splitext(out_path)[1] else out_path + ".png"
-
-
 def plot_runs(
     run_dirs: Sequence[str],
     out_path: str,
@@ -352,17 +297,10 @@ def plot_runs(
     import matplotlib.pyplot as plt
 
     notes = notes if notes is not None else []
-    out_path = _image_path(out_path)
+    out_path = check_plot(run_dirs, out_path, x, y)
     runs, panels, env_rows = _select(run_dirs, labels, x, y, notes)
     drawn = [_with_curves(panels, groups) for _, groups in env_rows]
     fig, axes = figure(plt, env_rows, [len(d) for d in drawn])
-    extension = os.path.splitext(out_path)[1][1:].lower()
-    if extension not in fig.canvas.get_supported_filetypes():
-        plt.close(fig)
-        raise TfsacError(
-            f"cannot write {out_path!r}: unsupported image format {extension!r} "
-            f"(supported: {', '.join(sorted(fig.canvas.get_supported_filetypes()))})"
-        )
     for row, (env, groups) in enumerate(env_rows):
         cells = list(axes.flat) if len(env_rows) == 1 else list(axes[row])
         _draw_panels(cells, drawn[row], groups, x, notes, env if len(env_rows) > 1 else "")
@@ -371,7 +309,7 @@ def plot_runs(
     try:
         fig.savefig(out_path, dpi=100)
     except OSError as e:
-        raise TfsacError(f"cannot write {out_path!r}: {e}") from None
+        raise Fault(f"cannot write {out_path!r}: {e}") from None
     finally:
         plt.close(fig)
     return out_path

@@ -1,11 +1,13 @@
-"""Runs grouped by configuration, for plots and sweep figures: runs whose config.json
-differ only in the seed (and in where and how they report) are one group, labelled by the
-config fields that tell the groups apart. TF-free."""
+"""The runs a user names to plot or report: the plot's request checked (its run
+directories, axes, labels and image), and the runs grouped by configuration: runs whose
+config.json differ only in the seed (and in where and how they report) are one group,
+labelled by the config fields that tell the groups apart. TF-free."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from tfsac.config import SACConfig
@@ -152,16 +154,17 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
     defaults = _defaults()
     configs = [{**defaults, **_expanded(r["config"])} for r in runs]
     fields = differing_fields([r["config"] for r in runs])
+
+    def group(label: str, members: List[int]) -> RunGroup:
+        return RunGroup(
+            label, [runs[i] for i in members], _settings([configs[i] for i in members], fields)
+        )
+
     if labels is not None and len(labels) == len(runs):
         by_label: Dict[str, List[int]] = {}
         for index, label in enumerate(labels):
             by_label.setdefault(label, []).append(index)
-        return [
-            RunGroup(
-                label, [runs[i] for i in members], _settings([configs[i] for i in members], fields)
-            )
-            for label, members in by_label.items()
-        ]
+        return [group(label, members) for label, members in by_label.items()]
     keyed: Dict[Tuple, List[int]] = {}
     for index, config in enumerate(configs):
         keyed.setdefault(tuple(_text(config.get(n)) for n in fields), []).append(index)
@@ -183,12 +186,7 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
                 f"{len(keyed)} groups ({'; '.join(made)}); give each group its own label"
             )
         made = list(labels)
-    return [
-        RunGroup(
-            label, [runs[i] for i in members], _settings([configs[i] for i in members], fields)
-        )
-        for label, members in zip(made, keyed.values(), strict=True)
-    ]
+    return [group(label, members) for label, members in zip(made, keyed.values(), strict=True)]
 
 
 def settings_table(env_rows: Sequence[Tuple[str, List[RunGroup]]]) -> Optional[Tuple]:
@@ -209,3 +207,87 @@ def settings_table(env_rows: Sequence[Tuple[str, List[RunGroup]]]) -> Optional[T
         for index, group in enumerate(env_groups)
     ]
     return names, columns
+
+
+# ---------------------------------------------------------------------- the plot's request
+X_AXES = {"env_steps": "env steps", "wall_clock": "wall-clock minutes"}
+# --y: every panel, or one of the evaluation curves.
+Y_AXES = {"all": None, "return": "eval_return", "success_rate": "eval_success_rate"}
+
+
+def check_plot(run_dirs: Sequence[str], out_path: str, x: str, y: str) -> str:
+    """The plot a user asks, before any run is read: the image (a file in a folder that
+    exists, in a format matplotlib writes), the axes, and the run directories (each a run's,
+    each once). Returns the image's path (.png where its name has none, as matplotlib)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if os.path.isdir(out_path) or out_path.endswith(os.sep):
+        raise TfsacError(
+            f"{out_path!r} is a folder: name the image, e.g. {out_path.rstrip(os.sep)}"
+            f"{os.sep}curves.png"
+        )
+    folder = os.path.dirname(out_path) or "."
+    if not os.path.isdir(folder):
+        why = "is not a folder" if os.path.exists(folder) else "does not exist (make it first)"
+        raise TfsacError(f"cannot write {out_path!r}: {folder!r} {why}")
+    out_path = out_path if os.path.splitext(out_path)[1] else out_path + ".png"
+    extension = os.path.splitext(out_path)[1][1:].lower()
+    if extension not in (formats := FigureCanvasAgg.get_supported_filetypes()):
+        raise TfsacError(
+            f"cannot write {out_path!r}: unsupported image format {extension!r} "
+            f"(supported: {', '.join(sorted(formats))})"
+        )
+    if not run_dirs:
+        raise TfsacError("no run directories to plot")
+    if x not in X_AXES or y not in Y_AXES:
+        raise TfsacError(
+            f"x must be one of {', '.join(X_AXES)} and y one of {', '.join(Y_AXES)}; "
+            f"got x={x!r}, y={y!r}"
+        )
+    real = [os.path.realpath(run_dir) for run_dir in run_dirs]
+    for i, path in enumerate(real):
+        if path in real[:i]:  # its evaluations would count as a second seed
+            first = run_dirs[real.index(path)]
+            raise TfsacError(f"run directories {first!r} and {run_dirs[i]!r} are one folder")
+    for run_dir in run_dirs:
+        if not os.path.isfile(os.path.join(run_dir, "config.json")):
+            raise TfsacError(f"{run_dir!r} is not a tfsac run directory: it has no config.json")
+    return out_path
+
+
+def check_curves(y: str, panels: List, timed: Optional[List[bool]]) -> None:
+    """The plot's rules on what its runs hold, once read: a panel for the --y asked, and on
+    the wall-clock axis (`timed`: per run) a run whose evaluations record their time."""
+    if y != "all" and not panels:
+        raise TfsacError(f"--y={y}: none of the runs has evaluations with a {y}")
+    if timed is not None and not any(timed):
+        raise TfsacError(
+            "--x=wall_clock: no run's evaluations record their wall-clock time (wall_time_s)"
+        )
+
+
+def env_groups(runs: List[Dict], labels) -> List[Tuple[str, List[RunGroup]]]:
+    """(env, its groups) for each env of `runs`, in the order of their first runs: runs of
+    other envs are never averaged, labelled or drawn on one axes together. Refused where
+    the labels do not fit or no run has anything to draw yet."""
+    envs = list(dict.fromkeys(run["env"] for run in runs))
+    if len(envs) == 1:
+        rows = [(envs[0], group_runs(runs, labels))]
+    elif labels and len(labels) != len(runs):
+        raise TfsacError(
+            f"labels: runs of {len(envs)} envs ({', '.join(envs)}) take one label per run "
+            f"({len(runs)}), not one per group"
+        )
+    else:
+        rows = []
+        for env in envs:
+            members = [i for i, run in enumerate(runs) if run["env"] == env]
+            env_labels = [labels[i] for i in members] if labels else None
+            rows.append((env, group_runs([runs[i] for i in members], env_labels)))
+    if not any(run["curves"] for run in runs):  # after the labels' own mistakes
+        raise TfsacError(
+            f"nothing to plot yet: no progress rows and no evaluations in "
+            f"{', '.join(repr(run['dir']) for run in runs)} (a run writes them every "
+            "--log_every and --eval_every steps)"
+        )
+    return rows

@@ -164,15 +164,16 @@ def _quiet_cluster_messages() -> None:
     ray_worker.print_to_stdstream = to_file
 
 
-def free_cpus(wanted: int, wait_s: float = 10.0) -> float:
-    """The Ray cluster's free CPUs, waiting up to `wait_s` for `wanted` of them: the env
-    runners of a run that just ended (in this process: a notebook's earlier run) free
-    theirs a moment after they are killed."""
+def check_free_cpus(wanted: int, wait_s: float = 10.0) -> None:
+    """TfsacError unless the Ray cluster has `wanted` free CPUs, waited for up to `wait_s`:
+    the env runners of a run that just ended (in this process: a notebook's earlier run)
+    free theirs a moment after they are killed."""
     import ray
 
     deadline = time.monotonic() + wait_s
-    while True:
-        free = ray.available_resources().get("CPU", 0.0)
-        if free >= wanted or time.monotonic() > deadline:
-            return free
+    while (free := ray.available_resources().get("CPU", 0.0)) < wanted:
+        if time.monotonic() > deadline:
+            raise TfsacError(
+                f"{wanted} env runners need {wanted} free CPUs in the Ray cluster; it has {free:g}"
+            )
         time.sleep(0.2)

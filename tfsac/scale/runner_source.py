@@ -115,10 +115,11 @@ class RunnerSource:
             self._started_ray = False
 
 
-def check_start(config: SACConfig) -> None:
-    """The env runners' start checks, without TensorFlow or Ray's import."""
+def check_ray(config: SACConfig) -> None:
+    """What env runners need of Ray, checked at the start (TF-free): its install and the
+    cluster at config.ray_address."""
     require_ray("env runners (num_actors > 0)", config.ray_address)
     check_address(config.ray_address)
 
 
-register_env_runners(check_start, RunnerSource)
+register_env_runners(check_ray, RunnerSource)

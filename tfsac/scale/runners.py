@@ -38,17 +38,17 @@ from tfsac.config import SACConfig
 from tfsac.data.collector import Collector, Transitions
 from tfsac.data.envs import EnvFn
 from tfsac.data.spaces import EnvSpec
-from tfsac.errors import TfsacError, first_line
+from tfsac.errors import Fault, TfsacError, first_line
 from tfsac.logs import quiet_library_logs
 from tfsac.scale.numpy_actor import NumpyActor
-from tfsac.scale.ray_cluster import free_cpus
+from tfsac.scale.ray_cluster import check_free_cpus
 
 # Restarts of one runner's process before the run gives up on it.
 MAX_RESTARTS = 5
 
 
-class RunnerEnvError(TfsacError):
-    """A runner's env raised: the run stops with this line."""
+class RunnerEnvError(Fault):
+    """A runner's env raised mid-run: the run stops with this line."""
 
 
 @dataclasses.dataclass
@@ -72,12 +72,11 @@ def runner_seeds(seed: int, runner: int, resumes: int) -> List[int]:
 
 
 class TFPolicy:
-    """The runner policy of an actor without a numpy twin (`tf_reason`): the Keras model and
-    GaussianExploration, compiled (the built-in actors' runners use NumpyActor and never
+    """The runner policy of an actor without a numpy twin (no `numpy_plan`): the Keras model
+    and GaussianExploration, compiled (the built-in actors' runners use NumpyActor and never
     import TensorFlow)."""
 
     def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
-        # Here only: the runners of the built-in actors never import TensorFlow.
         import tensorflow as tf
 
         from tfsac.algorithm.exploration import GaussianExploration
@@ -105,12 +104,6 @@ class TFPolicy:
 
     def sample(self, observation: np.ndarray) -> np.ndarray:
         return self._sample(observation).numpy()
-
-
-def tf_reason(plan: Optional[List[str]]) -> Optional[str]:
-    """Why runners must act with TensorFlow; None where NumpyActor is the actor's twin."""
-    missing = "the actor has no numpy_plan (a custom actor_fn's, network's or call's)"
-    return missing if plan is None else None
 
 
 def runner_policy(
@@ -254,15 +247,12 @@ class RunnerPool:
 
         self.config = config
         self.num_runners = config.num_actors
-        free = free_cpus(self.num_runners)
-        if free < self.num_runners:
-            raise TfsacError(
-                f"{self.num_runners} env runners need {self.num_runners} free CPUs in the Ray "
-                f"cluster; it has {free:g}"
+        check_free_cpus(self.num_runners)
+        if plan is None:
+            logging.info(
+                "env runners act with TensorFlow: the actor has no numpy_plan (a custom "
+                "actor_fn's, network's or call's)"
             )
-        reason = tf_reason(plan)
-        if reason is not None:
-            logging.info("env runners act with TensorFlow: %s", reason)
         remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)
         runner_class = remote(EnvRunner)
         config_dict = config.to_dict()
@@ -283,7 +273,7 @@ class RunnerPool:
 
     # ------------------------------------------------------------------ plumbing
     def _get(self, refs, what: str, runner: Optional[int] = None):
-        """ray.get, with a runner's failure as one TfsacError line."""
+        """ray.get, with a runner's failure as one Fault line."""
         import ray
 
         try:
@@ -291,10 +281,10 @@ class RunnerPool:
         except ray.exceptions.RayTaskError as e:
             cause = getattr(e, "cause", None)
             if isinstance(cause, TfsacError):
-                raise TfsacError(str(cause)) from None
-            raise TfsacError(f"an env runner failed to {what}: {first_line(cause or e)}") from None
+                raise Fault(str(cause)) from None
+            raise Fault(f"an env runner failed to {what}: {first_line(cause or e)}") from None
         except ray.exceptions.RayActorError as e:
-            raise TfsacError(_actor_failure(e, what, runner)) from None
+            raise Fault(_actor_failure(e, what, runner)) from None
 
     def set_weights(self, weights: List[np.ndarray], version: int) -> None:
         import ray

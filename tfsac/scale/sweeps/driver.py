@@ -14,16 +14,15 @@ import signal
 import time
 from typing import Callable, Dict, List, Optional
 
-from tfsac.config import SACConfig
-from tfsac.errors import TfsacError, first_line
-from tfsac.files import read_json, write_atomic
-from tfsac.run.run_lock import LOCK_FILE, RunLock
+from tfsac.errors import Fault, TfsacError, first_line
+from tfsac.files import write_atomic
+from tfsac.run.run_lock import RunLock
 from tfsac.run.signals import StopSignals
 from tfsac.scale.ray_cluster import start_ray
-from tfsac.scale.sweeps.plan import TAG_LENGTH, Plan, config_tag
+from tfsac.scale.sweeps.plan import Plan, check_definition
 from tfsac.scale.sweeps.results import trial_outcome, write_results
 from tfsac.scale.sweeps.state import SWEEP_FILE, SweepState
-from tfsac.scale.sweeps.trial import run_trial
+from tfsac.scale.sweeps.trial import TAG_LENGTH, config_tag, run_trial
 
 SWEEP_DIR = "sweep directory"  # its lock's name in the line that refuses a second driver
 
@@ -171,60 +170,11 @@ def _error_file_line(trial) -> str:
     return f"the trial failed: {line}" if line else "the trial failed"
 
 
-def _listing(path: str) -> List[str]:
-    try:
-        return os.listdir(path)
-    except (FileNotFoundError, NotADirectoryError):  # a new folder; a file: checked before
-        return []
-
-
-def _check_definition(plan: Plan, resume: bool) -> None:
-    path = os.path.join(plan.sweep_dir, SWEEP_FILE)
-    old = read_json(path, None)
-    if old is None:
-        # Not a sweep's folder: a new sweep would write its results among the files there
-        # (and over any of the same names). A start killed before sweep.json leaves run.lock
-        # (and sweep.json's temporary file); hidden files are a file system's or a tool's.
-        leftovers = {LOCK_FILE, SWEEP_FILE + ".tmp"}
-        others = sorted(n for n in _listing(plan.sweep_dir) if n not in leftovers and n[0] != ".")
-        if others:
-            raise TfsacError(
-                f"--sweep_dir {plan.sweep_dir} holds files but no sweep ({SWEEP_FILE} is "
-                f"missing; it holds {', '.join(others[:3])}{' ...' if len(others) > 3 else ''}): "
-                "name a new or empty folder"
-            )
-        if resume:  # the docs' loops resume each time: a mistyped folder starts afresh, said
-            print(f"no sweep to resume in {plan.sweep_dir}: starting it", flush=True)
-        return
-    new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
-    if "base" in old and "base" in new:
-        # A sweep started by an earlier tfsac lacks the config fields added since, which
-        # held their defaults then.
-        defaults = json.loads(json.dumps(SACConfig().to_dict()))
-        added = {k: defaults[k] for k in new["base"] if k not in old["base"] and k in defaults}
-        old["base"] = {**added, **old["base"]}
-    if not resume:
-        raise TfsacError(
-            f"{plan.sweep_dir} already holds a sweep; continue it with --resume or choose "
-            "another --sweep_dir"
-        )
-    if old != new:
-        keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
-        if "base" in keys:
-            a, b = old.get("base", {}), new["base"]
-            fields = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
-            keys = [f"base config ({', '.join(fields)})" if k == "base" else k for k in keys]
-        raise TfsacError(
-            f"--resume with other settings than the sweep in {plan.sweep_dir} "
-            f"(different: {', '.join(keys)})"
-        )
-
-
 def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = False) -> Dict:
     """Runs the plan's trials that are not done yet on Ray Tune, then writes the results.
     Returns {"trials": {name: entry}, "files": [...], "unfinished": [name, ...], "signal":
     the SIGINT/SIGTERM that stopped it, or None}."""
-    _check_definition(plan, resume)
+    check_definition(plan, resume)
     lock = RunLock(plan.sweep_dir, SWEEP_DIR)
     lock.hold()  # an existing folder's before Ray: a second driver is one line at once
     try:
@@ -374,4 +324,4 @@ def _fit(
     except TfsacError:
         raise
     except Exception as e:  # noqa: BLE001 - Tune's own errors, as one line
-        raise TfsacError(f"the sweep stopped: {first_line(e)}") from None
+        raise Fault(f"the sweep stopped: {first_line(e)}") from None

@@ -1,20 +1,18 @@
-"""A sweep's plan, from the sweep flags: the --grid and --space values parsed and checked
-through the training flags' own parsers, every grid trial's config (or the search space,
-checked at its ends) validated before anything runs.
-
-Needs neither Ray nor TensorFlow.
+"""The check of the sweep a user asks, and its plan: the sweep flags, the --grid and
+--space entries (values read by the training flags' own parsers), every grid trial's config
+(or the search space, checked at its ends and inside), the envs, the sweep folder and what
+a --resume finds there, all checked before anything runs. Needs neither Ray nor TensorFlow.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import itertools
 import json
+import math
 import os
-import re
-from typing import Dict, FrozenSet, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
@@ -24,9 +22,12 @@ from tfsac.config.sac_config import KEYWORD_OPTIONS
 from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
-from tfsac.files import check_outside_exports, check_plain_name, check_writable
+from tfsac.files import check_outside_exports, check_writable, read_json
+from tfsac.run.run_lock import LOCK_FILE
 from tfsac.run.warm_start import check_source
-from tfsac.scale.sweeps.search_space import Dimension, parse_grid, parse_space
+from tfsac.scale.sweeps.search_space import Dimension, split_values
+from tfsac.scale.sweeps.state import SWEEP_FILE
+from tfsac.scale.sweeps.trial import TrialFactory, config_tag
 
 SEARCH_METHODS = ("optuna",)
 OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}
@@ -39,7 +40,6 @@ RESERVED_FLAGS = {
     "progress_bar": "trials run without a progress bar",
     "ray_address": "give the cluster of the whole sweep with --ray_address",
 }
-TAG_LENGTH = 100
 
 
 # ---------------------------------------------------------------------- configs, trials
@@ -114,62 +114,6 @@ def resolved_trial_config(config: SACConfig, overrides: Dict[str, str]) -> SACCo
     except TfsacError as e:
         where = " ".join(f"--{k}={v}" for k, v in overrides.items() if k not in RESERVED_FLAGS)
         raise TfsacError(f"{where}: {e}" if where else str(e)) from None
-
-
-def config_tag(overrides: Dict[str, str]) -> str:
-    """A folder name for a config: 'learning_rate=0.001_batch_size=512' ('base' for none)."""
-    if not overrides:
-        return "base"
-    text = "_".join(f"{k}={v}" for k, v in overrides.items())
-    tag = re.sub(r"[^A-Za-z0-9._=+-]+", "-", text).strip("-").replace("=-", "=")
-    if len(tag) > TAG_LENGTH:
-        digest = hashlib.sha1(text.encode()).hexdigest()[:8]
-        tag = f"{tag[: TAG_LENGTH - 9]}-{digest}"
-    return tag
-
-
-@dataclasses.dataclass
-class TrialFactory:
-    """Trial specs (a JSON-able dict that Tune passes to `run_trial`): name, run directory,
-    the validated config, the sampled values."""
-
-    configs: ConfigSource
-    sweep_dir: str
-    threads: int
-
-    def __call__(self, tag: str, overrides: Dict[str, str], seed: int, **extra) -> Dict:
-        # The trial's folders are <sweep_dir>/<tag>/seed<n>: never outside the sweep's.
-        run_dir = os.path.join(
-            self.sweep_dir, check_plain_name("a sweep run name", tag), f"seed{seed}"
-        )
-        per_trial = {
-            "seed": str(seed),
-            "run_dir": run_dir,
-            "export_dir": os.path.join(run_dir, "saved_models"),
-            "progress_bar": "false",
-        }
-        config = _paths_from_here(self.configs({**overrides, **per_trial}))
-        return {
-            "name": f"{tag}/seed{seed}",
-            "tag": tag,
-            "seed": seed,
-            "overrides": dict(overrides),
-            "run_dir": run_dir,
-            "threads": self.threads,
-            "config": config.to_dict(),
-            **extra,
-        }
-
-
-def _paths_from_here(config: SACConfig) -> SACConfig:
-    """The config with the paths it reads made absolute: trials run in Tune's trial
-    folders, where a relative path names another place (a Minari dataset id stays)."""
-    paths = {}
-    if config.init_from:
-        paths["init_from"] = os.path.abspath(config.init_from)
-    if config.offline_data and os.path.exists(config.offline_data):
-        paths["offline_data"] = os.path.abspath(config.offline_data)
-    return dataclasses.replace(config, **paths) if paths else config
 
 
 @dataclasses.dataclass
@@ -304,7 +248,7 @@ def _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stop
 
 def _plan_search(plan: Plan, configs: ConfigSource, space: List[str], base: Dict) -> None:
     """The search space, each range checked at its ends and one point inside."""
-    plan.space = parse_space(space, configs)
+    plan.space = _parse_space(space, configs)
     for dim in plan.space.values():
         for value in dim.probes():
             plan.factory("check", {dim.name: value}, plan.seed)
@@ -319,7 +263,7 @@ def _plan_search(plan: Plan, configs: ConfigSource, space: List[str], base: Dict
 
 def _plan_grid(plan: Plan, configs: ConfigSource, grid: List[str], seeds, base: Dict) -> None:
     """Every combination of the grid's values times every seed, as trials."""
-    values = parse_grid(grid, configs)
+    values = _parse_grid(grid, configs)
     seen: Dict[str, str] = {}
     for combo in itertools.product(*values.values()):
         overrides = dict(zip(values, combo, strict=True))
@@ -336,3 +280,117 @@ def _plan_grid(plan: Plan, configs: ConfigSource, grid: List[str], seeds, base: 
             seen[key] = spec["name"]
             plan.trials.append(spec)
     plan.definition = {"method": "grid", "base": base, "grid": values, "seeds": seeds}
+
+
+def _named(entries: Iterable[str], configs: ConfigSource, where: str, form: str) -> Iterator:
+    """(name, text) of each '<name>=<text>' entry of `where` (--grid, --space), its name
+    checked once; `form` says the entry's form."""
+    seen = set()
+    for entry in entries:
+        name, sep, text = entry.partition("=")
+        name = name.strip()
+        if not sep or not name or (where == "--space" and not text.partition(":")[0].strip()):
+            raise TfsacError(f"{where}={entry}: expected {form}")
+        configs.check_name(name, where)
+        if name in seen:
+            raise TfsacError(f"{where}: {name} is given twice")
+        seen.add(name)
+        yield name, text
+
+
+def _parse_grid(entries: Iterable[str], configs: ConfigSource) -> Dict[str, List[str]]:
+    """--grid entries 'flag=v1,v2,...' -> {flag: [v1, v2, ...]}, in the order given."""
+    grid: Dict[str, List[str]] = {}
+    for name, text in _named(entries, configs, "--grid", "<training flag>=<value>,<value>,..."):
+        values = split_values(text)
+        if not text.strip():
+            raise TfsacError(f"--grid {name}: no values (e.g. --grid={name}=<value>,<value>)")
+        if not all(values):
+            raise TfsacError(f"--grid {name}: an empty value in {text!r}")
+        if len(set(values)) < len(values):
+            raise TfsacError(f"--grid {name}: a value is given twice in {text!r}")
+        grid[name] = values
+    return grid
+
+
+def _parse_space(entries: Iterable[str], configs: ConfigSource) -> Dict[str, Dimension]:
+    """--space entries 'flag=kind:low:high' or 'flag=choice:v1,v2,...' -> Dimensions."""
+    form = (
+        f"<training flag>=<{'|'.join(Dimension.KINDS[:4])}>:<low>:<high> or "
+        "<training flag>=choice:<value>,<value>,..."
+    )
+    space: Dict[str, Dimension] = {}
+    for name, text in _named(entries, configs, "--space", form):
+        kind, _, rest = text.partition(":")
+        kind = kind.strip()
+        if kind not in Dimension.KINDS:
+            raise TfsacError(
+                f"--space {name}: unknown distribution {kind!r} "
+                f"(known: {', '.join(Dimension.KINDS)})"
+            )
+        if kind == "choice":
+            choices = split_values(rest)
+            if not all(choices) or len(set(choices)) < len(choices):
+                raise TfsacError(f"--space {name}: choice needs distinct, non-empty values")
+            space[name] = Dimension(name, kind, choices=tuple(choices))
+            continue
+        try:
+            low, high = (float(b) for b in rest.split(":"))
+        except ValueError:
+            raise TfsacError(
+                f"--space {name}: {kind} needs <low>:<high> numbers, got {rest!r}"
+            ) from None
+        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+            raise TfsacError(f"--space {name}: need finite bounds with low < high, got {rest!r}")
+        if kind.startswith("log") and low <= 0:
+            raise TfsacError(f"--space {name}: {kind} needs a positive low bound, got {rest!r}")
+        if kind in ("int", "logint") and not (low.is_integer() and high.is_integer()):
+            raise TfsacError(f"--space {name}: {kind} needs integer bounds, got {rest!r}")
+        space[name] = Dimension(name, kind, low, high)
+    return space
+
+
+# ---------------------------------------------------------------------- the sweep folder
+def check_definition(plan: Plan, resume: bool) -> None:
+    """TfsacError unless the sweep folder is new, empty, or holds this sweep to --resume."""
+    path = os.path.join(plan.sweep_dir, SWEEP_FILE)
+    old = read_json(path, None)
+    if old is None:
+        # Not a sweep's folder: a new sweep would write its results among the files there.
+        # A start killed before sweep.json leaves run.lock (and sweep.json's temporary
+        # file); hidden files are a file system's or a tool's.
+        leftovers = {LOCK_FILE, SWEEP_FILE + ".tmp"}
+        # A new folder holds nothing (a file in its place is refused before, by plan_sweep).
+        names = os.listdir(plan.sweep_dir) if os.path.isdir(plan.sweep_dir) else []
+        others = sorted(n for n in names if n not in leftovers and n[0] != ".")
+        if others:
+            raise TfsacError(
+                f"--sweep_dir {plan.sweep_dir} holds files but no sweep ({SWEEP_FILE} is "
+                f"missing; it holds {', '.join(others[:3])}{' ...' if len(others) > 3 else ''}): "
+                "name a new or empty folder"
+            )
+        if resume:  # the docs' loops resume each time: a mistyped folder starts afresh, said
+            print(f"no sweep to resume in {plan.sweep_dir}: starting it", flush=True)
+        return
+    new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
+    if "base" in old and "base" in new:
+        # A sweep started by an earlier tfsac lacks the config fields added since, which
+        # held their defaults then.
+        defaults = json.loads(json.dumps(SACConfig().to_dict()))
+        added = {k: defaults[k] for k in new["base"] if k not in old["base"] and k in defaults}
+        old["base"] = {**added, **old["base"]}
+    if not resume:
+        raise TfsacError(
+            f"{plan.sweep_dir} already holds a sweep; continue it with --resume or choose "
+            "another --sweep_dir"
+        )
+    if old != new:
+        keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+        if "base" in keys:
+            a, b = old.get("base", {}), new["base"]
+            fields = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
+            keys = [f"base config ({', '.join(fields)})" if k == "base" else k for k in keys]
+        raise TfsacError(
+            f"--resume with other settings than the sweep in {plan.sweep_dir} "
+            f"(different: {', '.join(keys)})"
+        )

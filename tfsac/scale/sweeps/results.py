@@ -8,6 +8,7 @@ import csv
 import io
 import math
 import os
+import statistics
 from typing import Dict, Iterable, List, Optional
 
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, new_file, read_json, write_atomic
@@ -72,7 +73,7 @@ def summarize(trials: Dict[str, Dict]) -> List[Dict]:
                 "status": _status(o for o, _ in outcomes),
                 "return_mean": sum(returns) / len(returns) if returns else None,
                 # One seed has no spread to report.
-                "return_std": _std(returns) if len(returns) > 1 else None,
+                "return_std": statistics.pstdev(returns) if len(returns) > 1 else None,
                 "success_rate": sum(rates) / len(rates) if rates else None,
                 "env_steps": _mean_steps([o["steps"] for o, _ in done]),
                 "wall_time_s": sum(walls) / len(walls) if walls else None,
@@ -95,11 +96,6 @@ def _status(outcomes: Iterable[Dict]) -> str:
             part += f" (at {', '.join(str(s) for s in steps)} env steps)"
         parts.append(part)
     return ", ".join(parts)
-
-
-def _std(values: List[float]) -> float:
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
 COMPARISON_FILE = "comparison.png"  # every config's curves in one figure

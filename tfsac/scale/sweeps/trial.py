@@ -1,22 +1,85 @@
-"""The function each sweep trial runs in its Ray worker process: one ordinary tfsac run,
-reporting its evaluations to Tune. TensorFlow and Ray are imported only when it runs."""
+"""A sweep trial: its spec, made on the driver (`TrialFactory`), and the function it runs
+in its Ray worker process (`run_trial`), one ordinary tfsac run reporting its evaluations
+to Tune. TensorFlow and Ray are imported only when it runs."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import logging
+import logging.handlers
 import math
 import os
+import re
 import socket
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
+from tfsac.algorithm.resolve import mark_resolved
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
-from tfsac.files import read_json, write_atomic
+from tfsac.files import check_plain_name, read_json, write_atomic
 from tfsac.logs import OwnInfoOnly
-from tfsac.run.run_lock import check_run_dir_free
 from tfsac.scale.sweeps.state import TRIAL_FILE
+
+TAG_LENGTH = 100
+
+
+def config_tag(overrides: Dict[str, str]) -> str:
+    """A folder name for a config: 'learning_rate=0.001_batch_size=512' ('base' for none)."""
+    if not overrides:
+        return "base"
+    text = "_".join(f"{k}={v}" for k, v in overrides.items())
+    tag = re.sub(r"[^A-Za-z0-9._=+-]+", "-", text).strip("-").replace("=-", "=")
+    if len(tag) > TAG_LENGTH:
+        digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+        tag = f"{tag[: TAG_LENGTH - 9]}-{digest}"
+    return tag
+
+
+@dataclasses.dataclass
+class TrialFactory:
+    """Trial specs (a JSON-able dict that Tune passes to `run_trial`): name, run directory,
+    the resolved config, the sampled values. `configs` is the plan's ConfigSource."""
+
+    configs: Callable[[Dict[str, str]], SACConfig]
+    sweep_dir: str
+    threads: int
+
+    def __call__(self, tag: str, overrides: Dict[str, str], seed: int, **extra) -> Dict:
+        # The trial's folders are <sweep_dir>/<tag>/seed<n>: never outside the sweep's.
+        run_dir = os.path.join(
+            self.sweep_dir, check_plain_name("a sweep run name", tag), f"seed{seed}"
+        )
+        per_trial = {
+            "seed": str(seed),
+            "run_dir": run_dir,
+            "export_dir": os.path.join(run_dir, "saved_models"),
+            "progress_bar": "false",
+        }
+        config = _paths_from_here(self.configs({**overrides, **per_trial}))
+        return {
+            "name": f"{tag}/seed{seed}",
+            "tag": tag,
+            "seed": seed,
+            "overrides": dict(overrides),
+            "run_dir": run_dir,
+            "threads": self.threads,
+            "config": config.to_dict(),
+            **extra,
+        }
+
+
+def _paths_from_here(config: SACConfig) -> SACConfig:
+    """The config with the paths it reads made absolute: trials run in Tune's trial
+    folders, where a relative path names another place (a Minari dataset id stays)."""
+    paths = {}
+    if config.init_from:
+        paths["init_from"] = os.path.abspath(config.init_from)
+    if config.offline_data and os.path.exists(config.offline_data):
+        paths["offline_data"] = os.path.abspath(config.offline_data)
+    return dataclasses.replace(config, **paths) if paths else config
 
 
 def _thread_names() -> Dict[str, int]:
@@ -87,34 +150,55 @@ class TrialRecord:
         self.save()
 
 
-def _set_up_worker(threads: int, run_dir: str) -> None:
-    """TF's thread pools (before its first op in this worker process, which fixes their
-    sizes), and the run's train.log with tfsac's own lines."""
+def _set_threads(threads: int) -> None:
+    """TF's thread pools, before its first op in this worker process (which fixes them)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # in the trial's worker only
-    from absl import logging as absl_logging
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
+
+
+def _log_to_file(run_dir: str, early: logging.handlers.MemoryHandler) -> None:
+    """The run's train.log with tfsac's own lines, beginning with those `early` held."""
+    from absl import logging as absl_logging
+
     os.makedirs(run_dir, exist_ok=True)
     handler = logging.FileHandler(os.path.join(run_dir, "train.log"))
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     handler.addFilter(OwnInfoOnly())  # TF's and other libraries' INFO chatter stays out
-    absl_logging.get_absl_logger().addHandler(handler)
-    absl_logging.set_verbosity(absl_logging.INFO)
+    logger = absl_logging.get_absl_logger()
+    logger.removeHandler(early)
+    early.setTarget(handler)
+    early.close()  # flushes into train.log
+    logger.addHandler(handler)
 
 
 def run_trial(tune_config: Dict) -> None:
     """The Tune trainable: one tfsac run, resumed from its own checkpoint when there is one
     (a retry), reporting each evaluation to Tune (which may stop it there)."""
     spec = tune_config["trial"]
-    config = SACConfig.from_dict(spec["config"])
-    check_run_dir_free(config.run_dir)  # before its log and record: another run's files
-    _set_up_worker(spec["threads"], config.run_dir)
+    # Resolved and checked on the driver (plan.resolved_trial_config): not again here.
+    config = mark_resolved(SACConfig.from_dict(spec["config"]))
+    _set_threads(spec["threads"])
+    from absl import logging as absl_logging
     from ray import tune
 
+    from tfsac.run.preflight import check_run
     from tfsac.run.trainer import train  # TensorFlow: in the trial's worker only
 
+    # The start's check, before the trial writes its log and record (another run may train
+    # in the folder), its lines held for train.log; a retry would fail it the same way.
+    early = logging.handlers.MemoryHandler(10_000, flushLevel=logging.CRITICAL + 1)
+    absl_logging.get_absl_logger().addHandler(early)
+    absl_logging.set_verbosity(absl_logging.INFO)
+    failed = {"eval_return": math.nan, "best_eval_return": math.nan, "env_steps": 0}
+    try:
+        checked = check_run(config, resume=True)
+    except TfsacError as e:
+        tune.report({**failed, "error": first_line(e)})
+        return
+    _log_to_file(config.run_dir, early)
     record = TrialRecord(config.run_dir, spec["name"])
 
     def on_evaluation(evaluation: Dict) -> None:
@@ -122,11 +206,10 @@ def run_trial(tune_config: Dict) -> None:
             tune.report(_metrics(record.evaluated(evaluation), finished=False))
 
     try:
-        result = train(config, resume=True, on_evaluation=on_evaluation)
+        result = train(checked, on_evaluation=on_evaluation)
     except TfsacError as e:
         # A bad env, NaN losses, an unwritable disk: a retry would fail the same way.
         record.failed(first_line(e))
-        failed = {"eval_return": math.nan, "best_eval_return": math.nan, "env_steps": 0}
         tune.report({**failed, "error": record.data["error"]})
         return
     summary = result.summary

@@ -138,6 +138,7 @@ def test_resume_restores_everything_exactly(tmp_path, options):
     np.testing.assert_array_equal(resumed.buffer.observation[:200], full.buffer.observation[:200])
 
 
+@pytest.mark.slow
 def test_progress_rows_before_a_resumed_sessions_first_update_repeat_the_last_ones(tmp_path):
     """A tester's: the rows between two update calls repeat the last call's metrics; a
     resumed session's were empty until its first call."""
@@ -189,6 +190,7 @@ def test_a_resume_takes_the_settings_of_the_run_not_an_edited_config_json(tmp_pa
     assert "broken" not in os.listdir(tmp_path / "run" / "checkpoints")  # nothing set aside
 
 
+@pytest.mark.slow
 def test_damaged_logs_of_a_run_are_one_line_or_their_cut_rows_dropped(
     tmp_path, two_checkpoints, caplog
 ):
@@ -612,6 +614,7 @@ def test_a_checkpoint_refuses_a_nonfinite_critic(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_inf_loss_stops_with_step_and_quantity(tmp_path):
     trainer = Trainer(
         _config(tmp_path / "run", env_id="tfsac-test/HugeReward-v0", learning_starts=110),

@@ -68,7 +68,7 @@ VARIANTS = {
     "name",
     [
         pytest.param(n, marks=pytest.mark.slow)
-        if n in ("gsde", "droq", "custom", "mlp_normalized", "flashsac")
+        if n in ("gsde", "droq", "custom", "mlp_normalized", "crossq_simba", "flashsac")
         else n
         for n in sorted(VARIANTS)
     ],

@@ -22,6 +22,7 @@ SHORT = [
 ]
 
 
+@pytest.mark.slow
 def test_the_script_and_its_resume_construct_each_env_once(tmp_path, counting_env):
     args = [*SHORT, "--run_dir=run", "--export=false"]
     done = run_script("train", args, cwd=tmp_path)  # finds countenv in its folder

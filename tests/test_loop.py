@@ -180,6 +180,7 @@ def test_an_env_error_is_raised_as_itself(tmp_path):
         train(cfg, export=False)
 
 
+@pytest.mark.slow
 def test_guide_env_factory_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # it writes runs/ under the current directory
     namespace = {}
@@ -438,6 +439,7 @@ def _renamed_factory():
     return _scaled_rewards()
 
 
+@pytest.mark.slow
 def test_an_env_fn_run_records_its_factory_and_resumes_only_with_it(tmp_path, caplog):
     """A tester's: a run trained through an env_fn of reward and time-limit wrappers (named
     by the plain id) resumed from the command line on the plain env's evaluations, and

@@ -106,6 +106,7 @@ def test_a_new_variant_trains_checkpoints_resumes_and_exports_every_format(tmp_p
         train(_config(tmp_path, algorithm="sac", total_steps=400), resume=True, quiet=True)
 
 
+@pytest.mark.slow
 def test_a_new_variant_acts_through_env_runners(tmp_path, ray_address):
     config = _config(
         tmp_path, num_actors=2, chunk_steps=32, total_steps=320, learning_starts=64, export=False

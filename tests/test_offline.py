@@ -237,6 +237,7 @@ def _weights(trainer):
     return [v.numpy() for v in trainer.learner.sac.trainable_state()]
 
 
+@pytest.mark.slow
 def test_checkpoints_reference_the_recorded_rows_and_a_resume_restores_exactly(tmp_path, dataset):
     full = Trainer(_config(tmp_path, "full", dataset), export=False)
     full.run()
@@ -385,7 +386,14 @@ def test_the_docs_behaviour_cloning_variant_trains_offline_and_reports(
         sys.modules.pop("offline_algos", None)
 
 
-@pytest.mark.parametrize("ratio, folded", [(0.5, 60), ("size", 60), (0.0, 0)])
+@pytest.mark.parametrize(
+    "ratio, folded",
+    [
+        (0.5, 60),
+        pytest.param("size", 60, marks=pytest.mark.slow),
+        pytest.param(0.0, 0, marks=pytest.mark.slow),
+    ],
+)
 def test_the_observation_normaliser_counts_the_recorded_rows_it_samples(
     tmp_path, dataset, ratio, folded
 ):
@@ -458,6 +466,7 @@ def test_random_subset_takes_distinct_critics_the_same_for_the_whole_batch():
     assert mean_loss.numpy() == -3.0
 
 
+@pytest.mark.slow
 def test_an_rlpd_preset_without_data_says_that_it_learns_online_only(tmp_path):
     """The presets set offline_ratio; without --offline_data they would be slow online SAC,
     silently. A start refused for another reason says that reason alone."""

@@ -118,6 +118,7 @@ def test_in_one_process_a_trainer_is_refused_while_another_trains_there_not_befo
     assert _another_process_can_take(config.run_dir)
 
 
+@pytest.mark.slow
 def test_a_built_trainer_is_refused_once_another_trained_the_run_since(tmp_path):
     """A built Trainer holds the state it restored: run after another Trainer (or process)
     trained the run, it would have trained again from that state over the newer
@@ -139,6 +140,7 @@ def test_a_built_trainer_is_refused_once_another_trained_the_run_since(tmp_path)
     assert current.run().summary["env_steps"] == 80  # its own run: the finished one
 
 
+@pytest.mark.slow
 def test_a_built_trainer_drops_what_another_run_wrote_since_without_a_checkpoint(tmp_path):
     """A reviewer's: a run between the build and run() that stopped before any checkpoint
     left its rows and scalars, and run() wrote the same steps again."""

@@ -520,6 +520,7 @@ def test_results_of_a_half_done_sweep_count_only_done_trials(tmp_path):
     assert "| base | 0 1 2 3 | -150.0 ± 50.0 | 0.90 | 150 | 40 | 1 finished" in table
 
 
+@pytest.mark.slow
 def test_trials_import_an_algorithm_of_the_users_module_from_the_drivers_folder(
     tmp_path, ray_address
 ):
@@ -579,6 +580,7 @@ def test_a_sweep_varies_the_keys_of_a_json_option_one_by_one():
     assert json.loads(keyed["algorithm_kwargs"]) == {"a": 3, "b": [1, 2]}
 
 
+@pytest.mark.slow
 def test_a_sweep_trial_constructs_each_env_once(tmp_path, counting_env, ray_address):
     """Its training copy and evaluation env (conftest's counting_env), in the trial's
     worker, which finds countenv in the driver's folder (Ray puts it on its path); the

@@ -89,6 +89,7 @@ def test_the_scripts_train_and_evaluate_an_algorithm_and_networks_of_the_users(t
     assert "return" in done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_a_run_of_the_users_modules_resumes_and_loads_where_they_were_not_imported(
     tmp_path, user_modules
 ):

@@ -23,6 +23,7 @@ def _same(a, b):
     return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
+@pytest.mark.slow
 def test_an_offline_only_run_is_fine_tuned_online_from_its_learned_state(tmp_path, dataset):  # noqa: F811
     offline = _config(
         tmp_path, "offline", dataset, total_steps=0, offline_updates=30, network="simba"

@@ -18,9 +18,13 @@ from tfsac.algorithm.layers import (
     call_sequential,
     check_no_members,
 )
-from tfsac.algorithm.network_checks import check_members, check_models, check_outputs
+from tfsac.algorithm.network_checks import (
+    check_custom_actor,
+    check_members,
+    check_models,
+    check_outputs,
+)
 from tfsac.algorithm.variants import variant_of
-from tfsac.errors import TfsacError
 
 
 def _kernel_init(batch_norm: Optional[Dict]) -> str:
@@ -246,8 +250,6 @@ def build_actor(
     (see build_networks for the contract), or the config's architecture's (reading
     `normalizer`, or a new one where the architecture normalises observations)."""
     if config.use_sde:
-        if actor_fn is not None:
-            raise TfsacError("use_sde needs the built-in actor (a custom actor_fn was given)")
         return GSDEActor(action_dim, config.hidden_sizes, config.log_std_init, name="actor")
     if actor_fn is not None:
         return actor_fn(obs_dim, action_dim)
@@ -276,17 +278,8 @@ def build_networks(
     and with `target_subset` also takes `members=` (indices) for those critics' values only.
     """
     architecture, variant = architecture_of(config), variant_of(config)
-    if actor_fn is not None and architecture is not MLP:
-        raise TfsacError(
-            f"network {config.network} builds its own actor and critics: leave network at "
-            "mlp with a custom actor_fn"
-        )
     normalizer = normalizer or architecture.normalizer(config)
-    if actor_fn is not None and normalizer is not None:
-        raise TfsacError(
-            "normalize_observations needs the built-in actor (a custom actor_fn was given): "
-            "put the normaliser into your model or leave the option off"
-        )
+    check_custom_actor(config, actor_fn, architecture is MLP, normalizer is not None)
     actor = build_actor(obs_dim, action_dim, config, actor_fn, normalizer)
     outputs, batch_norm = variant.critic_outputs(config), variant.batch_norm(config)
     if critic_fn is None:

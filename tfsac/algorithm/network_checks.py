@@ -1,13 +1,13 @@
 """The contracts that the code and arrays a user hands to the algorithm must keep, each
 refused in one line: custom models (actor_fn, critic_fn), checked when the learner is made,
-before any env step (docs/guide/custom-env-and-networks.md); a variant's optimizers, losses
-and metrics, checked when the learner is made and when its update is traced; the sizes,
-observations and batches given to SAC and SACLearner in Python."""
+before any env step (docs/guide/custom-env-and-networks.md); a variant's optimizers, losses,
+metrics and checkpoint objects, checked when the learner is made, its update traced and a
+checkpoint saved; the sizes, observations and batches given to SAC and SACLearner."""
 
 from __future__ import annotations
 
 import numbers
-from typing import Dict
+from typing import Dict, List
 
 import keras
 import numpy as np
@@ -233,3 +233,37 @@ def packed_batches(batches, gamma: float, width: int) -> np.ndarray:
             f"[steps, batch, ...]), got shape {batches.shape}"
         )
     return batches
+
+
+def check_saved(learner, what: str) -> None:
+    """Every variable the update writes in a checkpoint object (a variant's network left out
+    of its checkpoint_objects would start afresh on a resume)."""
+    unsaved = unsaved_variables(learner)
+    if unsaved:
+        raise TfsacError(
+            f"{what}: no checkpoint object holds {', '.join(unsaved[:3])}"
+            f"{' ...' if len(unsaved) > 3 else ''} (variables the update writes): list "
+            "the variant's networks and optimizers in its checkpoint_objects"
+        )
+
+
+def unsaved_variables(learner) -> List[str]:
+    """The paths of variables an update writes that no checkpoint object of `learner` holds
+    (a variant's network or optimizer left out of its checkpoint_objects): a resume would
+    start them afresh."""
+    # What a checkpoint of these objects saves: its own graph of them (lists, dicts,
+    # Keras variables inside a tf.Module, which its `variables` leaves out).
+    objects = learner.checkpoint_objects()
+    root = tf.train.Checkpoint(**objects)  # the view holds it weakly
+    found = tf.train.TrackableView(root).descendants()
+    held = {id(v) for v in found if isinstance(v, (tf.Variable, keras.Variable))}
+    # And a model's own variables: its dropout layers' seed states, which the graph
+    # leaves out (DroQ's), are the model's too.
+    held |= {id(v) for obj in objects.values() for v in getattr(obj, "variables", ())}
+    # The optimizers' moments and step counts too: a variant's optimizer left out
+    # resumed from fresh moments, its run no longer the uninterrupted one.
+    written = [
+        *learner.sac.trainable_state(),
+        *(v for o in learner.sac.optimizers().values() for v in o.variables),
+    ]
+    return [getattr(v, "path", v.name) for v in written if id(v) not in held]

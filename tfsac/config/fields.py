@@ -155,3 +155,12 @@ def check_field_types(config) -> None:
 @functools.cache
 def _hints(cls) -> dict:
     return typing.get_type_hints(cls)
+
+
+# The arguments of the callbacks a user makes (SaveBestPolicy, StopTraining*), checked as
+# they are made: at the run's first use, its files would already be written.
+def refuse_unless(check: Check, name: str, value) -> None:
+    """TfsacError '<name> must be <check.must>, got ...' where `check` does not take `value`."""
+    error = check.error(name, value)
+    if error:
+        raise TfsacError(error)

@@ -12,7 +12,6 @@ from typing import Dict, Optional
 import gymnasium as gym
 import numpy as np
 
-from tfsac.data.envs import env_spec, make_env
 from tfsac.data.spaces import space_from_json
 from tfsac.errors import TfsacError, first_line
 
@@ -71,6 +70,8 @@ def check_env_api(env: gym.Env, name: str) -> None:
 def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
     """TfsacError where `env_id`'s observations or action bounds are not those of the
     policy that `info` (a policy's metadata) describes (scripts/evaluate.py's --env)."""
+    from tfsac.data.envs import env_spec, make_env  # envs.py imports this module
+
     if "observation_dim" not in info:  # nothing to compare with
         return
     env = make_env(env_id, env_kwargs=env_kwargs)

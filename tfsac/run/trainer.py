@@ -5,7 +5,6 @@ SavedModel export around them."""
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 import os
 from typing import Callable, Dict, Optional, Sequence
@@ -18,14 +17,13 @@ from tfsac.data.envs import EnvFn
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.spaces import EnvSpec
 from tfsac.deploy.export import export_trained_policy
-from tfsac.errors import TfsacError
 from tfsac.files import SUMMARY_FILE, write_json
 from tfsac.logs import lines_above, progress_bar, progress_lines
 from tfsac.run.builder import ENVS_FILE, STOP_OPTIONS, build_run
 from tfsac.run.callbacks import Callback, IntervalTrigger, crossed
 from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import log_summary, run_summary
-from tfsac.run.preflight import CheckedRun
+from tfsac.run.preflight import CheckedRun, check_options
 from tfsac.run.signals import Interrupted, StopSignals
 from tfsac.run.updates import NonFiniteError
 
@@ -363,12 +361,6 @@ def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> 
             good checkpoint stays the latest).
         Interrupted: SIGINT or SIGTERM, after the checkpoint is saved.
     """
-    allowed = inspect.signature(Trainer).parameters
-    for name in options:
-        if name not in allowed:
-            near = difflib.get_close_matches(name, allowed, n=1)
-            raise TfsacError(
-                f"train() has no option {name!r}" + (f"; did you mean {near[0]!r}?" if near else "")
-            )
+    check_options(options, inspect.signature(Trainer).parameters)
     with progress_lines(enabled=not quiet):
         return Trainer(config, **options).run()

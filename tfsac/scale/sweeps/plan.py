@@ -26,7 +26,7 @@ from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
 from tfsac.files import check_outside_exports, check_writable
 from tfsac.paths import check_plain_name
-from tfsac.run.warm_start import check_source
+from tfsac.run.preflight import check_source
 from tfsac.scale.sweeps.search_space import Dimension, parse_grid, parse_space
 
 SEARCH_METHODS = ("optuna",)

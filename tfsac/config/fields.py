@@ -164,3 +164,12 @@ def refuse_unless(check: Check, name: str, value) -> None:
     error = check.error(name, value)
     if error:
         raise TfsacError(error)
+
+
+def checked_number(name: str, value) -> float:
+    """`value` as a float: a real number (not a bool), not NaN."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TfsacError(f"{name} must be a number, got {value!r:.60} ({type(value).__name__})")
+    if math.isnan(value):
+        raise TfsacError(f"{name} is NaN")
+    return float(value)

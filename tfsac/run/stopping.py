@@ -8,15 +8,10 @@ import math
 import numbers
 from typing import Dict, List, Optional
 
-from tfsac.config.fields import Check, refuse_unless
+from tfsac.config.fields import Check, checked_number, refuse_unless
 from tfsac.run.best_policy import SaveBestPolicy
 from tfsac.run.callbacks import Callback
 
-NUMBER = Check(
-    lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and not math.isnan(v),
-    "a number",
-    "{0!r:.60} ({0.__class__.__name__})",
-)
 COUNT = Check(
     lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0,
     "a whole number >= 0",
@@ -36,8 +31,8 @@ class StopTrainingOnRewardThreshold(Callback):
 
     def __init__(self, reward_threshold: float, verbose: int = 0):
         # A text or a NaN would otherwise fail or never stop mid-run.
-        refuse_unless(NUMBER, "StopTrainingOnRewardThreshold: reward_threshold", reward_threshold)
-        self.reward_threshold = float(reward_threshold)
+        name = "StopTrainingOnRewardThreshold: reward_threshold"
+        self.reward_threshold = checked_number(name, reward_threshold)
         self.asked_by = type(self).__name__  # the config's option, where it made this
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:

@@ -1,12 +1,10 @@
 """The compiled learner: `SAC`'s gradient step in XLA, several per call, plus acting.
 
-What this adds around the algorithm (tfsac.algorithm.sac): batches arrive packed as one tensor per
-call (`replay.transition_layout`); one call runs K gradient steps; a finite flag over every
-loss and acting variable comes back with the metrics; `update_and_act` also picks the next
-env step's actions with the updated policy, so a training step costs one dispatch (SimBa's
-new observations, too, are folded into its normaliser inside that call); acting draws
-from its own random stream (Gaussian, or gSDE's state-dependent noise), so evaluation never
-shifts the update's noise.
+Batches arrive packed, one tensor per call (`replay.transition_layout`); one call runs K
+gradient steps and returns a finite flag with the metrics; `update_and_act` also picks the
+next env step's actions (and folds new observations into a normaliser), so a training step
+costs one dispatch; acting draws from its own random stream, so evaluation never shifts the
+update's noise.
 """
 
 from __future__ import annotations

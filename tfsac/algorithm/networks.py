@@ -37,11 +37,9 @@ class Critic(keras.Model):
     with `outputs` > 1 that many values each, [n, B, outputs] (TQC's quantiles).
 
     With `layer_norm` and/or `dropout` each hidden layer is Dense -> Dropout -> LayerNorm
-    -> ReLU, the DroQ critic (Hiraoka et al. 2022, arXiv:2110.02034) for many gradient
-    steps per env step; dropout is active when called with training=True (the updates).
-    With `batch_norm` (BatchRenorm's arguments) the input and each hidden layer's output
-    are batch-renormalised, CrossQ's critic, whose kernels start LeCun normal as in the
-    paper's JAX code and SBX (flax's default), not Glorot uniform: behind a batch norm a
+    -> ReLU, the DroQ critic (arXiv:2110.02034). With `batch_norm` (BatchRenorm's
+    arguments) the input and each hidden layer's output are batch-renormalised, CrossQ's
+    critic, its kernels LeCun normal as the paper's code and SBX: behind a batch norm a
     kernel's scale sets how fast Adam's fixed-size steps turn it.
 
     `members` (indices, without batch norm) evaluates only those critics: [len(members), B].
@@ -146,13 +144,10 @@ class Actor(keras.Model):
 class GSDEActor(keras.Model):
     """The actor of gSDE (Raffin et al. 2021, arXiv:2005.05719).
 
-    Its exploration noise is eps(s) = z(s) @ E, with z(s) the last hidden layer's features
-    and E ~ N(0, sigma^2) a [features, action_dim] matrix held fixed for many env steps
-    (the learner resamples it); sigma = exp(`log_std`) is a learned matrix. For one
-    state, eps(s) ~ N(0, z(s)^2 @ sigma^2), so `call` returns (mean, log_std) of that
-    per-state Gaussian: the learner's losses and the exported `sample` signature use it
-    like any actor's. The features enter the std without gradient and the mean
-    is clipped to [-2, 2] before tanh.
+    Its exploration noise is eps(s) = z(s) @ E, z(s) the last hidden features and
+    E ~ N(0, sigma^2) a [features, action_dim] matrix the learner resamples; sigma =
+    exp(`log_std`) is learned. As eps(s) ~ N(0, z(s)^2 @ sigma^2), `call` returns that
+    per-state Gaussian's (mean, log_std), used as any actor's.
     """
 
     def __init__(
@@ -267,15 +262,14 @@ def build_networks(
     critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     normalizer=None,
 ) -> tuple[keras.Model, keras.Model, keras.Model]:
-    """Builds the actor, the critic ensemble and its target (a second critic, copied;
-    None for a variant without target critics). The architecture's networks share
-    `normalizer` (or a new one where it normalises observations).
+    """The actor, the critic ensemble and its target (a copy; None for a variant without
+    target critics), sharing `normalizer` (or a new one where the architecture has one).
 
     `actor_fn(obs_dim, action_dim)` and `critic_fn(obs_dim, action_dim)` replace the
-    built-in models. The contracts: the actor maps [B, obs_dim] to (mean, log_std), each
-    [B, action_dim] (tfsac clips log_std to the config's bounds); the critic maps
-    ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B], n_critics >= 2,
-    and with `target_subset` also takes `members=` (indices) for those critics' values only.
+    built-in models (network_checks holds them to it): the actor maps [B, obs_dim] to
+    (mean, log_std), each [B, action_dim] (log_std clipped to the config's bounds); the
+    critic maps ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B],
+    n_critics >= 2, and with `target_subset` takes `members=` (indices) for those only.
     """
     architecture, variant = architecture_of(config), variant_of(config)
     normalizer = normalizer or architecture.normalizer(config)

@@ -1,18 +1,11 @@
 """Soft Actor-Critic: the training state and one gradient step.
 
-`SAC.update(batch)` is the whole algorithm of Haarnoja et al. 2018 ("Soft Actor-Critic
-Algorithms and Applications", arXiv:1812.05905), read top to bottom: the TD target, the
-critic step, the actor and temperature steps (every `policy_delay` critic steps), the Polyak
-step (every `target_update_interval`). Two parts are chosen once, here:
-
-- the algorithm variant (tfsac/algorithm/variants/, by `algorithm`): the critic rule (what
-  the critics learn against, the critic and actor losses), the critics' head, whether there
-  are target networks, and whatever the variant adds (networks, optimizers), which it names
-  for the checkpoint;
-- the temperature (TEMPERATURES in temperature.py, by `use_log_alpha`): fixed, learned in
-  log-alpha (the default) or learned in alpha itself.
-
-Compilation (XLA, packed batches, several steps per call) is tfsac.algorithm.learner's business.
+`SAC.update(batch)` is the whole algorithm of Haarnoja et al. 2018 (arXiv:1812.05905), read
+top to bottom: the critic step on the TD target, the actor and temperature steps (every
+`policy_delay` critic steps), the Polyak step (every `target_update_interval`). The variant
+(tfsac/algorithm/variants/, by `algorithm`) gives the critic rule and what it adds; the
+temperature (temperature.py, by `use_log_alpha`) is fixed or learned. Compilation is
+tfsac.algorithm.learner's.
 """
 
 from __future__ import annotations

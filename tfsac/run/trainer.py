@@ -41,9 +41,8 @@ class TrainResult:
         run_dir: the run directory (config.json, progress.csv, checkpoints/, summary.json).
         saved_model_path: the SavedModel version folder exported at the end, or None
             without an export.
-        summary: what summary.json holds (env, seed, steps, the final evaluation's
-            `eval_return_mean` and `eval_return_std`, every evaluation, wall time, env
-            steps/s, the export's path, and `stop` where a callback stopped the run).
+        summary: what summary.json holds (the final evaluation's `eval_return_mean` and
+            `eval_return_std`, every evaluation, env steps/s, `stop` where a run stopped).
         stop_reason: why a callback or a stop option stopped the run (at whichever step), or None.
         already_finished: True where a resume found the run finished: nothing was
             trained or exported in this call.
@@ -157,8 +156,8 @@ class Trainer:
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
         """Trains to `total_steps`, or until a callback stops it; returns the `TrainResult`.
-        Refuses (TfsacError) a run directory that another process trains in, or trained in
-        since this Trainer was built; NonFiniteError and Interrupted as `train`."""
+        A Fault where another process trains in the run directory, or trained in it since
+        this Trainer was built; NonFiniteError and Interrupted as `train`."""
         try:
             self.parts.lock.hold()
             self.checkpointer.check_newest(self._checkpoint)
@@ -351,14 +350,12 @@ def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> 
         on_evaluation: called with each evaluation.
         callbacks: `Callback` objects, called in order after the two functions.
 
-    Returns:
-        The `TrainResult`: learner, replay buffer, run directory, export path, summary.
-
     Raises:
         TfsacError: an unknown option, or a setting, path or env that cannot work, before
-            anything is written, or another process training in the run directory.
-        NonFiniteError: NaN or Inf in a loss, a parameter or the env's output (the last
-            good checkpoint stays the latest).
+            anything is written.
+        Fault: met while running: another process training in the run directory, a file
+            that fails to read or write; NonFiniteError, one, for NaN or Inf in a loss, a
+            parameter or the env's output (the last good checkpoint stays the latest).
         Interrupted: SIGINT or SIGTERM, after the checkpoint is saved.
     """
     check_options(options, inspect.signature(Trainer).parameters)

@@ -367,7 +367,8 @@ def test_a_mistake_is_one_error_line_and_writes_nothing(outcomes, index):
 def test_the_memory_estimate_refuses_only_what_clearly_cannot_fit():
     from tfsac import SACConfig
     from tfsac.algorithm.resolve import resolve
-    from tfsac.run.memory_check import check_memory, memory_estimates
+    from tfsac.run.memory_check import memory_estimates
+    from tfsac.run.preflight import check_memory
 
     gib = 2**30
     default = resolve(SACConfig())

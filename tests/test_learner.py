@@ -6,8 +6,8 @@ import tensorflow as tf
 from conftest import random_batch
 
 from tfsac import ReplayBuffer, SACConfig, SACLearner, polyak_update
+from tfsac.algorithm.network_checks import unsaved_variables
 from tfsac.data.replay import pack_batch
-from tfsac.run.checkpointing import unsaved_variables
 
 
 def _random_batch(num_batches, batch_size, obs_dim=3, action_dim=2, seed=0):

@@ -16,10 +16,10 @@ from conftest import random_batch, tiny_config
 from tfsac import Policy, SACLearner, TfsacError, train
 from tfsac.algorithm import losses
 from tfsac.algorithm.distributions import tanh_normal
+from tfsac.algorithm.network_checks import unsaved_variables
 from tfsac.algorithm.resolve import resolve
 from tfsac.algorithm.variants import VARIANTS, register
 from tfsac.algorithm.variants.sac import SoftDoubleQ
-from tfsac.run.checkpointing import unsaved_variables
 
 
 class MeanQ(SoftDoubleQ):

@@ -180,8 +180,8 @@ def test_a_run_stopped_between_evaluations_claims_no_evaluation_for_its_weights(
     import signal
 
     from tfsac import Interrupted
+    from tfsac.data.env_checks import check_env_fits
     from tfsac.deploy.loading import checkpoint_learner
-    from tfsac.run.evaluation import check_env_fits
 
     def ctrl_c_at_60(record):  # as Ctrl-C: the run saves a checkpoint at its next step
         if record["step"] == 60:

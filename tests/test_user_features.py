@@ -467,7 +467,7 @@ def test_a_video_folder_that_is_a_file_is_refused_before_anything_is_written(tmp
 
 
 def test_evaluation_checks_the_env_against_the_policy():
-    from tfsac.run.evaluation import check_env_fits
+    from tfsac.data.env_checks import check_env_fits
 
     pendulum = {"observation_dim": 3, "action_low": [-2.0], "action_high": [2.0]}
     check_env_fits("Pendulum-v1", None, pendulum)

@@ -274,3 +274,27 @@ def check_plain_name(what: str, name) -> str:
     if problem is not None:
         raise TfsacError(f"{what} must be {PLAIN_NAME}, got {name!r}: {problem}")
     return name
+
+
+# The run a new run starts from (init_from), as a user names it.
+def source_checkpoints(source: str):
+    """(the source run's config, its checkpoint prefixes to try, newest first) for
+    init_from `source`: a run directory (its complete checkpoints) or one checkpoint's
+    prefix (<run_dir>/checkpoints/ckpt-<step>)."""
+    path = os.path.normpath(source)
+    folder, name = os.path.split(path)
+    step = None
+    if os.path.basename(folder) == CHECKPOINTS_DIR and name.startswith("ckpt-"):
+        path, step = os.path.dirname(folder), name[len("ckpt-") :]
+        if not (step.isascii() and step.isdigit()):
+            # One of a checkpoint's files: the checkpoint is their common prefix.
+            prefix = re.fullmatch(r"(ckpt-[0-9]+)\.(index|extra|data-.*)", name)
+            hint = f": name its prefix, {os.path.join(folder, prefix[1])}" if prefix else ""
+            raise TfsacError(f"init_from {source!r}: not a checkpoint (ckpt-<env step>){hint}")
+    try:
+        config = run_config(path, need_checkpoint=True, step=None if step is None else int(step))
+    except TfsacError as e:
+        raise TfsacError(f"init_from: {e}") from None
+    folder = os.path.join(path, CHECKPOINTS_DIR)
+    steps = checkpoint_steps(folder) if step is None else [int(step)]
+    return config, [os.path.join(folder, f"ckpt-{s}") for s in steps]

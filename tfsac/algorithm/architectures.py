@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
-from tfsac.algorithm.variants.base import lazy_module
+from tfsac.algorithm.variants.base import lazy_module, variant_of
 from tfsac.config import SACConfig
-from tfsac.errors import TfsacError
 from tfsac.user_modules import add, registered
 
 networks = lazy_module("tfsac.algorithm.networks")
@@ -31,13 +30,15 @@ class MLP:
         return {"weight_decay": 0.0, "normalize_observations": False}
 
     @classmethod
-    def check(cls, config: SACConfig) -> None:
-        """Raises TfsacError for options this architecture cannot build."""
+    def check(cls, config: SACConfig) -> Optional[str]:
+        """Why this architecture cannot build the options, in one line (resolve refuses
+        them with it), or None."""
         if config.use_sde and config.normalize_observations:
-            raise TfsacError(
+            return (
                 "use_sde has an actor of its own, without the observation normaliser: leave "
                 "normalize_observations off"
             )
+        return None
 
     @classmethod
     def normalizes(cls, config: SACConfig) -> bool:
@@ -81,27 +82,28 @@ class SimBa(MLP):
     name = "simba"
     peer_policy = "SimbaPolicy"
     peers = ("sbx",)
+    block = "residual block"  # what check calls the layers of one hidden size
 
     @classmethod
     def defaults(cls, config: SACConfig) -> Dict[str, Any]:
         return {"weight_decay": 1e-4, "normalize_observations": True}
 
     @classmethod
-    def check(cls, config: SACConfig) -> None:
+    def check(cls, config: SACConfig) -> Optional[str]:
         if config.use_sde:
-            raise TfsacError("network simba does not take use_sde (gSDE has its own actor)")
-        super().check(config)
+            return f"network {cls.name} does not take use_sde (gSDE has its own actor)"
         if config.critic_dropout or config.critic_layer_norm:
-            raise TfsacError(
-                "network simba has its own normalisation and no dropout: leave "
+            return (
+                f"network {cls.name} has its own normalisation and no dropout: leave "
                 "critic_layer_norm and critic_dropout off"
             )
         for name in ("hidden_sizes", "critic_hidden_sizes"):
             if len(set(getattr(config, name))) > 1:
-                raise TfsacError(
-                    f"network simba adds each residual block to its input, so {name} needs "
+                return (
+                    f"network {cls.name} adds each {cls.block} to its input, so {name} needs "
                     f"one width for every block, got {','.join(map(str, getattr(config, name)))}"
                 )
+        return None
 
     @classmethod
     def build_actor(cls, action_dim, config, batch_norm, normalizer):
@@ -118,7 +120,7 @@ class SimBa(MLP):
         )
 
 
-class FlashSAC(MLP):
+class FlashSAC(SimBa):
     """FlashSAC's networks (arXiv:2604.04539, tfsac.algorithm.flashnet): batch-normed
     inputs, inverted-residual blocks of unit-norm weights, an RMS-normalised output; one
     block per hidden size (FlashSAC: actor 128,128, critics 256,256)."""
@@ -126,29 +128,22 @@ class FlashSAC(MLP):
     name = "flashsac"
     peer_policy = None
     peers = ()
+    block = "block"
 
     @classmethod
-    def check(cls, config: SACConfig) -> None:
-        if config.use_sde:
-            raise TfsacError("network flashsac does not take use_sde (gSDE has its own actor)")
-        if config.critic_dropout or config.critic_layer_norm:
-            raise TfsacError(
-                "network flashsac has its own normalisation and no dropout: leave "
-                "critic_layer_norm and critic_dropout off"
-            )
+    def defaults(cls, config: SACConfig) -> Dict[str, Any]:
+        return MLP.defaults(config)  # its own normalisation, Adam without weight decay
+
+    @classmethod
+    def check(cls, config: SACConfig) -> Optional[str]:
         if config.target_subset:
-            raise TfsacError("network flashsac's critics are evaluated whole: no target_subset")
-        for name in ("hidden_sizes", "critic_hidden_sizes"):
-            if len(set(getattr(config, name))) > 1:
-                raise TfsacError(
-                    f"network flashsac adds each block to its input, so {name} needs one "
-                    f"width for every block, got {','.join(map(str, getattr(config, name)))}"
-                )
+            return "network flashsac's critics are evaluated whole: no target_subset"
+        if variant_of(config).batch_norm(config):
+            return "network flashsac has batch norms of its own: not with crossq"
+        return super().check(config)
 
     @classmethod
     def build_actor(cls, action_dim, config, batch_norm, normalizer):
-        if batch_norm:
-            raise TfsacError("network flashsac has batch norms of its own: not with crossq")
         return flashnet.FlashActor(
             action_dim, config.hidden_sizes, normalizer=normalizer, name="actor"
         )
@@ -175,7 +170,5 @@ def architecture_of(config: SACConfig):
     how = "@tfsac.algorithm.architectures.register_architecture on its class"
     name = config.network
     if name is None:  # 'auto' in a config not resolved yet: the variant's choice
-        from tfsac.algorithm.variants import variant_of
-
         name = variant_of(config).defaults(config).get("network", "mlp")
     return registered(name, ARCHITECTURES, "network", how)

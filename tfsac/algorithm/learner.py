@@ -1,12 +1,10 @@
 """The compiled learner: `SAC`'s gradient step in XLA, several per call, plus acting.
 
-What this adds around the algorithm (tfsac.algorithm.sac): batches arrive packed as one tensor per
-call (`replay.transition_layout`); one call runs K gradient steps; a finite flag over every
-loss and acting variable comes back with the metrics; `update_and_act` also picks the next
-env step's actions with the updated policy, so a training step costs one dispatch (SimBa's
-new observations, too, are folded into its normaliser inside that call); acting draws
-from its own random stream (Gaussian, or gSDE's state-dependent noise), so evaluation never
-shifts the update's noise.
+Batches arrive packed, one tensor per call (`replay.transition_layout`); one call runs K
+gradient steps and returns a finite flag with the metrics; `update_and_act` also picks the
+next env step's actions (and folds new observations into a normaliser), so a training step
+costs one dispatch; acting draws from its own random stream, so evaluation never shifts the
+update's noise.
 """
 
 from __future__ import annotations
@@ -19,16 +17,10 @@ import tensorflow as tf
 
 from tfsac.algorithm.distributions import deterministic_action
 from tfsac.algorithm.exploration import GaussianExploration, GSDEExploration
+from tfsac.algorithm.network_checks import checked_observations, packed_batches
 from tfsac.algorithm.sac import SAC
 from tfsac.config import SACConfig
-from tfsac.data.replay import (
-    FIELDS,
-    SCALAR_FIELDS,
-    pack_batch,
-    packed_width,
-    transition_layout,
-)
-from tfsac.errors import TfsacError
+from tfsac.data.replay import SCALAR_FIELDS, packed_width, transition_layout
 
 
 class SACLearner:
@@ -269,37 +261,3 @@ class SACLearner:
             if not np.all(np.isfinite(v.numpy()))
         ]
         return names
-
-
-# What act and update take, checked in Python: TensorFlow's errors come from inside the
-# traced functions, naming a layer or a split.
-def checked_observations(observation, obs_dim: int) -> np.ndarray:
-    """`observation` as [B, obs_dim]; TfsacError for another shape."""
-    observation = np.asarray(observation)
-    if observation.ndim != 2 or observation.shape[1] != obs_dim:
-        raise TfsacError(
-            f"observations must be a batch [B, {obs_dim}], got shape "
-            f"{observation.shape} (one observation is obs[None])"
-        )
-    return observation
-
-
-def packed_batches(batches, gamma: float, width: int) -> np.ndarray:
-    """Packed rows [steps, batch, width] (as given, or packed from fields); TfsacError for
-    batches of another form."""
-    if not isinstance(batches, np.ndarray):
-        try:
-            batches = pack_batch(batches, gamma)
-        except KeyError as e:
-            raise TfsacError(
-                f"batches lack the field {e}: a dict of {', '.join(FIELDS)} "
-                "(discount optional), each [steps, batch, ...]"
-            ) from None
-        except ValueError as e:
-            raise TfsacError(f"batches of fields whose shapes do not fit: {e}") from None
-    if batches.ndim != 3 or batches.shape[2] != width or 0 in batches.shape:
-        raise TfsacError(
-            f"batches must be packed rows [steps >= 1, batch >= 1, {width}] (or fields of "
-            f"[steps, batch, ...]), got shape {batches.shape}"
-        )
-    return batches

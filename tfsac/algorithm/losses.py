@@ -13,38 +13,28 @@ def soft_td_target(reward, terminated, next_q, next_log_prob, alpha, gamma):
 
         y = r + gamma * (1 - terminated) * (min_i Q'_i(s', a') - alpha * log pi(a'|s')).
 
-    `next_q` is [n_critics, B] from the target critics at a' ~ pi(.|s'). A time-limit
-    truncation is not a termination: it keeps bootstrapping from s'. `gamma` is a float or
-    [B]: with n-step returns, r is the discounted sum of m <= n rewards and gamma is
-    gamma^m per sample (the same holds for every target below).
+    `next_q` is [n_critics, B] at a' ~ pi(.|s'). A truncation keeps bootstrapping from s'.
+    `gamma` is a float or [B] (n-step returns: gamma^m per sample, as in every target below).
     """
     next_v = tf.reduce_min(next_q, axis=0) - alpha * next_log_prob
     return tf.stop_gradient(reward + gamma * (1.0 - terminated) * next_v)
 
 
 def critic_loss(q_values, target):
-    """Eq. 5, summed over the critics: sum_i E[0.5 * (Q_i(s, a) - y)^2].
-
-    `q_values` is [n_critics, B], `target` is [B].
-    """
+    """Eq. 5, summed over the critics: sum_i E[0.5 * (Q_i(s, a) - y)^2]; q_values [N, B]."""
     return tf.reduce_sum(0.5 * tf.reduce_mean(tf.square(q_values - target), axis=-1))
 
 
 def actor_loss(log_prob, q_values, alpha):
-    """Eq. 7 with the reparameterised action (Eq. 11): E[alpha * log pi(a|s) - min_i Q_i(s, a)].
-
-    `q_values` is [n_critics, B] at a ~ pi(.|s); the minimum over the critics follows
-    Sec. 5.
-    """
+    """Eq. 7 with the reparameterised action (Eq. 11): E[alpha * log pi(a|s) - min_i Q_i(s, a)],
+    the minimum over the critics as Sec. 5; `q_values` is [n_critics, B] at a ~ pi(.|s)."""
     return tf.reduce_mean(alpha * log_prob - tf.reduce_min(q_values, axis=0))
 
 
 def random_subset(num_critics: int, size: int, seed):
-    """The indices of `size` of `num_critics` critics, the same ones for the whole batch,
-    drawn uniformly without replacement from `seed` (REDQ, Chen et al. 2021,
-    arXiv:2101.05982, Alg. 1 line 5; RLPD, Ball et al. 2023, arXiv:2302.02948, Sec. 4.2,
-    takes the target's minimum over 2 of 10). The draw's seed is folded from the target's
-    own, so switching this off changes no other random number."""
+    """`size` of `num_critics` critic indices for the whole batch, drawn without replacement
+    (REDQ, arXiv:2101.05982, Alg. 1 line 5; RLPD, arXiv:2302.02948, Sec. 4.2). Its seed is
+    folded from the target's, so switching this off changes no other random number."""
     seed = tf.random.experimental.stateless_fold_in(seed, 1)
     return tf.argsort(tf.random.stateless_uniform([num_critics], seed))[:size]
 
@@ -58,17 +48,13 @@ def actor_loss_on_mean(log_prob, q_values, alpha):
 
 def alpha_loss(log_alpha, log_prob, target_entropy):
     """Eq. 18, J(alpha) = E[-alpha * log pi(a|s) - alpha * target_entropy], optimised in
-    log-alpha: E[-log_alpha * (log pi(a|s) + target_entropy)].
-
-    Both forms have the same sign of gradient and fixed point; the log form keeps alpha
-    positive and its steps scale-free. `log_prob` carries no gradient.
-    """
+    log-alpha: E[-log_alpha * (log pi(a|s) + target_entropy)]: the same fixed point, with
+    alpha kept positive and its steps scale-free."""
     return -tf.reduce_mean(log_alpha * tf.stop_gradient(log_prob + target_entropy))
 
 
 def alpha_loss_direct(alpha, log_prob, target_entropy):
-    """Eq. 18 as written, optimised in alpha itself: E[-alpha * (log pi(a|s) + target_entropy)]
-    `log_prob` carries no gradient."""
+    """Eq. 18 as written, optimised in alpha itself: E[-alpha * (log pi(a|s) + target_entropy)]."""
     return -tf.reduce_mean(alpha * tf.stop_gradient(log_prob + target_entropy))
 
 
@@ -80,9 +66,8 @@ def v1_q_target(reward, terminated, next_v, gamma):
 
 def value_loss(v, q_values, log_prob, alpha):
     """SAC v1 (arXiv:1801.01290), Eq. 5: E_s[0.5 * (V(s) - (min_i Q_i(s, a) - alpha *
-    log pi(a|s)))^2] with a ~ pi(.|s) fresh; the minimum over critics follows Sec. 4.2 of
-    that paper. The v1 paper fixes alpha = 1 and scales rewards instead; alpha may be learned
-    here as well. `v` is [B], `q_values` [n_critics, B]."""
+    log pi(a|s)))^2] with a ~ pi(.|s) fresh, the minimum over critics as its Sec. 4.2 (the
+    paper fixes alpha = 1 and scales rewards; alpha may be learned here). `v` is [B]."""
     v_target = tf.stop_gradient(tf.reduce_min(q_values, axis=0) - alpha * log_prob)
     return 0.5 * tf.reduce_mean(tf.square(v - v_target))
 
@@ -100,10 +85,8 @@ def truncated_quantile_target(
         y_i = r + gamma * (1 - terminated) * (z_i(s', a') - alpha * log pi(a'|s')),
 
     with the top `drop_per_net` * N atoms of each sample dropped. Returns the pooled targets
-    [B, N*M] and `keep` [B, N*M], 1.0 for the atoms kept (`next_quantiles` is
-    [n_critics, B, n_quantiles]). A mask, not the sorted atoms: the loss averages over the
-    kept atoms in any order, and XLA:CPU sorts 50 atoms of 256 samples slower than it
-    computes the whole quantile loss.
+    [B, N*M] and `keep` [B, N*M], 1.0 for the atoms kept: a mask, not sorted atoms, as
+    XLA:CPU sorts them slower than it computes the whole quantile loss.
     """
     n_critics, n_quantiles = next_quantiles.shape[0], next_quantiles.shape[-1]
     pooled = tf.reshape(tf.transpose(next_quantiles, [1, 0, 2]), [-1, n_critics * n_quantiles])
@@ -124,10 +107,8 @@ def quantile_huber_loss(quantiles, target_atoms, keep=None, kappa: float = 1.0):
         rho_tau(u) = |tau - 1{u < 0}| * Huber_kappa(u) / kappa,   u = y_i - z_m(s, a),
 
     averaged over the kept target atoms, the quantiles, the batch and the critics, as the
-    authors' code and sb3-contrib do (the logged loss reads as theirs; the paper's separate
-    critics' losses summed would be N times it, a constant factor Adam does not see).
-    `quantiles` is [n_critics, B, M], `target_atoms` [B, K], `keep` [B, K] (1.0: kept;
-    None: all)."""
+    authors' code and sb3-contrib do (the paper's sum over critics is N times it, a factor
+    Adam does not see). `quantiles` is [N, B, M], `target_atoms` and `keep` [B, K]."""
     n_quantiles = quantiles.shape[-1]
     if keep is None:
         keep = tf.ones_like(target_atoms)
@@ -165,9 +146,7 @@ def categorical_value(logits, bins):
 def categorical_projection(target_values, probabilities, bins):
     """Projects the distribution with atoms `target_values` [B, K] and masses
     `probabilities` [B, K] onto the fixed `bins` [K] (arXiv:1707.06887, Eq. 7, Alg. 1):
-    each atom, clipped to [z_1, z_K], splits its mass between its two neighbouring bins in
-    proportion to its closeness to each (an atom at a bin gives that bin all its mass).
-    Returns [B, K], each row summing to its masses' sum."""
+    each clipped atom splits its mass between its two neighbouring bins. Returns [B, K]."""
     n_bins = bins.shape[0]
     low, high = bins[0], bins[-1]
     position = (tf.clip_by_value(target_values, low, high) - low) / ((high - low) / (n_bins - 1))

@@ -1,15 +1,39 @@
-"""The contracts of build_networks that custom models (actor_fn, critic_fn) must keep,
-checked when the learner is made: each a model of its own, taking [batch, width] float32
-inputs, returning float32 outputs of the documented shapes. A model that breaks one is
-refused in one line, before any env step (docs/guide/custom-env-and-networks.md)."""
+"""The contracts that the code and arrays a user hands to the algorithm must keep, each
+refused in one line: custom models (actor_fn, critic_fn), checked when the learner is made,
+before any env step (docs/guide/custom-env-and-networks.md); a variant's optimizers, losses,
+metrics and checkpoint objects, checked when the learner is made, its update traced and a
+checkpoint saved; the sizes, observations and batches given to SAC and SACLearner."""
 
 from __future__ import annotations
+
+import numbers
+from typing import Dict, List
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from tfsac.data.replay import FIELDS, pack_batch
 from tfsac.errors import TfsacError, first_line
+
+
+def check_custom_actor(config, actor_fn, architecture_is_mlp: bool, normalizes: bool) -> None:
+    """An actor_fn takes the place of the built-in actor: not with an architecture's own
+    networks, gSDE's actor or the observation normaliser."""
+    if actor_fn is None:
+        return
+    if config.use_sde:
+        raise TfsacError("use_sde needs the built-in actor (a custom actor_fn was given)")
+    if not architecture_is_mlp:
+        raise TfsacError(
+            f"network {config.network} builds its own actor and critics: leave network at "
+            "mlp with a custom actor_fn"
+        )
+    if normalizes:
+        raise TfsacError(
+            "normalize_observations needs the built-in actor (a custom actor_fn was given): "
+            "put the normaliser into your model or leave the option off"
+        )
 
 
 def check_models(actor, critic, target_critic) -> None:
@@ -95,3 +119,151 @@ def check_members(critic, obs_dim: int, action_dim: int, size: int) -> None:
             "with target_subset the critic must take members= (indices) and return only "
             "those critics' values, as tfsac.algorithm.networks.Critic does"
         )
+
+
+def check_sizes(obs_dim, action_dim) -> None:
+    """Positive integers: SB3's SAC("MlpPolicy", env) written for `SAC` would otherwise fail
+    in Keras, about `units`, deep in the networks."""
+    sizes = (obs_dim, action_dim)
+    if all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0 for n in sizes):
+        return
+    raise TfsacError(
+        f"SAC(obs_dim, action_dim, config) takes the sizes of the observation and action "
+        f"vectors, got {obs_dim!r} and {action_dim!r}: it is the training state and its "
+        "update. To train on an env (SB3's SAC('MlpPolicy', env).learn(n)): "
+        "tfsac.train(tfsac.SACConfig(env_id=..., total_steps=n)), or train(config, "
+        "env_fn=make_env) for your env (docs/guide/coming-from.md)"
+    )
+
+
+def check_variant_optimizers(sac) -> None:
+    """A variant's optimizers under names of their own, and built (its slots would be made
+    at its first step, and a checkpoint could not restore them)."""
+    variant, own = sac.variant, sac.variant.optimizers()
+    clash = sorted({"actor", "critic", *sac.temperature.optimizers()} & set(own))
+    if clash:
+        raise TfsacError(
+            f"algorithm {variant.name}: its optimizers() names {clash[0]!r}, SAC's own "
+            "optimizer: give the variant's a name of its own"
+        )
+    unbuilt = [part for part, optimizer in own.items() if not optimizer.built]
+    if unbuilt:
+        raise TfsacError(
+            f"algorithm {variant.name}: its optimizer {unbuilt[0]!r} is not built: call its "
+            "build(<the variables it trains>) in __init__"
+        )
+
+
+def seeds_error(variant, error: ValueError) -> TfsacError:
+    """What a variant's update that reads seeds past `seeds_needed` raises when traced."""
+    return TfsacError(
+        f"algorithm {variant.name}: its update raised {first_line(error)}: if it "
+        f"reads seeds past seeds[:, {variant.seeds_needed - 1}], declare a larger "
+        f"seeds_needed (now {variant.seeds_needed})"
+    )
+
+
+def checked_loss(variant, method: str, loss) -> tf.Tensor:
+    """The loss `method` returned as a float32 scalar (an unreduced one would fail deep in
+    TensorFlow)."""
+    loss = tf.cast(loss, tf.float32)
+    if loss.shape.rank != 0:
+        raise TfsacError(
+            f"algorithm {variant.name}: {method}'s loss has shape {loss.shape}: a loss is a "
+            "scalar (tf.reduce_mean it)"
+        )
+    return loss
+
+
+def checked_metrics(variant, method: str, metrics, names: str) -> Dict[str, tf.Tensor]:
+    """`metrics` as float32 scalars, named as the variant's `names` declares."""
+    declared = getattr(variant, names)
+    if not isinstance(metrics, dict) or sorted(metrics) != sorted(declared):
+        got = sorted(metrics) if isinstance(metrics, dict) else type(metrics).__name__
+        raise TfsacError(
+            f"algorithm {variant.name}: {method} returns metrics {got}, its {names} "
+            f"declare {sorted(declared)}"
+        )
+    values = {name: tf.cast(value, tf.float32) for name, value in metrics.items()}
+    if shaped := sorted(name for name, value in values.items() if value.shape.rank != 0):
+        raise TfsacError(
+            f"algorithm {variant.name}: {method}'s metric {shaped[0]!r} has shape "
+            f"{values[shaped[0]].shape}: a metric is a scalar (tf.reduce_mean it)"
+        )
+    return values
+
+
+def check_metric_dicts(variant, extra, after) -> None:
+    """critic_objective's and after_critic_step's metrics: dicts, each name from one."""
+    if not isinstance(extra, dict) or not isinstance(after, dict) or set(extra) & set(after):
+        raise TfsacError(
+            f"algorithm {variant.name}: critic_objective and after_critic_step "
+            "return dicts of metrics, each name from one of them"
+        )
+
+
+# What SACLearner's act and update take, checked in Python: TensorFlow's errors come from
+# inside the traced functions, naming a layer or a split.
+def checked_observations(observation, obs_dim: int) -> np.ndarray:
+    """`observation` as [B, obs_dim]."""
+    observation = np.asarray(observation)
+    if observation.ndim != 2 or observation.shape[1] != obs_dim:
+        raise TfsacError(
+            f"observations must be a batch [B, {obs_dim}], got shape "
+            f"{observation.shape} (one observation is obs[None])"
+        )
+    return observation
+
+
+def packed_batches(batches, gamma: float, width: int) -> np.ndarray:
+    """Packed rows [steps, batch, width], as given or packed from fields."""
+    if not isinstance(batches, np.ndarray):
+        try:
+            batches = pack_batch(batches, gamma)
+        except KeyError as e:
+            raise TfsacError(
+                f"batches lack the field {e}: a dict of {', '.join(FIELDS)} "
+                "(discount optional), each [steps, batch, ...]"
+            ) from None
+        except ValueError as e:
+            raise TfsacError(f"batches of fields whose shapes do not fit: {e}") from None
+    if batches.ndim != 3 or batches.shape[2] != width or 0 in batches.shape:
+        raise TfsacError(
+            f"batches must be packed rows [steps >= 1, batch >= 1, {width}] (or fields of "
+            f"[steps, batch, ...]), got shape {batches.shape}"
+        )
+    return batches
+
+
+def check_saved(learner, what: str) -> None:
+    """Every variable the update writes in a checkpoint object (a variant's network left out
+    of its checkpoint_objects would start afresh on a resume)."""
+    unsaved = unsaved_variables(learner)
+    if unsaved:
+        raise TfsacError(
+            f"{what}: no checkpoint object holds {', '.join(unsaved[:3])}"
+            f"{' ...' if len(unsaved) > 3 else ''} (variables the update writes): list "
+            "the variant's networks and optimizers in its checkpoint_objects"
+        )
+
+
+def unsaved_variables(learner) -> List[str]:
+    """The paths of variables an update writes that no checkpoint object of `learner` holds
+    (a variant's network or optimizer left out of its checkpoint_objects): a resume would
+    start them afresh."""
+    # What a checkpoint of these objects saves: its own graph of them (lists, dicts,
+    # Keras variables inside a tf.Module, which its `variables` leaves out).
+    objects = learner.checkpoint_objects()
+    root = tf.train.Checkpoint(**objects)  # the view holds it weakly
+    found = tf.train.TrackableView(root).descendants()
+    held = {id(v) for v in found if isinstance(v, (tf.Variable, keras.Variable))}
+    # And a model's own variables: its dropout layers' seed states, which the graph
+    # leaves out (DroQ's), are the model's too.
+    held |= {id(v) for obj in objects.values() for v in getattr(obj, "variables", ())}
+    # The optimizers' moments and step counts too: a variant's optimizer left out
+    # resumed from fresh moments, its run no longer the uninterrupted one.
+    written = [
+        *learner.sac.trainable_state(),
+        *(v for o in learner.sac.optimizers().values() for v in o.variables),
+    ]
+    return [getattr(v, "path", v.name) for v in written if id(v) not in held]

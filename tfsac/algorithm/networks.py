@@ -18,9 +18,13 @@ from tfsac.algorithm.layers import (
     call_sequential,
     check_no_members,
 )
-from tfsac.algorithm.network_checks import check_members, check_models, check_outputs
+from tfsac.algorithm.network_checks import (
+    check_custom_actor,
+    check_members,
+    check_models,
+    check_outputs,
+)
 from tfsac.algorithm.variants import variant_of
-from tfsac.errors import TfsacError
 
 
 def _kernel_init(batch_norm: Optional[Dict]) -> str:
@@ -33,11 +37,9 @@ class Critic(keras.Model):
     with `outputs` > 1 that many values each, [n, B, outputs] (TQC's quantiles).
 
     With `layer_norm` and/or `dropout` each hidden layer is Dense -> Dropout -> LayerNorm
-    -> ReLU, the DroQ critic (Hiraoka et al. 2022, arXiv:2110.02034) for many gradient
-    steps per env step; dropout is active when called with training=True (the updates).
-    With `batch_norm` (BatchRenorm's arguments) the input and each hidden layer's output
-    are batch-renormalised, CrossQ's critic, whose kernels start LeCun normal as in the
-    paper's JAX code and SBX (flax's default), not Glorot uniform: behind a batch norm a
+    -> ReLU, the DroQ critic (arXiv:2110.02034). With `batch_norm` (BatchRenorm's
+    arguments) the input and each hidden layer's output are batch-renormalised, CrossQ's
+    critic, its kernels LeCun normal as the paper's code and SBX: behind a batch norm a
     kernel's scale sets how fast Adam's fixed-size steps turn it.
 
     `members` (indices, without batch norm) evaluates only those critics: [len(members), B].
@@ -142,13 +144,10 @@ class Actor(keras.Model):
 class GSDEActor(keras.Model):
     """The actor of gSDE (Raffin et al. 2021, arXiv:2005.05719).
 
-    Its exploration noise is eps(s) = z(s) @ E, with z(s) the last hidden layer's features
-    and E ~ N(0, sigma^2) a [features, action_dim] matrix held fixed for many env steps
-    (the learner resamples it); sigma = exp(`log_std`) is a learned matrix. For one
-    state, eps(s) ~ N(0, z(s)^2 @ sigma^2), so `call` returns (mean, log_std) of that
-    per-state Gaussian: the learner's losses and the exported `sample` signature use it
-    like any actor's. The features enter the std without gradient and the mean
-    is clipped to [-2, 2] before tanh.
+    Its exploration noise is eps(s) = z(s) @ E, z(s) the last hidden features and
+    E ~ N(0, sigma^2) a [features, action_dim] matrix the learner resamples; sigma =
+    exp(`log_std`) is learned. As eps(s) ~ N(0, z(s)^2 @ sigma^2), `call` returns that
+    per-state Gaussian's (mean, log_std), used as any actor's.
     """
 
     def __init__(
@@ -246,8 +245,6 @@ def build_actor(
     (see build_networks for the contract), or the config's architecture's (reading
     `normalizer`, or a new one where the architecture normalises observations)."""
     if config.use_sde:
-        if actor_fn is not None:
-            raise TfsacError("use_sde needs the built-in actor (a custom actor_fn was given)")
         return GSDEActor(action_dim, config.hidden_sizes, config.log_std_init, name="actor")
     if actor_fn is not None:
         return actor_fn(obs_dim, action_dim)
@@ -265,28 +262,18 @@ def build_networks(
     critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     normalizer=None,
 ) -> tuple[keras.Model, keras.Model, keras.Model]:
-    """Builds the actor, the critic ensemble and its target (a second critic, copied;
-    None for a variant without target critics). The architecture's networks share
-    `normalizer` (or a new one where it normalises observations).
+    """The actor, the critic ensemble and its target (a copy; None for a variant without
+    target critics), sharing `normalizer` (or a new one where the architecture has one).
 
     `actor_fn(obs_dim, action_dim)` and `critic_fn(obs_dim, action_dim)` replace the
-    built-in models. The contracts: the actor maps [B, obs_dim] to (mean, log_std), each
-    [B, action_dim] (tfsac clips log_std to the config's bounds); the critic maps
-    ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B], n_critics >= 2,
-    and with `target_subset` also takes `members=` (indices) for those critics' values only.
+    built-in models (network_checks holds them to it): the actor maps [B, obs_dim] to
+    (mean, log_std), each [B, action_dim] (log_std clipped to the config's bounds); the
+    critic maps ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B],
+    n_critics >= 2, and with `target_subset` takes `members=` (indices) for those only.
     """
     architecture, variant = architecture_of(config), variant_of(config)
-    if actor_fn is not None and architecture is not MLP:
-        raise TfsacError(
-            f"network {config.network} builds its own actor and critics: leave network at "
-            "mlp with a custom actor_fn"
-        )
     normalizer = normalizer or architecture.normalizer(config)
-    if actor_fn is not None and normalizer is not None:
-        raise TfsacError(
-            "normalize_observations needs the built-in actor (a custom actor_fn was given): "
-            "put the normaliser into your model or leave the option off"
-        )
+    check_custom_actor(config, actor_fn, architecture is MLP, normalizer is not None)
     actor = build_actor(obs_dim, action_dim, config, actor_fn, normalizer)
     outputs, batch_norm = variant.critic_outputs(config), variant.batch_norm(config)
     if critic_fn is None:

@@ -1,5 +1,5 @@
-"""The optimizers of SAC's parts: how one is made from the config, the rate each starts
-from before --lr_schedule scales it, and what a variant's own must be."""
+"""The optimizers of SAC's parts: how one is made from the config, and the rate each starts
+from before --lr_schedule scales it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import keras
 
 from tfsac.algorithm.resolve import options_read
 from tfsac.config import SACConfig
-from tfsac.errors import TfsacError
 
 
 def make_optimizer(config: SACConfig, part: str) -> keras.optimizers.Optimizer:
@@ -21,24 +20,6 @@ def make_optimizer(config: SACConfig, part: str) -> keras.optimizers.Optimizer:
     if config.weight_decay:
         return keras.optimizers.AdamW(config.rate(part), weight_decay=config.weight_decay, **kwargs)
     return keras.optimizers.Adam(config.rate(part), **kwargs)
-
-
-def check_variant_optimizers(sac) -> None:
-    """TfsacError for a variant's optimizer under one of SAC's names, or one not built
-    (its slots would be made at its first step, and a checkpoint could not restore them)."""
-    variant, own = sac.variant, sac.variant.optimizers()
-    clash = sorted({"actor", "critic", *sac.temperature.optimizers()} & set(own))
-    if clash:
-        raise TfsacError(
-            f"algorithm {variant.name}: its optimizers() names {clash[0]!r}, SAC's own "
-            "optimizer: give the variant's a name of its own"
-        )
-    unbuilt = [part for part, optimizer in own.items() if not optimizer.built]
-    if unbuilt:
-        raise TfsacError(
-            f"algorithm {variant.name}: its optimizer {unbuilt[0]!r} is not built: call its "
-            "build(<the variables it trains>) in __init__"
-        )
 
 
 def base_rates(sac) -> Dict[str, float]:

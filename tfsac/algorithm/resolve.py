@@ -46,8 +46,10 @@ def resolve(config: SACConfig) -> SACConfig:
         config = dataclasses.replace(config, **auto)
         config.validate()  # the checks between options, on the values filled in
     _refuse_unread_options(config, variant)
-    _declared(variant, "algorithm", variant.check, config)
-    _declared(architecture, "network", architecture.check, config)
+    for cls, option in ((variant, "algorithm"), (architecture, "network")):
+        refusal = _declared(cls, option, cls.check, config)  # its reason, in one line
+        if refusal:
+            raise TfsacError(refusal)
     return mark_resolved(config)
 
 

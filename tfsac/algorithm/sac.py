@@ -1,24 +1,16 @@
 """Soft Actor-Critic: the training state and one gradient step.
 
-`SAC.update(batch)` is the whole algorithm of Haarnoja et al. 2018 ("Soft Actor-Critic
-Algorithms and Applications", arXiv:1812.05905), read top to bottom: the TD target, the
-critic step, the actor and temperature steps (every `policy_delay` critic steps), the Polyak
-step (every `target_update_interval`). Two parts are chosen once, here:
-
-- the algorithm variant (tfsac/algorithm/variants/, by `algorithm`): the critic rule (what
-  the critics learn against, the critic and actor losses), the critics' head, whether there
-  are target networks, and whatever the variant adds (networks, optimizers), which it names
-  for the checkpoint;
-- the temperature (TEMPERATURES in temperature.py, by `use_log_alpha`): fixed, learned in
-  log-alpha (the default) or learned in alpha itself.
-
-Compilation (XLA, packed batches, several steps per call) is tfsac.algorithm.learner's business.
+`SAC.update(batch)` is the whole algorithm of Haarnoja et al. 2018 (arXiv:1812.05905), read
+top to bottom: the critic step on the TD target, the actor and temperature steps (every
+`policy_delay` critic steps), the Polyak step (every `target_update_interval`). The variant
+(tfsac/algorithm/variants/, by `algorithm`) gives the critic rule and what it adds; the
+temperature (temperature.py, by `use_log_alpha`) is fixed or learned. Compilation is
+tfsac.algorithm.learner's.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Callable, Dict, List, Optional
 
 import keras
@@ -27,14 +19,21 @@ import tensorflow as tf
 
 from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.distributions import deterministic_action, policy_params, tanh_normal
+from tfsac.algorithm.network_checks import (
+    check_metric_dicts,
+    check_sizes,
+    check_variant_optimizers,
+    checked_loss,
+    checked_metrics,
+    seeds_error,
+)
 from tfsac.algorithm.networks import build_networks
-from tfsac.algorithm.optimizers import base_rates, check_variant_optimizers, make_optimizer
+from tfsac.algorithm.optimizers import base_rates, make_optimizer
 from tfsac.algorithm.resolve import is_resolved, resolve
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
 from tfsac.algorithm.variants.base import UPDATE_METRICS
 from tfsac.config import SACConfig
-from tfsac.errors import TfsacError, first_line
 
 # observation, action, reward, next_observation, terminated, discount (transition_layout)
 Batch = Dict[str, tf.Tensor]
@@ -69,7 +68,7 @@ class SAC:
         actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
-        _check_sizes(obs_dim, action_dim)
+        check_sizes(obs_dim, action_dim)
         config = SACConfig() if config is None else config
         # A run's config comes checked (tfsac.run.preflight); one given by hand is resolved.
         self.config = config = config if is_resolved(config) else resolve(config)
@@ -184,11 +183,7 @@ class SAC:
         except ValueError as e:  # when traced: a slice of `seeds` past seeds_needed?
             if "out of bounds" not in str(e):
                 raise
-            raise TfsacError(
-                f"algorithm {self.variant.name}: its update raised {first_line(e)}: if it "
-                f"reads seeds past seeds[:, {self.variant.seeds_needed - 1}], declare a larger "
-                f"seeds_needed (now {self.variant.seeds_needed})"
-            ) from None
+            raise seeds_error(self.variant, e) from None
 
     def _step(self, batch: Batch) -> Dict[str, tf.Tensor]:
         cfg = self.config
@@ -204,17 +199,13 @@ class SAC:
         variables = self.critic.trainable_variables
         with tf.GradientTape() as tape:
             critic_loss, q, extra = self.variant.critic_objective(batch, reward, alpha, seeds)
-            critic_loss = _checked_loss(self.variant, "critic_objective", critic_loss)
+            critic_loss = checked_loss(self.variant, "critic_objective", critic_loss)
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
         # A step of its own that reports nothing may return None.
         after = self.variant.after_critic_step(obs, alpha, seeds) or {}
-        if not isinstance(extra, dict) or not isinstance(after, dict) or set(extra) & set(after):
-            raise TfsacError(
-                f"algorithm {self.variant.name}: critic_objective and after_critic_step "
-                "return dicts of metrics, each name from one of them"
-            )
+        check_metric_dicts(self.variant, extra, after)
         methods = "critic_objective and after_critic_step"
-        extra = _checked_metrics(self.variant, methods, {**extra, **after}, "metric_names")
+        extra = checked_metrics(self.variant, methods, {**extra, **after}, "metric_names")
 
         # Actor and temperature every `policy_delay` critic steps, targets every
         # `target_update_interval` (counted by the critic optimizer's step counter).
@@ -261,8 +252,8 @@ class SAC:
         with tf.GradientTape() as tape:
             action, log_prob = self.sample_with_log_prob(obs, seeds[:, 1], training=True)
             actor_loss, extra = self.variant.actor_objective(batch, action, log_prob, alpha, seeds)
-            actor_loss = _checked_loss(self.variant, "actor_objective", actor_loss)
-        extra = _checked_metrics(self.variant, "actor_objective", extra, "actor_metric_names")
+            actor_loss = checked_loss(self.variant, "actor_objective", actor_loss)
+        extra = checked_metrics(self.variant, "actor_objective", extra, "actor_metric_names")
         apply_gradients(self.actor_optimizer, tape, actor_loss, variables)
         alpha_loss = self.temperature.step(log_prob, self.target_entropy)
         own = [extra[name] for name in self.variant.actor_metric_names]
@@ -301,49 +292,3 @@ def target_entropy(config: SACConfig, action_dim: int) -> float:
     if config.target_std:
         return 0.5 * action_dim * math.log(2.0 * math.pi * math.e * config.target_std**2)
     return float(-action_dim if config.target_entropy is None else config.target_entropy)
-
-
-def _checked_loss(variant, method: str, loss) -> tf.Tensor:
-    """The loss `method` returned, a float32 scalar; else TfsacError (checked when the
-    update is traced: an unreduced loss failed deep in TensorFlow)."""
-    loss = tf.cast(loss, tf.float32)
-    if loss.shape.rank != 0:
-        raise TfsacError(
-            f"algorithm {variant.name}: {method}'s loss has shape {loss.shape}: a loss is a "
-            "scalar (tf.reduce_mean it)"
-        )
-    return loss
-
-
-def _checked_metrics(variant, method: str, metrics, names: str) -> Dict[str, tf.Tensor]:
-    """`metrics` as floats, when `method` returned the names the variant's `names`
-    declares (checked when the update is traced); else TfsacError."""
-    declared = getattr(variant, names)
-    if not isinstance(metrics, dict) or sorted(metrics) != sorted(declared):
-        got = sorted(metrics) if isinstance(metrics, dict) else type(metrics).__name__
-        raise TfsacError(
-            f"algorithm {variant.name}: {method} returns metrics {got}, its {names} "
-            f"declare {sorted(declared)}"
-        )
-    values = {name: tf.cast(value, tf.float32) for name, value in metrics.items()}
-    if shaped := sorted(name for name, value in values.items() if value.shape.rank != 0):
-        raise TfsacError(
-            f"algorithm {variant.name}: {method}'s metric {shaped[0]!r} has shape "
-            f"{values[shaped[0]].shape}: a metric is a scalar (tf.reduce_mean it)"
-        )
-    return values
-
-
-def _check_sizes(obs_dim, action_dim) -> None:
-    """TfsacError for sizes that are not positive integers: SB3's SAC("MlpPolicy", env)
-    written for this class (a Keras error about `units` deep in the networks, before)."""
-    sizes = (obs_dim, action_dim)
-    if all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0 for n in sizes):
-        return
-    raise TfsacError(
-        f"SAC(obs_dim, action_dim, config) takes the sizes of the observation and action "
-        f"vectors, got {obs_dim!r} and {action_dim!r}: it is the training state and its "
-        "update. To train on an env (SB3's SAC('MlpPolicy', env).learn(n)): "
-        "tfsac.train(tfsac.SACConfig(env_id=..., total_steps=n)), or train(config, "
-        "env_fn=make_env) for your env (docs/guide/coming-from.md)"
-    )

@@ -155,3 +155,21 @@ def check_field_types(config) -> None:
 @functools.cache
 def _hints(cls) -> dict:
     return typing.get_type_hints(cls)
+
+
+# The arguments of the callbacks a user makes (SaveBestPolicy, StopTraining*), checked as
+# they are made: at the run's first use, its files would already be written.
+def refuse_unless(check: Check, name: str, value) -> None:
+    """TfsacError '<name> must be <check.must>, got ...' where `check` does not take `value`."""
+    error = check.error(name, value)
+    if error:
+        raise TfsacError(error)
+
+
+def checked_number(name: str, value) -> float:
+    """`value` as a float: a real number (not a bool), not NaN."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TfsacError(f"{name} must be a number, got {value!r:.60} ({type(value).__name__})")
+    if math.isnan(value):
+        raise TfsacError(f"{name} is NaN")
+    return float(value)

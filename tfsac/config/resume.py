@@ -5,7 +5,7 @@ all). Any other option would make it another run than the one saved."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple
+from typing import Any, Dict, List, NamedTuple, Tuple
 
 from tfsac.errors import TfsacError
 from tfsac.user_modules import split
@@ -125,3 +125,69 @@ _DECIDED_ELSEWHERE = {
         for name in ("return_bound", "target_std", "exploration_zeta")
     },
 }
+
+
+# What a run continued from a checkpoint (a resume's own, init_from's) must share with it.
+# Config fields that change the shape of the saved state: a checkpoint made with other
+# values cannot be restored into this run.
+STRUCTURAL_FIELDS = (
+    "env_id",
+    "hidden_sizes",
+    "num_critics",
+    "critic_layer_norm",
+    "use_log_alpha",
+    "buffer_size",
+    "use_sde",
+    "algorithm",
+    "network",
+    "critic_hidden_sizes",
+)
+# Settings that decide the learned state's variables or what they mean: init_from's
+# source run must have had this run's values.
+MATCHED_FIELDS = (
+    "algorithm",
+    "variant",
+    "network",
+    "hidden_sizes",
+    "critic_hidden_sizes",
+    "num_critics",
+    "critic_layer_norm",
+    "normalize_observations",
+    "use_sde",
+    "use_log_alpha",
+)
+
+
+def check_checkpoint(saved: Dict, config, prefix: str, keeps: Tuple[str, ...]) -> None:
+    """TfsacError where the checkpoint at `prefix`, whose state holds the config `saved`,
+    was made with other structural settings (and the variant's `keeps`) than `config`, or
+    trained with settings a resume cannot change (a config.json edited by hand passes the
+    start's check against it)."""
+    current = config.to_dict()
+    # gSDE keeps one exploration matrix per env copy.
+    fields = STRUCTURAL_FIELDS + (("num_envs",) if current.get("use_sde") else ()) + keeps
+    for field in fields:
+        old, new = saved.get(field), current.get(field)
+        old, new = (tuple(v) if isinstance(v, list) else v for v in (old, new))
+        if old != new and not renamed(field, old, new):
+            raise TfsacError(
+                f"checkpoint {prefix} was made with {field}={old!r}, this run has "
+                f"{field}={new!r}; use another --run_dir or the same {field}"
+            )
+    try:
+        config.resume_changes(saved)
+    except TfsacError as e:
+        raise TfsacError(f"checkpoint {prefix} was trained with other settings: {e}") from None
+
+
+def check_matches(source_config, config, source: str, keeps: Tuple[str, ...]) -> None:
+    """TfsacError naming the first setting (of MATCHED_FIELDS and the variant's `keeps`) in
+    which init_from's source run differs from `config`."""
+    for field in MATCHED_FIELDS + keeps:
+        old, new = getattr(source_config, field), getattr(config, field)
+        # Both configs parsed: widths are tuples on both sides.
+        if old != new and not renamed(field, old, new):
+            raise TfsacError(
+                f"init_from {source!r} was trained with {field}={old!r}, this run has "
+                f"{field}={new!r}: its networks do not fit; use the same {field}"
+            )

@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac.data.goals import VECTORISED, GoalColumns, batched_rewards, column
-from tfsac.data.spaces import unsupported_part
+from tfsac.data.spaces import space_from_json, unsupported_part
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import ENV_SPEC_FILE
 
@@ -244,3 +244,50 @@ def check_policy_fits(metadata: Dict, env_id: str, env: gym.Env) -> None:
         and np.allclose(bounds[1], high)
     ):
         raise TfsacError(f"the SavedModel's action bounds {bounds} are not {env_id}'s")
+
+
+# The env a user names to evaluate a saved policy on.
+def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
+    """TfsacError where `env_id`'s observations or action bounds are not those of the
+    policy that `info` (a policy's metadata) describes (scripts/evaluate.py's --env)."""
+    from tfsac.data.envs import env_spec, make_env  # envs.py imports this module
+
+    if "observation_dim" not in info:  # nothing to compare with
+        return
+    env = make_env(env_id, env_kwargs=env_kwargs)
+    spec = env_spec(env_id, env)
+    env.close()
+    if spec.obs_dim != info["observation_dim"]:
+        raise TfsacError(
+            f"{env_id} has {spec.obs_dim}-dimensional observations; the policy takes "
+            f"{info['observation_dim']}"
+        )
+    trained_on, env_space = info.get("observation_space_json"), spec.observation_space_json
+    if trained_on and env_space and _layout(trained_on) != _layout(env_space):
+        raise TfsacError(
+            f"{env_id}'s observations ({spec.observation_space}) flatten differently from "
+            f"those the policy was trained on ({space_from_json(trained_on)})"
+        )
+    low, high = info.get("action_low"), info.get("action_high")
+    if low is not None and high is not None:
+        if len(low) != spec.action_dim or not (
+            np.allclose(low, spec.action_low) and np.allclose(high, spec.action_high)
+        ):
+            raise TfsacError(
+                f"{env_id}'s actions (bounds {list(spec.action_low)} to "
+                f"{list(spec.action_high)}) are not the policy's ({low} to {high})"
+            )
+
+
+def _layout(space_json: Dict):
+    """A space's description (tfsac.data.spaces.space_to_json) without a Box's bounds or
+    any dtype: what decides how its observations flatten into the policy's columns."""
+    kind = space_json.get("type")
+    if kind == "Box":
+        return kind, tuple(space_json["shape"])
+    if kind in ("Dict", "Tuple"):
+        spaces = space_json["spaces"]
+        if kind == "Dict":
+            return kind, {k: _layout(v) for k, v in spaces.items()}
+        return kind, [_layout(v) for v in spaces]
+    return {k: v for k, v in space_json.items() if k != "dtype"}

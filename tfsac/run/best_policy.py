@@ -10,15 +10,20 @@ from typing import Dict, Optional
 
 from absl import logging
 
+from tfsac.config.fields import Check, refuse_unless
 from tfsac.deploy.export import export_policy
 from tfsac.deploy.formats import FILES, add_formats, parse_formats
 from tfsac.deploy.metadata import policy_metadata
 from tfsac.deploy.parity import PARITY_TOLERANCE
-from tfsac.errors import TfsacError
 from tfsac.files import check_plain_name, check_writable, model_versions
 from tfsac.run.callbacks import Callback
 
 BEST_DIR = "best"  # in the run directory, by default
+FOLDER = Check(
+    lambda v: isinstance(v, (str, os.PathLike)) and isinstance(os.fspath(v), str),
+    f"a folder (a str or os.PathLike) or None for <run_dir>/{BEST_DIR}",
+    "{0!r:.60} ({0.__class__.__name__})",
+)
 
 
 class SaveBestPolicy(Callback):
@@ -41,11 +46,7 @@ class SaveBestPolicy(Callback):
     def __init__(self, path: Optional[str] = None):
         # Checked here, not at the run's start: by then the run's first files are written.
         if path is not None:
-            if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
-                raise TfsacError(
-                    "SaveBestPolicy: path must be a folder (a str or os.PathLike) or None for "
-                    f"<run_dir>/{BEST_DIR}, got {path!r:.60} ({type(path).__name__})"
-                )
+            refuse_unless(FOLDER, "SaveBestPolicy: path", path)
             path = os.fspath(path)
             check_plain_name("SaveBestPolicy: the best policy's folder", _last_name(path))
             check_writable(path)

@@ -15,7 +15,9 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
+from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
+from tfsac.config.resume import check_checkpoint
 from tfsac.data.collector import Collector
 from tfsac.data.env_checks import reward_function
 from tfsac.data.envs import EnvFn, checked_env
@@ -24,7 +26,6 @@ from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.spaces import EnvSpec
 from tfsac.data.update_schedule import UpdateSchedule
-from tfsac.errors import TfsacError
 from tfsac.files import (
     CHECKPOINTS_DIR,
     CONFIG_FILE,
@@ -33,11 +34,11 @@ from tfsac.files import (
     RunDir,
     write_json,
 )
-from tfsac.run.callbacks import Callback, CallbackList, check_hooks
-from tfsac.run.checkpointing import Checkpointer, check_compatible
+from tfsac.run.callbacks import Callback, CallbackList
+from tfsac.run.checkpointing import Checkpointer
 from tfsac.run.evaluation import Evaluator
 from tfsac.run.loop_state import LoopState
-from tfsac.run.preflight import CheckedRun, check_run
+from tfsac.run.preflight import CheckedRun, check_hooks, check_run, check_source
 from tfsac.run.progress import ProgressLog
 from tfsac.run.run_lock import RunLock
 from tfsac.run.source import CollectionSource, LocalSource, env_runners
@@ -156,7 +157,7 @@ def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> Ru
         restore = _restore_latest(config, start.run_dir, *parts)
         if restore is not None:
             loop, resumed_from, restored = restore
-    _start_learner(config, spec, learner, mixed, restored)
+    _start_learner(start, learner, mixed, restored)
     # A run its stop options stopped goes on where a resume changes them: the stop that
     # ended it may be the one turned off.
     stop_changed = any(change.name in STOP_OPTIONS for change in start.resume_changes)
@@ -232,7 +233,7 @@ def _mixed_replay(
     return mixed
 
 
-def _start_learner(config: SACConfig, spec, learner, mixed: Optional[MixedReplay], restored):
+def _start_learner(start: CheckedRun, learner, mixed: Optional[MixedReplay], restored):
     """A new run's learned state: init_from's (run/warm_start.py), or fresh networks whose
     observation statistics (where it normalises them) start from the recorded rows that
     its updates sample, as they cover each collected row after. A resume (`restored`) has
@@ -240,8 +241,9 @@ def _start_learner(config: SACConfig, spec, learner, mixed: Optional[MixedReplay
     their inputs scaled by them."""
     if restored is not None:
         return
-    if config.init_from is not None:
-        warm_start(learner, config, spec)
+    config = start.config
+    if config.init_from is not None:  # a resume whose own checkpoints failed: not checked yet
+        warm_start(learner, config, start.init_source or check_source(config, start.spec))
     elif mixed is not None and mixed.ratio != 0:
         learner.observe(mixed.recorded.data.observation)
 
@@ -306,13 +308,7 @@ def _restore_latest(config, run_dir, checkpointer, buffer, schedule, updates, mi
     None when there is none."""
 
     def check(state, prefix):
-        check_compatible(state["config"], config.to_dict(), prefix)
-        # The start checked the settings against config.json; these are the ones that
-        # trained the checkpoint (a config.json edited by hand passes the first check).
-        try:
-            config.resume_changes(state["config"])
-        except TfsacError as e:
-            raise TfsacError(f"checkpoint {prefix} was trained with other settings: {e}") from None
+        check_checkpoint(state["config"], config, prefix, variant_of(config).resume_keeps)
         if mixed is not None:
             mixed.load_state(state, prefix)
 

@@ -10,7 +10,6 @@ import numpy as np
 from absl import logging
 
 from tfsac.data.update_schedule import crossed
-from tfsac.errors import TfsacError
 
 
 class IntervalTrigger:
@@ -162,25 +161,6 @@ class CallbackList(Callback):
                 answer,
             )
         return False
-
-
-def check_hooks(on_log, on_evaluation, callbacks) -> List[Callback]:
-    """`train`'s hooks as callbacks: the functions as one, then `callbacks`; TfsacError
-    (before anything is written) for a hook that is not a function or a Callback."""
-    for name, function in (("on_log", on_log), ("on_evaluation", on_evaluation)):
-        if function is not None and not callable(function):
-            raise TfsacError(f"{name} must be a function of one dict, got {function!r:.60}")
-    try:
-        callbacks = list(callbacks)
-    except TypeError:
-        raise TfsacError(f"callbacks must be a list of Callbacks, got {callbacks!r:.60}") from None
-    for callback in callbacks:
-        if not isinstance(callback, Callback):
-            raise TfsacError(
-                "callbacks must be tfsac.Callback instances (subclass it, or pass functions "
-                f"as on_log= and on_evaluation=), got {callback!r:.60}"
-            )
-    return [FunctionCallback(on_log, on_evaluation), *callbacks]
 
 
 def _stopped_by(callback: Callback, method: str, step: int) -> str:

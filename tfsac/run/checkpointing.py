@@ -27,16 +27,14 @@ import os
 import re
 import shutil
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.algorithm.variants import variant_named
-from tfsac.config.resume import renamed
+from tfsac.algorithm.network_checks import check_saved
 from tfsac.data.replay import ReplayBuffer
 from tfsac.deploy.loading import (
     STATE_FILE,
@@ -44,25 +42,11 @@ from tfsac.deploy.loading import (
     CheckpointReader,
     restore_checkpoint,
 )
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault, TfsacError
 from tfsac.files import new_file
 
 INDEX_FILE = "checkpoint"  # CheckpointManager's state file
 BROKEN_DIR = "broken"
-# Config fields that change the shape of the saved state: a checkpoint made with other
-# values cannot be restored into this run.
-STRUCTURAL_FIELDS = (
-    "env_id",
-    "hidden_sizes",
-    "num_critics",
-    "critic_layer_norm",
-    "use_log_alpha",
-    "buffer_size",
-    "use_sde",
-    "algorithm",
-    "network",
-    "critic_hidden_sizes",
-)
 
 
 def _fsync_dir(path: str) -> None:
@@ -88,20 +72,8 @@ class Checkpointer(CheckpointReader):
     def __init__(self, directory: str, learner: SACLearner, max_to_keep: int = 3):
         super().__init__(directory, learner)
         self.learner, self.max_to_keep = learner, max_to_keep
-        self.check_complete("cannot checkpoint this run")  # before it trains: networks built
+        check_saved(learner, "cannot checkpoint this run")  # before it trains: networks built
         self._new_manager()
-
-    def check_complete(self, what: str) -> None:
-        """TfsacError where a variable the update writes is in no checkpoint object (a
-        variant's network left out of its checkpoint_objects): a resume would start it
-        afresh. Checked again at each save: a network built at its first call."""
-        unsaved = unsaved_variables(self.learner)
-        if unsaved:
-            raise TfsacError(
-                f"{what}: no checkpoint object holds {', '.join(unsaved[:3])}"
-                f"{' ...' if len(unsaved) > 3 else ''} (variables the update writes): list "
-                "the variant's networks and optimizers in its checkpoint_objects"
-            )
 
     def _new_manager(self) -> None:
         # The folder is made by the first save: a start refused after this leaves none.
@@ -114,12 +86,12 @@ class Checkpointer(CheckpointReader):
         return self.manager.latest_checkpoint
 
     def check_newest(self, known: Optional[str]) -> None:
-        """Raises TfsacError unless the newest complete checkpoint is `known` (the one this
+        """A Fault unless the newest complete checkpoint is `known` (the one this
         process restored or saved last, or None): another process trained the run since."""
         newest = next(iter(self.candidates()), None)
         names = [p and os.path.basename(p) for p in (newest, known)]
         if names[0] != names[1]:
-            raise TfsacError(
+            raise Fault(
                 f"the run in {os.path.dirname(self.directory)!r} changed since this Trainer "
                 f"was built (its newest checkpoint is {names[0] or 'none'}, this Trainer's "
                 f"{names[1] or 'none'}): build the Trainer again (resume=True) to go on from it"
@@ -198,9 +170,9 @@ class Checkpointer(CheckpointReader):
         self, step: int, buffer: ReplayBuffer, state: Dict, blobs: Optional[Dict] = None
     ) -> str:
         """Writes the checkpoint for `step` (with `blobs`, {file name: bytes}, in its
-        sidecar); returns its prefix. Raises TfsacError on I/O failure, leaving the previous
-        checkpoint as the latest."""
-        self.check_complete(f"cannot checkpoint step {step}")
+        sidecar); returns its prefix. A Fault on I/O failure, leaving the previous checkpoint
+        as the latest. Checked again first: a variant's network built at its first call."""
+        check_saved(self.learner, f"cannot checkpoint step {step}")
         prefix = os.path.join(self.directory, f"ckpt-{step}")
         extra = self.extra_dir(prefix)
         tmp = os.path.join(self.directory, f".tmp-ckpt-{step}.extra")
@@ -239,7 +211,7 @@ class Checkpointer(CheckpointReader):
         except (OSError, tf.errors.OpError) as e:
             shutil.rmtree(tmp, ignore_errors=True)
             reason = getattr(e, "strerror", None) or getattr(e, "message", None) or str(e)
-            raise TfsacError(
+            raise Fault(
                 f"cannot write checkpoint for step {step} in {self.directory!r}: {reason}; "
                 f"the previous checkpoint ({self.latest or 'none'}) is kept"
             ) from None
@@ -268,8 +240,8 @@ class Checkpointer(CheckpointReader):
         state = self.read_state(prefix)
         restore_checkpoint(self.checkpoint, prefix, "all")
         replay = state["replay"]
-        if replay["capacity"] != buffer.capacity:
-            raise TfsacError(
+        if replay["capacity"] != buffer.capacity:  # its config's buffer_size is this run's
+            raise Fault(
                 f"checkpoint {prefix!r} has a replay capacity of {replay['capacity']}, "
                 f"this run {buffer.capacity}"
             )
@@ -282,47 +254,6 @@ class Checkpointer(CheckpointReader):
             }
             buffer.load_state_arrays(arrays, replay["size"], replay["cursor"])
         except (OSError, ValueError, EOFError) as e:  # EOFError: an empty .npy file
-            raise TfsacError(f"checkpoint {prefix!r} has a corrupt replay buffer: {e}") from None
+            raise Fault(f"checkpoint {prefix!r} has a corrupt replay buffer: {e}") from None
         buffer.rng.bit_generator.state = replay["rng"]
         return state
-
-
-def check_compatible(saved_config: Dict, config_dict: Dict, prefix: str) -> None:
-    """Raises TfsacError naming the first structural field that differs."""
-    # gSDE keeps one exploration matrix per env copy.
-    fields = STRUCTURAL_FIELDS + (("num_envs",) if config_dict.get("use_sde") else ())
-    fields += variant_named(config_dict["algorithm"]).resume_keeps
-    for field in fields:
-        saved = saved_config.get(field)
-        current = config_dict.get(field)
-        if isinstance(saved, list):
-            saved = tuple(saved)
-        if isinstance(current, list):
-            current = tuple(current)
-        if saved != current and not renamed(field, saved, current):
-            raise TfsacError(
-                f"checkpoint {prefix} was made with {field}={saved!r}, this run has "
-                f"{field}={current!r}; use another --run_dir or the same {field}"
-            )
-
-
-def unsaved_variables(learner: SACLearner) -> List[str]:
-    """The paths of variables an update writes that no checkpoint object of `learner` holds
-    (a variant's network or optimizer left out of its checkpoint_objects): a resume would
-    start them afresh."""
-    # What a checkpoint of these objects saves: its own graph of them (lists, dicts,
-    # Keras variables inside a tf.Module, which its `variables` leaves out).
-    objects = learner.checkpoint_objects()
-    root = tf.train.Checkpoint(**objects)  # the view holds it weakly
-    found = tf.train.TrackableView(root).descendants()
-    held = {id(v) for v in found if isinstance(v, (tf.Variable, keras.Variable))}
-    # And a model's own variables: its dropout layers' seed states, which the graph
-    # leaves out (DroQ's), are the model's too.
-    held |= {id(v) for obj in objects.values() for v in getattr(obj, "variables", ())}
-    # The optimizers' moments and step counts too: a variant's optimizer left out
-    # resumed from fresh moments, its run no longer the uninterrupted one.
-    written = [
-        *learner.sac.trainable_state(),
-        *(v for o in learner.sac.optimizers().values() for v in o.variables),
-    ]
-    return [getattr(v, "path", v.name) for v in written if id(v) not in held]

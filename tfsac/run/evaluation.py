@@ -11,9 +11,8 @@ import gymnasium as gym
 import numpy as np
 from absl import logging
 
-from tfsac.data.envs import Flattened, env_spec, make_env, needs_flattening, unit_to_bounds
-from tfsac.data.spaces import space_from_json
-from tfsac.errors import TfsacError
+from tfsac.data.envs import Flattened, needs_flattening, unit_to_bounds
+from tfsac.errors import Fault
 from tfsac.logs import progress_bar
 from tfsac.run.rendering import RenderedEnv
 
@@ -118,7 +117,7 @@ def record_video(
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
-        raise TfsacError(f"cannot create the video folder {folder!r}: {e.strerror}") from None
+        raise Fault(f"cannot create the video folder {folder!r}: {e.strerror}") from None
     returns, seeds = [], episode_seeds(seed, episodes)  # the starts run_episodes gives them
     with RenderedEnv(env_id, env_kwargs) as env:
         # The TimeLimit's steps plus the reset's frame, when the env has a limit.
@@ -153,50 +152,6 @@ def record_video(
             )
             returns.append(total)
     return returns
-
-
-def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
-    """Raises TfsacError when `env_id`'s observations or action bounds are not those of the
-    policy that `info` (a policy's metadata) describes."""
-    if "observation_dim" not in info:  # nothing to compare with
-        return
-    env = make_env(env_id, env_kwargs=env_kwargs)
-    spec = env_spec(env_id, env)
-    env.close()
-    if spec.obs_dim != info["observation_dim"]:
-        raise TfsacError(
-            f"{env_id} has {spec.obs_dim}-dimensional observations; the policy takes "
-            f"{info['observation_dim']}"
-        )
-    trained_on, env_space = info.get("observation_space_json"), spec.observation_space_json
-    if trained_on and env_space and _layout(trained_on) != _layout(env_space):
-        raise TfsacError(
-            f"{env_id}'s observations ({spec.observation_space}) flatten differently from "
-            f"those the policy was trained on ({space_from_json(trained_on)})"
-        )
-    low, high = info.get("action_low"), info.get("action_high")
-    if low is not None and high is not None:
-        if len(low) != spec.action_dim or not (
-            np.allclose(low, spec.action_low) and np.allclose(high, spec.action_high)
-        ):
-            raise TfsacError(
-                f"{env_id}'s actions (bounds {list(spec.action_low)} to "
-                f"{list(spec.action_high)}) are not the policy's ({low} to {high})"
-            )
-
-
-def _layout(space_json: Dict):
-    """A space's description (tfsac.data.spaces.space_to_json) without a Box's bounds or
-    any dtype: what decides how its observations flatten into the policy's columns."""
-    kind = space_json.get("type")
-    if kind == "Box":
-        return kind, tuple(space_json["shape"])
-    if kind in ("Dict", "Tuple"):
-        spaces = space_json["spaces"]
-        if kind == "Dict":
-            return kind, {k: _layout(v) for k, v in spaces.items()}
-        return kind, [_layout(v) for v in spaces]
-    return {k: v for k, v in space_json.items() if k != "dtype"}
 
 
 class Evaluator:

@@ -1,7 +1,6 @@
 """The sizes that set a run's memory, estimated from its options and its env's sizes before
-anything is written, and a run refused in one line where they clearly cannot fit in this
-machine's memory (TensorFlow would otherwise fail mid-build with chained tracebacks, after
-the run folder exists). TF-free."""
+anything is written (run/preflight.py refuses a run where they clearly cannot fit in this
+machine's memory: TensorFlow would otherwise fail mid-build). TF-free."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from typing import List, Optional, Tuple
 from tfsac.algorithm.variants import variant_of
 from tfsac.data.her import HerReplayBuffer
 from tfsac.data.replay import ReplayBuffer
-from tfsac.errors import TfsacError
 
 FLOAT = 4  # bytes of a float32
 # Refused above this share of physical memory: only what clearly cannot fit.
@@ -87,56 +85,3 @@ def memory_estimates(
     if recorded_bytes:
         estimates.append(("offline_data", recorded_bytes, "the recorded data"))
     return estimates
-
-
-def check_memory(
-    config,
-    obs_dim: int,
-    action_dim: int,
-    memory: Optional[int] = None,
-    recorded_bytes: int = 0,
-) -> None:
-    """Raises TfsacError, naming the option behind the largest allocation and the
-    estimated bytes, where the run's estimated memory exceeds SHARE of `memory` (default:
-    this machine's physical memory; nothing is refused where that is unknown)."""
-    memory = physical_memory() if memory is None else memory
-    if not memory:
-        return
-    estimates = memory_estimates(config, obs_dim, action_dim, recorded_bytes)
-    total = sum(size for _, size, _ in estimates)
-    if total <= SHARE * memory:
-        return
-    name, size, what = max(estimates, key=lambda e: e[1])
-    raise TfsacError(
-        f"{name}={_value(getattr(config, name))} needs about {_bytes(size)} for {what}; the run "
-        f"needs about {_bytes(total)}, more than {SHARE:.0%} of this machine's "
-        f"{_bytes(memory)} of memory"
-    )
-
-
-def _bytes(n: float) -> str:
-    """'37.3 TiB'."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024:
-            return f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} PiB"
-
-
-def _value(value) -> str:
-    return ",".join(map(str, value)) if isinstance(value, tuple) else repr(value)
-
-
-def check_recording(
-    steps: int, obs_dim: int, action_dim: int, what: str, memory: Optional[int] = None
-) -> None:
-    """Raises TfsacError where recording `steps` transitions (scripts/collect.py: float64
-    fields, held until they are written, then copied once more) clearly cannot fit in
-    `memory` (default: this machine's); `what` names the option that asked for them."""
-    memory = physical_memory() if memory is None else memory
-    size = 2 * steps * 8 * (obs_dim + action_dim + 3)
-    if memory and size > SHARE * memory:
-        raise TfsacError(
-            f"{what} needs about {_bytes(size)} to record, more than {SHARE:.0%} of this "
-            f"machine's {_bytes(memory)} of memory"
-        )

@@ -6,19 +6,21 @@ TensorFlow, so that a mistake is one line at once, and hands its CheckedRun to `
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import random
 import time
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
 from absl import logging
 
 from tfsac.algorithm.resolve import mark_resolved, resolve  # TF-free, as the variants'
+from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
 from tfsac.config.new_run import check_new_run
-from tfsac.config.resume import Change
+from tfsac.config.resume import Change, check_matches
 from tfsac.data.env_checks import CUSTOM_ENV, check_batched_reward, check_env_api, reward_function
 from tfsac.data.envs import (
     EnvFn,
@@ -27,6 +29,7 @@ from tfsac.data.envs import (
     env_factory,
     env_spec,
     factory_name,
+    remade_env_spec,
     unflattened,
 )
 from tfsac.data.goals import episode_limit
@@ -44,11 +47,12 @@ from tfsac.files import (
     check_writable,
     checkpoint_steps,
     default_model_name,
+    source_checkpoints,
 )
-from tfsac.run.memory_check import check_memory
+from tfsac.run.callbacks import Callback, FunctionCallback
+from tfsac.run.memory_check import SHARE, memory_estimates, physical_memory
 from tfsac.run.run_lock import check_run_dir_free
 from tfsac.run.source import env_runners
-from tfsac.run.warm_start import check_source
 
 
 def default_run_dir(config: SACConfig) -> str:
@@ -177,6 +181,8 @@ class CheckedRun:
     spec: EnvSpec
     resume_changes: Tuple[Change, ...] = ()
     recorded: Optional[RecordedData] = None
+    # init_from's run: its config and checkpoint prefixes, newest first (check_source).
+    init_source: Optional[Tuple[SACConfig, List[str]]] = None
 
 
 def check_run(
@@ -238,8 +244,9 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
         spec = dataclasses.replace(spec, env_fn=factory_name(env_fn))
     if resume:
         _check_same_factory(run_dir, spec)
+    source = None
     if config.init_from and not own_checkpoints:  # a resume reads its own, not init_from's
-        check_source(config, spec)
+        source = check_source(config, spec)
     if config.her:
         check_her(config, eval_env, spec)
     recorded = load_recorded(config.offline_data, spec) if config.offline_data else None
@@ -247,6 +254,129 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
         config, spec.obs_dim, spec.action_dim, recorded_bytes=recorded.nbytes if recorded else 0
     )
     if config.num_actors:
+        if env_runners("check") is None:
+            raise TfsacError(
+                "env runners (num_actors > 0) come with tfsac.scale: import "
+                "tfsac.scale.runner_source first (tfsac.train and tfsac.Trainer do)"
+            )
         env_runners("check")(config)
     config = mark_resolved(config)  # its env_id and init_from, set here, are checked too
-    return CheckedRun(config, run_dir, resume, make_env, eval_env, spec, tuple(changes), recorded)
+    return CheckedRun(
+        config, run_dir, resume, make_env, eval_env, spec, tuple(changes), recorded, source
+    )
+
+
+# init_from's source run, as a new run starts from it.
+def check_spaces(source_config: SACConfig, config: SACConfig, spec: EnvSpec, run_dir) -> None:
+    """TfsacError where the source's env gives other observation or action sizes than this
+    run's (`spec`): as its env_spec.json says, else as its env made again; passed over
+    where neither can say (a custom env of a tfsac that wrote no env_spec.json)."""
+    same = (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs)
+    if same:
+        return
+    theirs = read_env_spec(run_dir)  # a damaged env_spec.json: one line
+    if theirs is None:  # a run of an earlier tfsac: its env made again, where it can be
+        try:
+            theirs = remade_env_spec(source_config.env_id, source_config.env_kwargs)
+        except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
+            return
+    if (theirs.obs_dim, theirs.action_dim) != (spec.obs_dim, spec.action_dim):
+        raise TfsacError(
+            f"init_from {config.init_from!r} was trained on {theirs.env_id} (observations of "
+            f"{theirs.obs_dim} numbers, actions of {theirs.action_dim}), this run's "
+            f"{spec.env_id} has {spec.obs_dim} and {spec.action_dim}: its networks do not fit"
+        )
+
+
+def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]]:
+    """(the source run's config, the checkpoint prefixes of config.init_from to try, newest
+    first); TfsacError where it is no tfsac run with checkpoints, was trained with other
+    networks' settings or on other spaces than `spec`'s."""
+    source_config, prefixes = source_checkpoints(config.init_from)
+    check_matches(source_config, config, config.init_from, variant_of(config).resume_keeps)
+    check_spaces(source_config, config, spec, os.path.dirname(os.path.dirname(prefixes[0])))
+    return source_config, prefixes
+
+
+# train()'s arguments beside the config.
+def check_options(options, allowed) -> None:
+    """TfsacError for an option `train` does not take (`allowed`: Trainer's parameters)."""
+    for name in options:
+        if name not in allowed:
+            near = difflib.get_close_matches(name, allowed, n=1)
+            raise TfsacError(
+                f"train() has no option {name!r}" + (f"; did you mean {near[0]!r}?" if near else "")
+            )
+
+
+def check_hooks(on_log, on_evaluation, callbacks) -> List[Callback]:
+    """`train`'s hooks as callbacks: the functions as one, then `callbacks`; TfsacError
+    (before anything is written) for a hook that is not a function or a Callback."""
+    for name, function in (("on_log", on_log), ("on_evaluation", on_evaluation)):
+        if function is not None and not callable(function):
+            raise TfsacError(f"{name} must be a function of one dict, got {function!r:.60}")
+    try:
+        callbacks = list(callbacks)
+    except TypeError:
+        raise TfsacError(f"callbacks must be a list of Callbacks, got {callbacks!r:.60}") from None
+    for callback in callbacks:
+        if not isinstance(callback, Callback):
+            raise TfsacError(
+                "callbacks must be tfsac.Callback instances (subclass it, or pass functions "
+                f"as on_log= and on_evaluation=), got {callback!r:.60}"
+            )
+    return [FunctionCallback(on_log, on_evaluation), *callbacks]
+
+
+# The memory a run, or a recording (scripts/collect.py), needs.
+def check_memory(
+    config,
+    obs_dim: int,
+    action_dim: int,
+    memory: Optional[int] = None,
+    recorded_bytes: int = 0,
+) -> None:
+    """TfsacError, naming the option behind the largest allocation and the estimated bytes,
+    where the run's estimated memory (memory_check) exceeds SHARE of `memory` (default:
+    this machine's physical memory; nothing is refused where that is unknown)."""
+    memory = physical_memory() if memory is None else memory
+    if not memory:
+        return
+    estimates = memory_estimates(config, obs_dim, action_dim, recorded_bytes)
+    total = sum(size for _, size, _ in estimates)
+    if total <= SHARE * memory:
+        return
+    name, size, what = max(estimates, key=lambda e: e[1])
+    raise TfsacError(
+        f"{name}={_value(getattr(config, name))} needs about {_bytes(size)} for {what}; the run "
+        f"needs about {_bytes(total)}, more than {SHARE:.0%} of this machine's "
+        f"{_bytes(memory)} of memory"
+    )
+
+
+def _bytes(n: float) -> str:
+    """'37.3 TiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024:
+            return f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"
+
+
+def _value(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, tuple) else repr(value)
+
+
+def check_recording(
+    steps: int, obs_dim: int, action_dim: int, what: str, memory: Optional[int] = None
+) -> None:
+    """TfsacError where recording `steps` transitions (scripts/collect.py: float64
+    fields, held until they are written, then copied once more) clearly cannot fit in
+    `memory` (default: this machine's); `what` names the option that asked for them."""
+    memory = physical_memory() if memory is None else memory
+    size = 2 * steps * 8 * (obs_dim + action_dim + 3)
+    if memory and size > SHARE * memory:
+        raise TfsacError(
+            f"{what} needs about {_bytes(size)} to record, more than {SHARE:.0%} of this "
+            f"machine's {_bytes(memory)} of memory"
+        )

@@ -13,7 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.sac import SAC
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 from tfsac.files import (
     PROGRESS_FIELDS,
     PROGRESS_FILE,
@@ -131,7 +131,7 @@ class ProgressLog:
             complete = [r for r in whole if None not in r and None not in r.values()]
             kept = [r for r in complete if int(r["step"]) <= step]
         except (OSError, UnicodeDecodeError, csv.Error, ValueError) as e:
-            raise TfsacError(
+            raise Fault(
                 f"cannot read {path}: {e}; move it away to continue the run without its "
                 "earlier rows"
             ) from None

@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfsac.data.envs import make_env
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 
 # MuJoCo's defaults (a 4096x4096 shadow map, 4x multisampling) dominate a frame's cost in a
 # software renderer; a smaller map without multisampling looks nearly the same at a
@@ -67,13 +67,13 @@ class RenderedEnv:
             self._proc.stdin.flush()
             status, payload = pickle.load(self._proc.stdout)
         except (OSError, EOFError, pickle.UnpicklingError):
-            raise TfsacError(
+            raise Fault(
                 f"the render worker died (exit status {self._proc.wait()}); rendering needs "
                 "a working OpenGL: on a headless machine, EGL (apt-get install libegl1 "
                 "libgl1-mesa-dri) with MUJOCO_GL=egl"
             ) from None
         if status == "error":
-            raise TfsacError(f"rendering failed: {payload}")
+            raise Fault(f"rendering failed: {payload}")
         return payload
 
     def reset(self, video_path: str, seed=None):
@@ -92,7 +92,7 @@ class RenderedEnv:
         if self._proc.poll() is None:
             try:
                 self._request(("close",))
-            except TfsacError:
+            except Fault:
                 pass
             self._proc.wait(timeout=30)
 
@@ -198,7 +198,7 @@ class _Worker:
     def frame(self) -> np.ndarray:
         frame = self.env.render()
         if not isinstance(frame, np.ndarray):
-            raise TfsacError(f"{self.env.spec.id} renders no rgb_array frames")
+            raise Fault(f"{self.env.spec.id} renders no rgb_array frames")
         return frame
 
     def reset(self, seed, video_path: str):
@@ -247,7 +247,7 @@ def _serve(stdin, stdout) -> None:
             if failure is not None:
                 raise failure
             payload = handlers[kind](*args)
-        except Exception as e:  # reported to the parent, which raises TfsacError
+        except Exception as e:  # reported to the parent, which raises a Fault
             failure = None
             reply("error", f"{type(e).__name__}: {e}")
             continue

@@ -23,7 +23,7 @@ from typing import Optional
 
 from absl import logging
 
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault
 from tfsac.files import open_no_follow
 
 try:
@@ -35,11 +35,11 @@ LOCK_FILE = "run.lock"
 _LIVE: weakref.WeakSet[RunLock] = weakref.WeakSet()  # for a forked child to close
 
 
-def _in_use(path: str, what: str, fd: int) -> TfsacError:
+def _in_use(path: str, what: str, fd: int) -> Fault:
     holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
     if holder.startswith(f"pid {os.getpid()} "):
-        return TfsacError(f"{what} {path!r} is in use by another Trainer of this process")
-    return TfsacError(
+        return Fault(f"{what} {path!r} is in use by another Trainer of this process")
+    return Fault(
         f"{what} {path!r} is in use by another training process ({holder or 'starting'}): "
         "wait for it to end, or stop it (SIGINT or SIGTERM saves a checkpoint) and continue "
         "it with --resume"
@@ -48,7 +48,7 @@ def _in_use(path: str, what: str, fd: int) -> TfsacError:
 
 def _lock(path: str, what: str, create: bool) -> Optional[int]:
     """A descriptor of path's run.lock holding its lock, or None (no fcntl, no such file
-    where not `create`, a file system without locks); TfsacError where it is taken."""
+    where not `create`, a file system without locks); a Fault where it is taken."""
     if fcntl is None:
         return None
     flags = (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY  # flock needs no write access
@@ -58,7 +58,7 @@ def _lock(path: str, what: str, create: bool) -> Optional[int]:
     except OSError as e:
         if not create:  # no run.lock, no run holds it; an unreadable one: the write checks'
             return None
-        raise TfsacError(f"cannot write in {what} {path!r}: {e.strerror}") from None
+        raise Fault(f"cannot write in {what} {path!r}: {e.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
@@ -72,7 +72,7 @@ def _lock(path: str, what: str, create: bool) -> Optional[int]:
 
 
 def check_run_dir_free(path: str, what: str = "run directory") -> None:
-    """TfsacError where a run trains in `path` (its run.lock is held); writes nothing (for
+    """A Fault where a run trains in `path` (its run.lock is held); writes nothing (for
     the checks before a start, and before a sweep's trial writes its record)."""
     fd = _lock(path, what, create=False)
     if fd is not None:

@@ -19,7 +19,6 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Tupl
 import numpy as np
 
 from tfsac.data.collector import Collector, Transitions
-from tfsac.errors import TfsacError
 
 _ENV_RUNNERS: Dict[str, Callable] = {}
 
@@ -31,14 +30,10 @@ def register_env_runners(check: Callable, make: Callable) -> None:
     _ENV_RUNNERS.update(check=check, make=make)
 
 
-def env_runners(part: str) -> Callable:
-    """The registered env runners' `check` or `make`."""
-    if part not in _ENV_RUNNERS:
-        raise TfsacError(
-            "env runners (num_actors > 0) come with tfsac.scale: import "
-            "tfsac.scale.runner_source first (tfsac.train and tfsac.Trainer do)"
-        )
-    return _ENV_RUNNERS[part]
+def env_runners(part: str) -> Optional[Callable]:
+    """The registered env runners' `check` or `make` (None before tfsac.scale registers
+    them: the start refuses num_actors > 0 then)."""
+    return _ENV_RUNNERS.get(part)
 
 
 class CollectionSource(Protocol):

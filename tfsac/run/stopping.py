@@ -8,9 +8,15 @@ import math
 import numbers
 from typing import Dict, List, Optional
 
-from tfsac.errors import TfsacError
+from tfsac.config.fields import Check, checked_number, refuse_unless
 from tfsac.run.best_policy import SaveBestPolicy
 from tfsac.run.callbacks import Callback
+
+COUNT = Check(
+    lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0,
+    "a whole number >= 0",
+    "{!r}",
+)
 
 
 class StopTrainingOnRewardThreshold(Callback):
@@ -24,15 +30,9 @@ class StopTrainingOnRewardThreshold(Callback):
     """
 
     def __init__(self, reward_threshold: float, verbose: int = 0):
-        # Checked here: a text or a NaN would otherwise fail or never stop mid-run.
-        if isinstance(reward_threshold, bool) or not isinstance(reward_threshold, numbers.Real):
-            raise TfsacError(
-                "StopTrainingOnRewardThreshold: reward_threshold must be a number, got "
-                f"{reward_threshold!r:.60} ({type(reward_threshold).__name__})"
-            )
-        self.reward_threshold = float(reward_threshold)
-        if math.isnan(self.reward_threshold):
-            raise TfsacError("StopTrainingOnRewardThreshold: reward_threshold is NaN")
+        # A text or a NaN would otherwise fail or never stop mid-run.
+        name = "StopTrainingOnRewardThreshold: reward_threshold"
+        self.reward_threshold = checked_number(name, reward_threshold)
         self.asked_by = type(self).__name__  # the config's option, where it made this
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
@@ -67,11 +67,7 @@ class StopTrainingOnNoModelImprovement(Callback):
             ("max_no_improvement_evals", max_no_improvement_evals),
             ("min_evals", min_evals),
         ):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-                raise TfsacError(
-                    f"StopTrainingOnNoModelImprovement: {name} must be a whole number >= 0, "
-                    f"got {value!r}"
-                )
+            refuse_unless(COUNT, f"StopTrainingOnNoModelImprovement: {name}", value)
         self.max_no_improvement_evals, self.min_evals = max_no_improvement_evals, min_evals
         self.asked_by = type(self).__name__  # the config's option, where it made this
         self._reset()

@@ -5,7 +5,6 @@ SavedModel export around them."""
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 import os
 from typing import Callable, Dict, Optional, Sequence
@@ -18,14 +17,13 @@ from tfsac.data.envs import EnvFn
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.spaces import EnvSpec
 from tfsac.deploy.export import export_trained_policy
-from tfsac.errors import TfsacError
 from tfsac.files import SUMMARY_FILE, write_json
 from tfsac.logs import lines_above, progress_bar, progress_lines
 from tfsac.run.builder import ENVS_FILE, STOP_OPTIONS, build_run
 from tfsac.run.callbacks import Callback, IntervalTrigger, crossed
 from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import log_summary, run_summary
-from tfsac.run.preflight import CheckedRun
+from tfsac.run.preflight import CheckedRun, check_options
 from tfsac.run.signals import Interrupted, StopSignals
 from tfsac.run.updates import NonFiniteError
 
@@ -43,9 +41,8 @@ class TrainResult:
         run_dir: the run directory (config.json, progress.csv, checkpoints/, summary.json).
         saved_model_path: the SavedModel version folder exported at the end, or None
             without an export.
-        summary: what summary.json holds (env, seed, steps, the final evaluation's
-            `eval_return_mean` and `eval_return_std`, every evaluation, wall time, env
-            steps/s, the export's path, and `stop` where a callback stopped the run).
+        summary: what summary.json holds (the final evaluation's `eval_return_mean` and
+            `eval_return_std`, every evaluation, env steps/s, `stop` where a run stopped).
         stop_reason: why a callback or a stop option stopped the run (at whichever step), or None.
         already_finished: True where a resume found the run finished: nothing was
             trained or exported in this call.
@@ -159,8 +156,8 @@ class Trainer:
     # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
         """Trains to `total_steps`, or until a callback stops it; returns the `TrainResult`.
-        Refuses (TfsacError) a run directory that another process trains in, or trained in
-        since this Trainer was built; NonFiniteError and Interrupted as `train`."""
+        A Fault where another process trains in the run directory, or trained in it since
+        this Trainer was built; NonFiniteError and Interrupted as `train`."""
         try:
             self.parts.lock.hold()
             self.checkpointer.check_newest(self._checkpoint)
@@ -353,22 +350,14 @@ def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> 
         on_evaluation: called with each evaluation.
         callbacks: `Callback` objects, called in order after the two functions.
 
-    Returns:
-        The `TrainResult`: learner, replay buffer, run directory, export path, summary.
-
     Raises:
         TfsacError: an unknown option, or a setting, path or env that cannot work, before
-            anything is written, or another process training in the run directory.
-        NonFiniteError: NaN or Inf in a loss, a parameter or the env's output (the last
-            good checkpoint stays the latest).
+            anything is written.
+        Fault: met while running: another process training in the run directory, a file
+            that fails to read or write; NonFiniteError, one, for NaN or Inf in a loss, a
+            parameter or the env's output (the last good checkpoint stays the latest).
         Interrupted: SIGINT or SIGTERM, after the checkpoint is saved.
     """
-    allowed = inspect.signature(Trainer).parameters
-    for name in options:
-        if name not in allowed:
-            near = difflib.get_close_matches(name, allowed, n=1)
-            raise TfsacError(
-                f"train() has no option {name!r}" + (f"; did you mean {near[0]!r}?" if near else "")
-            )
+    check_options(options, inspect.signature(Trainer).parameters)
     with progress_lines(enabled=not quiet):
         return Trainer(config, **options).run()

@@ -7,113 +7,24 @@ replay), so the new run's own settings apply from its first update."""
 
 from __future__ import annotations
 
-import os
-import re
 from typing import List, Tuple
 
 from absl import logging
 
-from tfsac.algorithm.variants import variant_of  # TF-free: the declarations only
 from tfsac.config import SACConfig
-from tfsac.config.resume import renamed
-from tfsac.data.envs import remade_env_spec
-from tfsac.data.spaces import EnvSpec, read_env_spec
-from tfsac.errors import TfsacError
-from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, run_config
-
-# Settings that decide the learned state's variables or what they mean: the source run
-# must have had this run's values (as a resume must; see checkpointing.STRUCTURAL_FIELDS).
-MATCHED_FIELDS = (
-    "algorithm",
-    "variant",
-    "network",
-    "hidden_sizes",
-    "critic_hidden_sizes",
-    "num_critics",
-    "critic_layer_norm",
-    "normalize_observations",
-    "use_sde",
-    "use_log_alpha",
-)
+from tfsac.errors import Fault, TfsacError
 
 
-def source_checkpoints(source: str) -> Tuple[SACConfig, List[str]]:
-    """(the source run's config, its checkpoint prefixes to try, newest first) for
-    `source`: a run directory (its complete checkpoints) or one checkpoint's prefix
-    (<run_dir>/checkpoints/ckpt-<step>)."""
-    path = os.path.normpath(source)
-    folder, name = os.path.split(path)
-    step = None
-    if os.path.basename(folder) == CHECKPOINTS_DIR and name.startswith("ckpt-"):
-        path, step = os.path.dirname(folder), name[len("ckpt-") :]
-        if not (step.isascii() and step.isdigit()):
-            # One of a checkpoint's files: the checkpoint is their common prefix.
-            prefix = re.fullmatch(r"(ckpt-[0-9]+)\.(index|extra|data-.*)", name)
-            hint = f": name its prefix, {os.path.join(folder, prefix[1])}" if prefix else ""
-            raise TfsacError(f"init_from {source!r}: not a checkpoint (ckpt-<env step>){hint}")
-    try:
-        config = run_config(path, need_checkpoint=True, step=None if step is None else int(step))
-    except TfsacError as e:
-        raise TfsacError(f"init_from: {e}") from None
-    folder = os.path.join(path, CHECKPOINTS_DIR)
-    steps = checkpoint_steps(folder) if step is None else [int(step)]
-    return config, [os.path.join(folder, f"ckpt-{s}") for s in steps]
-
-
-def check_matches(source_config: SACConfig, config: SACConfig, source: str) -> None:
-    """TfsacError naming the first setting in which the source run differs from `config`."""
-    for field in MATCHED_FIELDS + variant_of(config).resume_keeps:
-        old, new = getattr(source_config, field), getattr(config, field)
-        # Both configs parsed: widths are tuples on both sides.
-        if old != new and not renamed(field, old, new):
-            raise TfsacError(
-                f"init_from {source!r} was trained with {field}={old!r}, this run has "
-                f"{field}={new!r}: its networks do not fit; use the same {field}"
-            )
-
-
-def check_spaces(source_config: SACConfig, config: SACConfig, spec: EnvSpec, run_dir) -> None:
-    """TfsacError where the source's env gives other observation or action sizes than this
-    run's (`spec`): as its env_spec.json says, else as its env made again; passed over
-    where neither can say (a custom env of a tfsac that wrote no env_spec.json)."""
-    same = (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs)
-    if same:
-        return
-    theirs = read_env_spec(run_dir)  # a damaged env_spec.json: one line
-    if theirs is None:  # a run of an earlier tfsac: its env made again, where it can be
-        try:
-            theirs = remade_env_spec(source_config.env_id, source_config.env_kwargs)
-        except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
-            return
-    if (theirs.obs_dim, theirs.action_dim) != (spec.obs_dim, spec.action_dim):
-        raise TfsacError(
-            f"init_from {config.init_from!r} was trained on {theirs.env_id} (observations of "
-            f"{theirs.obs_dim} numbers, actions of {theirs.action_dim}), this run's "
-            f"{spec.env_id} has {spec.obs_dim} and {spec.action_dim}: its networks do not fit"
-        )
-
-
-def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]]:
-    """(the source run's config, the checkpoint prefixes of config.init_from to try, newest
-    first); TfsacError where it is no tfsac run with checkpoints, was trained with other
-    networks' settings or on other spaces than `spec`'s (run by the start's checks,
-    without TensorFlow)."""
-    source_config, prefixes = source_checkpoints(config.init_from)
-    check_matches(source_config, config, config.init_from)
-    check_spaces(source_config, config, spec, os.path.dirname(os.path.dirname(prefixes[0])))
-    return source_config, prefixes
-
-
-def warm_start(learner, config: SACConfig, spec: EnvSpec) -> str:
-    """Restores config.init_from's learned state into `learner` (a new run's SACLearner, for
-    `spec`); returns the checkpoint restored. TfsacError where check_source refuses the
-    source, or none of its checkpoints' learned state restores into this learner. A
-    temperature the source held fixed is a setting, not learned: this run's applies."""
-    import tensorflow as tf  # this module's checks run before TensorFlow is imported
+def warm_start(learner, config: SACConfig, source: Tuple[SACConfig, List[str]]) -> str:
+    """Restores config.init_from's learned state into `learner` (a new run's SACLearner)
+    from `source`, the source run's config and checkpoint prefixes as the start checked
+    them (preflight.check_source); returns the checkpoint restored. A temperature the
+    source held fixed is a setting, not learned: this run's applies."""
+    import tensorflow as tf  # this module is imported before TensorFlow is
 
     from tfsac.deploy.loading import restore_checkpoint
 
-    source_config, prefixes = check_source(config, spec)
+    source_config, prefixes = source
     learned = learner.learned_objects(temperature=source_config.learned_alpha)
     errors = []
     for prefix in prefixes:
@@ -131,6 +42,6 @@ def warm_start(learner, config: SACConfig, spec: EnvSpec) -> str:
             ", temperature" if source_config.learned_alpha and config.learned_alpha else "",
         )
         return prefix
-    raise TfsacError(
+    raise Fault(
         f"init_from {config.init_from!r}: no checkpoint restores into this run ({errors[0]})"
     )

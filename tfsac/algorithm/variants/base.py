@@ -92,8 +92,10 @@ class Variant:
         }
 
     @classmethod
-    def check(cls, config: SACConfig) -> None:
-        """Raises TfsacError for a combination of options this variant cannot run."""
+    def check(cls, config: SACConfig) -> Optional[str]:
+        """Why this variant cannot run the options, in one line (resolve refuses them with
+        it), or None."""
+        return None
 
     @classmethod
     def critic_outputs(cls, config: SACConfig) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from tfsac.algorithm.variants.base import lazy_module, register
 from tfsac.algorithm.variants.sac import SoftDoubleQ
-from tfsac.errors import TfsacError
 
 tf = lazy_module("tensorflow")
 losses = lazy_module("tfsac.algorithm.losses")
@@ -34,9 +33,10 @@ class CrossQ(SoftDoubleQ):
         return {**super().defaults(config), **paper}
 
     @classmethod
-    def check(cls, config) -> None:
+    def check(cls, config):
         if config.use_sde:
-            raise TfsacError("algorithm crossq does not take use_sde (its actor is batch-normed)")
+            return "algorithm crossq does not take use_sde (its actor is batch-normed)"
+        return None
 
     @classmethod
     def batch_norm(cls, config):

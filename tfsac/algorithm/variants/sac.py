@@ -10,7 +10,6 @@ critics' mean (`actor_q`), and the target without its entropy term (`backup_entr
 from __future__ import annotations
 
 from tfsac.algorithm.variants.base import Variant, lazy_module, register
-from tfsac.errors import TfsacError
 
 losses = lazy_module("tfsac.algorithm.losses")
 
@@ -34,9 +33,9 @@ class SoftDoubleQ(Variant):
     }
 
     @classmethod
-    def check(cls, config) -> None:
+    def check(cls, config):
         if config.target_subset > config.num_critics:
-            raise TfsacError(
+            return (
                 f"target_subset ({config.target_subset}) is larger than num_critics "
                 f"({config.num_critics})"
             )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from tfsac.algorithm.variants.base import lazy_module, register
 from tfsac.algorithm.variants.sac import SoftDoubleQ
-from tfsac.errors import TfsacError
 
 losses = lazy_module("tfsac.algorithm.losses")
 
@@ -24,9 +23,9 @@ class TQC(SoftDoubleQ):
     peer = "tqc"
 
     @classmethod
-    def check(cls, config) -> None:
+    def check(cls, config):
         if config.top_quantiles_to_drop_per_net >= config.n_quantiles:
-            raise TfsacError(
+            return (
                 f"top_quantiles_to_drop_per_net ({config.top_quantiles_to_drop_per_net}) must "
                 f"be smaller than n_quantiles ({config.n_quantiles}): no atom would be left"
             )

@@ -23,8 +23,8 @@ from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
 from tfsac.files import check_outside_exports, check_writable, read_json
+from tfsac.run.preflight import check_source
 from tfsac.run.run_lock import LOCK_FILE
-from tfsac.run.warm_start import check_source
 from tfsac.scale.sweeps.search_space import Dimension, split_values
 from tfsac.scale.sweeps.state import SWEEP_FILE
 from tfsac.scale.sweeps.trial import TrialFactory, config_tag

@@ -78,6 +78,7 @@ def main(argv):
         fail(str(e))
     tfsac = import_tfsac()
     from tfsac.data.env_checks import check_env_fits
+    from tfsac.data.envs import remade_env_spec
     from tfsac.deploy.policy import checkpoint_policy, saved_model_policy
     from tfsac.run import evaluation
 
@@ -91,7 +92,7 @@ def main(argv):
         if not env_id:
             fail("the policy does not say which env it was trained on: pass --env")
         env_kwargs = _env_kwargs(env_id, info)
-        check_env_fits(env_id, env_kwargs, info)
+        check_env_fits(env_id, remade_env_spec(env_id, env_kwargs), info)
         seed = next(s for s in (FLAGS.seed, info.get("eval_seed"), 0) if s is not None)
         episodes = FLAGS.episodes or info.get("eval_episodes") or 10
         successes = []  # each episode's info["is_success"] (goal envs), not with videos

@@ -181,6 +181,7 @@ def test_a_run_stopped_between_evaluations_claims_no_evaluation_for_its_weights(
 
     from tfsac import Interrupted
     from tfsac.data.env_checks import check_env_fits
+    from tfsac.data.envs import remade_env_spec
     from tfsac.deploy.loading import checkpoint_learner
 
     def ctrl_c_at_60(record):  # as Ctrl-C: the run saves a checkpoint at its next step
@@ -197,7 +198,11 @@ def test_a_run_stopped_between_evaluations_claims_no_evaluation_for_its_weights(
     assert info["checkpoint_step"] == 61 and "eval_return_mean" not in info
     # The observation layout is compared, not only the width: Box(3) against Dict's 3 + ...
     with pytest.raises(TfsacError, match="flatten differently from those the policy was"):
-        check_env_fits("tfsac-test/Policy-dict-v0", None, {**info, "observation_dim": 5})
+        check_env_fits(
+            "tfsac-test/Policy-dict-v0",
+            remade_env_spec("tfsac-test/Policy-dict-v0"),
+            {**info, "observation_dim": 5},
+        )
 
 
 @pytest.mark.parametrize(

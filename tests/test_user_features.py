@@ -468,14 +468,19 @@ def test_a_video_folder_that_is_a_file_is_refused_before_anything_is_written(tmp
 
 def test_evaluation_checks_the_env_against_the_policy():
     from tfsac.data.env_checks import check_env_fits
+    from tfsac.data.envs import remade_env_spec
 
     pendulum = {"observation_dim": 3, "action_low": [-2.0], "action_high": [2.0]}
-    check_env_fits("Pendulum-v1", None, pendulum)
-    check_env_fits("Pendulum-v1", None, {})  # no metadata: nothing to compare
+    check_env_fits("Pendulum-v1", remade_env_spec("Pendulum-v1"), pendulum)
+    check_env_fits(
+        "Pendulum-v1", remade_env_spec("Pendulum-v1"), {}
+    )  # no metadata: nothing to compare
     with pytest.raises(TfsacError, match="not the policy's"):
-        check_env_fits("Pendulum-v1", None, {**pendulum, "action_low": [-1.0]})
+        check_env_fits(
+            "Pendulum-v1", remade_env_spec("Pendulum-v1"), {**pendulum, "action_low": [-1.0]}
+        )
     with pytest.raises(TfsacError, match="17-dimensional observations; the policy takes 3"):
-        check_env_fits("HalfCheetah-v5", None, pendulum)
+        check_env_fits("HalfCheetah-v5", remade_env_spec("HalfCheetah-v5"), pendulum)
 
 
 def test_an_env_fn_env_says_how_to_evaluate_it():

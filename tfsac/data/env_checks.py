@@ -247,16 +247,11 @@ def check_policy_fits(metadata: Dict, env_id: str, env: gym.Env) -> None:
 
 
 # The env a user names to evaluate a saved policy on.
-def check_env_fits(env_id: str, env_kwargs: Optional[Dict], info: Dict) -> None:
-    """TfsacError where `env_id`'s observations or action bounds are not those of the
-    policy that `info` (a policy's metadata) describes (scripts/evaluate.py's --env)."""
-    from tfsac.data.envs import env_spec, make_env  # envs.py imports this module
-
+def check_env_fits(env_id: str, spec, info: Dict) -> None:
+    """TfsacError where the observations or action bounds of `env_id` (its EnvSpec, `spec`)
+    are not those of the policy that `info` (a policy's metadata) describes."""
     if "observation_dim" not in info:  # nothing to compare with
         return
-    env = make_env(env_id, env_kwargs=env_kwargs)
-    spec = env_spec(env_id, env)
-    env.close()
     if spec.obs_dim != info["observation_dim"]:
         raise TfsacError(
             f"{env_id} has {spec.obs_dim}-dimensional observations; the policy takes "

@@ -199,3 +199,20 @@ def test_env_runners_act_with_the_xqc_actor_through_tf():
     actions = np.stack([policy.sample(np.zeros((2, 3), np.float32)) for _ in range(20)])
     assert actions.shape == (20, 2, 2) and np.abs(actions).max() < 1
     assert np.all(actions[1:] != actions[:-1])  # a new draw every step: no held noise
+
+
+@pytest.mark.learning
+def test_pendulum_with_xqc_reaches_minus_200(tmp_path):
+    """XQC (its categorical critics, unit-norm layers batch-normed before each ReLU, the
+    std(G) reward scale, the entropy target -dim(A)/2) with its authors' initial temperature,
+    layers 64 wide to save time."""
+    from tfsac import train
+
+    config = SACConfig(
+        env_id="Pendulum-v1", algorithm="xqc", hidden_sizes=(64, 64),
+        critic_hidden_sizes=(64, 64), initial_alpha=0.01, total_steps=20_000,
+        learning_starts=1000, jit_compile=False, run_dir=str(tmp_path / "run"),
+    )  # fmt: skip
+    result = train(config, export=False)
+    print(f"xqc: eval return {result.summary['eval_return_mean']:.1f}")
+    assert result.summary["eval_return_mean"] >= -200

@@ -72,6 +72,12 @@ CONFIGS = {
         "eval_every": 120,
     },
     "simba": {"network": "simba", "total_steps": 120, "eval_every": 120},
+    "xqc": {
+        "algorithm": "xqc",
+        "critic_hidden_sizes": (64, 64),
+        "total_steps": 120,
+        "eval_every": 120,
+    },
 }
 
 

@@ -60,7 +60,7 @@ CASES = [
     ("train", ["--algorithm=sac_v1", "--renorm_warmup_steps=5"], "sac_v1 does not read renorm"),
     ("train", ["--export=false", "--export_formats=onnx"], "export_formats (onnx) needs export"),
     ("train", ["--total_steps=100", "--learning_starts=10", "--n_steps=500"], "n_steps (500)"),
-    ("train", ["--algorithm=qrsac"], "algorithm must be one of crossq, flashsac, sac, sac_v1, tqc"),
+    ("train", ["--algorithm=qrsac"], "must be one of crossq, flashsac, sac, sac_v1, tqc, xqc"),
     ("train", ["--algorithm=tqc", "--variant=v1"], "variant v1 is algorithm sac_v1, and alg"),
     ("train", ["--algorithm=sac_v1", "--variant=v2"], "variant v2 is algorithm sac, and algor"),
     ("train", ["--normalize_observations=maybe"], "normalize_observations must be auto, true"),

@@ -88,8 +88,9 @@ def test_same_seed_gives_identical_runs(tmp_path):
         pytest.param(
             {"algorithm": "flashsac", "critic_hidden_sizes": (16,)}, marks=pytest.mark.slow
         ),
+        pytest.param({"algorithm": "xqc", "critic_hidden_sizes": (16,)}, marks=pytest.mark.slow),
     ],
-    ids=["default", "v1+gsde", "flashsac"],
+    ids=["default", "v1+gsde", "flashsac", "xqc"],
 )
 def test_resume_restores_everything_exactly(tmp_path, options):
     full, _ = _run(tmp_path / "full", total_steps=200, **options)

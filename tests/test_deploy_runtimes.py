@@ -58,17 +58,19 @@ VARIANTS = {
     ),
     # Unit-norm blocks, batch norms' moving statistics, RMSNorm, the tanh-bounded log-std.
     "flashsac": dict(env_id="Pendulum-v1", algorithm="flashsac", critic_hidden_sizes=(8,)),
+    # Unit-norm layers batch-normed before each ReLU, the clipped log-std.
+    "xqc": dict(env_id="Pendulum-v1", algorithm="xqc", critic_hidden_sizes=(8,)),
 }
 
 
-# gSDE's, DroQ's, the custom actor, the normalised MLP and FlashSAC's with -m slow: their
+# gSDE's, DroQ's, the custom actor, the normalised MLP, FlashSAC's and XQC's with -m slow: their
 # conversions take the same paths as the others (crossq_simba's holds the observation
 # normaliser).
 @pytest.mark.parametrize(
     "name",
     [
         pytest.param(n, marks=pytest.mark.slow)
-        if n in ("gsde", "droq", "custom", "mlp_normalized", "crossq_simba", "flashsac")
+        if n in ("gsde", "droq", "custom", "mlp_normalized", "crossq_simba", "flashsac", "xqc")
         else n
         for n in sorted(VARIANTS)
     ],

@@ -91,7 +91,7 @@ def test_tqc_options_are_checked(tmp_path):
         resolve(_tqc(variant="v1"))
     with pytest.raises(
         TfsacError,
-        match="algorithm must be one of crossq, flashsac, sac, sac_v1, tqc, or <module>:.* "
+        match="algorithm must be one of crossq, flashsac, sac, sac_v1, tqc, xqc, or <module>:.* "
         "got 'qrsac'",
     ):
         resolve(SACConfig(algorithm="qrsac"))

@@ -339,7 +339,7 @@ def test_presets_parse_into_valid_configs(training_flags):
 
     fv = training_flags
     presets = sorted(glob.glob(os.path.join(REPO_ROOT, "scripts", "presets", "*.flags")))
-    assert len(presets) == 22
+    assert len(presets) == 23
     seen, algorithms = set(), set()
     for path in presets:
         fv.unparse_flags()
@@ -359,7 +359,7 @@ def test_presets_parse_into_valid_configs(training_flags):
     fv.unparse_flags()
     assert {"Pendulum-v1", "HalfCheetah-v5", "Humanoid-v5", "BipedalWalker-v3"} <= seen
     assert "gymnasium_robotics:FetchReach-v4" in seen
-    assert algorithms == {"sac", "tqc", "crossq", "flashsac"}
+    assert algorithms == {"sac", "tqc", "crossq", "flashsac", "xqc"}
 
 
 EVALUATE = os.path.join(REPO_ROOT, "scripts", "evaluate.py")

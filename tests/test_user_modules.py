@@ -136,7 +136,7 @@ def test_a_run_of_the_users_modules_resumes_and_loads_where_they_were_not_import
         ("algorithm", "mean_q_nowhere", "or <module>:<name> of one your module registers"),
         ("algorithm", "clash_algos:sac", r"'sac' is registered already .*clash_algos.py, line"),
         ("network", "my_algos:ln_actor", "module 'my_algos' registers no network 'ln_actor'"),
-        ("network", "resnet", "network must be one of flashsac, mlp, simba, or <module>:<name>"),
+        ("network", "resnet", "must be one of flashsac, mlp, simba, xqc, or <module>:<name>"),
         ("algorithm", "my_algos:tqc", "module 'my_algos' registers no algorithm 'tqc'"),
         ("algorithm", ":mean_q", "'' is not a module name"),
         ("algorithm", "../x/my_algos:mean_q", "'../x/my_algos' is not a module name"),

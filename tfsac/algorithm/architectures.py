@@ -14,6 +14,7 @@ from tfsac.user_modules import add, registered
 networks = lazy_module("tfsac.algorithm.networks")
 simba = lazy_module("tfsac.algorithm.simba")
 flashnet = lazy_module("tfsac.algorithm.flashnet")
+xqcnet = lazy_module("tfsac.algorithm.xqcnet")
 observation_normalizer = lazy_module("tfsac.algorithm.observation_normalizer")
 
 
@@ -154,7 +155,41 @@ class FlashSAC(SimBa):
         return flashnet.FlashCritic(config.num_critics, sizes, outputs, normalizer, name=name)
 
 
-ARCHITECTURES = {cls.name: cls for cls in (MLP, SimBa, FlashSAC)}
+class XQC(MLP):
+    """XQC's networks (ICLR 2026, tfsac.algorithm.xqcnet): batch-normed inputs, then per
+    hidden size a bias-free unit-norm layer, a batch norm and a ReLU (XQC: actor 4 x 256,
+    critics 4 x 512)."""
+
+    name = "xqc"
+    peer_policy = None
+    peers = ()
+
+    @classmethod
+    def check(cls, config: SACConfig) -> Optional[str]:
+        if config.use_sde:
+            return "network xqc does not take use_sde (gSDE has its own actor)"
+        if config.critic_dropout or config.critic_layer_norm:
+            return (
+                "network xqc has its own normalisation and no dropout: leave "
+                "critic_layer_norm and critic_dropout off"
+            )
+        if config.target_subset:
+            return "network xqc's critics are evaluated whole: no target_subset"
+        if variant_of(config).batch_norm(config):
+            return "network xqc has batch norms of its own: not with crossq"
+        return None
+
+    @classmethod
+    def build_actor(cls, action_dim, config, batch_norm, normalizer):
+        return xqcnet.XQCActor(action_dim, config.hidden_sizes, normalizer, name="actor")
+
+    @classmethod
+    def build_critic(cls, config, name, outputs, batch_norm, normalizer):
+        sizes = config.critic_hidden_sizes
+        return xqcnet.XQCCritic(config.num_critics, sizes, outputs, normalizer, name=name)
+
+
+ARCHITECTURES = {cls.name: cls for cls in (MLP, SimBa, FlashSAC, XQC)}
 
 
 def register_architecture(cls):

@@ -158,8 +158,8 @@ class OptimOptions:
     # A factor on every learning rate over env steps (schedules.py).
     lr_schedule: str = option(
         "constant",
-        "constant | linear (to 0 at total_steps) | cosine:<factor>[:<steps>] (to factor) | "
-        "piecewise:<step>:<factor>,...",
+        "constant | linear (to 0 at total_steps) | linear:<factor>[:<steps>] (to factor) | "
+        "cosine:<factor>[:<steps>] (to factor) | piecewise:<step>:<factor>,...",
         OPTIM,
         # parse_schedule raises its own error, which says what is wrong in the schedule.
         check=Check(lambda v: bool(parse_schedule(v)), "a schedule"),
@@ -180,7 +180,7 @@ class OptimOptions:
     # "auto" (or None) is the algorithm's own default (its variant's `defaults`).
     policy_delay: int = option(
         None,
-        "critic updates per actor and temperature update (auto: 1; crossq 3; flashsac 2)",
+        "critic updates per actor and temperature update (auto: 1; crossq, xqc 3; flashsac 2)",
         OPTIM,
         text="auto",
         check=POSITIVE_INT,
@@ -211,7 +211,7 @@ class OptimOptions:
         None,
         "divide rewards in the update by (1 - gamma) x the running std of the discounted "
         "return (kept out of exports; returns are logged and evaluated raw): auto (on with "
-        "flashsac), true or false",
+        "flashsac and xqc; xqc divides by std(G) alone), true or false",
         OPTIM,
         text="auto",
     )
@@ -257,7 +257,8 @@ class AlphaOptions:
     target_std: Optional[float] = option(
         None,
         "entropy target of the learned alpha as a std sigma per action dimension: "
-        "dim(A) / 2 log(2 pi e sigma^2) (auto: off; flashsac 0.15; 0: off)",
+        "dim(A) / 2 log(2 pi e sigma^2) (auto: off; flashsac 0.15; xqc 0.1468: -dim(A) / 2; "
+        "0: off)",
         ALPHA,
         text="auto",
         check=at_least(0),
@@ -283,9 +284,10 @@ class NetOptions:
     network: Optional[str] = option(
         None,
         "mlp; simba: normalised observations and residual pre-layer-norm blocks; flashsac: "
-        "FlashSAC's batch-normed inverted-residual blocks of unit-norm weights; or "
-        "<module>:<name> of an architecture your module registers (auto: mlp; flashsac's "
-        "for flashsac)",
+        "FlashSAC's batch-normed inverted-residual blocks of unit-norm weights; xqc: XQC's "
+        "unit-norm layers, each batch-normed before its ReLU; or <module>:<name> of an "
+        "architecture your module registers (auto: mlp; flashsac's for flashsac, xqc's for "
+        "xqc)",
         NETS,
         text="auto",
         check=NON_EMPTY_TEXT,
@@ -301,7 +303,8 @@ class NetOptions:
     )
     critic_hidden_sizes: Tuple[int, ...] = option(
         None,
-        "the critics' hidden layer sizes (auto: hidden_sizes; crossq 2048,2048; flashsac 256,256)",
+        "the critics' hidden layer sizes (auto: hidden_sizes; crossq 2048,2048; flashsac "
+        "256,256; xqc 512,512,512,512)",
         NETS,
         text="auto",
         check=Check(lambda v: v and all(h > 0 for h in v), "one or more positive integers"),

@@ -12,6 +12,8 @@ Schedule = Callable[[int, int], float]  # (env step, total env steps) -> factor
 
 def parse_schedule(spec: str) -> Schedule:
     """'constant'; 'linear' (from 1 down to 0 at the last step, RL Zoo's `lin_<rate>`);
+    'linear:<end>[:<steps>]' (from 1 down to <end> over <steps> env steps, default
+    total_steps, then <end>: XQC's decay, optax's linear_schedule);
     'cosine:<end>[:<steps>]' (from 1 down to <end> along half a cosine over <steps> env
     steps, default total_steps, then <end>: FlashSAC's decay, optax's cosine_decay_schedule);
     'piecewise:<step>:<factor>,<step>:<factor>,...' (the factor from each step on, 1 before
@@ -21,8 +23,16 @@ def parse_schedule(spec: str) -> Schedule:
         return lambda step, total: 1.0
     if text == "linear":
         return lambda step, total: max(0.0, 1.0 - step / total)
+    if text.startswith("linear:"):
+        end, horizon = _end_points(text[7:])
+        if 0 < end < math.inf and (horizon is None or horizon > 0):
+
+            def linear(step, total):
+                return 1.0 - (1.0 - end) * min(1.0, step / (horizon or total))
+
+            return linear
     if text.startswith("cosine:"):
-        end, horizon = _cosine_points(text)
+        end, horizon = _end_points(text[7:])
         if 0 < end < math.inf and (horizon is None or horizon > 0):
 
             def cosine(step, total):
@@ -43,7 +53,8 @@ def parse_schedule(spec: str) -> Schedule:
 
             return piecewise
     raise TfsacError(
-        f"lr_schedule must be 'constant', 'linear', 'cosine:<factor>[:<steps>]' or "
+        f"lr_schedule must be 'constant', 'linear[:<factor>[:<steps>]]', "
+        f"'cosine:<factor>[:<steps>]' or "
         f"'piecewise:<step>:<factor>,...' with positive finite factors, got {spec!r}"
     )
 
@@ -73,10 +84,10 @@ def _piecewise_points(text: str) -> list:
         return []
 
 
-def _cosine_points(text: str) -> tuple:
-    """(end factor, steps or None) of 'cosine:<end>[:<steps>]'; (0, None) where they do
-    not parse (refused)."""
-    parts = text[7:].split(":")
+def _end_points(text: str) -> tuple:
+    """(end factor, steps or None) of '<end>[:<steps>]' after 'linear:' or 'cosine:'; (0,
+    None) where they do not parse (refused)."""
+    parts = text.split(":")
     try:
         if len(parts) == 1:
             return float(parts[0]), None

@@ -1,6 +1,6 @@
 """The options of the algorithm variants and of exploration (the "Variants and exploration"
 help group): which variant, its own hyperparameters, the options only some variants read
-(TQC's atoms, CrossQ's batch renormalisation, FlashSAC's bins), and how exploration noise
+(TQC's atoms, CrossQ's batch renormalisation, FlashSAC's and XQC's bins), and how exploration noise
 is drawn (gSDE, FlashSAC's repeated noise)."""
 
 from __future__ import annotations
@@ -63,12 +63,12 @@ class VariantOptions:
     # FlashSAC (arXiv:2604.04539): a categorical critic, Q the expectation over its bins.
     n_bins: int = option(
         101,
-        "flashsac: bins of each critic's categorical distribution of returns",
+        "flashsac, xqc: bins of each critic's categorical distribution of returns",
         VARIANT,
         check=Check(lambda v: isinstance(v, int) and v >= 2, "an integer >= 2", "{!r}"),
     )
     bin_range: float = option(
-        5.0, "flashsac: the bins span [-this, this]", VARIANT, check=POSITIVE_FINITE
+        5.0, "flashsac, xqc: the bins span [-this, this]", VARIANT, check=POSITIVE_FINITE
     )
     # FlashSAC's exploration: each noise draw held for n env steps, n from a zeta law.
     exploration_zeta: Optional[float] = option(

@@ -132,10 +132,6 @@ def checked_env(env_fn: EnvFn, name: str = "the env factory's env") -> gym.Env:
     return _checked(factory_env(env_fn, name), name)
 
 
-def _flat_env_fn(env_fn: EnvFn) -> gym.Env:
-    return checked_env(env_fn)
-
-
 class LeanSyncVectorEnv(gym.vector.SyncVectorEnv):
     """gymnasium's SyncVectorEnv (same-step autoreset) keeping only what the collector reads,
     `info["final_obs"]` among it: merging the envs' infos cost more than HalfCheetah's
@@ -168,7 +164,7 @@ def make_vector_env(env_fn: EnvFn, num_envs: int, mode: str = "sync") -> gym.vec
     each, and `env_fn` must pickle), the true final observation in `info["final_obs"]`."""
     vector_env = {"sync": LeanSyncVectorEnv, "async": gym.vector.AsyncVectorEnv}[mode]
     return vector_env(
-        [functools.partial(_flat_env_fn, env_fn)] * num_envs,
+        [functools.partial(checked_env, env_fn)] * num_envs,
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
 

@@ -77,13 +77,10 @@ class Collector:
         self._lengths[:] = 0
         return self.observation
 
-    def warmup_actions(self) -> np.ndarray:
-        shape = (self.num_envs, self.spec.action_dim)
-        return self.warmup_rng.uniform(-1.0, 1.0, shape).astype(np.float32)
-
     def step(self, unit_action: Optional[np.ndarray]) -> Transitions:
         if unit_action is None:
-            unit_action = self.warmup_actions()
+            shape = (self.num_envs, self.spec.action_dim)
+            unit_action = self.warmup_rng.uniform(-1.0, 1.0, shape).astype(np.float32)
         action = unit_to_bounds(unit_action, self._low, self._high)
         new_obs, reward, terminated, truncated, info = self.env.step(action)
         new_obs = np.asarray(new_obs, np.float32)

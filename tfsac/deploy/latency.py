@@ -21,16 +21,8 @@ _WARMUP_CALLS = 50
 _C_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "saved_model_latency.c")
 
 
-def percentiles(micros) -> Dict[str, float]:
-    """p50 and p99 of per-call times in microseconds (the benchmark's two columns)."""
-    return {
-        "p50_us": round(float(np.percentile(micros, 50)), 1),
-        "p99_us": round(float(np.percentile(micros, 99)), 1),
-    }
-
-
 def time_calls(call: Callable[[], object], calls: int) -> Dict[str, float]:
-    """Times `calls` calls of `call` one by one, after untimed warm-up calls."""
+    """p50 and p99 in microseconds of `calls` calls timed one by one, after a warm-up."""
     for _ in range(_WARMUP_CALLS):
         call()
     micros = np.empty(calls)
@@ -38,7 +30,8 @@ def time_calls(call: Callable[[], object], calls: int) -> Dict[str, float]:
         start = time.perf_counter_ns()
         call()
         micros[i] = (time.perf_counter_ns() - start) / 1e3
-    return percentiles(micros)
+    p50, p99 = np.percentile(micros, [50, 99])
+    return {"p50_us": round(float(p50), 1), "p99_us": round(float(p99), 1)}
 
 
 def _python_runner(version_dir: str):

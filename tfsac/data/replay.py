@@ -9,7 +9,7 @@ import numpy as np
 
 from tfsac.data.n_step import n_step_returns
 
-# A packed row adds `discount`.
+# What a transition stores; a packed row adds `discount`.
 FIELDS = ("observation", "action", "reward", "next_observation", "terminated")
 # One value per transition (the others are vectors).
 SCALAR_FIELDS = ("reward", "terminated", "discount")
@@ -120,7 +120,7 @@ def saved_transitions(
 
 class ReplayBuffer:
     """A ring of [observation | action | reward | terminated] rows that stores a next
-    observation only where no later row holds it as its observation, to halve memory.
+    observation only where no later row holds it as its observation, to save memory.
 
     Each row's `next_index` is the row whose observation is (bitwise) its next one, or
     `capacity` + i for slot i of a small side array, where it waits, keyed by its bytes,

@@ -48,11 +48,9 @@ class HerReplayBuffer(ReplayBuffer):
         self.episode_start = np.zeros(self.capacity, np.int64)
         self.episode_length = np.zeros(self.capacity, np.int64)
         # Bytes of an open episode's last next observation -> the open episodes ending
-        # there (oldest first), each its rows in order: (observation, action, reward,
-        # next_observation, terminated).
+        # there, oldest first, each a list of (obs, action, reward, next_obs, terminated).
         self._open: Dict[bytes, List[List[tuple]]] = {}
 
-    # ------------------------------------------------------------------ adding
     @classmethod
     def bytes_per_row(cls, obs_dim: int, action_dim: int) -> int:
         """The ring's bytes per slot and its episode's first slot and length (two int64)."""
@@ -126,7 +124,6 @@ class HerReplayBuffer(ReplayBuffer):
         """Transitions of episodes under way (not sampled until their episode ends)."""
         return sum(len(e) for e in self._open_list())
 
-    # ---------------------------------------------------------------- sampling
     def goal_slots(self, slots: np.ndarray) -> np.ndarray:
         """The slot whose next achieved goal becomes the new desired goal of each of `slots`."""
         start, length = self.episode_start[slots], self.episode_length[slots]
@@ -167,7 +164,6 @@ class HerReplayBuffer(ReplayBuffer):
         self.relabel(rows[:, :relabelled], slots[:, :relabelled])
         return rows
 
-    # -------------------------------------------------------------- checkpoints
     def state_arrays(self) -> Dict[str, np.ndarray]:
         """The ring's arrays, each row's episode, and the open episodes' rows and lengths."""
         arrays = super().state_arrays()

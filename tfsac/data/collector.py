@@ -1,6 +1,5 @@
-"""Env interaction: N env copies stepped with actions from any policy, transitions with
-their true successor observations, and episode statistics. Holds no learner: it is built
-from an env factory and runs wherever that factory can run."""
+"""Env interaction: N env copies stepped with actions from any policy. Holds no learner, so
+it runs wherever its env factory can."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ class Transitions:
     terminated: np.ndarray
     # (return, length) of each episode that ended in this step.
     finished_episodes: List[tuple]
-    # Each copy's discounted return of its episode so far, this step's reward included
-    # (the collector's gamma): what reward normalisation takes the spread of.
+    # Each copy's discounted return so far: what reward normalisation takes the spread of.
     discounted_return: Optional[np.ndarray] = None
     # Whether each row ended its episode (terminated or truncated); None: not known.
     ended: Optional[np.ndarray] = None
@@ -50,14 +48,9 @@ class Transitions:
 
 
 class Collector:
-    """Steps `num_envs` copies of `env_fn`'s env together.
-
-    `step(unit_action)` takes actions in [-1, 1]^d (None: uniform random warm-up actions
-    from the collector's own generator, seeded with `seed`), maps them onto the env's
-    bounds and returns `Transitions`. After an episode ends the vector env already holds
-    the next episode's first observation; the transition keeps the true final one, so a
-    time-limit truncation bootstraps from it.
-    """
+    """Steps `num_envs` copies of `env_fn`'s env together with actions in [-1, 1]^d (None:
+    seeded uniform warm-up actions). A transition keeps an episode's true final
+    observation, so that a time-limit truncation bootstraps from it."""
 
     def __init__(
         self, env_fn: EnvFn, spec: EnvSpec, num_envs: int, mode: str, seed: int, gamma: float = 0.99
@@ -84,13 +77,10 @@ class Collector:
         self._lengths[:] = 0
         return self.observation
 
-    def warmup_actions(self) -> np.ndarray:
-        shape = (self.num_envs, self.spec.action_dim)
-        return self.warmup_rng.uniform(-1.0, 1.0, shape).astype(np.float32)
-
     def step(self, unit_action: Optional[np.ndarray]) -> Transitions:
         if unit_action is None:
-            unit_action = self.warmup_actions()
+            shape = (self.num_envs, self.spec.action_dim)
+            unit_action = self.warmup_rng.uniform(-1.0, 1.0, shape).astype(np.float32)
         action = unit_to_bounds(unit_action, self._low, self._high)
         new_obs, reward, terminated, truncated, info = self.env.step(action)
         new_obs = np.asarray(new_obs, np.float32)
@@ -113,8 +103,7 @@ class Collector:
         return transitions
 
     def state(self) -> Dict[str, Any]:
-        """What a checkpoint needs to continue the warm-up's action stream and the
-        episodes under way (returns, lengths, the current observation)."""
+        """What a checkpoint needs to continue the warm-up actions and the episodes' sums."""
         return {
             "action_rng": self.warmup_rng.bit_generator.state,
             "episode_returns": self._returns.tolist(),
@@ -128,10 +117,8 @@ class Collector:
         self._saved = (state, snapshot)
 
     def snapshot(self) -> Optional[bytes]:
-        """The env copies mid-episode (simulator state and RNGs) and the current
-        observation, pickled, so that a resumed run continues their episodes exactly; None
-        where that cannot be done (envs in subprocesses, envs that pickle only their
-        constructor arguments, an env holding an OS handle)."""
+        """The env copies mid-episode and the current observation, pickled, so that a resume
+        continues their episodes exactly; None where that cannot be done."""
         if not isinstance(self.env, gym.vector.SyncVectorEnv) or self.observation is None:
             return None
         # EzPickle envs (MuJoCo, Box2D) pickle their constructor arguments only: unpickled,
@@ -144,15 +131,13 @@ class Collector:
             return None
 
     def start(self, seed: int) -> bool:
-        """Continues the episodes of the checkpoint given to `load_state` where its snapshot
-        restores; otherwise starts new episodes seeded with `seed`. Returns whether the
-        episodes were continued."""
+        """Continues the episodes given to `load_state` where its snapshot restores, else
+        starts new ones seeded with `seed`; returns whether they were continued."""
         state, snapshot = self._saved
         self._saved = ({}, None)
         if snapshot is not None and "episode_returns" in state:
             try:
-                # Unpickling runs code the file names: a run directory is to be trusted as
-                # code is (README, "Trust").
+                # Unpickling runs code: a run directory is trusted as code is (README).
                 envs, observation = pickle.loads(snapshot)
             except Exception as e:  # noqa: BLE001 - made by another gymnasium or simulator
                 logging.warning("the checkpoint's env state does not load here (%r)", e)
@@ -163,7 +148,7 @@ class Collector:
                 self.env.envs = envs
                 self.observation = observation
                 self._returns[:] = state["episode_returns"]
-                # Absent in checkpoints from before reward normalisation: new sums then.
+                # Older checkpoints lack it: new sums then.
                 self._discounted[:] = state.get("episode_discounted_returns", 0.0)
                 self._lengths[:] = state["episode_lengths"]
                 return True

@@ -1,6 +1,5 @@
-"""The checks of the env a user names, before anything is written: making it (by id or by
-an env_fn, as tfsac.data.envs does), its spaces, its gymnasium API, a goal env's reward for
-HER, and a SavedModel's fit to it."""
+"""The checks of the env a user names, before anything is written: making it, its spaces,
+its gymnasium API, a goal env's reward for HER, and a SavedModel's fit to it."""
 
 from __future__ import annotations
 
@@ -27,8 +26,8 @@ EXTRAS = {"gymnasium_robotics": "robotics", "Box2D": "box2d"}
 
 
 def check_env_id(env_id: str) -> None:
-    """Refuses an id gymnasium has not registered, as make_env would, without making the
-    env; ids that name a module to import first ('module:Id-v0') are left to make_env."""
+    """Refuses an id gymnasium has not registered, without making the env; 'module:Id-v0'
+    ids are left to make_env."""
     if ":" not in env_id:
         made(env_id, None, lambda: gym.spec(env_id))
 
@@ -66,8 +65,8 @@ def check_makeable(env_id: str, render_mode) -> None:
 
 
 def made(env_id: str, module: Optional[str], make: Callable[[], gym.Env]) -> gym.Env:
-    """`make()` (gymnasium.make of `env_id`, which imports `module` first), its errors one
-    line each: an unknown id, a missing module, arguments the env rejects."""
+    """`make()`, its errors (an unknown id, a missing module, rejected arguments) one line
+    each."""
     try:
         return make()
     except gym.error.Error as e:
@@ -111,7 +110,7 @@ def factory_env(env_fn, name: str) -> gym.Env:
 
 def check_spaces(env: gym.Env, name: str) -> None:
     """Refuses (and closes) an env whose actions are not a bounded flat Box, or whose
-    observations hold a part that gymnasium.spaces.flatten cannot make a vector of."""
+    observations gymnasium.spaces.flatten cannot flatten."""
     space = env.action_space
     if not isinstance(space, gym.spaces.Box):
         why = f" has action space {space}; SAC needs continuous actions (a gymnasium Box)"
@@ -131,8 +130,7 @@ def check_spaces(env: gym.Env, name: str) -> None:
 
 
 def check_remakable(run_dir: str, env_id: str) -> None:
-    """Refuses to remake by id the env of a run that an env_fn trained and that has no
-    env_spec.json to say what its networks saw."""
+    """Refuses to remake by id the env of an env_fn's run without an env_spec.json."""
     if env_id.startswith(CUSTOM_ENV):
         raise TfsacError(
             f"{run_dir!r} trained on an env made by an env_fn "
@@ -165,9 +163,8 @@ def _check_observation(name: str, env: gym.Env, observation, where: str) -> None
 
 
 def check_env_api(env: gym.Env, name: str) -> None:
-    """One reset (seed 0) and one step with a sampled action, on `env` (the run's
-    evaluation env: each evaluation resets it with a seed of its own); refuses the first
-    break of the gymnasium API (the old gym's 4-tuple step, say)."""
+    """One reset and one step of `env` (the run's evaluation env, which each evaluation
+    reseeds); refuses the first break of the gymnasium API."""
     out = _called(name, "reset(seed=0)", lambda: env.reset(seed=0))
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TfsacError(
@@ -191,9 +188,8 @@ def check_env_api(env: gym.Env, name: str) -> None:
 
 
 def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> Callable:
-    """The env's `compute_reward`, where it is a goal env (`columns`: its EnvSpec's
-    goal_columns). The outermost wrapper's that has one: a wrapper that changes the reward
-    in `step` and in `compute_reward` relabels with its own, as its `step` gives."""
+    """A goal env's `compute_reward`, the outermost wrapper's that has one, so that a wrapper
+    that changes the reward relabels with its own."""
     try:
         compute = env.get_wrapper_attr("compute_reward")
     except AttributeError:
@@ -209,9 +205,8 @@ def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> 
 
 
 def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> None:
-    """Refuses a `compute` that does not take a batch of goals, as HER calls it at each
-    update, tried on a batch whose size is not the goal's width (a reward summed over the
-    wrong axis gives the width)."""
+    """Refuses a `compute` that does not take a batch of goals, tried on a batch whose size is
+    not the goal's width (a reward summed over the wrong axis gives the width)."""
     goals = column(columns, "achieved_goal")
     width = goals.stop - goals.start
     n = max(3, width + 1)
@@ -228,8 +223,8 @@ def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> 
 
 
 def check_policy_fits(metadata: Dict, env_id: str, env: gym.Env) -> None:
-    """Refuses a SavedModel (its metadata: observation size, action bounds) that does not
-    fit the env `env_id` it would record on; TF-free, before the policy loads."""
+    """Refuses a SavedModel whose metadata does not fit the env it would record on, before
+    the policy loads."""
     obs_dim = int(np.prod(env.observation_space.shape or (0,)))
     low, high = env.action_space.low, env.action_space.high
     if "observation_dim" in metadata and metadata["observation_dim"] != obs_dim:

@@ -39,12 +39,8 @@ def unit_to_bounds(unit_action, low, high):
 
 
 def make_env(env_id: str, render_mode=None, env_kwargs: Optional[dict] = None) -> gym.Env:
-    """`gymnasium.make(env_id, **env_kwargs)`, observations flattened to a float vector.
-
-    `env_id` may name the module that registers it, "my_package.envs:MyEnv-v0" (gymnasium
-    imports the module first). Raises TfsacError for an unknown id, a missing module, bad
-    keyword arguments or a space SAC cannot handle (tfsac.data.env_checks).
-    """
+    """`gymnasium.make(env_id, **env_kwargs)`, observations flattened to a float vector;
+    `env_id` may name the module that registers it ("my_package.envs:MyEnv-v0")."""
     kwargs = dict(env_kwargs or {})
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
@@ -65,8 +61,8 @@ _TERMINAL_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _say_once(message: str) -> None:
-    """A warning of making an env ("Pendulum-v0 is out of date", ...) as one warning line,
-    once per process (not Python's two lines with gymnasium's colour codes per env copy)."""
+    """A warning of making an env as one plain line, once per process, not two coloured
+    lines per env copy."""
     text = _TERMINAL_COLOURS.sub("", message).removeprefix("WARN: ").strip()
     if text not in _SAID:
         _SAID.add(text)
@@ -79,8 +75,8 @@ def _checked(env: gym.Env, name: str) -> gym.Env:
 
 
 class Flattened(gym.wrappers.FlattenObservation):
-    """tfsac's own flattening of an env's observations, told apart from a user's wrappers:
-    what is inside it (the user's env, wrappers included) is the space a Policy takes."""
+    """tfsac's own flattening, told apart from a user's: the env inside it has the space a
+    Policy takes."""
 
 
 def users_env(env: gym.Env) -> gym.Env:
@@ -89,8 +85,7 @@ def users_env(env: gym.Env) -> gym.Env:
 
 
 def unflattened(env: gym.Env) -> gym.Env:
-    """`env` inside any flattening of its observations, tfsac's or the user's
-    FlattenObservation: both give the same vector, of this env's space."""
+    """`env` inside any flattening, tfsac's or the user's: both give the same vector."""
     env = users_env(env)
     return env.env if isinstance(env, gym.wrappers.FlattenObservation) else env
 
@@ -133,21 +128,14 @@ def delayed_env_factory(env_fn: EnvFn, seconds: float) -> EnvFn:
 
 
 def checked_env(env_fn: EnvFn, name: str = "the env factory's env") -> gym.Env:
-    """`env_fn()`, checked as `make_env` checks an id's env (continuous bounded actions,
-    observations SAC can flatten) and flattened where needed."""
+    """`env_fn()`, checked as `make_env` checks an id's env and flattened where needed."""
     return _checked(factory_env(env_fn, name), name)
 
 
-def _flat_env_fn(env_fn: EnvFn) -> gym.Env:
-    return checked_env(env_fn)
-
-
 class LeanSyncVectorEnv(gym.vector.SyncVectorEnv):
-    """gymnasium's SyncVectorEnv in its same-step autoreset mode, with a `step` that keeps
-    only what the collector reads: the batched results and `info["final_obs"]` (an object
-    array, None where a copy did not finish). The envs' own step infos are dropped; merging
-    them into arrays cost more per step than HalfCheetah's physics (docs/performance.md,
-    "Env runners")."""
+    """gymnasium's SyncVectorEnv (same-step autoreset) keeping only what the collector reads,
+    `info["final_obs"]` among it: merging the envs' infos cost more than HalfCheetah's
+    physics."""
 
     def step(self, actions):
         final_obs = None
@@ -172,12 +160,11 @@ class LeanSyncVectorEnv(gym.vector.SyncVectorEnv):
 
 
 def make_vector_env(env_fn: EnvFn, num_envs: int, mode: str = "sync") -> gym.vector.VectorEnv:
-    """`num_envs` copies of `checked_env(env_fn)` stepped together ("sync" in this process,
-    "async" in one subprocess each: `env_fn` must then pickle), resetting finished copies
-    in the same step and reporting their true final observation in `info["final_obs"]`."""
+    """`num_envs` copies of `checked_env(env_fn)` stepped together ("async": a subprocess
+    each, and `env_fn` must pickle), the true final observation in `info["final_obs"]`."""
     vector_env = {"sync": LeanSyncVectorEnv, "async": gym.vector.AsyncVectorEnv}[mode]
     return vector_env(
-        [functools.partial(_flat_env_fn, env_fn)] * num_envs,
+        [functools.partial(checked_env, env_fn)] * num_envs,
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
 
@@ -185,8 +172,7 @@ def make_vector_env(env_fn: EnvFn, num_envs: int, mode: str = "sync") -> gym.vec
 def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
     space = env.action_space
     flattened = isinstance(env, Flattened)
-    # The observations as the env (wrappers included) gives them: not `unwrapped`'s, which
-    # an observation wrapper (frame stacking, a transform) changes.
+    # As the env with its wrappers gives them: an observation wrapper changes `unwrapped`'s.
     raw = users_env(env).observation_space
     return EnvSpec(
         env_id=env_id,
@@ -209,8 +195,8 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
 
 
 def run_env_spec(run_dir: str, env_id: str, env_kwargs: Optional[dict] = None) -> EnvSpec:
-    """The env a run's networks saw: its env_spec.json, or for a run of an earlier tfsac
-    that wrote none, its env (`env_id`, `env_kwargs`) made again."""
+    """The env a run's networks saw: its env_spec.json, or for an older run without one, its
+    env made again."""
     spec = read_env_spec(run_dir)
     if spec is not None:
         return spec

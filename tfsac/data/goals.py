@@ -1,9 +1,6 @@
 """Goal-conditioned envs (gymnasium-robotics' GoalEnv API): a Dict observation with
-`achieved_goal` and `desired_goal` (and usually `observation`), and a `compute_reward
-(achieved_goal, desired_goal, info)` that takes batches. Their observations are flattened
-like any Dict (gymnasium.spaces.flatten: the keys in the space's order, which gymnasium
-sorts: achieved_goal | desired_goal | observation), the input SB3's MultiInputPolicy
-builds from the same keys; `goal_columns` says where each key lies in that flat vector."""
+`achieved_goal` and `desired_goal`, flattened like any Dict, and a batched `compute_reward`;
+`goal_columns` says where each key lies in the flat vector."""
 
 from __future__ import annotations
 
@@ -20,8 +17,8 @@ GoalColumns = Tuple[Tuple[str, int, int], ...]
 
 
 def goal_columns(space: gym.Space) -> Optional[GoalColumns]:
-    """Where each key of a goal env's Dict observation lies in the flattened vector; None
-    unless the space is a Dict of flat Boxes holding both goal keys of one width."""
+    """Where each key of a goal env's Dict observation lies in the flat vector; None unless
+    the space is a Dict of flat Boxes holding both goal keys of one width."""
     if not isinstance(space, gym.spaces.Dict) or not all(k in space.spaces for k in GOAL_KEYS):
         return None
     columns, start = [], 0
@@ -43,9 +40,8 @@ VECTORISED = "her needs it vectorised over the batch (as gymnasium-robotics' env
 
 
 def batched_rewards(compute: Callable, achieved: np.ndarray, desired: np.ndarray) -> np.ndarray:
-    """`compute(achieved, desired, infos)` over a batch of goals [n, width] (empty infos,
-    as SB3's), as HER relabels: its n rewards, or a Fault where it does not give them (the
-    start tried it: tfsac.data.env_checks.check_batched_reward)."""
+    """`compute(achieved, desired, infos)` over a batch of goals, with empty infos as SB3's:
+    its n rewards, or a Fault where it does not give them."""
     n = len(achieved)
     reward = np.asarray(compute(achieved, desired, [{} for _ in range(n)]), np.float32)
     if reward.shape != (n,):

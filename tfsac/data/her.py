@@ -1,23 +1,5 @@
-"""Hindsight Experience Replay (Andrychowicz et al., 2017) as a replay buffer: episodes are
-stored whole and once, and relabelled when sampled (online, as SB3's HerReplayBuffer).
-
-A transition waits in an open episode until its episode ends (terminated or truncated);
-then the episode's rows go into the ring one after another, so an episode is a range of
-slots, and each row knows its episode's first slot and length. Transitions of many
-streams (env copies, env runners' chunks) arrive interleaved: a row continues the open
-episode whose last next observation is bitwise its observation, as the replay's links
-do; where streams reach the same observation (a discrete or pinned state), each takes
-one of the episodes that end there (the state, goals included, is the same: either tail
-continues either episode). Only rows of finished episodes are sampled.
-
-Of each sampled batch, the first int(k / (k + 1) * batch_size) rows (k: goals per
-transition, SB3's n_sampled_goal) get a new desired goal, the achieved goal of the next
-observation of a transition of the same episode (`future`: this one or a later one,
-`final`: the last one, `episode`: any one), in both observations; their reward is
-recomputed with the env's `compute_reward(next achieved goal, new goal, info)`, vectorised
-over the batch, with empty infos (SB3's default: infos are not stored). `terminated` is
-kept. n-step returns are refused with HER (the n rewards would need relabelling too).
-"""
+"""Hindsight Experience Replay (Andrychowicz et al., 2017) as a replay buffer that stores
+whole episodes once and relabels them when sampled, as SB3's HerReplayBuffer does."""
 
 from __future__ import annotations
 
@@ -35,9 +17,15 @@ MAX_OPEN_EPISODES = 1024
 
 
 class HerReplayBuffer(ReplayBuffer):
-    """A `ReplayBuffer` of whole episodes whose samples are relabelled (module docstring).
-    `episode_start[slot]` and `episode_length[slot]` are the episode of each stored row
-    (a range of slots, modulo capacity); open episodes are part of the state too."""
+    """A `ReplayBuffer` whose rows go into the ring an episode at a time, once it ends, so
+    each episode is a range of slots (`episode_start`, `episode_length`); only finished
+    episodes are sampled.
+
+    Streams arrive interleaved: a row continues the open episode whose last next
+    observation is bitwise its observation. Of each batch the first her_ratio share of
+    rows gets the next achieved goal of a transition of its episode (by `strategy`) as
+    desired goal, and the env's reward for it, computed with empty infos as SB3 does.
+    """
 
     def __init__(
         self,
@@ -60,11 +48,9 @@ class HerReplayBuffer(ReplayBuffer):
         self.episode_start = np.zeros(self.capacity, np.int64)
         self.episode_length = np.zeros(self.capacity, np.int64)
         # Bytes of an open episode's last next observation -> the open episodes ending
-        # there (oldest first), each its rows in order: (observation, action, reward,
-        # next_observation, terminated).
+        # there, oldest first, each a list of (obs, action, reward, next_obs, terminated).
         self._open: Dict[bytes, List[List[tuple]]] = {}
 
-    # ------------------------------------------------------------------ adding
     @classmethod
     def bytes_per_row(cls, obs_dim: int, action_dim: int) -> int:
         """The ring's bytes per slot and its episode's first slot and length (two int64)."""
@@ -74,9 +60,8 @@ class HerReplayBuffer(ReplayBuffer):
         self.add(*transitions.as_tuple(), ended=transitions.ended)
 
     def add(self, observation, action, reward, next_observation, terminated, ended=None) -> None:
-        """Adds transitions (one, or N with a leading axis) to their open episodes; an
-        episode whose last row `ended` (terminated or truncated; default: terminated) is
-        stored."""
+        """Adds transitions to their open episodes; an episode whose last row `ended`
+        (terminated or truncated; default: terminated) is stored."""
         rows = [np.asarray(x, np.float32) for x in (observation, action, reward)]
         rows += [np.asarray(next_observation, np.float32), np.asarray(terminated, np.float32)]
         if rows[2].ndim == 0:
@@ -94,8 +79,7 @@ class HerReplayBuffer(ReplayBuffer):
             self._store(self._take(next(iter(self._open))))
 
     def _take(self, key: bytes) -> List[tuple]:
-        """The oldest open episode that ends at observation `key` (removed from the open
-        ones), or a new one."""
+        """The oldest open episode that ends at observation `key`, removed, or a new one."""
         waiting = self._open.get(key)
         if not waiting:
             return []
@@ -113,8 +97,7 @@ class HerReplayBuffer(ReplayBuffer):
         return [episode for waiting in self._open.values() for episode in waiting]
 
     def cut_episodes(self) -> None:
-        """Stores the open episodes as they are: their streams start new episodes (a
-        resumed run whose envs could not be restored)."""
+        """Stores the open episodes as they are: their streams start new episodes."""
         for episode in self._open_list():
             self._store(episode)
         self._open.clear()
@@ -141,10 +124,8 @@ class HerReplayBuffer(ReplayBuffer):
         """Transitions of episodes under way (not sampled until their episode ends)."""
         return sum(len(e) for e in self._open_list())
 
-    # ---------------------------------------------------------------- sampling
     def goal_slots(self, slots: np.ndarray) -> np.ndarray:
-        """For stored transitions in `slots`: the slot whose next achieved goal becomes
-        each one's new desired goal, by the strategy."""
+        """The slot whose next achieved goal becomes the new desired goal of each of `slots`."""
         start, length = self.episode_start[slots], self.episode_length[slots]
         if self.strategy == "final":
             step = length - 1
@@ -155,8 +136,7 @@ class HerReplayBuffer(ReplayBuffer):
         return (start + step) % self.capacity
 
     def relabel(self, rows: np.ndarray, slots: np.ndarray) -> None:
-        """Gives packed rows [..., width] of the transitions in `slots` new desired goals
-        and the rewards for them, in place."""
+        """Gives packed rows of `slots` new desired goals and their rewards, in place."""
         if rows.size == 0:
             return
         goals = self._next_rows(self.goal_slots(slots))[..., : self.obs_dim][..., self.achieved]
@@ -184,10 +164,8 @@ class HerReplayBuffer(ReplayBuffer):
         self.relabel(rows[:, :relabelled], slots[:, :relabelled])
         return rows
 
-    # -------------------------------------------------------------- checkpoints
     def state_arrays(self) -> Dict[str, np.ndarray]:
-        """The ring's arrays, each row's episode, and the open episodes' rows (in the
-        order they were opened) with their lengths."""
+        """The ring's arrays, each row's episode, and the open episodes' rows and lengths."""
         arrays = super().state_arrays()
         episodes = self._open_list()
         rows = [row for episode in episodes for row in episode]

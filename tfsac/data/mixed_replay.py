@@ -1,11 +1,6 @@
 """Minibatches from recorded and online transitions together: RLPD's symmetric sampling
-(Ball et al. 2023, arXiv:2302.02948, Sec. 4.1), an exact share of every batch drawn from
-the recorded data, or the union sampled uniformly (a replay pre-loaded with the data).
-
-The recorded rows stay in their own read-only replay (`RecordedReplay`); the online
-`ReplayBuffer` is what a checkpoint saves. A checkpoint keeps only the recorded data's
-reference (source, size, checksum) and its sampling RNG (`MixedReplay.state`).
-"""
+(Ball et al. 2023, arXiv:2302.02948, Sec. 4.1), an exact share of every batch from the
+recorded data, or the union sampled uniformly. A checkpoint keeps only the data's reference."""
 
 from __future__ import annotations
 
@@ -23,8 +18,7 @@ STATE_KEY = "offline_data"  # in a checkpoint's state.json
 
 
 class RecordedReplay:
-    """Recorded transitions as packed rows (`transition_layout`), with n-step returns over
-    their episodes (its `next_index` and `capacity` are what tfsac.data.n_step walks)."""
+    """Recorded transitions as packed rows, with n-step returns over their episodes."""
 
     def __init__(self, data: RecordedData, n_steps: int, gamma: float):
         self.data, self.n_steps, self.gamma = data, int(n_steps), float(gamma)
@@ -57,9 +51,8 @@ class RecordedReplay:
 
 
 class MixedReplay:
-    """Samples packed batches with `ratio` of each batch's rows from `recorded` (exactly
-    round(ratio * batch_size), the rest from `online`), or, with ratio None, uniformly from
-    both together. Stands where the `ReplayBuffer` stands for the updates."""
+    """Samples packed batches with round(ratio * batch_size) rows from `recorded` and the
+    rest from `online`, or with ratio None uniformly from both; stands for the replay."""
 
     def __init__(
         self, online: ReplayBuffer, recorded: RecordedReplay, ratio: Optional[float], seed: int

@@ -1,14 +1,7 @@
-"""n-step returns from the replay buffer's links (`ReplayBuffer.next_index`): a row links to
-the row whose observation is its next observation, so following the links walks an episode
-forward. The walk stops at a termination (nothing to bootstrap from), at a row whose next
-observation is not the observation of a stored row (a truncation's true final observation,
-or the newest step of an env stream), and after `n_steps` steps.
-
-A link is made on bitwise equality of observations, whichever env copy the later row came
-from; where two streams reach the same observation, the walk may continue along the other
-one, a trajectory from the same state (n-step returns are off-policy either way, as in SBX
-and SB3's n-step buffers).
-"""
+"""n-step returns walked along the replay's links (`ReplayBuffer.next_index`), stopping at
+a termination, at a next observation no stored row holds, and after n steps. Where two
+streams reach the same observation the walk may go on along the other: off-policy either
+way, as in SBX and SB3."""
 
 from __future__ import annotations
 
@@ -29,9 +22,9 @@ class EpisodeLinks(Protocol):
 def n_step_returns(
     buffer: EpisodeLinks, slots: np.ndarray, n_steps: int, gamma: float
 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For the transitions in `slots` (any shape): the discounted sum of their next m <= n
-    rewards, sum_k gamma^k r_{t+k}, the slot of the m-th transition (its terminated flag and
-    next observation close the target), and gamma^m, the discount of that bootstrap."""
+    """For the transitions in `slots`: sum_k gamma^k r_{t+k} over their next m <= n rewards,
+    the slot of the m-th transition (whose flag and next observation close the target), and
+    gamma^m."""
     slots = np.asarray(slots)
     total = buffer.reward[slots].astype(np.float64)
     last = slots.copy()

@@ -1,9 +1,6 @@
-"""Recorded transitions (`--offline_data`): read from a Minari dataset, a tfsac run
-directory's checkpointed replay or a folder of .npz episodes (tfsac/data/recorded_data.py
-has their layout), checked against the env once at the start, and held as read-only arrays
-with their actions in [-1, 1] (as the replay stores them); and the checks of a dataset that
-scripts/collect.py would write. Nothing here writes.
-"""
+"""Recorded transitions (`--offline_data`) from a Minari dataset, a tfsac run's replay or
+.npz episodes, checked against the env once at the start; and the checks of a dataset that
+scripts/collect.py would write."""
 
 from __future__ import annotations
 
@@ -55,8 +52,7 @@ def load_recorded(source: str, spec: EnvSpec) -> RecordedData:
 
 
 def _looks_like_id(source: str) -> bool:
-    """Minari ids have slashes too ('mujoco/halfcheetah/medium-v0'): a relative name whose
-    first part is no folder here is taken for one."""
+    """A relative name whose first part is no folder here: Minari ids have slashes too."""
     return not os.path.isabs(source) and not os.path.isdir(source.split(os.sep)[0])
 
 
@@ -148,8 +144,7 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
 
 
 def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
-    """The replay of a tfsac run's newest checkpoint with complete files (memory-mapped;
-    its actions are in [-1, 1] already)."""
+    """The replay of a tfsac run's newest checkpoint that reads, memory-mapped."""
     try:
         with open(os.path.join(source, CONFIG_FILE)) as f:
             env_id = json.load(f)["env_id"]
@@ -189,9 +184,8 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
 
 
 def _checkpoint_replay(folder: str, step: int, spec: EnvSpec):
-    """(the transitions by field, next_index: len(ref) for a next observation no row
-    holds) of the replay of checkpoint `step` in `folder`, memory-mapped and read as the
-    buffer reads its own; errors of damaged files raise."""
+    """(the transitions by field, next_index: len(ref) where no row holds the next
+    observation) of checkpoint `step`'s replay; damaged files raise."""
     extra = os.path.join(folder, f"ckpt-{step}.extra")
     with open(os.path.join(extra, CHECKPOINT_STATE_FILE)) as f:
         capacity = int(json.load(f)["replay"]["capacity"])
@@ -213,8 +207,8 @@ def _arrays(value):
 
 
 def _flat_observations(where: str, obs, space: Optional[gym.Space], steps: int) -> np.ndarray:
-    """Observations as the networks take them: Dict or Tuple ones (Minari's: an array of
-    `steps` rows per key) flattened step by step, as make_env flattens the env's own."""
+    """Observations as the networks take them: Dict or Tuple ones flattened step by step, as
+    make_env flattens the env's own."""
     if not isinstance(obs, (dict, tuple)):
         with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
             return np.asarray(obs, np.float32)
@@ -238,8 +232,7 @@ def _same_env(source: str, env_id: Optional[str], spec: EnvSpec) -> None:
 
 
 def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
-    """Episodes checked against the env (id, observation and action shapes, action bounds,
-    a termination or truncation only at an episode's last step) as RecordedData."""
+    """Episodes checked against the env, as RecordedData with actions in [-1, 1]."""
     _same_env(source, data.env_id, spec)
     low, high = np.asarray(spec.action_low), np.asarray(spec.action_high)
     if data.action_low is not None and (
@@ -265,8 +258,7 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
     if not parts[0] or not sum(len(r) for r in parts[2]):
         raise TfsacError(f"offline_data {source!r} is empty: no transitions")
     obs, action, reward, next_obs, ended = (np.concatenate(p) for p in parts)
-    # As the replay stores actions; a dimension of zero width (a fixed action) is 0 there,
-    # as the policy's 0 maps to it (and its recorded value must be that one).
+    # A dimension of zero width is 0, as the policy's 0 maps to its one value.
     fixed = high <= low
     unit = 2.0 * (action - low) / np.where(fixed, 1.0, high - low) - 1.0
     unit[:, fixed] = np.where(action[:, fixed] == low[fixed], 0.0, np.inf)  # inf: refused
@@ -290,8 +282,7 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
 
 def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None):
     """(observations, actions, rewards, next observations, [terminated, ended]) of one
-    episode, checked for shapes, flags and finite values; `space`: the env's observation
-    space before flattening."""
+    episode, checked; `space`: the env's observation space before flattening."""
     where = f"offline_data {source!r}, episode {n}"
     for name in EPISODE_FIELDS:
         dtype = getattr(episode[name], "dtype", np.dtype(object))

@@ -1,20 +1,6 @@
-"""What recorded transitions are in tfsac (`--offline_data`): the episodes a source holds
-(`Episodes`, in the env's units) and the checked, read-only transitions a run samples
-(`RecordedData`, in replay units), with the .npz layout's names; reading and checking the
-sources is tfsac/data/offline_data.py's.
-
-The .npz layout (what scripts/collect.py --format=npz writes):
-
-    <folder>/dataset.json        {"format": "tfsac-episodes/1", "env_id": ..., "action_low":
-                                  [...], "action_high": [...], "observation_shape": [d],
-                                  "env_kwargs": {...} (what collect.py made the env with)}
-    <folder>/episode_<n>.npz     one episode of T steps, Minari's fields: observations
-                                  [T+1, d], actions [T, a] (in the env's units), rewards [T],
-                                  terminations [T], truncations [T] (a flag only at step T)
-
-The data's identity, a SHA-256 over its arrays, is what a checkpoint keeps of it
-(tfsac/data/mixed_replay.py); a resume finds the same data or refuses.
-"""
+"""What recorded transitions are in tfsac: the episodes a source holds (`Episodes`, env
+units) and the checked, read-only transitions a run samples (`RecordedData`, replay units).
+The .npz layout that scripts/collect.py writes is in docs/guide/recorded-data.md."""
 
 from __future__ import annotations
 
@@ -47,8 +33,8 @@ class Episodes:
 
 @dataclasses.dataclass
 class RecordedData:
-    """Transitions in replay units, read-only: row i's next observation, and `next_index[i]`
-    the row that continues its episode (len: none, after a termination or truncation)."""
+    """Transitions in replay units, read-only; `next_index[i]` is the row that continues row
+    i's episode (len: none). Its SHA-256 checksum is what a checkpoint keeps of it."""
 
     source: str
     kind: str

@@ -1,10 +1,6 @@
-"""Recording episodes of a policy (or of uniform random actions) and writing them as a
-dataset that `--offline_data` reads: a Minari dataset, or a folder of .npz episodes
-(tfsac/data/recorded_data.py describes the layout). scripts/collect.py is its front end.
-
-Writes only into the folder the user names, through a hidden temporary folder renamed into
-place at the end: a failed or killed recording leaves no dataset behind.
-"""
+"""Recording episodes of a policy and writing them as a dataset that `--offline_data` reads
+(Minari or .npz), through a hidden folder renamed into place so that a failed or killed
+recording leaves no dataset behind. scripts/collect.py is its front end."""
 
 from __future__ import annotations
 
@@ -36,10 +32,9 @@ def record_episodes(
     env_kwargs: Optional[dict] = None,
     transitions: int = 0,
 ) -> List[Dict[str, np.ndarray]]:
-    """`episodes` episodes of `policy` (None: uniform random actions) with Gaussian noise
-    of std `noise` added in [-1, 1] action units (then clipped), in Minari's fields with
-    actions in the env's units. With `transitions` > 0, whole episodes until at least that
-    many transitions instead (D4RL-style sizes where episodes end early, as Hopper's do)."""
+    """`episodes` episodes of `policy` (None: uniform random actions) with Gaussian noise of
+    std `noise` in [-1, 1] units, in Minari's fields. With `transitions` > 0, whole episodes
+    until at least that many transitions instead (D4RL-style sizes)."""
     env = make_env(env_id, env_kwargs=env_kwargs)
     low, high = env.action_space.low, env.action_space.high
     rng = np.random.default_rng(seed)
@@ -83,9 +78,8 @@ def write_dataset(
     description: str = "",
     env_kwargs: Optional[dict] = None,
 ) -> str:
-    """Writes `episodes` of `env_id` (made with `env_kwargs`) under `output`; returns what
-    --offline_data takes: the .npz folder `output` itself, or the Minari dataset's folder
-    output/<dataset_id>. The metadata names the env and its spaces as recorded."""
+    """Writes `episodes` of `env_id` under `output`; returns what --offline_data takes: the
+    .npz folder `output` itself, or the Minari dataset's folder output/<dataset_id>."""
     target = check_output(output, fmt, dataset_id, episodes)
     parent = os.path.dirname(os.path.abspath(target))
     try:
@@ -148,9 +142,8 @@ def _write_minari(
         )
         for n, e in enumerate(episodes)
     ]
-    # The spaces of the recording: observations flattened as make_env gives them (a Dict
-    # env's too), under the registered id (Minari cannot import 'module:Id-v0' itself), with
-    # the keyword arguments in its spec.
+    # The spaces as make_env gives them, under the registered id: Minari cannot import
+    # 'module:Id-v0' itself.
     env = make_env(env_id, env_kwargs=env_kwargs)
     try:
         spec, obs_space, action_space = env.spec, env.observation_space, env.action_space

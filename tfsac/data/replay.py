@@ -1,5 +1,4 @@
-"""A preallocated, fixed-size replay buffer of transitions that stores each next
-observation once."""
+"""A preallocated ring buffer of transitions that stores each next observation once."""
 
 from __future__ import annotations
 
@@ -10,21 +9,16 @@ import numpy as np
 
 from tfsac.data.n_step import n_step_returns
 
-# What a transition stores; a packed row adds `discount` (transition_layout).
+# What a transition stores; a packed row adds `discount`.
 FIELDS = ("observation", "action", "reward", "next_observation", "terminated")
 # One value per transition (the others are vectors).
 SCALAR_FIELDS = ("reward", "terminated", "discount")
 
 
 def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], ...]:
-    """(field, width) of each column block of a packed transition row.
-
-    One row is [observation | action | reward | next_observation | terminated | discount];
-    the learner's compiled update takes batches in this packed form (one tensor per call).
-    With n-step returns (tfsac.data.n_step) `reward` is the discounted sum of up to n
-    rewards, `next_observation` the observation they end in, and `discount` gamma to the
-    power of the steps taken; with one step, `discount` is gamma.
-    """
+    """(field, width) of each column block of a packed row, the one tensor the learner's
+    compiled update takes. With n-step returns `reward` is the discounted sum of up to n
+    rewards and `discount` gamma to the power of the steps taken."""
     return (
         ("observation", obs_dim),
         ("action", action_dim),
@@ -41,8 +35,7 @@ def packed_width(obs_dim: int, action_dim: int) -> int:
 
 
 def pack_batch(batches: Mapping[str, np.ndarray], gamma: float = 0.99) -> np.ndarray:
-    """Packs a dict of [..., width] (reward, terminated, discount: [...]) arrays into one
-    float32 array [..., row width] in `transition_layout` order; `discount` defaults to
+    """A dict of field arrays as float32 packed rows [..., width]; `discount` defaults to
     `gamma` (one-step transitions)."""
     columns = []
     for name in (*FIELDS, "discount"):
@@ -60,9 +53,8 @@ def _row_keys(rows: np.ndarray) -> List[bytes]:
 
 
 def _rows_to_add(capacity, obs_dim, action_dim, *transitions) -> tuple:
-    """ReplayBuffer.add's arguments as (n, rows skipped, then the arrays of the rows kept):
-    one transition or N; every shape checked before any row is written, so that a refused
-    call changes nothing (ValueError naming each argument's shape)."""
+    """ReplayBuffer.add's arguments as (n, rows skipped, the arrays of the rows kept), every
+    shape checked before any row is written so that a refused call changes nothing."""
     observation, action, reward, next_observation, terminated = transitions
     if np.ndim(observation) < 2:  # one transition (a scalar's too): rows of one
         observation, action, next_observation = (
@@ -95,8 +87,7 @@ def _rows_to_add(capacity, obs_dim, action_dim, *transitions) -> tuple:
 
 
 def row_fields(rows: np.ndarray, obs_dim: int) -> Dict[str, np.ndarray]:
-    """Views of a `ReplayBuffer`'s stored rows [..., row width] by field (reward and
-    terminated: [...])."""
+    """Views of a `ReplayBuffer`'s stored rows [..., row width] by field."""
     return {
         "observation": rows[..., :obs_dim],
         "action": rows[..., obs_dim:-2],
@@ -112,10 +103,8 @@ TRANSITION_ARRAYS = ("rows", "next_index", "side_observation")
 def saved_transitions(
     arrays: Mapping[str, np.ndarray], capacity: int, obs_dim: int, action_dim: int
 ) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
-    """The transitions in `ReplayBuffer.state_arrays()` of a buffer of `capacity`, read
-    without one (memory-mapped arrays stay so): the fields by name, next_observation among
-    them, and next_index (side slots from `capacity` on). ValueError (KeyError for a
-    missing array) where the arrays do not fit."""
+    """The fields (next_observation among them) and next_index of `state_arrays()`, read
+    without a buffer so memory-mapped arrays stay so. ValueError where they do not fit."""
     rows, ref, side = (arrays[n] for n in TRANSITION_ARRAYS)
     if rows.shape != (len(ref), ReplayBuffer.row_width(obs_dim, action_dim)):
         raise ValueError(f"rows of shape {rows.shape} for this env")
@@ -130,22 +119,13 @@ def saved_transitions(
 
 
 class ReplayBuffer:
-    """A ring buffer of (s, a, r, s', terminated), allocated once at full size, that stores
-    a next observation only where no later row holds it as its observation.
+    """A ring of [observation | action | reward | terminated] rows that stores a next
+    observation only where no later row holds it as its observation, to save memory.
 
-    Rows of one float32 array hold [observation | action | reward | terminated];
-    `observation`, `action`, `reward` and `terminated` are views of its columns. Each row's
-    `next_index` says where its next observation is: below `capacity`, the row whose
-    observation it is (bitwise); `capacity` + i, slot i of a small side array (as if it
-    followed the ring's observations). A new row's next observation goes to a side slot
-    and waits there, keyed by its bytes, until a later row (of any env stream) has
-    exactly that observation: then the row links to that one and the slot is freed.
-
-    `sample_packed` returns rows in `transition_layout`, over `n_steps` steps.
-
-    Args: `capacity` (transitions held; then the oldest are overwritten), `obs_dim`,
-    `action_dim` (actions in the learner's [-1, 1] units), `seed` (of the sampling),
-    `n_steps` and `gamma` (the steps and discount of each sampled return).
+    Each row's `next_index` is the row whose observation is (bitwise) its next one, or
+    `capacity` + i for slot i of a small side array, where it waits, keyed by its bytes,
+    until a later row of any stream has it. Actions are in the learner's [-1, 1] units;
+    `n_steps` and `gamma` shape each sampled return.
     """
 
     def __init__(
@@ -184,8 +164,7 @@ class ReplayBuffer:
 
     @classmethod
     def bytes_per_row(cls, obs_dim: int, action_dim: int) -> int:
-        """Bytes each slot takes: its float32 row and its int32 next_index (the side array
-        of waiting next observations holds a few per episode, and is left out)."""
+        """Bytes a slot takes (the side array holds a few per episode and is left out)."""
         return cls.row_width(obs_dim, action_dim) * 4 + 4
 
     def _clear_side(self, slots: int = 0) -> None:
@@ -204,10 +183,9 @@ class ReplayBuffer:
         return self._side_top - len(self._free)
 
     def add(self, observation, action, reward, next_observation, terminated) -> None:
-        """Adds one transition, or N in order (every argument with a leading axis of N: one
-        per vector-env copy, or the rows of env runners' chunks). `next_observation` is the
+        """Adds one transition, or N in order with a leading axis. `next_observation` is the
         true successor (at a truncation the final observation, not the next episode's
-        first); `terminated` is false at a truncation. ValueError for other shapes."""
+        first)."""
         n, skip, obs, action, reward, next_obs, terminated = _rows_to_add(
             self.capacity,
             self.obs_dim,
@@ -229,16 +207,15 @@ class ReplayBuffer:
         self.size = min(self.size + n, self.capacity)
 
     def add_transitions(self, transitions) -> None:
-        """Adds a collector's `Transitions` (tfsac.data.collector)."""
+        """Adds a collector's `Transitions`."""
         self.add(*transitions.as_tuple())
 
     def cut_episodes(self) -> None:
         """The streams start new episodes (nothing to do here: a link waits harmlessly)."""
 
     def _link(self, slots, obs, next_obs, terminated) -> None:
-        """Sets `next_index` of the new rows in `slots` (in add order), links the waiting
-        rows whose next observation one of them has, and writes the next observations
-        still waiting to side slots."""
+        """Links the new rows in `slots` and the waiting rows whose next observation they
+        have; the rest wait in side slots."""
         pending, next_index, free, cap = self._pending, self.next_index, self._free, self.capacity
         keys, next_keys = _row_keys(obs), _row_keys(next_obs)
         ended = terminated.tolist()
@@ -275,8 +252,8 @@ class ReplayBuffer:
             self._free.append(side)
 
     def _next_rows(self, slots: np.ndarray) -> np.ndarray:
-        """Rows [..., row width] whose first obs_dim columns are the next observations of
-        the transitions in `slots` (the other columns are not theirs)."""
+        """Rows whose first obs_dim columns are the next observations of `slots` (the other
+        columns are not theirs)."""
         ref = self.next_index[slots]
         # One gather from the ring for all (clipped: side refs read some row), then the
         # few next observations that are in the side array.
@@ -288,15 +265,13 @@ class ReplayBuffer:
 
     @property
     def next_observation(self) -> np.ndarray:
-        """The next observation of every slot, [capacity, obs_dim] (a copy; zeros in slots
-        not filled yet)."""
+        """The next observation of every slot (a copy; zeros in slots not filled yet)."""
         out = np.zeros_like(self.observation)
         out[: self.size] = self._next_rows(np.arange(self.size))[:, : self.obs_dim]
         return out
 
     def packed(self, slots: np.ndarray) -> np.ndarray:
-        """The transitions in `slots` (any shape) as packed rows [..., width] in
-        `transition_layout`, over up to `n_steps` steps (tfsac.data.n_step)."""
+        """The transitions in `slots` (any shape) as packed rows over up to `n_steps`."""
         rows = np.take(self._rows, slots, axis=0)
         last, discount = slots, np.full(np.shape(slots), self.gamma, np.float32)
         if self.n_steps > 1:
@@ -306,9 +281,7 @@ class ReplayBuffer:
         return np.concatenate([rows[..., :-1], next_obs, rows[..., -1:], discount[..., None]], -1)
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
-        """Uniform samples with replacement as float32 packed rows
-        `[num_batches, batch_size, width]` in `transition_layout`, the form
-        `SACLearner.update` takes fastest (one batch per update of a compiled call)."""
+        """Uniform samples with replacement, packed: [num_batches, batch_size, width]."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         for name, value in (("batch_size", batch_size), ("num_batches", num_batches)):
@@ -322,16 +295,12 @@ class ReplayBuffer:
         return {name: packed[..., column] for name, column in self._columns.items()}
 
     def sample(self, batch_size: int, num_batches: int = 1) -> Dict[str, np.ndarray]:
-        """Uniform samples with replacement as a dict by field (`observation`, `action`,
-        `reward`, `next_observation`, `terminated`, `discount`), each
-        `[num_batches, batch_size, ...]`."""
+        """`sample_packed` as a dict by field, each [num_batches, batch_size, ...]."""
         return self.unpack(self.sample_packed(batch_size, num_batches))
 
     def state_arrays(self) -> Dict[str, np.ndarray]:
-        """The filled rows as a checkpoint saves them (`load_state_arrays` takes them back):
-        rows, next_index with the side slots numbered in row order, the side observations
-        in that order, and the rows waiting for a link (sorted: the same state saves the
-        same files, whatever the order it came about in)."""
+        """The filled rows as a checkpoint saves them, side slots renumbered in row order and
+        waiting rows sorted so that the same state saves the same files."""
         ref = self.next_index[: self.size].copy()
         in_side = np.flatnonzero(ref >= self.capacity)
         side = self._side[ref[in_side] - self.capacity]
@@ -345,8 +314,7 @@ class ReplayBuffer:
         }
 
     def load_state_arrays(self, arrays: Mapping[str, np.ndarray], size: int, cursor: int) -> None:
-        """Fills the buffer with `state_arrays()` of a buffer of this capacity holding `size`
-        rows, `cursor` the next slot to write. Raises ValueError naming what does not fit."""
+        """Fills the buffer from `state_arrays()`; ValueError naming what does not fit."""
         size, cursor = int(size), int(cursor)
         if not (0 <= size <= self.capacity and 0 <= cursor < self.capacity) or (
             size < self.capacity and cursor != size
@@ -382,8 +350,7 @@ class ReplayBuffer:
 
 
 def _checked(arrays: Mapping[str, np.ndarray], shapes: Dict[str, tuple]) -> List[np.ndarray]:
-    """The arrays named in `shapes`, in its order; ValueError if one is missing or of
-    another shape."""
+    """The arrays named in `shapes`; ValueError if one is missing or of another shape."""
     for name, shape in shapes.items():
         if name not in arrays:
             raise ValueError(f"no {name}.npy")

@@ -1,15 +1,6 @@
-"""Reward normalisation by the running standard deviation of the discounted return (as
-SB3's VecNormalize `norm_reward` and SimbaV2's reward scaling): the replay keeps raw
-rewards, and the update divides each batch's rewards by the current `divisor`.
-
-The divisor is (1 - gamma) std(G), not SB3's std(G): the returns then spread over the
-effective horizon 1 / (1 - gamma) and a step's reward is of order 1, the scale that SAC's
-temperature defaults (alpha from 1, target entropy -dim(A)) are made for. SB3's returns of
-std 1 leave rewards of order 1 - gamma, against which alpha has to fall by about 1 / (1 -
-gamma) before the rewards count: on Pendulum-v1 that did not happen within 20,000 steps
-(docs/options.md). SB3's scale is this one with reward_scale = 1 - gamma. Scaling rewards
-by a positive constant leaves the optimal policy unchanged. Returns are always logged and
-evaluated raw."""
+"""Reward normalisation by (1 - gamma) times the running std of the discounted return, so
+that a step's reward is of order 1, the scale SAC's temperature defaults are made for (SB3's
+std(G) alone leaves rewards of order 1 - gamma: docs/options.md)."""
 
 from __future__ import annotations
 
@@ -21,9 +12,8 @@ from tfsac.data.running_moments import combine_moments
 
 
 class ReturnNormalizer:
-    """Running (count, mean, variance) of the discounted returns G_t = gamma G_{t-1} + r_t
-    of every collected step (each env copy's own, reset when its episode ends), as the
-    collectors report them (`Transitions.discounted_return`)."""
+    """Running (count, mean, variance) of each env copy's discounted return
+    G_t = gamma G_{t-1} + r_t over the collected steps."""
 
     epsilon = 1e-8  # as SB3's VecNormalize
 
@@ -45,10 +35,9 @@ class ReturnNormalizer:
 
     @property
     def divisor(self) -> float:
-        """What the update divides rewards by (1 before any data): (1 - gamma) sqrt(Var[G] +
-        epsilon), or with a `bound` FlashSAC's max(sqrt(Var[G] + epsilon), max|G| / bound)
-        (arXiv:2604.04539), which keeps every return seen within [-bound, bound]: the range
-        of a categorical critic's bins."""
+        """What the update divides rewards by: (1 - gamma) std(G), or with a `bound`
+        FlashSAC's max(std(G), max|G| / bound) (arXiv:2604.04539), which keeps every return
+        within a categorical critic's bins."""
         if not self.count:
             return 1.0
         std = float(np.sqrt(self.variance + self.epsilon))

@@ -26,18 +26,14 @@ class EnvSpec:
     action_high: Tuple[float, ...]
     observation_space: str
     action_space: str
-    # How the env's observation becomes the flat float32 vector the networks (and the
-    # SavedModel's `observation` input) take.
+    # How the env's observation becomes the flat float32 vector the networks take.
     observation_flattening: str
-    # The observation space as JSON (space_to_json), from which a Policy flattens raw
-    # observations as training did.
+    # The space as JSON, from which a Policy flattens raw observations as training did.
     observation_space_json: Optional[dict] = None
-    # A goal env's (tfsac.data.goals): (key, first, end column) of each Dict key in the
-    # flat observation; None for other envs.
+    # A goal env's (key, first, end column) of each Dict key in the flat observation.
     goal_columns: Optional[GoalColumns] = None
-    # The env_fn that made the env (module.name), where one did: `env_id` then names the
-    # registered env inside, and gymnasium.make(env_id) leaves out the factory's wrappers
-    # of rewards or time limits (an evaluation or resume by id would not see them).
+    # The env_fn that made the env (module.name), where one did: gymnasium.make(env_id)
+    # would leave out the factory's wrappers.
     env_fn: Optional[str] = None
 
     def to_dict(self) -> dict:
@@ -111,9 +107,8 @@ def space_to_json(space: gym.Space) -> Optional[dict]:
 
 
 def unsupported_part(space: gym.Space, where: str = "") -> Optional[str]:
-    """Which part of an observation space SAC cannot train on, as "['s'][1] is a
-    Sequence" (where the part is the whole space: "is a Text"); None where every part is
-    one of space_to_json's kinds."""
+    """Which part of an observation space SAC cannot train on, as "['s'][1] is a Sequence";
+    None where every part is one of space_to_json's kinds."""
     if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
         for key, part in items:
@@ -146,8 +141,8 @@ def space_from_json(data: dict) -> gym.Space:
 
 
 def read_env_spec(run_dir: str) -> Optional[EnvSpec]:
-    """The run directory's env_spec.json, or None where it has none (a run of a tfsac
-    that wrote none); a Fault where it does not read as a spec."""
+    """The run directory's env_spec.json, or None where an older tfsac wrote none; a Fault
+    where it does not read as a spec."""
     path = os.path.join(run_dir, ENV_SPEC_FILE)
     data = read_json(path)
     return None if data is None else EnvSpec.from_dict(data, path)

@@ -15,14 +15,9 @@ def crossed(step_before: int, step: int, every: int) -> bool:
 
 @dataclasses.dataclass
 class UpdateSchedule:
-    """The update-to-data bookkeeping, as a pure object.
-
-    Env steps are collected in phases of `train_freq` env steps (or, with
-    `episodes_per_rollout`, of that many finished episodes); after each phase the updates
-    owed for the env steps taken after `learning_starts` run: `gradient_steps` per phase
-    (-1: one per env step). Steps count every env copy, so the updates per env step do not
-    depend on `num_envs`.
-    """
+    """The update-to-data bookkeeping: after each phase of `train_freq` env steps (or
+    `episodes_per_rollout` episodes) the `gradient_steps` owed (-1: one per env step) run.
+    Steps count every env copy, so the updates per env step do not depend on `num_envs`."""
 
     learning_starts: int
     train_freq: int = 1

@@ -1,19 +1,6 @@
-"""Exporting the policy as a SavedModel that TF Serving loads unchanged.
-
-Layout: <export_dir>/<model_name>/<version>/ with signatures
-  serving_default: observation float32 [batch, obs_dim] -> action float32 [batch, act_dim],
-                   the squashed mean mapped onto the env's bounds (deterministic);
-  sample:          the same inputs and outputs, an action sampled from the policy;
-  goal_default, goal_sample (goal envs only): the same from the env's Dict keys, each
-                   float32 [batch, width], joined as the metadata's observation_keys say;
-  metadata:        no inputs -> metadata, a JSON string (env id, spaces, bounds, how the
-                   observation is flattened, training steps, tfsac version), also written
-                   beside saved_model.pb as tfsac_metadata.json.
-
-The actor goes through `keras.export.ExportArchive`, which tracks the Keras variables'
-`tf.Variable`s: on a plain `tf.Module` they are no SavedModel variables, and TF Serving's
-C++ loader can fail on such a model.
-"""
+"""Exporting the policy as a SavedModel that TF Serving loads unchanged, with the signatures
+serving_default, sample, metadata and (goal envs) goal_default and goal_sample. Through
+keras.export.ExportArchive, so the Keras variables are SavedModel variables TF Serving loads."""
 
 from __future__ import annotations
 
@@ -68,17 +55,14 @@ def build_archive(
     obs_spec = tf.TensorSpec([None, spec.obs_dim], tf.float32, name="observation")
 
     def to_bounds(pre_squash, observation):
-        # The clip only guards float rounding at the edges. A row whose observation holds
-        # a NaN or an infinity gets NaN actions in every runtime (docs/serving.md), never
-        # a plausible action clipped from garbage: x * 0 == 0 is false for both, in ops
-        # that LiteRT and ONNX have built in. No comparison with a large constant: a
-        # float16 LiteRT file stores float32's largest value, and infinity, as 65504.
+        # The clip guards float rounding. A non-finite observation gets NaN actions, never
+        # a clipped plausible one: x * 0 == 0 is false for NaN and inf in every runtime,
+        # where a large constant would be 65504 in a float16 LiteRT file.
         action = tf.clip_by_value(bijector.forward(pre_squash), low, high)
         finite = tf.reduce_all(tf.equal(observation * 0.0, 0.0), -1, True)
         return tf.where(finite, action, tf.constant(np.nan, action.dtype))
 
-    # A loaded signature does not hold callers to its declared shape: checked in the graph,
-    # so that every runtime refuses a wrong one (a 1-D observation is no batch of rows).
+    # A loaded signature does not hold callers to its declared shape: checked in the graph.
     @tf.function(input_signature=[obs_spec])
     def serving_default(observation):
         observation = tf.ensure_shape(observation, obs_spec.shape)
@@ -110,16 +94,15 @@ def build_archive(
 
 
 def goal_endpoint(flat, columns):
-    """A signature taking a goal env's Dict keys ([batch, width] each) that joins them, in
-    the order of `columns` (EnvSpec.goal_columns), into the flat observation `flat` takes."""
+    """A signature taking a goal env's Dict keys that joins them, in the order of `columns`,
+    into the flat observation `flat` takes."""
     keys = {
         k: tf.TensorSpec([None, stop - first], tf.float32, name=k) for k, first, stop in columns
     }
 
     @tf.function(input_signature=[keys])
     def endpoint(observation):
-        # Each key's width checked, not only the joined one: mixed-up keys of one total
-        # width would give an action.
+        # Each key's width, not only the total: mixed-up keys would still give an action.
         parts = [
             tf.ensure_shape(observation[k], [None, stop - first]) for k, first, stop in columns
         ]
@@ -129,9 +112,8 @@ def goal_endpoint(flat, columns):
 
 
 def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> str:
-    """Writes assets.extra/tf_serving_warmup_requests: PredictionLog records that TF Serving
-    replays when it loads the version (serving_default at each of WARMUP_BATCHES), so that
-    the first client request does not pay for the graph's first runs."""
+    """Writes the warmup requests TF Serving replays when it loads the version, so that the
+    first client request does not pay for the graph's first runs."""
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
     path = os.path.join(version_dir, WARMUP_FILE)
@@ -161,14 +143,9 @@ def export_policy(
     quantization: str = "none",
     say: Optional[Callable[[str], None]] = None,
 ) -> str:
-    """Writes a new version under <export_dir>/<model_name>/ and returns its path.
-    `sample` clips the actor's log_std to `log_std_bounds`, as the learner does; a
-    policy.tflite in `formats` is written with `quantization`; `say` (print, a logger)
-    gets a line for the SavedModel and one for each converted file, with its parity.
-
-    The version is written to a hidden temporary folder and renamed into place, so a
-    failure never leaves a partial version folder for TF Serving to pick up.
-    """
+    """Writes a new version under <export_dir>/<model_name>/ and returns its path; `say`
+    gets a line for each file written. The version is renamed into place from a hidden
+    folder, so a failure never leaves a partial version for TF Serving to pick up."""
     model_dir = check_export(export_dir, model_name)
     os.makedirs(model_dir, exist_ok=True)  # the check created it and removed it again
     version = max(map(int, model_versions(model_dir)), default=0) + 1
@@ -182,9 +159,7 @@ def export_policy(
             json.dump(with_quantization(metadata, formats, quantization), f, indent=2)
         write_warmup_requests(tmp, model_name, spec)
         checked = write_formats(tmp, formats, metadata, quantization)  # from the SavedModel
-        # mkdtemp makes the folder private (0700); the version folder must be as readable
-        # as any other folder the process makes (a TF Serving container running as another
-        # user reads it).
+        # mkdtemp's 0700 would hide it from a TF Serving container of another user.
         os.chmod(tmp, 0o777 & ~_umask())
         os.rename(tmp, final)
     except (OSError, tf.errors.OpError) as e:  # OpError: TF's own writes (e.g. a full disk)
@@ -200,10 +175,9 @@ def export_policy(
 
 
 def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict) -> str:
-    """Exports a training run's policy as the next version of its model in
-    config.export_dir; returns the version's absolute path. Where the model's newest version
-    already holds final_evaluation["checkpoint"]'s weights (a resume after a kill between
-    the export and summary.json), that version is returned: none is published twice."""
+    """Exports a run's policy as the next version of its model; returns its absolute path.
+    Where the newest version holds the final checkpoint's weights already, it is returned:
+    a resume after a kill never publishes one twice."""
     model_name = config.model_name or default_model_name(config.env_id)
     metadata = policy_metadata(config, spec, final_evaluation)
     checkpoint = final_evaluation.get("checkpoint")
@@ -227,8 +201,7 @@ def mark_checkpoint(
     quantization: str = "none",
 ) -> Optional[str]:
     """Records in `metadata` which checkpoint the weights come from; returns the model's
-    newest version where it holds that checkpoint's weights already, with each of `formats`
-    (a policy.tflite with `quantization`), else None."""
+    newest version where it holds them already, with each of `formats`, else None."""
     metadata["checkpoint"] = _checkpoint_identity(checkpoint)
     newest = _newest_version_from(export_dir, model_name, metadata["checkpoint"])
     if newest is None:
@@ -244,9 +217,8 @@ def mark_checkpoint(
 
 
 def _checkpoint_identity(checkpoint: str) -> dict:
-    """The checkpoint's name, a digest of its absolute path (another run's checkpoint of the
-    same name and weights is another export) and the SHA-1 of its index file (which holds
-    every tensor's checksum). The path itself stays out: the metadata is served."""
+    """The checkpoint's name and SHA-1s of its path and index file (every tensor's checksum);
+    the path itself stays out, as the metadata is served."""
     with open(f"{checkpoint}.index", "rb") as f:
         digest = hashlib.sha1(f.read()).hexdigest()
     where = hashlib.sha1(os.path.abspath(checkpoint).encode()).hexdigest()

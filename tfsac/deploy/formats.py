@@ -1,8 +1,5 @@
-"""Exports beyond the SavedModel, converted from it into the same version folder: LiteRT
-(`policy.tflite`, phones, robots' onboard computers, microcontrollers) and ONNX
-(`policy.onnx`, ONNX Runtime in C++, C#, Java or JavaScript). Each holds `serving_default`
-(`observation` in, `action` out, any batch size) and carries what a client needs: the
-sidecar `tfsac_metadata.json` beside it, and for ONNX the same in `metadata_props`."""
+"""LiteRT (`policy.tflite`) and ONNX (`policy.onnx`) files converted from the SavedModel's
+serving_default into its version folder, each checked to act as the SavedModel does."""
 
 from __future__ import annotations
 
@@ -33,35 +30,25 @@ QUANTIZATIONS = ("none", "float16", "int8")  # LiteRT's post-training options
 ONNX_OPSET = 17
 
 
-# Exports write into a temporary folder in the model folder, <model_dir>/.export-<host>-
-# <pid>-<random>, and rename what they wrote into place; a later export of the model
-# removes those of this host's processes that have died (a SIGKILL runs no cleanup).
+# Temporary export folders are named for host and pid, so that a later export can remove
+# those of dead processes (a SIGKILL runs no cleanup).
 TEMP_PREFIX = ".export-"
 _HOST = re.sub(r"[^A-Za-z0-9_]+", "_", socket.gethostname()) or "host"
 _TEMP_NAME = re.compile(rf"{re.escape(TEMP_PREFIX)}(?P<host>.+)-(?P<pid>\d+)-[^-]+")
 
 
 def temp_folder(model_dir: str) -> str:
-    """A new private temporary folder in `model_dir`, named after this process, after the
-    temporary folders that dead exports left there are removed."""
-    remove_dead_exports(model_dir)
-    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-", dir=model_dir)
-
-
-def remove_dead_exports(model_dir: str) -> list:
-    """Removes the temporary folders in `model_dir` of this host's exports whose process
-    is gone (a live one's, or another host's, is never touched); returns their names."""
+    """A new private temporary folder in `model_dir`, once the folders there of this host's
+    dead exports are removed (a live one's, or another host's, are never touched)."""
     try:
         names = os.listdir(model_dir)
     except OSError:
-        return []
-    removed = []
+        names = []
     for name in names:
         match = _TEMP_NAME.fullmatch(name)
         if match and match["host"] == _HOST and not _alive(int(match["pid"])):
             shutil.rmtree(os.path.join(model_dir, name), ignore_errors=True)
-            removed.append(name)
-    return removed
+    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-", dir=model_dir)
 
 
 def _alive(pid: int) -> bool:
@@ -82,8 +69,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent(parent: int):
-    """A preexec_fn: the child gets SIGKILL when its parent dies (Linux), and exits at
-    once where the parent died before that was set up."""
+    """A preexec_fn: the child gets SIGKILL when its parent dies (Linux)."""
 
     def setup():
         if _prctl is not None:
@@ -100,8 +86,8 @@ def parse_formats(text: str) -> tuple:
 
 
 def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") -> str:
-    """`path` (a .tflite) from the SavedModel's serving_default (builtin ops): float32, or
-    with float16 weights, or dynamic-range int8 (int8 weights, float activations)."""
+    """`path` (a .tflite) from the SavedModel's serving_default; int8 is dynamic-range (int8
+    weights, float activations)."""
     import tensorflow as tf
 
     try:  # it loads the SavedModel: a failure here is a read failure, said as one
@@ -125,8 +111,8 @@ def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") ->
 
 
 def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> str:
-    """`path` (a .onnx) from the SavedModel's serving_default (tf2onnx, in a child process:
-    its converter prints pages of TF logs), with `metadata` as its metadata_props."""
+    """`path` (a .onnx) from the SavedModel's serving_default, with `metadata` as its
+    metadata_props; tf2onnx runs in a child process, as it prints pages of TF logs."""
     import onnx
 
     command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", saved_model_dir]
@@ -156,10 +142,9 @@ def write_formats(
     quantization: str = "none",
     folder: Optional[str] = None,
 ) -> Dict[str, Optional[float]]:
-    """Writes each of `formats` but the SavedModel itself into `folder` (default: the
-    SavedModel's), LiteRT with `quantization`; each unquantized file is checked to act as
-    the SavedModel does (deploy/parity.py). Returns {name written: the largest action
-    difference its check measured, None for a quantized policy.tflite (not checked)}."""
+    """Writes each of `formats` but the SavedModel into `folder` (default: the SavedModel's).
+    Returns {name written: the largest action difference from the SavedModel, None for a
+    quantized policy.tflite, which is not checked}."""
     checked, reference = {n: None for n in FILES if n in formats}, None
     for name in checked:
         path = os.path.join(folder or saved_model_dir, FILES[name])
@@ -174,8 +159,8 @@ def write_formats(
 
 
 def with_quantization(metadata: Dict, formats: Sequence[str], quantization: str) -> Dict:
-    """The sidecar metadata of a version whose policy.tflite is written with `quantization`
-    (recorded where it is not 'none': the file's name does not say it)."""
+    """The sidecar metadata with the policy.tflite's `quantization`, which its name does not
+    say."""
     if "tflite" not in formats:
         return metadata
     metadata = {k: v for k, v in metadata.items() if k != "tflite_quantization"}
@@ -194,8 +179,8 @@ def check_files(version_dir: str) -> None:
 
 
 def check_readable(version_dir: str) -> None:
-    """A Fault unless the SavedModel's graph parses and every saved variable reads whole
-    (a truncated or corrupt file is said as a read failure, before any converter runs)."""
+    """A Fault unless the SavedModel's graph and every saved variable read whole, so that
+    damage is said as such before any converter runs."""
     import tensorflow as tf
     from tensorflow.core.protobuf import saved_model_pb2
 
@@ -218,11 +203,9 @@ def add_formats(
     quantization: str = "none",
     say: Optional[Callable[[str], None]] = None,
 ) -> list:
-    """Converts an exported version's SavedModel into `formats` beside it (LiteRT with
-    `quantization`), each file written in a temporary folder beside the version folder
-    (never inside the folder TF Serving serves) and renamed into place (a server reading
-    the folder never sees half a file); returns the paths written, and gives `say` each
-    converted file's line (written_lines)."""
+    """Converts an exported version's SavedModel into `formats` beside it; returns the paths
+    written. Each file is written beside the version folder and renamed into place, so a
+    server reading the folder never sees half a file."""
     check_readable(version_dir)
     metadata = read_metadata(version_dir)
     if not any(n in FILES for n in formats):
@@ -252,8 +235,8 @@ def add_formats(
 
 
 def written_lines(version_dir: str, checked: Dict[str, Optional[float]]) -> List[str]:
-    """What an export says of each file it converted (write_formats' `checked`): its path,
-    and how closely it acts as the SavedModel."""
+    """What an export says of each file it converted: its path, and how closely it acts as
+    the SavedModel."""
     lines = []
     for name, error in checked.items():
         path = os.path.join(version_dir, FILES[name])

@@ -1,7 +1,6 @@
-"""Per-call latency of an exported policy in each runtime that loads it (what
-`scripts/benchmark.py --inference` prints): the SavedModel in Python, the SavedModel through
-TensorFlow's C API (the C++ loader TF Serving and C/C++ clients use; compiled here when a C
-compiler is found), LiteRT and ONNX Runtime, each at batch 1 and 64, one call timed at a time."""
+"""Per-call latency of an exported policy in each runtime that loads it (`scripts/benchmark.py
+--inference`): the SavedModel in Python and through TensorFlow's C API (TF Serving's C++
+loader), LiteRT and ONNX Runtime."""
 
 from __future__ import annotations
 
@@ -22,16 +21,8 @@ _WARMUP_CALLS = 50
 _C_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "saved_model_latency.c")
 
 
-def percentiles(micros) -> Dict[str, float]:
-    """p50 and p99 of per-call times in microseconds (the benchmark's two columns)."""
-    return {
-        "p50_us": round(float(np.percentile(micros, 50)), 1),
-        "p99_us": round(float(np.percentile(micros, 99)), 1),
-    }
-
-
 def time_calls(call: Callable[[], object], calls: int) -> Dict[str, float]:
-    """Times `calls` calls of `call` one by one, after untimed warm-up calls."""
+    """p50 and p99 in microseconds of `calls` calls timed one by one, after a warm-up."""
     for _ in range(_WARMUP_CALLS):
         call()
     micros = np.empty(calls)
@@ -39,7 +30,8 @@ def time_calls(call: Callable[[], object], calls: int) -> Dict[str, float]:
         start = time.perf_counter_ns()
         call()
         micros[i] = (time.perf_counter_ns() - start) / 1e3
-    return percentiles(micros)
+    p50, p99 = np.percentile(micros, [50, 99])
+    return {"p50_us": round(float(p50), 1), "p99_us": round(float(p99), 1)}
 
 
 def _python_runner(version_dir: str):
@@ -86,9 +78,8 @@ def signature_tensors(version_dir: str):
 
 
 def build_c_timer(build_dir: str) -> str:
-    """Compiles saved_model_latency.c against the installed TensorFlow's C API; returns
-    the binary's path. RuntimeError (with the reason) when no compiler is found or the
-    build fails."""
+    """Compiles saved_model_latency.c against the installed TensorFlow's C API; returns the
+    binary's path, or RuntimeError with the reason."""
     import tensorflow as tf
 
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -124,8 +115,7 @@ def time_c_api(binary: str, version_dir: str, tensors, batch: int, calls: int):
 
 def measure(version_dir: str, calls: int = 2000) -> List[Dict]:
     """One row per runtime and batch size: {runtime, batch, p50_us, p99_us}, or {runtime,
-    batch, skipped: reason} where the runtime is not reachable here. The version folder
-    holds the SavedModel, policy.tflite and policy.onnx."""
+    batch, skipped: reason} where the runtime is not reachable here."""
     tensors = signature_tensors(version_dir)
     obs_dim = tensors[2]
     rng = np.random.default_rng(0)

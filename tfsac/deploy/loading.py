@@ -1,7 +1,5 @@
-"""The deploy layer's check of what a user hands it (a SavedModel or run directory to load,
-a model folder and formats to export, observations to predict), once at each entry; and
-loading a policy from a SavedModel or a run's checkpoint. TF-free at import (the scripts
-check before TensorFlow loads)."""
+"""The deploy layer's checks of what a user hands it, and loading a policy from a SavedModel
+or a run's checkpoint. TF-free at import: the scripts check before TensorFlow loads."""
 
 from __future__ import annotations
 
@@ -49,8 +47,7 @@ def check_saved_model(path: str) -> None:
 
 
 def policy_source(path: str, step: Optional[int]) -> Tuple[str, bool]:
-    """(the folder Policy.load reads, whether it is a SavedModel): a version folder, a
-    model folder's highest version (the one TF Serving serves) or a run directory."""
+    """(the folder Policy.load reads, whether it is a SavedModel)."""
     versions = model_versions(path, servable=True)
     if versions and not os.path.isfile(os.path.join(path, "config.json")):
         path = os.path.join(path, versions[-1])
@@ -79,9 +76,8 @@ def check_available(formats: Sequence[str]) -> None:
 
 
 def check_export(export_dir: str, model_name: str) -> str:
-    """The model folder an export writes its next version into; TfsacError where the name
-    is no plain folder name, the folder is not writable, or it holds the highest version
-    TF Serving reads (an int64: a higher one would never be served)."""
+    """The model folder an export writes its next version into, checked: a plain name, a
+    writable folder, and room for a version TF Serving reads (an int64)."""
     model_dir = os.path.join(export_dir, check_plain_name("model_name", model_name))
     check_writable(model_dir)
     highest = max(map(int, model_versions(model_dir)), default=0)
@@ -95,8 +91,7 @@ def check_export(export_dir: str, model_name: str) -> str:
 
 def predict_input(space, obs_dim: int, observation: Any, deterministic) -> Tuple[np.ndarray, bool]:
     """What `Policy.predict` was handed, checked: ([N, obs_dim] float32, whether it was one
-    observation). TfsacError where an observation is not of `space` (said by key for a
-    Dict) or holds NaN or Inf (the exported files answer NaN: docs/serving.md)."""
+    observation). Non-finite values are refused: the exported files would answer NaN."""
     if not isinstance(deterministic, (bool, np.bool_)):
         raise TfsacError(f"deterministic must be True or False, got {deterministic!r}")
     batch, single = _flat_batch(space, obs_dim, observation)
@@ -141,8 +136,8 @@ def _flat_batch(space: Optional[gym.Space], obs_dim: int, observation: Any):
 
 
 def _dict_mismatch(space: gym.Space, observation: Any) -> Optional[str]:
-    """What is wrong with a dict given for a Dict space, said by key (a large space's text
-    names neither the key nor the shape); None where the fault is not one of a key."""
+    """What is wrong with a dict given for a Dict space, by key (a large space's text names
+    neither); None where the fault is not one of a key."""
     if not (isinstance(space, gym.spaces.Dict) and isinstance(observation, dict)):
         return None
     missing = sorted(set(space.spaces) - set(observation))
@@ -162,8 +157,7 @@ def _dict_mismatch(space: gym.Space, observation: Any) -> Optional[str]:
 
 
 def _vector_batch(space: gym.Space, observation: Any) -> Optional[list]:
-    """The observations of a batch as a vector env gives a Dict or Tuple space's (one array
-    per key with a leading axis), one by one; None where it is no such batch."""
+    """A vector env's batch of Dict or Tuple observations, one by one; None if it is none."""
     if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         return None
     try:
@@ -177,7 +171,7 @@ def _vector_batch(space: gym.Space, observation: Any) -> Optional[list]:
 
 
 def _numbers(observation: Any) -> np.ndarray:
-    """`observation` as a float32 array; TfsacError naming it where it is not numbers."""
+    """`observation` as a float32 array; TfsacError where it is not numbers."""
     try:
         with np.errstate(over="ignore"):  # beyond float32's range is said by predict
             return np.asarray(observation, np.float32)
@@ -188,8 +182,7 @@ def _numbers(observation: Any) -> np.ndarray:
 
 
 def _contains(space: gym.Space, observation) -> bool:
-    """Whether `observation` is one observation of `space` (dtypes taken loosely: a list
-    for a Box, a Python int for Discrete)."""
+    """Whether `observation` is one of `space` (a list for a Box, an int for Discrete)."""
     try:
         if isinstance(space, gym.spaces.Box):
             array = np.asarray(observation)
@@ -228,8 +221,8 @@ def _integers(observation, shape) -> bool:
 
 
 class CheckpointReader:
-    """The checkpoints under `directory` as a reader sees them: which are complete, the
-    state each saved, and the learner's variables restored from one."""
+    """The checkpoints under `directory` as a reader sees them, and the learner's variables
+    restored from one."""
 
     def __init__(self, directory: str, learner):
         import tensorflow as tf
@@ -257,15 +250,14 @@ class CheckpointReader:
             raise Fault(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
 
     def restore_learner(self, prefix: str) -> Dict:
-        """Restores only the learner's state (for evaluation: no replay buffer); returns
-        the saved loop state."""
+        """Restores only the learner (no replay buffer); returns the saved loop state."""
         state = self.read_state(prefix)
         restore_checkpoint(self.checkpoint, prefix, "model")
         return state
 
     def restore_newest_learner(self) -> Optional[Tuple[str, Dict]]:
-        """(prefix, saved state) of the newest checkpoint whose learner state restores, or
-        None; a damaged one is said and skipped, one of other networks refused."""
+        """(prefix, saved state) of the newest checkpoint that restores, or None; a damaged
+        one is skipped, one of other networks refused."""
         for prefix in self.candidates():
             try:
                 return prefix, self.restore_learner(prefix)
@@ -275,16 +267,14 @@ class CheckpointReader:
 
 
 class CheckpointMismatch(TfsacError):
-    """A checkpoint whose files read but hold other variables than the model it is restored
-    into (other networks, another algorithm): refused, never skipped or set aside as
-    damaged."""
+    """A checkpoint that reads but holds other variables than its model: refused, never
+    skipped as damaged."""
 
 
 def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
-    """Restores `prefix` into `checkpoint` (a tf.train.Checkpoint); `match`: 'all' (every
-    value on both sides: a resume) or 'model' (every variable of the model from the
-    checkpoint, which may hold more: evaluation, init_from). Fault for files that do not
-    read, CheckpointMismatch for other variables (shapes, dtypes, objects)."""
+    """Restores `prefix` into a tf.train.Checkpoint; `match`: 'all' (a resume) or 'model'
+    (the checkpoint may hold more: evaluation, init_from). Fault for files that do not
+    read, CheckpointMismatch for other variables."""
     import tensorflow as tf
 
     try:
@@ -295,8 +285,7 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
             status.assert_existing_objects_matched()
         return
     except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as e:
-        # Other shapes or objects, or a variable of another dtype: whole files of other
-        # variables. Anything else is damage.
+        # Other shapes, objects or dtypes are another model's files; anything else is damage.
         other = isinstance(e, (ValueError, AssertionError)) or (
             isinstance(e, tf.errors.InvalidArgumentError) and "dtype" in str(e)
         )
@@ -314,8 +303,7 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
 
 
 class _UnrestoredValues(logging_module.Filter):
-    """Hides TensorFlow's page of warnings about the values a failed restore did not take
-    (when its objects are deleted, at exit too): tfsac said why in one line."""
+    """Hides TensorFlow's page of warnings after a failed restore: tfsac said why in one line."""
 
     TEXTS = ("deleted with unrestored values", "could not be found in the restored object")
 
@@ -334,8 +322,8 @@ POLICY_SIGNATURES = ("serving_default", "sample")
 
 
 def load_policy(path: str):
-    """Loads an exported policy; returns the SavedModel object (`.signatures[...]`).
-    TfsacError where it is not a policy as tfsac exports them, Fault where it does not load."""
+    """The SavedModel of an exported policy; TfsacError where it is not a tfsac policy,
+    Fault where it does not load."""
     import tensorflow as tf
 
     check_saved_model(path)
@@ -358,10 +346,9 @@ def load_policy(path: str):
 
 
 def checkpoint_learner(run_dir: str, step: Optional[int] = None):
-    """(learner, env spec, info) from a run directory's checkpoint of env step `step`, or
-    by default its newest that restores; info: the run's config (a dict), the observation
-    space, the checkpoint and its step, and the seed and return of the evaluation of those
-    weights (where one was made at that step: a run stopped between evaluations has none)."""
+    """(learner, env spec, info) from a run directory's checkpoint of env step `step`, or its
+    newest that restores; info: the run's config, spaces, checkpoint, and the evaluation of
+    those weights where one was made at that step."""
     from tfsac.algorithm.learner import SACLearner
 
     config = run_config(run_dir, need_checkpoint=step is not None, step=step)

@@ -1,6 +1,5 @@
-"""An exported version's metadata, without TensorFlow: what policy_metadata writes about the
-policy, tfsac_metadata.json read back (a Fault where it does not read as written), and
-observations sampled from the policy's space (for warm-up requests and conversion checks)."""
+"""An exported version's metadata, without TensorFlow: written, read back and checked, and
+observations sampled from the policy's space."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ METADATA_FILE = "tfsac_metadata.json"
 
 def read_metadata(version_dir: str) -> Dict:
     """The version's tfsac_metadata.json ({} where it has none); a Fault where it does not
-    read as tfsac writes it (a converted file would carry wrong metadata without a word)."""
+    read as tfsac writes it, lest a converted file carry wrong metadata."""
     path = os.path.join(version_dir, METADATA_FILE)
     if not os.path.lexists(path):
         return {}
@@ -35,8 +34,8 @@ def read_metadata(version_dir: str) -> Dict:
 
 
 def saved_model_metadata(model, version_dir: str) -> Dict:
-    """A loaded SavedModel's metadata: its tfsac_metadata.json, else (a file lost in a
-    copy) the same JSON from its `metadata` signature; {} where it has neither."""
+    """A loaded SavedModel's tfsac_metadata.json, else (lost in a copy) the same JSON from its
+    `metadata` signature; {} where it has neither."""
     metadata = read_metadata(version_dir)
     if metadata or "metadata" not in getattr(model, "signatures", {}):
         return metadata
@@ -48,8 +47,7 @@ def saved_model_metadata(model, version_dir: str) -> Dict:
 
 
 def _checked(metadata, where: str) -> Dict:
-    """`metadata` where it is a JSON object with entries as tfsac writes them; else a
-    Fault, `where` first."""
+    """`metadata` where its entries are as tfsac writes them, else a Fault."""
     if not isinstance(metadata, dict):
         raise Fault(f"{where}: not a JSON object")
     if problem := _metadata_problem(metadata):
@@ -99,8 +97,7 @@ def _metadata_problem(metadata: Dict):
 
 
 def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
-    """What the SavedModel says about itself (tfsac_metadata.json, `metadata` signature):
-    the env, its spaces and bounds, how observations are flattened, the training, and what
+    """What the SavedModel says about itself: the env, its spaces, the training, and what
     scripts/evaluate.py needs to repeat the final evaluation."""
     goals = {}
     if spec.goal_columns:
@@ -123,8 +120,7 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
         "algorithm": config.algorithm,
         "algorithm_kwargs": config.algorithm_kwargs,
         "network": config.network,
-        # Whether the graph normalises raw observations itself (with the running statistics
-        # of training, normalize_observations): callers send raw observations either way.
+        # Callers send raw observations either way: the graph normalises them itself.
         "normalizes_observations": architecture_of(config).normalizes(config),
         # The evaluated policy's env steps (a stopped run's or the best policy's).
         "training_steps": final_evaluation.get("step", config.total_steps),
@@ -148,9 +144,8 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
 
 
 def sample_observations(space_json, obs_dim: int, batch: int, seed: int = 0) -> np.ndarray:
-    """`batch` observations sampled from an observation space (its JSON, as EnvSpec and
-    the metadata carry it), flattened as the networks take them (standard normal where
-    there is no space)."""
+    """`batch` observations sampled from a space's JSON, flattened as the networks take them
+    (standard normal where there is no space)."""
     if space_json is None:
         return np.random.default_rng(seed).standard_normal((batch, obs_dim), np.float32)
     space = space_from_json(space_json)

@@ -1,6 +1,5 @@
-"""The other formats' actions checked against the SavedModel they were converted from: an
-export writes a policy.tflite or policy.onnx only where it acts as the SavedModel does on
-observations sampled from the space, and a file that does not load is one line naming it."""
+"""A policy.tflite's or policy.onnx's actions checked against the SavedModel they were
+converted from, on observations sampled from the space."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ OBSERVATION_LIMIT = 1e6  # the largest |value| the check feeds
 
 
 def litert_interpreter(path: str):
-    """A LiteRT interpreter of `path`, allocated without the line that creating its XNNPACK
-    delegate prints ("INFO: Created TensorFlow Lite XNNPACK delegate for CPU.")."""
+    """A LiteRT interpreter of `path`, allocated without the XNNPACK delegate's INFO line."""
     from ai_edge_litert.interpreter import Interpreter
 
     try:
@@ -35,15 +33,12 @@ def litert_interpreter(path: str):
 
 
 def litert_quantized(path: str) -> bool:
-    """Whether the LiteRT file at `path` holds float16 or int8 tensors (post-training
-    quantization, whatever its metadata says: versions quantized before tfsac recorded it
-    say nothing)."""
+    """Whether the LiteRT file holds float16 or int8 tensors, whatever its metadata says."""
     details = litert_interpreter(path).get_tensor_details()
     return any(np.dtype(t["dtype"]) in (np.float16, np.int8) for t in details)
 
 
 def onnx_session(path: str):
-    """An ONNX Runtime session of `path`."""
     import onnxruntime
 
     try:
@@ -61,9 +56,8 @@ def file_actions(path: str, observations: np.ndarray) -> np.ndarray:
 
 
 def reference_actions(saved_model_dir: str, count: int = PARITY_OBSERVATIONS) -> Tuple:
-    """(observations, actions): `count` observations sampled from the observation space
-    and the `serving_default` actions of the SavedModel in `saved_model_dir` for them, what
-    each converted file is compared with (computed once for all of a version's files)."""
+    """(observations, the SavedModel's serving_default actions for them): what each converted
+    file is compared with."""
     import tensorflow as tf
 
     from tfsac.deploy.loading import load_policy
@@ -74,16 +68,15 @@ def reference_actions(saved_model_dir: str, count: int = PARITY_OBSERVATIONS) ->
     if dim is None:
         dim = served.structured_input_signature[1]["observation"].shape[1]
     obs = sample_observations(metadata.get("observation_space_json"), dim, count, seed=1)
-    # Bounds near float32's largest (CartPole's velocities) draw values at which a network's
-    # own arithmetic overflows, differently per runtime (docs/serving.md): not a wrong file.
+    # Values near float32's largest overflow a network differently per runtime: not a
+    # wrong file.
     obs = np.clip(obs, -OBSERVATION_LIMIT, OBSERVATION_LIMIT)
     return obs, served(observation=tf.constant(obs))["action"].numpy()
 
 
 def action_error(path: str, reference: Tuple, relative: bool = True) -> float:
-    """The largest difference between the actions of the file at `path` and the
-    SavedModel's `reference` ones (`relative`: to 1 + |action|); inf where one of them is
-    not finite and the other is."""
+    """The largest difference between the file's actions and the `reference` ones
+    (`relative`: to 1 + |action|); inf where only one of them is finite."""
     obs, expected = reference
     got = np.asarray(file_actions(path, obs))
     if got.shape != expected.shape or np.any(np.isfinite(got) != np.isfinite(expected)):
@@ -96,9 +89,8 @@ def action_error(path: str, reference: Tuple, relative: bool = True) -> float:
 
 
 def check_parity(path: str, reference: Tuple, shown_as: str) -> float:
-    """A Fault unless the unquantized file at `path` acts as its SavedModel does (its
-    `reference_actions`; `shown_as`: the file's name in the error, where `path` is a
-    temporary one); returns the largest action difference measured."""
+    """A Fault unless the unquantized file at `path` acts as its SavedModel does; returns the
+    largest action difference. `shown_as` names the file, where `path` is a temporary one."""
     error = action_error(path, reference)
     if not error <= PARITY_TOLERANCE:
         raise Fault(
@@ -110,7 +102,6 @@ def check_parity(path: str, reference: Tuple, shown_as: str) -> float:
 
 
 def quantization_error(version_dir: str, count: int = 1000) -> float:
-    """The largest action difference between the version's policy.tflite and its
-    SavedModel on `count` observations sampled from the observation space."""
+    """The largest action difference between the version's policy.tflite and its SavedModel."""
     path = os.path.join(version_dir, "policy.tflite")
     return action_error(path, reference_actions(version_dir, count), relative=False)

@@ -1,7 +1,5 @@
-"""A trained policy for Python programs: `Policy.load(path)` from an exported SavedModel
-version folder or a run directory (its newest checkpoint that restores), then
-`policy.predict(observation)` for one raw observation or a batch of them; and the plain
-functions of flat observations that scripts/evaluate.py and collect.py run."""
+"""A trained policy for Python programs (`Policy.load`, then `predict`), and the functions
+of flat observations that scripts/evaluate.py and collect.py run."""
 
 from __future__ import annotations
 
@@ -22,12 +20,10 @@ ActFn = Callable[[np.ndarray, bool], np.ndarray]
 
 
 class Policy:
-    """A trained policy for Python: actions in the env's bounds for raw observations of
-    the space it was trained on. Make one with `Policy.load`.
+    """Actions in the env's bounds for raw observations of the space it was trained on.
 
     Attributes:
-        metadata: what the export or run says about the policy (env id, spaces, bounds,
-            algorithm, training steps, final evaluation).
+        metadata: what the export or run records (env id, spaces, bounds, algorithm, steps).
         obs_dim: the width of the flat observation the networks take.
         observation_space: the env's observation space, where the metadata records it.
     """
@@ -38,17 +34,13 @@ class Policy:
 
     @classmethod
     def load(cls, path: str, step: Optional[int] = None) -> Policy:
-        """Loads a policy from an export or a run.
+        """Loads a policy from a SavedModel version folder, a model folder of versions (its
+        highest, as TF Serving serves) or a run directory.
 
         Args:
-            path: a SavedModel version folder (it holds saved_model.pb), a model folder of
-                versions (its highest, the one TF Serving serves) or a run directory (it
-                holds config.json).
+            path: the folder.
             step: for a run directory, the env step of the checkpoint to load; None loads
                 the newest that restores.
-
-        Returns:
-            The `Policy`.
 
         Raises:
             TfsacError: the path is none of the three, or its files do not read.
@@ -83,19 +75,15 @@ class Policy:
         """Actions for one observation or a batch, flattened as training flattened them.
 
         Args:
-            observation: one observation of the env's space (a Box array of any shape, an
-                int for Discrete, a dict for Dict, ...) or a batch of them (a leading axis,
-                or a list).
-            deterministic: True takes the policy's mode (the squashed mean); False samples
-                from it.
+            observation: one observation of the env's space or a batch of them (a leading
+                axis, or a list).
+            deterministic: True takes the policy's mode (the squashed mean); False samples.
 
         Returns:
-            float32 actions in the env's bounds: `[action_dim]` for one observation,
-            `[N, action_dim]` for a batch.
+            float32 actions in the env's bounds, [action_dim] or [N, action_dim].
 
         Raises:
-            TfsacError: an observation that is not of the space (named by key for a Dict),
-                or that holds NaN or Inf.
+            TfsacError: an observation not of the space, or holding NaN or Inf.
         """
         space, dim = self.observation_space, self.obs_dim
         batch, single = predict_input(space, dim, observation, deterministic)
@@ -114,8 +102,7 @@ FlatPolicy = Callable[[np.ndarray], np.ndarray]
 
 
 def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[FlatPolicy, Dict]:
-    """A function of flat observation batches from an exported SavedModel (its
-    `serving_default` or `sample` signature), and the metadata exported with it."""
+    """A function of flat observation batches from an exported SavedModel, and its metadata."""
     policy = Policy._from_saved_model(path)
     return partial(policy._act, deterministic=not stochastic), policy.metadata
 
@@ -124,6 +111,6 @@ def checkpoint_policy(
     run_dir: str, stochastic: bool = False, step: Optional[int] = None
 ) -> Tuple[FlatPolicy, Dict]:
     """The same from a run directory's checkpoint of env step `step` (default: the newest
-    that restores), with the run's config (a dict, with what checkpoint_learner adds)."""
+    that restores), with the run's config."""
     policy = Policy._from_run_dir(run_dir, step)
     return partial(policy._act, deterministic=not stochastic), policy.metadata

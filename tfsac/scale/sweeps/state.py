@@ -1,5 +1,5 @@
-"""A sweep's state files: sweep.json (what the sweep is), trials.json (each trial's spec
-and status), and the helpers that write them atomically and read them back."""
+"""A sweep's state files: sweep.json (what the sweep is) and trials.json (each trial's spec
+and status)."""
 
 from __future__ import annotations
 

@@ -62,26 +62,16 @@ def field_default(name: str):
     return next(f.default for f in dataclasses.fields(SACConfig) if f.name == name)
 
 
-def _auto_or_float(name: str, value, forms: str = "a float or 'auto'"):
-    """None for 'auto' (case-insensitive), a float for a number or its string."""
+def _word_or_float(name: str, value, forms: str = "a float or 'auto'", word: str = "auto"):
+    """None for `word` (case-insensitive), a float for a number's string, other values as given."""
     if not isinstance(value, str):
         return value
-    if value.strip().lower() == "auto":
+    if value.strip().lower() == word:
         return None
     try:
         return float(value)
     except ValueError:
         raise TfsacError(f"{name} must be {forms}, got {value!r}") from None
-
-
-def _ratio_or_size(text: str):
-    """offline_ratio from its text: None for 'size', else a float."""
-    if text.strip().lower() == "size":
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise TfsacError(f"offline_ratio must be in [0, 1] or 'size', got {text!r}") from None
 
 
 def parse_env_kwargs(text: str, name: str = "env_kwargs") -> Dict[str, Any]:
@@ -147,8 +137,8 @@ class SACConfig(
                     "learned alpha's start: give one of them"
                 )
             self.alpha, self.initial_alpha = None, start
-        self.alpha = _auto_or_float("alpha", self.alpha, ALPHA_FORMS)
-        self.target_entropy = _auto_or_float("target_entropy", self.target_entropy)
+        self.alpha = _word_or_float("alpha", self.alpha, ALPHA_FORMS)
+        self.target_entropy = _word_or_float("target_entropy", self.target_entropy)
         for name in ("progress_bar", "normalize_observations", "normalize_rewards"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -158,8 +148,8 @@ class SACConfig(
                 setattr(self, name, {"auto": None, "true": True, "false": False}[text])
         if isinstance(self.network, str) and self.network.strip().lower() == "auto":
             self.network = None  # the variant's (tfsac.algorithm.resolve)
-        if isinstance(self.offline_ratio, str):
-            self.offline_ratio = _ratio_or_size(self.offline_ratio)
+        ratio = "in [0, 1] or 'size'"
+        self.offline_ratio = _word_or_float("offline_ratio", self.offline_ratio, ratio, "size")
         for name in KEYWORD_OPTIONS:
             if isinstance(getattr(self, name), str):
                 setattr(self, name, parse_env_kwargs(getattr(self, name), name))

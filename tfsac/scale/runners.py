@@ -67,10 +67,8 @@ class TFPolicy:
             pass
         self.actor = build_actor(spec.obs_dim, spec.action_dim, cfg, actor_fn)
         self.actor(tf.zeros([1, spec.obs_dim]))  # builds the variables set_weights fills
-        rng, noise_shape = (
-            tf.random.Generator.from_seed(seed),
-            (cfg.envs_per_actor, spec.action_dim),
-        )
+        rng = tf.random.Generator.from_seed(seed)
+        noise_shape = (cfg.envs_per_actor, spec.action_dim)
         exploration = GaussianExploration(self.actor, cfg, rng, noise_shape)
         obs = tf.TensorSpec([None, spec.obs_dim], tf.float32)
         self._sample = tf.function(

@@ -1,7 +1,6 @@
 """The built-in actors' forward pass in numpy, for env runners: a runner then acts without
 importing TensorFlow (seconds and hundreds of MB per process) and without TF's per-call cost.
-An actor is a plan, its layers in `get_weights()` order, from the actor model's `numpy_plan()`.
-"""
+An actor is a plan, its layers in `get_weights()` order, from the actor model's `numpy_plan()`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Distributed collection on Ray: `EnvRunner` actors step env copies with a copy of the
 actor (numpy, or TF for an actor without a numpy plan), and the learner's `RunnerPool` hands
-them chunks of the step budget (docs/guide/env-runners.md gives sync, async and restarts).
-"""
+them chunks of the step budget (docs/guide/env-runners.md gives sync, async and restarts)."""
 
 from __future__ import annotations
 

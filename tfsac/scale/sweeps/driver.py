@@ -12,7 +12,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from tfsac.errors import Fault, TfsacError, first_line
-from tfsac.files import write_atomic
+from tfsac.files import write_json
 from tfsac.run.run_lock import RunLock
 from tfsac.run.signals import StopSignals
 from tfsac.scale.ray_cluster import start_ray
@@ -192,8 +192,7 @@ def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLo
     try:
         os.makedirs(plan.sweep_dir, exist_ok=True)
         lock.hold()  # a new sweep's folder, made now
-        definition = json.dumps(plan.definition, indent=2)
-        write_atomic(os.path.join(plan.sweep_dir, SWEEP_FILE), definition)
+        write_json(os.path.join(plan.sweep_dir, SWEEP_FILE), plan.definition)
         for spec in plan.trials:
             if spec["name"] not in state.trials:
                 state.update(spec["name"], spec=spec, status="pending")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 import logging.handlers
 import math
@@ -18,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional
 from tfsac.algorithm.resolve import mark_resolved
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
-from tfsac.files import check_plain_name, read_json, write_atomic
+from tfsac.files import check_plain_name, read_json, write_json
 from tfsac.logs import OwnInfoOnly
 from tfsac.scale.sweeps.state import TRIAL_FILE
 
@@ -125,7 +124,7 @@ class TrialRecord:
         self.save()
 
     def save(self) -> None:
-        write_atomic(self.path, json.dumps(self.data, indent=2))
+        write_json(self.path, self.data)
 
     def evaluated(self, evaluation: Dict) -> List[Dict]:
         """Records an evaluation; returns the evaluations so far (a retry's replace those

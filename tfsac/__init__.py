@@ -1,12 +1,8 @@
 """tfsac: Soft Actor-Critic for TensorFlow 2 / Keras 3.
 
-The package is split into layers, each importing only those below it: `scale` (Ray env
-runners, sweeps) above `run` (the builder, the trainer's loop, checkpoints, evaluation)
-above `deploy` (exports, loading a policy) above `algorithm` (the update, losses,
-networks) and `data` (envs, collection, replay), above the config, the run directory's
-format (`files`) and the console's lines (`logs`); docs/guide/adding-an-algorithm.md draws it.
-The names below load their module (and TensorFlow) on first use, so that tools which need
-no TensorFlow (the render worker, plotting) start fast and stay out of TF's process.
+Layers, each importing only those below it: scale > run > deploy > (algorithm, data) >
+config. The names below load their module (and TensorFlow) on first use, so tools that
+need no TensorFlow start fast.
 """
 
 import importlib
@@ -14,8 +10,7 @@ import importlib
 from tfsac.logs import quiet_tensorflow_start
 
 __version__ = "0.1.0"
-# TF's C++ start-up lines (a CUDA error on machines without a GPU, oneDNN notices) are
-# hidden in any process that imports tfsac; TFSAC_TF_LOGS=1 shows them (README).
+# TF's C++ start-up lines are hidden in any process that imports tfsac (TFSAC_TF_LOGS=1 shows them).
 quiet_tensorflow_start()
 
 _EXPORTS = {
@@ -57,8 +52,7 @@ _EXPORTS = {
     "train": "run.trainer",
 }
 __all__ = sorted(_EXPORTS)
-# The training entry points come with the env runners that tfsac.scale registers with
-# the run layer (which cannot import the layer above it).
+# The training entry points come with the env runners that tfsac.scale registers.
 _WITH = {"run.trainer": "scale.runner_source"}
 
 

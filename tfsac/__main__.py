@@ -1,6 +1,5 @@
 """`python -m tfsac <command> [flags]`: the scripts of an installed tfsac, as the console
-scripts tfsac-train, tfsac-evaluate, tfsac-sweep, tfsac-plot, tfsac-export and
-tfsac-collect run them."""
+scripts tfsac-<command> run them."""
 
 import importlib
 import sys

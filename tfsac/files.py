@@ -1,6 +1,5 @@
-"""A run directory's format: the names of its files, JSON written atomically and read
-back, and the checks and names a run's folders need. Below every layer that reads or
-writes a run directory (deploy loads a policy from one, scale sweeps over them)."""
+"""A run directory's format: its file names, JSON written atomically and read back, and the
+checks a run's folders need. Below every layer that reads or writes a run directory."""
 
 from __future__ import annotations
 
@@ -29,13 +28,11 @@ PROGRESS_FIELDS = ("step", "episodes", "episode_return", "episode_length", "env_
 
 
 def check_writable(directory: str) -> None:
-    """Raises TfsacError unless `directory` can be created and written to. Leaves no trace:
-    the folders it creates for the check are removed again (a start that fails later must
-    not leave empty run or model folders behind); writers create them when they write."""
+    """Raises TfsacError unless `directory` can be created and written to. The folders it
+    creates are removed again, so a start that fails later leaves no empty folders."""
     if os.path.lexists(directory) and not os.path.isdir(directory):  # makedirs: "File exists"
         raise TfsacError(f"cannot write to {directory!r}: it exists and is not a folder")
-    # The folders makedirs will create, deepest first, walked as written: 'new/../x' makes
-    # 'new' too, which a normalised path would not list.
+    # Walked as written, not normalised: 'new/../x' makes 'new' too.
     missing = []
     path = directory.rstrip(os.sep + (os.altsep or "")) or directory
     while path and not os.path.lexists(path) and os.path.dirname(path) != path:
@@ -57,10 +54,8 @@ def check_writable(directory: str) -> None:
 
 
 def check_outside_exports(path: str, what: str, model_dir: Optional[str] = None) -> None:
-    """TfsacError where folder `path` (`what` names it) is or lies inside an exported model:
-    a SavedModel's folder, a version folder of a model folder that holds SavedModels, or
-    `model_dir`, the model folder a run exports to. TF Serving serves a model folder's
-    highest version: a run's files there would be served or break serving."""
+    """TfsacError where folder `path` (`what` names it) is or lies inside an exported model
+    (a SavedModel, a served version folder, or `model_dir`): TF Serving would serve it."""
     target = folder = os.path.realpath(path)
     model = os.path.realpath(model_dir) if model_dir else None
     while True:
@@ -103,10 +98,9 @@ _INDEX_NAME = re.compile(r"ckpt-([0-9]+)\.index")
 
 
 def model_versions(model_dir: str, servable: bool = False) -> List[str]:
-    """The version folders in TF Serving's model folder `model_dir`, by version: folders
-    named by a number of ASCII digits that fits TF Serving's int64 (it passes over other
-    names), or with `servable` only those that hold a saved_model.pb. Names as they are
-    ('007' is version 7). [] where `model_dir` is not a folder."""
+    """The version folders in TF Serving's model folder `model_dir`, by version: named by
+    digits that fit an int64 ('007' is version 7), with `servable` only those holding a
+    saved_model.pb. [] where `model_dir` is not a folder."""
     try:
         names = [n for n in os.listdir(model_dir) if _VERSION_NAME.fullmatch(n)]
     except OSError:
@@ -122,9 +116,8 @@ def model_versions(model_dir: str, servable: bool = False) -> List[str]:
 
 
 def checkpoint_steps(checkpoints_dir: str) -> List[int]:
-    """The env steps of the checkpoints in `checkpoints_dir` whose TF files are complete
-    (TF writes a checkpoint's index file last), newest first; whether they restore is for
-    the reader to say."""
+    """The env steps of the checkpoints in `checkpoints_dir` with an index file (TF writes
+    it last), newest first."""
     try:
         names = os.listdir(checkpoints_dir)
     except OSError:
@@ -134,8 +127,7 @@ def checkpoint_steps(checkpoints_dir: str) -> List[int]:
 
 def run_config(run_dir: str, need_checkpoint: bool = False, step: Optional[int] = None):
     """The SACConfig of the run in `run_dir`; TfsacError where it holds none, or with
-    `need_checkpoint` where it holds no checkpoint files, or none of env step `step` where
-    one is named (it reads none of them)."""
+    `need_checkpoint` where it has no checkpoint (of env step `step`, where named)."""
     if step is not None and (isinstance(step, bool) or not isinstance(step, numbers.Integral)):
         raise TfsacError(f"step must be a whole number (an env step), got {step!r}")
     try:
@@ -174,8 +166,8 @@ NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def new_file(path: str, mode: str = "w"):
-    """`path` opened for writing as a file of its own: whatever was there (a leftover, or a
-    symbolic link planted to make tfsac write elsewhere) is removed first, never followed."""
+    """`path` opened for writing as a new file: whatever was there (a symbolic link too) is
+    removed first, never followed."""
     if os.path.lexists(path):
         os.remove(path)
     # O_EXCL: created here, even where something appeared since (it does not follow links).
@@ -183,16 +175,14 @@ def new_file(path: str, mode: str = "w"):
 
 
 def open_in_place(path: str, mode: str = "a"):
-    """`path` opened to append ('a') or rewrite ('w') in place, never through a symbolic
-    link (which could point outside the folder the user named): TfsacError there."""
+    """`path` opened to append ('a') or rewrite ('w') in place; TfsacError at a symbolic link."""
     how = os.O_APPEND if mode == "a" else os.O_TRUNC
     fd = open_no_follow(path, os.O_WRONLY | os.O_CREAT | how)
     return os.fdopen(fd, mode, newline="")
 
 
 def open_no_follow(path: str, flags: int) -> int:
-    """os.open(path, flags), never through a symbolic link: TfsacError (linked) there, any
-    other OSError as it is."""
+    """os.open(path, flags), never through a symbolic link: TfsacError there."""
     try:
         if not NO_FOLLOW and os.path.islink(path):  # no O_NOFOLLOW (Windows): asked first
             raise OSError(errno.ELOOP, "a symbolic link")
@@ -212,8 +202,7 @@ def linked(path: str) -> TfsacError:
 
 
 def write_atomic(path: str, text: str) -> None:
-    """Writes `text` to `path` through a temporary file: readers never see half a file, and
-    a killed writer leaves the old one (a symbolic link at `path` is replaced, not followed)."""
+    """Writes `text` to `path` through a temporary file, so readers never see half a file."""
     tmp = f"{path}.tmp"
     with new_file(tmp) as f:
         f.write(text)
@@ -247,8 +236,7 @@ class RunDir:
         return self._read(CONFIG_FILE)
 
     def missing_config(self) -> Optional[str]:
-        """Why a resume that fills unset settings from config.json cannot (a run's files
-        without it, which would resume with defaults), or None."""
+        """Why a resume cannot fill unset settings from config.json (a run without it), or None."""
         if os.path.exists(self.file(CONFIG_FILE)) or not self.holds_a_run():
             return None
         return (

@@ -1,6 +1,5 @@
-"""Console output: tfsac's lines and real warnings, without third-party chatter, and log
-lines that a progress bar does not garble. TF-free (the render worker uses it too), and
-below every layer: each of them logs."""
+"""Console output: tfsac's lines and real warnings without third-party chatter, and log lines
+a progress bar does not garble. TF-free: the render worker uses it too."""
 
 from __future__ import annotations
 
@@ -15,15 +14,12 @@ import time
 
 from absl import logging as absl_logging
 
-# The tfsac package, every subpackage of it.
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class OwnInfoOnly(logging.Filter):
-    """Passes warnings and errors from anywhere, and lower levels only from tfsac's own
-    code (the package and the calling script). Libraries log their internals at INFO
-    through the same absl handler as tfsac (TF's checkpoint sharding timings, PyOpenGL's
-    "No OpenGL_accelerate")."""
+    """Passes warnings and errors from anywhere, lower levels only from tfsac's own code:
+    libraries log their internals at INFO through the same absl handler."""
 
     def __init__(self, own_dirs=()):
         super().__init__()
@@ -59,9 +55,8 @@ TF_LOGS_VARIABLE = "TFSAC_TF_LOGS"
 
 
 class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
-    """Finds `tensorflow` through the other finders and imports it with fd 2 captured:
-    TF's C++ start-up lines (CUDA probing on a machine without a GPU, oneDNN and CPU
-    notices) are printed before TF's log filter exists, so a filter cannot hide them."""
+    """Imports `tensorflow` with fd 2 captured: its C++ start-up lines come before its log
+    filter exists."""
 
     def find_spec(self, name, path=None, target=None):
         if name != "tensorflow":
@@ -90,9 +85,8 @@ class _QuietLoader(importlib.abc.Loader):
 
 
 def _quiet_first_context_start() -> None:
-    """Captures fd 2 while TF's eager context starts (at the first op, which probes CUDA
-    and logs an error line without a GPU), then takes the wrapper out again. The start
-    stays where TF puts it: thread-pool sizes can still be set before the first op."""
+    """Captures fd 2 while TF's eager context starts at the first op (its CUDA probe logs
+    an error without a GPU); the start stays lazy, so thread pools can still be sized."""
     try:
         from tensorflow.python.eager import context
     except ImportError:  # another TF layout: its lines show
@@ -108,9 +102,8 @@ def _quiet_first_context_start() -> None:
 
 
 def quiet_tensorflow_start() -> None:
-    """Hides TensorFlow's C++ start-up and INFO lines in this process (unless TFSAC_TF_LOGS
-    is 1 or TF is already imported; a TF_CPP_MIN_LOG_LEVEL of the user's is kept). TF-free:
-    it takes effect when something imports TF."""
+    """Hides TensorFlow's C++ start-up and INFO lines when TF is imported, unless
+    TFSAC_TF_LOGS is 1 (a user's TF_CPP_MIN_LOG_LEVEL is kept)."""
     if os.environ.get(TF_LOGS_VARIABLE) == "1" or "tensorflow" in sys.modules:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later C++ INFO lines (XLA's)
@@ -119,17 +112,15 @@ def quiet_tensorflow_start() -> None:
 
 
 def _mujoco_warning(message: str) -> None:
-    # MuJoCo's compiler reports deprecated attributes of the envs' own XML files (gymnasium's
-    # HalfCheetah uses `settotalmass`), once per model compiled: nothing a user can act on.
+    # Deprecated attributes in gymnasium's own XML files: nothing a user can act on.
     if "is deprecated" in message:
         return
     absl_logging.warning("MuJoCo: %s", message)
 
 
 class ShortLines(logging.Formatter):
-    """'20:31:07 step 1000/20000 | ...' lines, 'warning: ' before warnings and errors:
-    absl's prefix (level, date, time to the microsecond, thread id, file:line) is for
-    --verbosity=1."""
+    """'20:31:07 step 1000/20000 | ...' lines, 'warning: ' before warnings and errors (absl's
+    long prefix is for --verbosity=1)."""
 
     def format(self, record: logging.LogRecord) -> str:
         text = record.getMessage()
@@ -147,9 +138,8 @@ def short_lines() -> None:
 
 @contextlib.contextmanager
 def absl_verbosity(level: int):
-    """absl's verbosity `level` for the block, then the absl logger's own level back:
-    restoring with set_verbosity would pin a level it only inherited (a NOTSET logger
-    follows the root's level, as pytest's caplog sets it)."""
+    """absl's verbosity `level` for the block, then the logger's own level back (so a NOTSET
+    logger keeps following the root's)."""
     logger = absl_logging.get_absl_logger()
     verbosity, before = absl_logging.get_verbosity(), logger.level
     absl_logging.set_verbosity(level)
@@ -162,9 +152,8 @@ def absl_verbosity(level: int):
 
 @contextlib.contextmanager
 def progress_lines(enabled: bool = True):
-    """For library calls (a notebook's `tfsac.train`): tfsac's INFO lines (progress,
-    evaluations, checkpoints) on stderr in the short form, other libraries' INFO hidden,
-    for the block; a no-op where INFO lines already show (the scripts set that up)."""
+    """For library calls: tfsac's INFO lines on stderr in the short form for the block, other
+    libraries' hidden; a no-op where INFO lines already show."""
     verbosity = absl_logging.get_verbosity()
     if not enabled or verbosity >= absl_logging.INFO:
         yield
@@ -184,9 +173,8 @@ def progress_lines(enabled: bool = True):
 
 
 def quiet_library_logs(own_dirs=()) -> None:
-    """Shows INFO lines of tfsac (and of code under `own_dirs`) only, on every handler of
-    the root logger (where absl's handler sits), and hides MuJoCo's deprecation notices
-    about model attributes; other MuJoCo warnings go through absl logging as warnings."""
+    """Shows INFO lines of tfsac (and of code under `own_dirs`) only, on every root handler,
+    and routes MuJoCo's warnings through absl."""
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, OwnInfoOnly) for f in handler.filters):
             handler.addFilter(OwnInfoOnly(own_dirs))
@@ -194,10 +182,8 @@ def quiet_library_logs(own_dirs=()) -> None:
 
 
 def mujoco_warnings_logged() -> None:
-    """MuJoCo's warnings as absl warnings (its deprecation notices about model attributes
-    hidden), where MuJoCo is installed and nobody set a handler: MuJoCo's own prints them
-    on stdout and appends them to MUJOCO_LOG.TXT in the current directory, a file the user
-    never named. Before an env compiles its model."""
+    """MuJoCo's warnings as absl warnings, where no handler is set: MuJoCo's own writes
+    MUJOCO_LOG.TXT into the current directory, a file the user never named."""
     try:
         import mujoco
     except ImportError:
@@ -227,9 +213,8 @@ class _AboveBar:
 
 @contextlib.contextmanager
 def lines_above(bar):
-    """While `bar` (a tqdm bar on stderr) is shown, everything written to stderr through
-    Python (absl and logging handlers, warnings, print) is written above the bar instead of
-    over it."""
+    """While `bar` (a tqdm bar on stderr) is shown, what Python writes to stderr goes above
+    it instead of over it."""
     if bar.disable:
         yield
         return

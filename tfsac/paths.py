@@ -1,7 +1,5 @@
-"""The rule for a name that becomes one folder or file name inside a folder the user chose
-(a model name under export_dir, a sweep trial's folder under sweep_dir): one plain path
-component, so that nothing is ever written outside that folder (files.check_plain_name
-refuses any other)."""
+"""The rule for a name that becomes one folder name inside a folder the user chose: one plain
+path component, so that nothing is ever written outside that folder."""
 
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ def name_problem(name) -> Optional[str]:
         return "it holds a path separator"
     if ntpath.splitdrive(name)[0]:  # 'C:x' is relative to a drive's current folder
         return "it names a drive"
-    # A newline or a tab splits the lines that name the folder; TF Serving's REST paths and
-    # shells take a name with spaces at its ends for another.
+    # Line breaks split the lines that name the folder; shells trim spaces at its ends.
     if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
         return "it holds a control character or a line break"
     if name != name.strip():

@@ -1,9 +1,6 @@
-"""Modules a user names inside an option's value, '<module>:<name>' (gymnasium's rule for
-env ids, 'my_package.envs:MyEnv-v0', which tfsac also takes for algorithms,
-'my_algos:mean_q', and networks): the value alone says what to import, so a resume, an
-evaluation or a sweep's trial in another process finds the same env, algorithm or networks
-again. Algorithms and networks are found in registries that such a module adds its classes
-to."""
+"""Modules a user names inside an option's value, '<module>:<name>' (gymnasium's rule for env
+ids, also taken for algorithms and networks): the value alone says what to import, so another
+process (a resume, a sweep's trial) finds the same classes again."""
 
 from __future__ import annotations
 
@@ -22,8 +19,8 @@ T = TypeVar("T")
 
 
 def add(registry: Dict[str, T], cls: T, kind: str) -> T:
-    """`registry[cls.name] = cls` where the name is letters, digits and '_' (one that
-    fits in '<module>:<name>', a file name and a flag's value); ValueError otherwise."""
+    """`registry[cls.name] = cls` where the name is letters, digits and '_'; ValueError
+    otherwise."""
     if not cls.name or not cls.name.replace("_", "").isalnum():
         raise ValueError(f"{kind} needs a name of letters, digits and _: {cls.name!r}")
     old = registry.get(cls.name)
@@ -39,14 +36,12 @@ def add(registry: Dict[str, T], cls: T, kind: str) -> T:
 
 def registered(value: str, registry: Dict[str, T], option: str, how: str) -> T:
     """The entry of `registry` that the option's `value` names: a registered name, or
-    '<module>:<name>' of one the module registers when imported (`how` says how a module
-    registers one); TfsacError in one line otherwise."""
+    '<module>:<name>' of one the module registers (`how` says how); TfsacError otherwise."""
     module, name = split(value)
     if module is not None:
         import_named(module, f"{option} {value!r}")
     found = registry.get(name)
-    # Only the module's own (or its submodules'): 'my_algos:tqc' where my_algos registers no
-    # tqc would train tfsac's TQC, or another module's class, under my_algos's name.
+    # Only the module's own: 'my_algos:tqc' must not train tfsac's TQC under my_algos's name.
     if found is not None and (module is None or _defined_in(found, module)):
         return found
     names = ", ".join(sorted(registry))
@@ -72,11 +67,8 @@ def split(value: str) -> Tuple[Optional[str], str]:
 
 
 def find_in_current_directory(module: str) -> None:
-    """Appends the current directory to sys.path where `module` is found there and nowhere
-    else (sys.path first, so an installed module of that name wins): `python -m` and an
-    interactive Python look there, a script run by its path (scripts/train.py) does not.
-    Ray adds the driver's current folder to its workers' sys.path, so a sweep's trials and
-    env runners find the module there too."""
+    """Appends the current directory to sys.path where `module` is found only there, as
+    `python -m` would (a script run by its path does not look there)."""
     top = module.split(".")[0]
     here = os.getcwd()
     if not top.isidentifier() or here in sys.path or "" in sys.path:
@@ -87,8 +79,7 @@ def find_in_current_directory(module: str) -> None:
 
 def import_named(module: str, what: str) -> ModuleType:
     """Imports the module that `what` (e.g. "algorithm 'my_algos:mean_q'") names; TfsacError
-    in one line where it is missing or fails while it is imported (the line names the file
-    and line of the user's code that raised)."""
+    where it is missing or raises (naming the file and line of the user's code)."""
     if not all(part.isidentifier() for part in module.split(".")):
         raise TfsacError(
             f"{what}: {module!r} is not a module name (dotted Python names, as in "
@@ -115,8 +106,7 @@ def import_named(module: str, what: str) -> ModuleType:
 
 
 def users_frame(error: Exception) -> traceback.FrameSummary:
-    """The innermost frame of the traceback in the user's code: not tfsac's (a refused
-    registration raises in tfsac) nor importlib's."""
+    """The innermost frame of the traceback in the user's code, not tfsac's or importlib's."""
     frames = traceback.extract_tb(error.__traceback__)
     tfsac_dir = os.path.dirname(os.path.abspath(__file__)) + os.sep
     users = [f for f in frames if not (f.filename.startswith(("<", tfsac_dir)))]

@@ -1,6 +1,5 @@
-"""The configuration layer, the lowest of tfsac's: every option declared once (options.py,
-run_options.py, with fields.py's checks), `SACConfig` over all of them (sac_config.py) and
-the learning-rate schedules (schedules.py). TF-free; it imports no other tfsac layer."""
+"""The configuration layer, the lowest of tfsac's: every option declared once, `SACConfig`
+over all of them, and the learning-rate schedules. TF-free."""
 
 from tfsac.config.options import GROUPS
 from tfsac.config.resume import RESUME_ADJUSTABLE

@@ -1,6 +1,5 @@
-"""How an option is declared (`option`: default, help, group, flag, choices and the check
-of its own values) and the checks themselves; tfsac/config/options.py declares every option with
-them, and `field_errors` applies the checks."""
+"""How an option is declared (`option`: default, help, group, flag, choices and the check of
+its own values), the checks themselves, and the functions that apply them."""
 
 from __future__ import annotations
 
@@ -19,9 +18,8 @@ from tfsac.errors import TfsacError
 
 @dataclasses.dataclass(frozen=True)
 class Check:
-    """The values an option takes on its own: `ok(value)`, and what it `must` be, said as
-    '<name> must be <must>, got <value>' with the value formatted by `got` ('{}' or
-    '{!r}', as each message always showed it; '' leaves ', got ...' out)."""
+    """The values an option takes on its own: `ok(value)`, said as '<name> must be <must>,
+    got <value>' with the value formatted by `got` ('' leaves ', got ...' out)."""
 
     ok: Callable[[Any], bool]
     must: str
@@ -61,10 +59,9 @@ def interval(low: float, high: float, ends: str) -> Check:
 
 
 def option(default, help: str, group: str, *, flag=None, choices=None, text=None, check=None):
-    """A config field with what its command-line flag needs: `help`, `group`, the flag's
-    name (default: the field's), `choices` for an enum, `text`, the flag's default for
-    fields that also take a string form (parsed by SACConfig.__post_init__), and `check`,
-    the values it takes (None passes where None is the default: 'off' or 'auto')."""
+    """A config field with what its flag needs: `flag` (default: the field's name),
+    `choices` for an enum, `text`, the flag's default for fields with a string form, and
+    `check`, the values it takes (None passes where None is the default)."""
     metadata = dict(help=help, group=group, flag=flag, choices=choices, text=text, check=check)
     if callable(default):
         return dataclasses.field(default_factory=default, metadata=metadata)
@@ -90,8 +87,7 @@ _KINDS = {bool: "a bool", int: "an integer", float: "a number", str: "a string",
 
 
 def _typed(hint, value):
-    """`value` as a field of type `hint` takes it (numpy scalars become Python's), or
-    raises TypeError with what the field takes."""
+    """`value` as a field of type `hint` takes it, or TypeError saying what the field takes."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Union:  # Optional[X]
         if value is None and type(None) in args:
@@ -115,7 +111,7 @@ def _typed(hint, value):
     elif kind is int:
         if isinstance(value, numbers.Integral):
             return value if type(value) is int else int(value)
-        # 1e6 as the flags take '1e6' (scripts/_cli.py's IntegralParser); not 1.5 or nan.
+        # 1e6, as the flags take '1e6'; not 1.5 or nan.
         if isinstance(value, numbers.Real) and float(value).is_integer():
             return int(value)
     elif kind is float:
@@ -124,7 +120,6 @@ def _typed(hint, value):
     elif kind in (str, dict):
         if isinstance(value, kind):
             return value
-        # A pathlib.Path where a path goes (run_dir, export_dir, offline_data, ...).
         if kind is str and isinstance(value, os.PathLike):
             if isinstance(path := os.fspath(value), str):
                 return path
@@ -134,9 +129,8 @@ def _typed(hint, value):
 
 
 def check_field_types(config) -> None:
-    """Checks every field of the dataclass `config` against its type hint (bool, int
-    (not bool), float (an int too), str, dict, Optional[...] and Tuple[int, ...]); raises
-    TfsacError naming the first field of another type. Numpy scalars become Python's."""
+    """Checks every field of the dataclass `config` against its type hint; TfsacError names
+    the first of another type. Numpy scalars become Python's."""
     hints = _hints(type(config))
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)

@@ -1,6 +1,6 @@
 """The names users bring for tfsac's options (a flag's name for its field, other SAC
-libraries' arguments) and the one line that says which option they mean, said as the
-caller writes options: `--flag` on the command line, `field=` in Python. TF-free."""
+libraries' arguments) and the line that says which option they mean, as `--flag` on the
+command line or `field=` in Python."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ from tfsac.errors import TfsacError
 
 CLI, PYTHON = "cli", "python"
 
-# Other libraries' SAC arguments and what tfsac calls them. An option is written `name` or
-# `name=value` (the value as typed on the command line), said by `render` for each caller.
+# Other libraries' SAC arguments and what tfsac calls them; `render` says each `name=value`.
 OTHER_NAMES: Dict[str, Tuple[str, str]] = {
     "ent_coef": ("Stable-Baselines3", "`alpha` (a number, auto or auto_<initial value>)"),
     "net_arch": (
@@ -72,8 +71,7 @@ _OPTION = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:=([^`]*))?`")
 
 
 def _python_value(text: str) -> str:
-    """A command-line value as Python writes it ('256,256' -> '(256, 256)'); as typed where
-    it is no literal (a placeholder such as N)."""
+    """A command-line value as Python writes it ('256,256' -> '(256, 256)'), else as typed."""
     try:
         return repr(ast.literal_eval(text))
     except (ValueError, SyntaxError):
@@ -103,9 +101,9 @@ def flag_names(config_class) -> Dict[str, str]:
 
 
 def unknown_name_hint(name: str, style: str, flags: Dict[str, str], fields: Iterable[str] = ()):
-    """What a user who typed option `name` (no option of theirs) means: the field a flag
-    name stands for (`flags`: flag -> field), the flag of a field named otherwise, another
-    library's name, or a close spelling among `fields`; None where none fits."""
+    """What a user who typed unknown option `name` means: the field of a flag name (`flags`:
+    flag -> field) or the other way round, another library's name, or a close spelling
+    among `fields`; None where none fits."""
     if style == PYTHON and name in flags:
         return f": use {say(flags[name], style)}"
     if style == CLI and name in flags.values():
@@ -119,13 +117,12 @@ def unknown_name_hint(name: str, style: str, flags: Dict[str, str], fields: Iter
 
 
 class UnknownOptionError(TfsacError, TypeError):
-    """A keyword that names no option of a config (a TypeError, as Python's own for an
-    unexpected keyword argument)."""
+    """A keyword that names no option of a config (a TypeError, as Python's own is)."""
 
 
 def checked_keywords(cls):
-    """Wraps dataclass `cls`'s __init__ so that a keyword naming no field is refused in one
-    line that says which field the user means (UnknownOptionError)."""
+    """Wraps dataclass `cls`'s __init__ so that a keyword naming no field is refused with
+    the field the user means."""
     generated = cls.__init__
     fields = [f.name for f in dataclasses.fields(cls)]
     known = set(fields)

@@ -1,6 +1,5 @@
-"""The checks of a new run's settings beyond SACConfig.validate(): a run saved before
-them must still load (resume, evaluate, export), so they run only where a run starts
-afresh (tfsac.run.preflight.check_run, a sweep's plan)."""
+"""The checks of a new run's settings beyond SACConfig.validate(): they run only where a run
+starts afresh, so runs saved before them still load."""
 
 from __future__ import annotations
 
@@ -15,13 +14,9 @@ LEARNED_ALPHA_OPTIONS = ("initial_alpha", "alpha_learning_rate", "target_entropy
 
 
 def check_new_run(config: SACConfig) -> List[str]:
-    """TfsacError for min_evaluations without its stop, a piecewise schedule giving two
-    factors from one step, a run whose actor or targets would never step (policy_delay or
-    target_update_interval > its updates), or an option this run never comes to act on
-    (_unreachable); returns warnings: options only a learned alpha reads, beside a fixed
-    one (a preset's, say), and those that act only as the run's end does."""
+    """TfsacError for settings a new run could never act on; returns warnings for options
+    it does not read (those of a learned alpha beside a fixed one) or reads only at its end."""
     if config.min_evaluations and not config.stop_after_no_improvement:
-        # A new run's mistake; a resume that turns the stop off keeps its saved value.
         raise TfsacError(
             "min_evaluations needs stop_after_no_improvement: it delays that stop only"
         )
@@ -50,9 +45,8 @@ def check_new_run(config: SACConfig) -> List[str]:
 
 
 def _updates(config: SACConfig):
-    """(the updates a new run makes, said), where they are known ahead and some run: an
-    offline-only run's, or env steps' after learning_starts in phases of train_freq (not
-    with episodes_per_rollout or env runners, whose phases the episodes or chunks set)."""
+    """(the updates a new run makes, said), where they are known ahead: None with
+    episodes_per_rollout or env runners, whose episodes or chunks set the phases."""
     if config.total_steps == 0:
         return (config.offline_updates, f"offline_updates ({config.offline_updates})")
     if config.episodes_per_rollout or config.num_actors:
@@ -69,14 +63,13 @@ def _updates(config: SACConfig):
 
 def evaluations_before_end(config: SACConfig) -> int:
     """The most eval_every evaluations a new run makes before the one at its end (a stop
-    there stops nothing); fewer where env steps come in chunks wider than eval_every."""
+    there stops nothing)."""
     return max(config.total_steps - 1, 0) // config.eval_every
 
 
 def _unreachable(config: SACConfig) -> List[str]:
-    """TfsacError for an option asked for something this run never comes to: a stop or a
-    video whose evaluations never come, a schedule's step past total_steps; warnings for
-    options that then act only as the run's end does."""
+    """TfsacError for a stop, video or schedule step this run never comes to; warnings for
+    options that act only at its end."""
     before, total = evaluations_before_end(config), config.total_steps
     made = f"eval_every={config.eval_every} and total_steps={total} make"
     where = f"{made} {before} evaluation{'s' * (before != 1)} before the run's last one"
@@ -108,8 +101,7 @@ def _unreachable(config: SACConfig) -> List[str]:
 
 
 def _end_only(config: SACConfig, where: str, before: int) -> List[str]:
-    """Warnings for options that act only as the run's end does (`before`: evaluations
-    before it, `where` says so)."""
+    """Warnings for options that act only at the run's end (`before`: evaluations before it)."""
     total, warnings = config.total_steps, []
     if config.keep_best and not before:
         warnings.append(

@@ -1,8 +1,5 @@
-"""The options of a run, each declared once with everything about it: its default, help
-text, help group (scripts/train.py generates its flags and grouped --help from these), flag
-name, choices and the check of its own values. One dataclass per help group: the learning
-side's here, the outputs' and the env runners' in run_options.py; SACConfig
-(sac_config.py) is all of them, plus the checks between options."""
+"""The learning side's options, one dataclass per help group, each option declared once with
+its default, help text, flag and check (the scripts' flags and --help come from them)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""What a resume may change in the run it continues: the options of how long it trains (a
-finished or stopped run continues with a larger total_steps), when it stops, what it
-reports and writes, and the paths of what it reads (checked by checksum or not read at
-all). Any other option would make it another run than the one saved."""
+"""What a resume may change in the run it continues: how long it trains, when it stops, what
+it reports and writes. Any other option would make it another run than the one saved."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ RESUME_ADJUSTABLE = (
     "stop_after_no_improvement",
     "min_evaluations",
     "keep_best",
-    # Env runners hold no state (a resumed run starts new ones): their mode and cluster may
-    # change, and their number while there are any (num_actors, below).
+    # Env runners hold no state: their mode and cluster may change (their number: below).
     "runner_mode",
     "ray_address",
 )
@@ -48,18 +45,14 @@ class Change(NamedTuple):
 
 
 def env_renamed(old: str, new: str) -> bool:
-    """Whether env id `new` is today's name of an env_fn env an earlier tfsac named `old`,
-    by its id, before the names told wrappers that change spaces apart (custom:<id>+...;
-    the checkpoint's shapes still decide whether it restores)."""
-    # Either way: a later tfsac may also see that wrappers give the env its id remakes.
+    """Whether env ids `old` and `new` name one env_fn env, with and without the wrappers
+    that change its spaces (custom:<id>+...), either way round."""
     return str(new).startswith(f"custom:{old}+") or str(old).startswith(f"custom:{new}+")
 
 
 def module_moved(old: str, new: str) -> bool:
-    """Whether an algorithm or network value names the same registered class from another
-    module ('my_algos:mean_q' -> 'algos_v2:mean_q', or the Python-registered 'mean_q'): the
-    user's module was renamed or moved (the checkpoint's shapes still decide whether it
-    restores)."""
+    """Whether an algorithm or network value names the same registered class from a moved
+    module ('my_algos:mean_q' -> 'algos_v2:mean_q')."""
     return split(str(old))[1] == split(str(new))[1]
 
 
@@ -74,8 +67,7 @@ def renamed(field: str, old, new) -> bool:
 
 def resume_changes(old: Dict, new: Dict) -> List[Change]:
     """What `new` changes in `old` (two configs' to_dict(), through JSON); TfsacError for
-    a change that a resume cannot make (only RESUME_ADJUSTABLE options, and total_steps
-    only upward)."""
+    a change a resume cannot make."""
     changes = []
     for name in new:
         if name == "run_dir" or old[name] == new[name]:
@@ -99,8 +91,7 @@ def resume_changes(old: Dict, new: Dict) -> List[Change]:
 
 
 def _shown(name: str, value) -> str:
-    """A setting's value as its flag is written (alpha None: learned, 'auto';
-    offline_ratio None: 'size')."""
+    """A setting's value as its flag is written."""
     if value is None and name in ("alpha", "offline_ratio"):
         return "'auto' (learned)" if name == "alpha" else "'size'"
     return repr(value)
@@ -111,13 +102,11 @@ _DECIDED_ELSEWHERE = {
     **_RENAMES,
     # A resume restores its own checkpoints, never init_from's.
     "init_from": lambda old, new: True,
-    # The data moved, or the run resumes from another directory: the checkpoint's checksum
-    # of it says whether it is the same (MixedReplay.load_state).
+    # Moved data: the checkpoint's checksum of it decides.
     "offline_data": lambda old, new: None not in (old, new),
     # Not from or to none: the local collector keeps its envs' state in the checkpoint.
     "num_actors": lambda old, new: old > 0 and new > 0,
-    # Hyperparameters the variant declared since (its module edited: the run goes on with
-    # the code as it is now) take their defaults; the saved ones keep their values.
+    # Hyperparameters a variant declared since take their defaults; saved ones must stay.
     "algorithm_kwargs": lambda old, new: all(k in new and new[k] == v for k, v in old.items()),
     # Options added since the run was saved (None: absent from its config.json), off then.
     **{

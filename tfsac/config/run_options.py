@@ -1,6 +1,5 @@
-"""The options of what a run writes and where it collects: evaluation, logs, outputs,
-exports and checkpoints, and the env runners on Ray (the learning side's options are in
-tfsac/config/options.py, which names the help groups)."""
+"""The options of what a run writes and where it collects: evaluation, logs, exports,
+checkpoints and env runners on Ray."""
 
 from __future__ import annotations
 
@@ -34,17 +33,14 @@ def _ratio_ok(value) -> bool:
 class OfflineOptions:
     """Recorded transitions beside the online ones (tfsac/data/offline_data.py)."""
 
-    # A Minari dataset id or folder, a tfsac run directory (its checkpointed replay), or a
-    # folder of .npz episodes (docs/offline_to_online.md). Read-only: never copied into a
-    # checkpoint, which names it and its checksum.
+    # Read-only: a checkpoint names it and its checksum, never copies it.
     offline_data: Optional[str] = option(
         None,
         "recorded transitions: a Minari dataset id or path, a tfsac run directory, or a "
         "folder of .npz episodes (default: none)",
         OFFLINE,
     )
-    # RLPD's symmetric sampling (arXiv:2302.02948) is 0.5; 'size' (None) samples the union
-    # uniformly, as a replay pre-loaded with the data would.
+    # 0.5 is RLPD's symmetric sampling (arXiv:2302.02948).
     offline_ratio: Optional[float] = option(
         0.5,
         "share of every minibatch drawn from offline_data (exact per batch; 0: online only, "
@@ -59,7 +55,6 @@ class OfflineOptions:
         OFFLINE,
         check=at_least(0),
     )
-    # tfsac/run/warm_start.py: the learned state only; this run's settings apply to the rest.
     init_from: Optional[str] = option(
         None,
         "start a new run from another run's networks, targets and learned temperature (to "
@@ -73,7 +68,6 @@ class OfflineOptions:
 class OutputOptions:
     """Evaluation, logs, the run directory, exports and checkpoints."""
 
-    # Evaluation, logging and outputs.
     eval_every: int = option(
         5_000, "env steps between deterministic evaluations", OUTPUT, check=POSITIVE_INT
     )
@@ -85,7 +79,6 @@ class OutputOptions:
         OUTPUT,
         check=at_least(0),
     )
-    # None: on when stderr is a terminal.
     progress_bar: Optional[bool] = option(
         None, "progress bar on stderr: auto (in a terminal), true or false", OUTPUT, text="auto"
     )
@@ -96,7 +89,6 @@ class OutputOptions:
     export_dir: str = option(
         "saved_models", "SavedModels go to <export_dir>/<model_name>/<n>", OUTPUT
     )
-    # The SavedModel goes to <export_dir>/<model_name>/<version>: one folder name.
     model_name: Optional[str] = option(
         None,
         "model name under export_dir (default from env)",
@@ -128,9 +120,8 @@ class OutputOptions:
 
 @dataclasses.dataclass
 class StopOptions:
-    """Stopping a run cleanly before total_steps (the final evaluation, checkpoint,
-    summary.json and export are written as at the end), and the best policy's export: the
-    callbacks of tfsac/run/stopping.py, which Python callers may also pass themselves."""
+    """Stopping a run cleanly before total_steps, and the best policy's export (the callbacks
+    of tfsac/run/stopping.py)."""
 
     stop_at_return: Optional[float] = option(
         None,
@@ -164,10 +155,7 @@ class StopOptions:
 class DistOptions:
     """Env runners on Ray."""
 
-    # Distributed collection (tfsac/scale/runners.py): `num_actors` env runners on Ray step
-    # their envs with a CPU copy of the actor and send chunks of transitions to this
-    # process, which keeps the replay buffer and the update. The updates per env step
-    # (train_freq, gradient_steps) hold for any number of runners.
+    # The updates per env step (train_freq, gradient_steps) hold for any number of runners.
     num_actors: int = option(
         0,
         "env runner processes on Ray feeding this learner (0: envs step in this process)",
@@ -186,9 +174,6 @@ class DistOptions:
     weight_sync_every: int = option(
         64, "updates between sending the actor's weights to the runners", DIST, check=POSITIVE_INT
     )
-    # sync: every runner collects one chunk with the same weights, then the learner
-    # updates (reproducible with `deterministic`); async: runners collect while the learner
-    # updates, each with one chunk in flight (not reproducible).
     runner_mode: str = option(
         "async",
         "async: runners collect while the learner updates; sync: in lockstep, reproducible",

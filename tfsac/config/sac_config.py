@@ -1,9 +1,6 @@
-"""The SAC configuration: one dataclass of every option (declared by help group in
-options.py and run_options.py, each with its help text and the check of its own values, so
-scripts/train.py's flags are generated from the fields: an option is written once), the
-checks between options that hold for every algorithm, and what a resume may change. What
-'auto' means for an algorithm, and its own checks, are its variant's
-(tfsac.algorithm.resolve)."""
+"""The SAC configuration: one dataclass of every option (declared by help group in options.py
+and run_options.py, so the scripts' flags are generated from them), and the checks between
+options that hold for every algorithm."""
 
 from __future__ import annotations
 
@@ -32,8 +29,8 @@ ALPHA_FORMS = "a float, 'auto' or 'auto_<float>' (learned, starting at <float>)"
 
 
 def _whole(value) -> int:
-    """An integer from an int, an integral float (1e3, as flags take it) or the text of
-    one; ValueError for anything else (32.5 is refused, not rounded)."""
+    """An integer from an int, an integral float (1e3) or the text of one; ValueError for
+    anything else (32.5 is refused, not rounded)."""
     if isinstance(value, str):
         value = float(value) if any(c in value for c in ".eE") else int(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -44,8 +41,7 @@ def _whole(value) -> int:
 
 
 def _sizes(value) -> tuple:
-    """Layer widths from a sequence or a comma-separated text ('256,256', or as SB3's
-    net_arch is written, '[256,256]': the flag's list then holds '[256' and '256]')."""
+    """Layer widths from a sequence or a comma-separated text ('256,256' or SB3's '[256,256]')."""
     if isinstance(value, str):
         value = value.split(",")
     parts = [h.strip() if isinstance(h, str) else h for h in value]
@@ -57,8 +53,7 @@ def _sizes(value) -> tuple:
     return tuple(_whole(h) for h in parts)
 
 
-# The options that hold a JSON object of keyword arguments: their text is parsed, and
-# plots and sweeps take them key by key ('algorithm_kwargs.min_weight').
+# Options holding a JSON object, which plots and sweeps take key by key ('env_kwargs.x').
 KEYWORD_OPTIONS = ("algorithm_kwargs", "env_kwargs")
 
 
@@ -67,11 +62,11 @@ def field_default(name: str):
     return next(f.default for f in dataclasses.fields(SACConfig) if f.name == name)
 
 
-def _auto_or_float(name: str, value, forms: str = "a float or 'auto'"):
-    """None for 'auto' (case-insensitive), a float for a number or its string."""
+def _word_or_float(name: str, value, forms: str = "a float or 'auto'", word: str = "auto"):
+    """None for `word` (case-insensitive), a float for a number's string, other values as given."""
     if not isinstance(value, str):
         return value
-    if value.strip().lower() == "auto":
+    if value.strip().lower() == word:
         return None
     try:
         return float(value)
@@ -79,19 +74,8 @@ def _auto_or_float(name: str, value, forms: str = "a float or 'auto'"):
         raise TfsacError(f"{name} must be {forms}, got {value!r}") from None
 
 
-def _ratio_or_size(text: str):
-    """offline_ratio from its text: None for 'size', else a float."""
-    if text.strip().lower() == "size":
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise TfsacError(f"offline_ratio must be in [0, 1] or 'size', got {text!r}") from None
-
-
 def parse_env_kwargs(text: str, name: str = "env_kwargs") -> Dict[str, Any]:
-    """env_kwargs (or another option `name` of keyword arguments) from its JSON text (a
-    JSON object); TfsacError on anything else."""
+    """Option `name`'s keyword arguments from its JSON object text; TfsacError otherwise."""
 
     def unique(pairs):
         keys = [k for k, _ in pairs]
@@ -125,12 +109,9 @@ class SACConfig(
     EnvOptions,
 ):
     """Hyperparameters and run settings for SAC (Haarnoja et al. 2018, arXiv:1812.05905)
-    and its variants: one field per option, in the order `--help` lists them (the table
-    below). The defaults train Pendulum-v1 to a return near -150 in 20,000 env steps.
-
-    The string forms that flags and JSON carry ('256,256', 'auto', 'auto_0.1') become the
-    fields' types when the config is made; `validate()` checks the options against each
-    other, as `tfsac.train` does before anything is written.
+    and its variants, one field per option. The defaults train Pendulum-v1 to a return near
+    -150 in 20,000 env steps. String forms ('256,256', 'auto', 'auto_0.1') become the fields'
+    types when the config is made; `validate()` checks the options against each other.
     """
 
     def __post_init__(self):
@@ -156,8 +137,8 @@ class SACConfig(
                     "learned alpha's start: give one of them"
                 )
             self.alpha, self.initial_alpha = None, start
-        self.alpha = _auto_or_float("alpha", self.alpha, ALPHA_FORMS)
-        self.target_entropy = _auto_or_float("target_entropy", self.target_entropy)
+        self.alpha = _word_or_float("alpha", self.alpha, ALPHA_FORMS)
+        self.target_entropy = _word_or_float("target_entropy", self.target_entropy)
         for name in ("progress_bar", "normalize_observations", "normalize_rewards"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -167,8 +148,8 @@ class SACConfig(
                 setattr(self, name, {"auto": None, "true": True, "false": False}[text])
         if isinstance(self.network, str) and self.network.strip().lower() == "auto":
             self.network = None  # the variant's (tfsac.algorithm.resolve)
-        if isinstance(self.offline_ratio, str):
-            self.offline_ratio = _ratio_or_size(self.offline_ratio)
+        ratio = "in [0, 1] or 'size'"
+        self.offline_ratio = _word_or_float("offline_ratio", self.offline_ratio, ratio, "size")
         for name in KEYWORD_OPTIONS:
             if isinstance(getattr(self, name), str):
                 setattr(self, name, parse_env_kwargs(getattr(self, name), name))
@@ -176,8 +157,7 @@ class SACConfig(
         check_field_types(self)  # after the string forms above are parsed
 
     def _parse_auto(self) -> None:
-        """The options whose 'auto' (None) the algorithm's variant fills in
-        (tfsac.algorithm.resolve): their string forms as values, 'auto' as None."""
+        """The options whose 'auto' (None) the variant fills in, from their string forms."""
         kinds = {"policy_delay": int, "adam_beta1": float, "weight_decay": float}
         kinds.update(return_bound=float, target_std=float, exploration_zeta=float)
         for name in (*kinds, "critic_hidden_sizes"):
@@ -268,8 +248,7 @@ class SACConfig(
         return self
 
     def _validate_offline(self) -> None:
-        """Recorded data: offline-only training (total_steps=0) needs it and a number of
-        updates; the options that read it need it."""
+        """Recorded data and offline-only training (total_steps=0)."""
         if self.offline_data == "":
             raise TfsacError(
                 "offline_data is empty: a Minari dataset id or a folder (leave it out for none)"
@@ -346,8 +325,7 @@ class SACConfig(
 
     def resume_changes(self, saved: Dict[str, Any]) -> List[Change]:
         """What this config changes in `saved`, the config.json of the run it resumes;
-        raises TfsacError for a change that a resume cannot make
-        (only RESUME_ADJUSTABLE options, and total_steps only upward)."""
+        TfsacError for a change a resume cannot make."""
         old = json.loads(json.dumps(SACConfig.from_dict(saved).to_dict()))
         return resume_changes(old, json.loads(json.dumps(self.to_dict())))
 

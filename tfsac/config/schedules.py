@@ -11,13 +11,10 @@ Schedule = Callable[[int, int], float]  # (env step, total env steps) -> factor
 
 
 def parse_schedule(spec: str) -> Schedule:
-    """'constant'; 'linear' (from 1 down to 0 at the last step, RL Zoo's `lin_<rate>`);
-    'linear:<end>[:<steps>]' (from 1 down to <end> over <steps> env steps, default
-    total_steps, then <end>: XQC's decay, optax's linear_schedule);
-    'cosine:<end>[:<steps>]' (from 1 down to <end> along half a cosine over <steps> env
-    steps, default total_steps, then <end>: FlashSAC's decay, optax's cosine_decay_schedule);
-    'piecewise:<step>:<factor>,<step>:<factor>,...' (the factor from each step on, 1 before
-    the first)."""
+    """'constant'; 'linear' (1 down to 0 at the last step); 'linear:<end>[:<steps>]' and
+    'cosine:<end>[:<steps>]' (1 down to <end>, straight or along half a cosine, over <steps>,
+    default total_steps, then <end>); 'piecewise:<step>:<factor>,...' (the factor from each
+    step on, 1 before the first)."""
     text = spec.strip().lower()
     if text == "constant":
         return lambda step, total: 1.0
@@ -60,8 +57,7 @@ def parse_schedule(spec: str) -> Schedule:
 
 
 def duplicate_steps(spec: str) -> list:
-    """The steps a piecewise schedule gives more than one factor from (the largest factor
-    wins there: a new run refuses them, tfsac.config.new_run)."""
+    """The steps a piecewise schedule gives more than one factor from (a new run refuses them)."""
     text = spec.strip().lower()
     if not text.startswith("piecewise:"):
         return []
@@ -76,8 +72,7 @@ def schedule_steps(spec: str) -> list:
 
 
 def _piecewise_points(text: str) -> list:
-    """(step, factor) pairs of 'piecewise:<step>:<factor>,...', sorted; [] where they do
-    not parse."""
+    """(step, factor) pairs of 'piecewise:<step>:<factor>,...', sorted; [] where unparsed."""
     try:
         return sorted((int(s), float(f)) for s, f in (p.split(":") for p in text[10:].split(",")))
     except ValueError:
@@ -85,8 +80,7 @@ def _piecewise_points(text: str) -> list:
 
 
 def _end_points(text: str) -> tuple:
-    """(end factor, steps or None) of '<end>[:<steps>]' after 'linear:' or 'cosine:'; (0,
-    None) where they do not parse (refused)."""
+    """(end factor, steps or None) of '<end>[:<steps>]'; (0, None) where unparsed."""
     parts = text.split(":")
     try:
         if len(parts) == 1:

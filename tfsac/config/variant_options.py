@@ -1,7 +1,5 @@
-"""The options of the algorithm variants and of exploration (the "Variants and exploration"
-help group): which variant, its own hyperparameters, the options only some variants read
-(TQC's atoms, CrossQ's batch renormalisation, FlashSAC's and XQC's bins), and how exploration noise
-is drawn (gSDE, FlashSAC's repeated noise)."""
+"""The options of the algorithm variants and of exploration: which variant, its own
+hyperparameters, the options only some variants read, and how exploration noise is drawn."""
 
 from __future__ import annotations
 
@@ -24,8 +22,7 @@ from tfsac.config.options import VARIANT
 class VariantOptions:
     """The algorithm variant, its own options, and gSDE exploration."""
 
-    # The registered variants (tfsac/algorithm/variants/), checked when the config is
-    # resolved (tfsac.algorithm.resolve): a registered one of your own is a value too.
+    # Checked when the config is resolved (tfsac.algorithm.resolve).
     algorithm: str = option(
         "sac",
         "the algorithm: a variant registered in tfsac/algorithm/variants/ (train.py --help "
@@ -33,8 +30,7 @@ class VariantOptions:
         VARIANT,
         check=NON_EMPTY_TEXT,
     )
-    # A variant's own hyperparameters: its `hyperparameters` declares their names and
-    # defaults, and the resolved config holds every one (tfsac.algorithm.resolve).
+    # The resolved config holds every hyperparameter the variant declares.
     algorithm_kwargs: Dict[str, Any] = option(
         dict,
         "the algorithm's own hyperparameters, a JSON object, e.g. '{\"beta\": 0.5}' (those "
@@ -90,9 +86,7 @@ class VariantOptions:
         VARIANT,
         choices=("v1", "v2"),
     )
-    # gSDE (arXiv:2005.05719): exploration noise z(s) @ E, z(s) the actor's last hidden
-    # features, E ~ N(0, exp(log_std)^2) resampled at each collection phase's start and every
-    # `sde_sample_freq` env steps (-1: only then).
+    # gSDE (arXiv:2005.05719): noise z(s) @ E, z(s) the actor's last hidden features.
     use_sde: bool = option(False, "gSDE: generalized state-dependent exploration", VARIANT)
     sde_sample_freq: int = option(
         -1,

@@ -1,15 +1,6 @@
 """The built-in actors' forward pass in numpy, for env runners: a runner then acts without
-importing TensorFlow (seconds and hundreds of MB per process) and without TF's per-call cost
-(~100 µs a call against ~15 µs here at batch 1).
-
-An actor is a plan, the list of its layers in the order `get_weights()` gives their arrays,
-which the actor model gives (its `numpy_plan()`): the MLP's ReLU layers, batch
-renormalisation (with its moving statistics, as the actor acts), SimBa's observation
-normaliser, embedding, residual blocks and layer norms; then the mean and log-std heads.
-The learner sends the runners `get_weights()`. tests/test_numpy_actor.py checks every
-built-in actor against its Keras model to 1e-5. A model without `numpy_plan` (a custom
-`actor_fn`'s) has no numpy twin: its runners act with TensorFlow.
-"""
+importing TensorFlow (seconds and hundreds of MB per process) and without TF's per-call cost.
+An actor is a plan, its layers in `get_weights()` order, from the actor model's `numpy_plan()`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Joining or starting Ray, for the parts of tfsac that run on it (sweeps, env runners).
-
-Ray is an optional extra (`pip install -e ".[ray]"`): nothing here imports it at module
-level, and a missing install or an unreachable cluster is one TfsacError line.
-"""
+"""Joining or starting Ray for sweeps and env runners. Ray is an optional extra: nothing
+here imports it at module level."""
 
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ def require_ray(
     what: str, address: Optional[str] = None, tune: bool = False, search: bool = False
 ) -> None:
     """Raises TfsacError when Ray (with Tune, or Optuna for a search) is not installed.
-    Without an `address` (a local Ray will be started), first arms token authentication
-    for it, which Ray reads when it is imported."""
+    Without an `address`, first arms token authentication for the local Ray to come."""
     if not address:
         _local_token()
     try:
@@ -41,10 +37,8 @@ def require_ray(
 
 
 def _local_token() -> None:
-    """Makes the local Ray that this process will start refuse every connection without a
-    random token that only this process and its children know: Ray's servers listen on all
-    interfaces whatever node address they are given. A user's own RAY_AUTH_MODE is kept,
-    and so is a Ray that this process imported before (its mode is fixed then)."""
+    """Makes the local Ray refuse connections without a token only this process and its
+    children know: Ray's servers listen on all interfaces. A user's RAY_AUTH_MODE is kept."""
     if "ray" in sys.modules or "RAY_AUTH_MODE" in os.environ:
         return
     os.environ["RAY_AUTH_MODE"] = "token"
@@ -68,14 +62,13 @@ def check_address(address: Optional[str], timeout: float = 5.0) -> None:
         raise TfsacError(f"cannot reach the Ray cluster at {address}: {reason}") from None
 
 
-# Tries, about a second each, that a join makes to reach the cluster's GCS (Ray's default
-# is 20, each with a C++ warning); a cluster that is up answers the first.
+# Tries, about a second each, to reach a cluster's GCS (Ray's default 20 each warn).
 JOIN_TRIES = "5"
 
 
 def ray_options(ship_tfsac: bool = True) -> Dict[str, Any]:
-    """ray.init arguments: quiet (no worker output or dashboard); with `ship_tfsac`, workers
-    that import this process's tfsac (shipped to every node) with TF's start-up lines off."""
+    """ray.init arguments: quiet; with `ship_tfsac`, this process's tfsac shipped to every
+    node's workers."""
     import tfsac
 
     options = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False}
@@ -86,10 +79,8 @@ def ray_options(ship_tfsac: bool = True) -> Dict[str, Any]:
 
 
 def workers_import_this_tfsac() -> bool:
-    """Whether a worker of a local Ray (this interpreter, environment and working
-    directory; not this process's own sys.path edits) finds this process's tfsac. Then the
-    local Ray needs no runtime env: a worker with one is started for it alone, not taken
-    from Ray's started pool (16 runners ready in 6.4 s instead of 10.4 here)."""
+    """Whether a local Ray's worker finds this process's tfsac: then no runtime env is
+    needed, and workers come from Ray's ready pool instead of starting one by one."""
     import tfsac
 
     code = "import importlib.util as u; s = u.find_spec('tfsac'); print(s.origin if s else '')"
@@ -103,11 +94,8 @@ def workers_import_this_tfsac() -> bool:
 
 
 def start_ray(address: Optional[str], **local_kwargs) -> bool:
-    """Joins the cluster at `address`, or without one starts a Ray of this process's own
-    (never one that happens to run on the machine), with no dashboard and, where
-    require_ray armed it, a token; `local_kwargs` (e.g. num_cpus) go to that local start.
-    False when this process already runs in a Ray (a test's, a sweep trial's), which is then
-    used as it is."""
+    """Joins the cluster at `address`, or starts a Ray of this process's own (`local_kwargs`
+    go to that start). False where this process already runs in a Ray, used as it is."""
     import ray
 
     if ray.is_initialized():
@@ -125,8 +113,7 @@ def start_ray(address: Optional[str], **local_kwargs) -> bool:
     except SystemExit as e:
         if e.code != signal.SIGTERM:
             raise
-        # ray.init puts its own SIGTERM handler (sys.exit) in part-way through its start: a
-        # SIGTERM then exited with status 15 and no word. Stop what started; say it.
+        # ray.init's own SIGTERM handler exits silently: stop what started and say it.
         if ray.is_initialized():
             ray.shutdown()
         raise StartInterrupted(signal.SIGTERM, "Ray started") from None
@@ -145,10 +132,8 @@ def start_ray(address: Optional[str], **local_kwargs) -> bool:
 
 
 def _quiet_cluster_messages() -> None:
-    """Ray's driver prints every cluster error message (a dead node's or worker's, with
-    its raylet's memory dump) to the console, log_to_driver or not; tfsac reports the
-    failure itself (the sweep's trial lines, the runner pool's) in one line, so these go
-    to the driver's file in Ray's log folder instead."""
+    """Sends Ray's cluster error messages (printed even without log_to_driver) to a file in
+    its log folder: tfsac reports each failure in one line itself."""
     import ray._private.worker as ray_worker
 
     try:
@@ -165,9 +150,8 @@ def _quiet_cluster_messages() -> None:
 
 
 def check_free_cpus(wanted: int, wait_s: float = 10.0) -> None:
-    """TfsacError unless the Ray cluster has `wanted` free CPUs, waited for up to `wait_s`:
-    the env runners of a run that just ended (in this process: a notebook's earlier run)
-    free theirs a moment after they are killed."""
+    """TfsacError unless the Ray cluster has `wanted` free CPUs within `wait_s` (a run that
+    just ended frees its runners' CPUs a moment later)."""
     import ray
 
     deadline = time.monotonic() + wait_s

@@ -1,6 +1,5 @@
-"""Env runners on Ray as the trainer's collection source (tfsac.run.source): the Ray
-lifecycle, the runner pool, weight pushes and what the progress log shows about runners.
-Importing this module registers them with the run layer (`register_env_runners`)."""
+"""Env runners on Ray as the trainer's collection source; importing this module registers
+them with the run layer."""
 
 from __future__ import annotations
 
@@ -21,10 +20,9 @@ from tfsac.scale.runners import RunnerPool
 
 
 class RunnerSource:
-    """Chunks of env steps from `num_actors` runners (see tfsac.scale.runners), paid for in
-    update calls of one fixed size (another size would be another XLA compilation); the
-    actor's weights go out every `weight_sync_every` updates. Starts (or joins) Ray and the
-    runners when built, so that a failure refuses the run before it writes anything."""
+    """Chunks of env steps from `num_actors` runners, paid for in update calls of one fixed
+    size (another size would compile again). Starts Ray and the runners when built, so a
+    failure stops the run before it writes anything."""
 
     observation = None  # runners act on their own observations
 
@@ -45,9 +43,7 @@ class RunnerSource:
         # A local Ray offers as many CPUs as runners asked for, even beyond the cores.
         cpus = max(os.cpu_count() or 1, config.num_actors)
         self._started_ray, self.pool = False, None
-        # SIGINT and SIGTERM wait until Ray and the runners are up (a KeyboardInterrupt
-        # inside Ray's start-up crashes the process or leaves its processes), then stop them;
-        # a second one stops them at once.
+        # Signals wait until Ray is up: an interrupt inside its start-up leaves processes.
         with StopSignals(second_interrupts=True) as held:
             try:
                 self._started_ray = start_ray(
@@ -116,8 +112,7 @@ class RunnerSource:
 
 
 def check_ray(config: SACConfig) -> None:
-    """What env runners need of Ray, checked at the start (TF-free): its install and the
-    cluster at config.ray_address."""
+    """What env runners need of Ray, checked at the start: its install and the cluster."""
     require_ray("env runners (num_actors > 0)", config.ray_address)
     check_address(config.ray_address)
 

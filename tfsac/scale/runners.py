@@ -1,27 +1,6 @@
-"""Distributed collection on Ray: env runners in other processes (or machines) feed the
-learner in this one.
-
-An `EnvRunner` is a Ray actor holding a `Collector` and a copy of the actor network (no
-critics, no optimizers): the built-in actor's forward pass in numpy (NumpyActor; the runner
-never imports TensorFlow), a custom actor_fn's Keras model in TensorFlow. The learner's
-process keeps everything else (the replay buffer, the compiled update, evaluation,
-checkpoints, the export) and drives the runners through a `RunnerPool`: it hands each runner
-a chunk of env steps to collect (a range of the run's step count, so warm-up and the step
-budget follow the global count), sends the actor's weights, and takes the chunks back:
-
-- sync: every runner collects one chunk with the same weights; the learner takes the
-  chunks in runner order. With `deterministic`, two runs give the same learner, bit for bit.
-- async: a runner starts its next chunk as soon as the learner takes its last one, so
-  runners collect while the learner updates. Each runner has one chunk in flight: when the
-  learner falls behind, finished runners wait, and a chunk's policy trails the learner by
-  at most about num_actors x (updates per chunk) + weight_sync_every updates. Chunks arrive
-  in whatever order the runners finish: not reproducible.
-
-Runners are stateless: a runner whose process dies is restarted by Ray, which reruns the
-chunk it was collecting (a chunk counts once, when the learner takes it); a resumed run
-starts new runners, whose envs start new episodes. An exception from a runner's env stops
-the run with one line naming the runner.
-"""
+"""Distributed collection on Ray: `EnvRunner` actors step env copies with a copy of the
+actor (numpy, or TF for an actor without a numpy plan), and the learner's `RunnerPool` hands
+them chunks of the step budget (docs/guide/env-runners.md gives sync, async and restarts)."""
 
 from __future__ import annotations
 
@@ -53,8 +32,7 @@ class RunnerEnvError(Fault):
 
 @dataclasses.dataclass
 class Chunk:
-    """Consecutive env steps of one runner, rows in the replay buffer's order (step-major,
-    then env copy)."""
+    """Consecutive env steps of one runner, rows step-major as the replay buffer stores them."""
 
     runner: int
     steps: int
@@ -65,16 +43,15 @@ class Chunk:
 
 
 def runner_seeds(seed: int, runner: int, resumes: int) -> List[int]:
-    """Seeds of one runner's warm-up actions, env resets and policy sampling: distinct for
-    every (run seed, runner, session of a resumed run)."""
+    """Seeds of a runner's warm-up actions, env resets and sampling, distinct per
+    (run seed, runner, session of a resumed run)."""
     sequence = np.random.SeedSequence([seed, runner, resumes])
     return [int(s) for s in sequence.generate_state(3) % (2**31 - 1)]
 
 
 class TFPolicy:
-    """The runner policy of an actor without a numpy twin (no `numpy_plan`): the Keras model
-    and GaussianExploration, compiled (the built-in actors' runners use NumpyActor and never
-    import TensorFlow)."""
+    """The runner policy of an actor without a `numpy_plan`: its Keras model and
+    GaussianExploration, compiled."""
 
     def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
         import tensorflow as tf
@@ -89,10 +66,8 @@ class TFPolicy:
             pass
         self.actor = build_actor(spec.obs_dim, spec.action_dim, cfg, actor_fn)
         self.actor(tf.zeros([1, spec.obs_dim]))  # builds the variables set_weights fills
-        rng, noise_shape = (
-            tf.random.Generator.from_seed(seed),
-            (cfg.envs_per_actor, spec.action_dim),
-        )
+        rng = tf.random.Generator.from_seed(seed)
+        noise_shape = (cfg.envs_per_actor, spec.action_dim)
         exploration = GaussianExploration(self.actor, cfg, rng, noise_shape)
         obs = tf.TensorSpec([None, spec.obs_dim], tf.float32)
         self._sample = tf.function(
@@ -116,8 +91,8 @@ def runner_policy(
 
 
 class EnvRunner:
-    """Steps `envs_per_actor` env copies with a copy of the actor (a Ray actor class once
-    `ray.remote` wraps it; plain Python otherwise, as in the tests)."""
+    """Steps `envs_per_actor` env copies with a copy of the actor (plain Python until
+    `ray.remote` wraps it)."""
 
     def __init__(
         self,
@@ -129,14 +104,13 @@ class EnvRunner:
         resumes: int = 0,
         plan: Optional[List[str]] = None,
     ):
-        # Before the env is made: its imports' INFO lines and MuJoCo's notices about
-        # gymnasium's own XML would reach the driver's terminal from every runner.
+        # Before the env is made, so its imports' notices do not reach the driver from every runner.
         quiet_library_logs()
         self.index = index
         cfg = SACConfig.from_dict(config)
         action_seed, reset_seed, policy_seed = runner_seeds(cfg.seed, index, resumes)
-        # An env that cannot be made is reported by `ready()`, as a task error: an error in
-        # an actor's constructor reaches the caller only as text inside Ray's own message.
+        # Reported by `ready()` as a task error: a constructor's error reaches the caller
+        # only as text inside Ray's message.
         self.error: Optional[TfsacError] = None
         try:
             self.collector = Collector(
@@ -163,9 +137,8 @@ class EnvRunner:
         return os.getpid()
 
     def collect(self, weights: List, num_steps: int, warmup_steps: int) -> Chunk:
-        """`num_steps` env steps (all env copies counted), the first `warmup_steps` with
-        uniform random actions, the rest from the policy with `weights` = [ObjectRef of
-        the actor's weights, version] (fetched only when the version is new)."""
+        """`num_steps` env steps (all copies counted), the first `warmup_steps` uniform random;
+        `weights` = [ObjectRef of the actor's weights, version], fetched when the version is new."""
         import ray
 
         ref, version = weights
@@ -203,8 +176,8 @@ def _concatenate(steps: List[Transitions]) -> Transitions:
 
 
 def _actor_failure(error: Exception, what: str, runner: Optional[int]) -> str:
-    """One line for a runner's actor that Ray gave up on: the error its creation raised
-    (Ray's message holds it in a traceback, with terminal colours), or its deaths."""
+    """One line for a runner Ray gave up on: the error its creation raised (found in Ray's
+    coloured traceback), or its deaths."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
     if "creation task" in text:  # its constructor, or unpickling env_fn, raised
         # The traceback's last "<type>: <message>" line (dotted: gymnasium.error.X).
@@ -226,12 +199,7 @@ def _actor_failure(error: Exception, what: str, runner: Optional[int]) -> str:
 
 
 class RunnerPool:
-    """`num_actors` EnvRunners on Ray and the chunks they owe (see the module docstring).
-
-    `chunks(step)` yields chunks until the runners have been handed `total_steps`;
-    `set_weights` sends new actor weights with the next chunk of every runner; `stats()`
-    returns (and restarts) what the progress log shows about the runners.
-    """
+    """`num_actors` EnvRunners on Ray and the chunks they owe."""
 
     def __init__(
         self,
@@ -294,8 +262,7 @@ class RunnerPool:
         self.weights = [ray.put(weights), version]
 
     def _submit(self, runner: int):
-        """Hands `runner` the next chunk of the step budget; its ObjectRef (None when the
-        budget is handed out)."""
+        """Hands `runner` the next chunk of the budget; its ObjectRef, None once all is out."""
         cfg = self.config
         steps = min(cfg.chunk_steps, cfg.total_steps - self._assigned)
         if steps <= 0:
@@ -329,8 +296,6 @@ class RunnerPool:
         per runner, in runner order; async: as the runners finish them)."""
         import ray
 
-        if self.weights is None:
-            raise RuntimeError("set_weights before collecting")
         self._assigned = step
         if self.config.runner_mode == "sync":
             while self._assigned < self.config.total_steps:
@@ -354,8 +319,7 @@ class RunnerPool:
         self._lags: List[int] = []
 
     def record_lag(self, chunk: Chunk, updates: int) -> None:
-        """Notes how many updates the chunk's policy trailed the learner by when it
-        arrived."""
+        """Notes how many updates the chunk's policy trailed the learner by."""
         self._lags.append(updates - chunk.policy_version)
 
     def stats_fields(self) -> List[str]:
@@ -363,9 +327,8 @@ class RunnerPool:
         return ["policy_lag", "policy_lag_max", *runners]
 
     def stats(self) -> Dict[str, Optional[float]]:
-        """Since the last call: the mean and the largest policy lag (updates) of the chunks
-        taken (a runner slower than the others brings older policies than the mean says) and
-        each runner's env steps per second of collection."""
+        """Since the last call: the mean and largest policy lag (updates) of the chunks taken,
+        and each runner's env steps per second of collection."""
         lags = self._lags
         record = {
             "policy_lag": float(np.mean(lags)) if lags else None,

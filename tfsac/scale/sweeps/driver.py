@@ -1,8 +1,5 @@
 """The sweep's driver: runs a plan's trials on Ray Tune (a grid, or an Optuna search with
-ASHA early stopping), prints a line per trial event, keeps trials.json, writes the results.
-
-Importing it needs no Ray: `run_sweep` imports Ray, and the Tune subclasses are made then.
-"""
+ASHA), prints a line per trial event and writes the results. Importing it needs no Ray."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from tfsac.errors import Fault, TfsacError, first_line
-from tfsac.files import write_atomic
+from tfsac.files import write_json
 from tfsac.run.run_lock import RunLock
 from tfsac.run.signals import StopSignals
 from tfsac.scale.ray_cluster import start_ray
@@ -38,9 +35,8 @@ def _trial_dirname(trial) -> str:
 
 
 class ProgressLines:
-    """A line per trial event on stdout (started, evaluated, finished, failed, retried)
-    and a summary line every SUMMARY_EVERY_S; each trial's status in trials.json. Tune's
-    callback class is mixed in by `_tune_classes`, so that this module needs no Ray."""
+    """A line per trial event on stdout, a summary every SUMMARY_EVERY_S, and each trial's
+    status in trials.json (Tune's callback class is mixed in by `_tune_classes`)."""
 
     def __init__(self, state: SweepState, total: int, stop: StopSignals):
         self.state, self.total, self.ended, self.stop = state, total, 0, stop
@@ -110,11 +106,10 @@ def _tune_classes():
     from ray.tune.search.optuna import OptunaSearch
 
     class Progress(ProgressLines, tune.Callback):
-        """ProgressLines as a Tune callback."""
+        pass
 
     class SampleSearch(OptunaSearch):
-        """Optuna's samples as trial specs: the sampled flag values go through the flags
-        into a validated config and a run directory named after them."""
+        """Optuna's samples as trial specs (a checked config and a run directory each)."""
 
         def __init__(self, make_sample: Callable[[Dict], Dict], **kwargs):
             super().__init__(**kwargs)
@@ -158,8 +153,8 @@ def _error_line(trial) -> str:
 
 
 def _error_file_line(trial) -> str:
-    """The first line of the latest failure in the trial's error.txt (Tune writes it for
-    every failure, the pickled error only for some), e.g. a process killed with its node."""
+    """The first line of the latest failure in the trial's error.txt (Tune pickles the error
+    only for some failures)."""
     try:
         with open(trial.error_file) as f:
             text = f.read()
@@ -184,7 +179,6 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
 
 
 def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLock) -> Dict:
-    """run_sweep's work, with the sweep's folder held."""
     state = SweepState(plan.sweep_dir)
     searching = plan.method != "grid"
     todo, search_alg = [], None
@@ -198,8 +192,7 @@ def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLo
     try:
         os.makedirs(plan.sweep_dir, exist_ok=True)
         lock.hold()  # a new sweep's folder, made now
-        definition = json.dumps(plan.definition, indent=2)
-        write_atomic(os.path.join(plan.sweep_dir, SWEEP_FILE), definition)
+        write_json(os.path.join(plan.sweep_dir, SWEEP_FILE), plan.definition)
         for spec in plan.trials:
             if spec["name"] not in state.trials:
                 state.update(spec["name"], spec=spec, status="pending")
@@ -221,8 +214,8 @@ def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLo
 
 
 class _Samples:
-    """Optuna's samples as trial specs: a new sample gets the next index and a run directory
-    named after its values; an earlier session's pending sample gets its old spec back."""
+    """Optuna's samples as trial specs: a new sample gets the next index; an earlier
+    session's pending sample gets its old spec back."""
 
     def __init__(self, plan: Plan, state: SweepState, pending: List[Dict]):
         self.plan, self.state = plan, state
@@ -274,9 +267,9 @@ def _fit(
     plan: Plan, state: SweepState, count: int, todo: List[Dict], search_alg, stop: StopSignals
 ) -> None:
     """Runs `count` trials on Tune: the grid's `todo` specs, or `count` samples of the
-    search algorithm; all trials end early once `stop` has received a signal."""
-    # No Tune result loggers (each run has its own files) and no Tune console output (its
-    # new reporter prints a table even at verbose=0): the Progress callback's lines instead.
+    search algorithm; all end early once `stop` has received a signal."""
+    # Each run has its own files, and Progress prints the lines (Tune's reporter would
+    # print a table even at verbose=0).
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # `stop` has them

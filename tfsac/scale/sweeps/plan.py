@@ -1,8 +1,6 @@
-"""The check of the sweep a user asks, and its plan: the sweep flags, the --grid and
---space entries (values read by the training flags' own parsers), every grid trial's config
-(or the search space, checked at its ends and inside), the envs, the sweep folder and what
-a --resume finds there, all checked before anything runs. Needs neither Ray nor TensorFlow.
-"""
+"""The check of the sweep a user asks, and its plan: flags, --grid and --space entries,
+every trial's config, the envs and the sweep folder, all checked before anything runs.
+Needs neither Ray nor TensorFlow."""
 
 from __future__ import annotations
 
@@ -44,10 +42,8 @@ RESERVED_FLAGS = {
 
 # ---------------------------------------------------------------------- configs, trials
 class ConfigSource(Protocol):
-    """Where a sweep's trial configs come from (scripts/sweep.py: the parsed training
-    flags, whose own parsers read each value): `names`, the options a trial may vary;
-    `check_name` (check_varied_name); a call gives the resolved SACConfig of {name: text}
-    overrides, or a TfsacError naming the bad value (resolved_trial_config)."""
+    """Where a sweep's trial configs come from (the parsed training flags): `names`, the
+    options a trial may vary; a call gives the resolved SACConfig of {name: text} overrides."""
 
     names: FrozenSet[str]
 
@@ -77,9 +73,8 @@ def check_varied_name(names: FrozenSet[str], name: str, where: str) -> None:
 
 
 def keyed_overrides(overrides: Dict[str, str], current) -> Tuple[Dict[str, str], Dict[str, str]]:
-    """({flag: text} of the plain overrides, {JSON option: its text with the keys varied
-    set}) from {name: text} overrides; `current(option)` is an option's text before them
-    (the plain overrides' or the command line's). A key's text is a JSON value, else text."""
+    """({flag: text} of the plain overrides, {JSON option: its text with the varied keys
+    set}); `current(option)` is an option's text before them. A key's text is JSON, else text."""
 
     def keyed(name):
         option, dot, _ = name.partition(".")
@@ -193,10 +188,8 @@ def plan_sweep(
 
 
 def _check_runs(plan: Plan, base: Dict) -> None:
-    """What would fail every trial, checked here before anything is written: env runners
-    (a trial is one process with its CPUs), envs that cannot be made or trained on, an
-    init_from run or recorded data that does not fit them, a sweep folder that cannot be
-    written."""
+    """What would fail every trial, checked before anything is written: env runners, the
+    envs, init_from runs and recorded data that do not fit them, the sweep folder."""
     configs = [t["config"] for t in plan.trials] or [base]
     if any(c["num_actors"] for c in configs):
         raise TfsacError(
@@ -211,8 +204,6 @@ def _check_runs(plan: Plan, base: Dict) -> None:
             made = checked_env(env_factory(env_id, env_kwargs), env_id)
             specs[env] = env_spec(env_id, made)
             made.close()
-        # init_from against every config's networks (a read of config.json each); the
-        # recorded data, read whole, once per env.
         same = {k: v for k, v in config.items() if k not in ("seed", "run_dir", "export_dir")}
         setting = json.dumps(same, sort_keys=True, default=str)
         if config["init_from"] and setting not in checked:
@@ -356,11 +347,8 @@ def check_definition(plan: Plan, resume: bool) -> None:
     path = os.path.join(plan.sweep_dir, SWEEP_FILE)
     old = read_json(path, None)
     if old is None:
-        # Not a sweep's folder: a new sweep would write its results among the files there.
-        # A start killed before sweep.json leaves run.lock (and sweep.json's temporary
-        # file); hidden files are a file system's or a tool's.
+        # What a start killed before sweep.json leaves; hidden files are a tool's.
         leftovers = {LOCK_FILE, SWEEP_FILE + ".tmp"}
-        # A new folder holds nothing (a file in its place is refused before, by plan_sweep).
         names = os.listdir(plan.sweep_dir) if os.path.isdir(plan.sweep_dir) else []
         others = sorted(n for n in names if n not in leftovers and n[0] != ".")
         if others:
@@ -374,8 +362,7 @@ def check_definition(plan: Plan, resume: bool) -> None:
         return
     new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
     if "base" in old and "base" in new:
-        # A sweep started by an earlier tfsac lacks the config fields added since, which
-        # held their defaults then.
+        # An earlier tfsac's sweep lacks the fields added since, which held their defaults.
         defaults = json.loads(json.dumps(SACConfig().to_dict()))
         added = {k: defaults[k] for k in new["base"] if k not in old["base"] and k in defaults}
         old["base"] = {**added, **old["base"]}

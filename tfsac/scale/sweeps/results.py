@@ -1,6 +1,5 @@
-"""A sweep's results: one row per config (mean +- std over its done seeds), best final
-return first, written as results.csv, results.md, a learning-curve PNG per config and one
-comparing the configs."""
+"""A sweep's results: one row per config (mean +- std over its done seeds), written as
+results.csv, results.md and learning-curve PNGs."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
 
 
 def trial_outcome(entry: Dict) -> Dict:
-    """A trial's final evaluation return (and success rate, on goal envs), env steps, wall
-    time, from its run directory."""
+    """A trial's final evaluation return, success rate, env steps and wall time."""
     spec = entry["spec"]
     run_dir = spec["run_dir"]
     if finished_run(run_dir):
@@ -48,10 +46,8 @@ def _fmt(value: Optional[float], digits: int = 1) -> str:
 
 
 def summarize(trials: Dict[str, Dict]) -> List[Dict]:
-    """One row per config: mean +- std over seeds of the final evaluation return of its done
-    trials (finished or stopped early), their mean env steps and wall time, the best one's run
-    directory. A trial still to run or under way counts in the status column only, with the
-    env steps it has reached, so a half-done sweep's means are never mixed with partial runs."""
+    """One row per config: mean +- std over its done trials' final returns, and more. A trial
+    not done counts in the status column only, so means never mix in partial runs."""
     groups: Dict[str, List[Dict]] = {}
     for entry in trials.values():
         groups.setdefault(entry["spec"]["tag"], []).append(entry)
@@ -72,7 +68,6 @@ def summarize(trials: Dict[str, Dict]) -> List[Dict]:
                 "seeds": " ".join(str(s["seed"]) for _, s in outcomes),
                 "status": _status(o for o, _ in outcomes),
                 "return_mean": sum(returns) / len(returns) if returns else None,
-                # One seed has no spread to report.
                 "return_std": statistics.pstdev(returns) if len(returns) > 1 else None,
                 "success_rate": sum(rates) / len(rates) if rates else None,
                 "env_steps": _mean_steps([o["steps"] for o, _ in done]),
@@ -102,8 +97,7 @@ COMPARISON_FILE = "comparison.png"  # every config's curves in one figure
 
 
 def _run_dirs(trials: Dict[str, Dict], tag: str) -> List[str]:
-    """The run directories of config `tag`'s trials that have something to plot (a trial
-    stopped before its first log has none)."""
+    """The run directories of config `tag`'s trials that have something to plot."""
     return [
         e["spec"]["run_dir"]
         for e in trials.values()
@@ -114,16 +108,16 @@ def _run_dirs(trials: Dict[str, Dict], tag: str) -> List[str]:
 
 
 def _plot(run_dirs: List[str], path: str, title: str, labels=None) -> str:
-    """plot_runs to `path` through a temporary file beside it (an atomic replace)."""
+    """plot_runs to `path`, atomically."""
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{os.path.splitext(name)[0]}.tmp.png")
-    new_file(tmp, "wb").close()  # its own file: a link planted there is removed, not followed
+    new_file(tmp, "wb").close()  # a link planted there is removed, not followed
     os.replace(plot_runs(run_dirs, tmp, title=title, labels=labels), path)
     return path
 
 
 def _mean_steps(steps: List[int]):
-    """The seeds' mean env steps: a whole number where it is one (results.csv said 800.0)."""
+    """The seeds' mean env steps, an int where it is whole."""
     if not steps:
         return None
     mean = sum(steps) / len(steps)
@@ -131,10 +125,8 @@ def _mean_steps(steps: List[int]):
 
 
 def write_results(sweep_dir: str, trials: Dict[str, Dict]) -> List[str]:
-    """results.csv and results.md, by final return (the best config first, configs without
-    a done trial last), a learning-curve PNG per config, and comparison.png with every
-    config's curves (where two or more have runs), its legend the configs' names; each
-    written atomically."""
+    """results.csv and results.md, best final return first, a learning-curve PNG per config,
+    and comparison.png where two or more have runs; returns their paths."""
     rows = summarize(trials)
     rows.sort(
         key=lambda r: -math.inf if r["return_mean"] is None else r["return_mean"], reverse=True
@@ -181,12 +173,10 @@ RESULT_FIELDS = [
 
 
 def _markdown(rows: List[Dict], sweep_dir: str, comparison: Optional[str]) -> str:
-    """results.md's table, the best final return first; paths relative to the sweep
-    directory."""
+    """results.md's table; paths relative to the sweep directory."""
     lines = []
     if comparison:
         lines += [f"All configs' curves: [{COMPARISON_FILE}]({COMPARISON_FILE})", ""]
-    # Goal envs' trials report a success rate: its column where any config has one.
     rates = any(r["success_rate"] is not None for r in rows)
     lines += [
         "| config | seeds | final eval return (mean ± std) |"

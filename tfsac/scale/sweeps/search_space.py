@@ -1,6 +1,5 @@
 """What a search samples: a --space dimension (a range or a choice), its flag values and its
-Optuna distribution; plan.py parses and checks the entries. Needs neither Ray nor
-TensorFlow (optuna only when a search samples)."""
+Optuna distribution."""
 
 from __future__ import annotations
 
@@ -36,8 +35,8 @@ class Dimension:
         return str(value)
 
     def probes(self) -> List[str]:
-        """Values to check before a search: every choice, or the ends of the range and a
-        point inside it (a fraction, for floats: an int flag refuses a float range)."""
+        """Values to check before a search: every choice, or the range's ends and a point
+        inside (a fraction, so an int flag refuses a float range)."""
         if self.kind == "choice":
             return list(self.choices)
         if self.kind.startswith("log"):

@@ -1,13 +1,12 @@
-"""A sweep's state files: sweep.json (what the sweep is), trials.json (each trial's spec
-and status), and the helpers that write them atomically and read them back."""
+"""A sweep's state files: sweep.json (what the sweep is) and trials.json (each trial's spec
+and status)."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Dict
 
-from tfsac.files import read_json, write_atomic
+from tfsac.files import read_json, write_json
 
 SWEEP_FILE = "sweep.json"  # what the sweep is: a --resume must ask for the same
 TRIALS_FILE = "trials.json"  # each trial's spec and status, as the driver saw them
@@ -24,7 +23,7 @@ class SweepState:
 
     def update(self, name: str, **fields) -> None:
         self.trials.setdefault(name, {}).update(fields)
-        write_atomic(self.path, json.dumps(self.trials, indent=2))
+        write_json(self.path, self.trials)
 
     def done(self, spec: Dict) -> bool:
         status = self.trials.get(spec["name"], {}).get("status")

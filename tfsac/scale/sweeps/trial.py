@@ -1,12 +1,10 @@
-"""A sweep trial: its spec, made on the driver (`TrialFactory`), and the function it runs
-in its Ray worker process (`run_trial`), one ordinary tfsac run reporting its evaluations
-to Tune. TensorFlow and Ray are imported only when it runs."""
+"""A sweep trial: its spec, made on the driver (`TrialFactory`), and `run_trial`, one
+ordinary tfsac run in a Ray worker reporting its evaluations to Tune."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 import logging.handlers
 import math
@@ -19,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional
 from tfsac.algorithm.resolve import mark_resolved
 from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
-from tfsac.files import check_plain_name, read_json, write_atomic
+from tfsac.files import check_plain_name, read_json, write_json
 from tfsac.logs import OwnInfoOnly
 from tfsac.scale.sweeps.state import TRIAL_FILE
 
@@ -40,15 +38,13 @@ def config_tag(overrides: Dict[str, str]) -> str:
 
 @dataclasses.dataclass
 class TrialFactory:
-    """Trial specs (a JSON-able dict that Tune passes to `run_trial`): name, run directory,
-    the resolved config, the sampled values. `configs` is the plan's ConfigSource."""
+    """Trial specs, JSON-able dicts that Tune passes to `run_trial`."""
 
     configs: Callable[[Dict[str, str]], SACConfig]
     sweep_dir: str
     threads: int
 
     def __call__(self, tag: str, overrides: Dict[str, str], seed: int, **extra) -> Dict:
-        # The trial's folders are <sweep_dir>/<tag>/seed<n>: never outside the sweep's.
         run_dir = os.path.join(
             self.sweep_dir, check_plain_name("a sweep run name", tag), f"seed{seed}"
         )
@@ -72,8 +68,7 @@ class TrialFactory:
 
 
 def _paths_from_here(config: SACConfig) -> SACConfig:
-    """The config with the paths it reads made absolute: trials run in Tune's trial
-    folders, where a relative path names another place (a Minari dataset id stays)."""
+    """The config with the paths it reads made absolute: trials run in Tune's folders."""
     paths = {}
     if config.init_from:
         paths["init_from"] = os.path.abspath(config.init_from)
@@ -83,8 +78,7 @@ def _paths_from_here(config: SACConfig) -> SACConfig:
 
 
 def _thread_names() -> Dict[str, int]:
-    """This process's threads by name (Linux): TF's inter-op pool is tf_Compute, XLA's
-    intra-op pool tf_XLAEigen; a trial records them to show its thread limits held."""
+    """This process's threads by name (Linux), recorded to show the thread limits held."""
     counts: Dict[str, int] = {}
     try:
         for tid in os.listdir("/proc/self/task"):
@@ -118,8 +112,8 @@ def _metrics(evaluations: List[Dict], finished: bool) -> Dict[str, Any]:
 
 
 class TrialRecord:
-    """The trial's own record in its run directory (TRIAL_FILE): its attempts (a retry is
-    another), the evaluations it reported, and an error or its threads and CPU time."""
+    """The trial's record in its run directory: its attempts, evaluations, and an error or
+    its threads and CPU time."""
 
     def __init__(self, run_dir: str, name: str):
         self.path = os.path.join(run_dir, TRIAL_FILE)
@@ -130,11 +124,11 @@ class TrialRecord:
         self.save()
 
     def save(self) -> None:
-        write_atomic(self.path, json.dumps(self.data, indent=2))
+        write_json(self.path, self.data)
 
     def evaluated(self, evaluation: Dict) -> List[Dict]:
-        """Records an evaluation; returns the evaluations so far. A retry resumes from a
-        checkpoint that may predate evaluations already recorded: those are replaced."""
+        """Records an evaluation; returns the evaluations so far (a retry's replace those
+        after its checkpoint)."""
         kept = [e for e in self.data["evaluations"] if e["step"] < evaluation["step"]]
         self.data["evaluations"] = [*kept, evaluation]
         self.save()
@@ -175,10 +169,10 @@ def _log_to_file(run_dir: str, early: logging.handlers.MemoryHandler) -> None:
 
 
 def run_trial(tune_config: Dict) -> None:
-    """The Tune trainable: one tfsac run, resumed from its own checkpoint when there is one
-    (a retry), reporting each evaluation to Tune (which may stop it there)."""
+    """The Tune trainable: one tfsac run, resumed from its own checkpoint on a retry,
+    reporting each evaluation to Tune."""
     spec = tune_config["trial"]
-    # Resolved and checked on the driver (plan.resolved_trial_config): not again here.
+    # Resolved and checked on the driver.
     config = mark_resolved(SACConfig.from_dict(spec["config"]))
     _set_threads(spec["threads"])
     from absl import logging as absl_logging
@@ -187,8 +181,7 @@ def run_trial(tune_config: Dict) -> None:
     from tfsac.run.preflight import check_run
     from tfsac.run.trainer import train  # TensorFlow: in the trial's worker only
 
-    # The start's check, before the trial writes its log and record (another run may train
-    # in the folder), its lines held for train.log; a retry would fail it the same way.
+    # Checked before the trial writes its log and record, its lines held for train.log.
     early = logging.handlers.MemoryHandler(10_000, flushLevel=logging.CRITICAL + 1)
     absl_logging.get_absl_logger().addHandler(early)
     absl_logging.set_verbosity(absl_logging.INFO)

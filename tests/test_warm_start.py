@@ -127,7 +127,14 @@ def test_a_source_whose_env_spec_json_is_damaged_is_one_line(tmp_path, online_so
     assert not os.path.exists(tmp_path / "new")
 
 
-@pytest.mark.parametrize("algorithm", ["sac_v1", "tqc", "crossq"])
+@pytest.mark.parametrize(
+    "algorithm",
+    [
+        pytest.param("sac_v1", marks=pytest.mark.slow),
+        pytest.param("tqc", marks=pytest.mark.slow),
+        "crossq",
+    ],
+)
 def test_every_algorithms_learned_state_carries_over(tmp_path, algorithm):
     options = dict(algorithm=algorithm, offline_data=None, critic_hidden_sizes=(16, 16))
     source = Trainer(_config(tmp_path, "source", None, **options), export=False).run().learner

@@ -1,14 +1,8 @@
-"""What an algorithm of the SAC family is to tfsac: one class, `Variant`, that declares
-everything about it and holds its critic rule, and the registry that `--algorithm` selects
-from.
-
-A variant's declarations (its name, option defaults and checks, the critics' head, whether
-it has target networks, its normalisation layers, what a resume must keep, its peer in
-SB3/SBX) are class attributes and classmethods that read a config: the start checks read
-them without TensorFlow. Its critic rule (the TD target, the critic and actor losses, what
-it adds to train and checkpoint) is the instance that `SAC` makes of it and calls inside
-the compiled update. Variant files therefore name their TensorFlow-side modules through
-`lazy_module`, which imports a module on first use.
+"""What an algorithm of the SAC family is to tfsac: one class, `Variant`, and the registry
+that `--algorithm` selects from. Its declarations are class attributes and classmethods
+that the start checks read without TensorFlow; its critic rule is the instance that `SAC`
+calls inside the compiled update, so variant files name their TensorFlow-side modules
+through `lazy_module`.
 """
 
 from __future__ import annotations

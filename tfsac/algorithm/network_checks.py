@@ -38,8 +38,9 @@ def check_custom_actor(config, actor_fn, architecture_is_mlp: bool, normalizes: 
 def check_models(actor, critic, target_critic) -> None:
     """Keras models, and the critic's target a model of its own (critic_fn is called twice:
     the same model twice would make the target the critic, and tau a no-op)."""
-    for name, model in (("actor", actor), ("critic", critic), ("target critic", target_critic)):
-        if model is not None and not isinstance(model, keras.Model):  # None: no target
+    models = (("actor", actor), ("critic", critic), ("target critic", target_critic))
+    for name, model in models[: 3 if target_critic is not None else 2]:  # CrossQ has no target
+        if not isinstance(model, keras.Model):
             raise TfsacError(f"the {name} must be a keras.Model, got {type(model).__name__}")
     if critic is target_critic:
         raise TfsacError(

@@ -124,7 +124,7 @@ def test_a_new_variant_refuses_the_options_of_others(tmp_path):
 
 def test_a_variant_that_replaces_what_reads_sacs_options_refuses_them(tmp_path):
     """MeanQ replaces td_target and actor_loss, which read target_subset, backup_entropy and
-    actor_q: set, they would change nothing. Declared again in its own_options, they pass."""
+    actor_q: set, they would change nothing. Declared again in its reads, they pass."""
     refused = dict(target_subset=1, backup_entropy=False, actor_q="mean")
     for name, value in refused.items():
         with pytest.raises(TfsacError, match=f"algorithm mean_q does not read {name}"):
@@ -132,7 +132,7 @@ def test_a_variant_that_replaces_what_reads_sacs_options_refuses_them(tmp_path):
 
     class MeanQSubset(MeanQ):
         name = "mean_q_subset"
-        own_options = ("target_subset",)  # its td_target reads it (here: pretends to)
+        reads = {"target_subset": ("td_target",)}  # its td_target reads it (here: pretends to)
 
     register(MeanQSubset)
     try:
@@ -141,6 +141,33 @@ def test_a_variant_that_replaces_what_reads_sacs_options_refuses_them(tmp_path):
             resolve(_config(tmp_path, algorithm="mean_q_subset", actor_q="mean"))
     finally:
         del VARIANTS[MeanQSubset.name]
+
+
+def test_the_polyak_options_are_read_where_there_are_targets_to_average(tmp_path):
+    """Without target critics nothing is Polyak-averaged (tau refused), unless the variant
+    averages targets of its own (v1's V'); its subclass reads them as it does."""
+
+    class NoTargets(MeanQ):
+        name = "no_targets"
+        has_target_critic = False
+
+    class OwnTargets(NoTargets):
+        name = "own_targets"
+
+        def polyak_pairs(self):
+            return []  # here: pretends to average targets of its own
+
+    for cls in (NoTargets, OwnTargets):
+        register(cls)
+    try:
+        for name, value in (("tau", 0.01), ("target_update_interval", 2)):
+            with pytest.raises(TfsacError, match=f"algorithm no_targets does not read {name}"):
+                resolve(_config(tmp_path, algorithm="no_targets", **{name: value}))
+            assert resolve(_config(tmp_path, algorithm="own_targets", **{name: value}))
+            assert resolve(_config(tmp_path, algorithm="sac_v1", **{name: value}))
+    finally:
+        for cls in (NoTargets, OwnTargets):
+            del VARIANTS[cls.name]
 
 
 class ScaledQ(SoftDoubleQ):
@@ -580,17 +607,16 @@ def test_a_variants_mistakes_are_one_line_each(tmp_path, aux_model):
 @pytest.mark.parametrize(
     "declaration, message",
     [
-        ({"own_options": ("beta",)}, "own_options names 'beta', which is not a config option"),
-        ({"ignored_options": "tau"}, "ignored_options must be a tuple of option names"),
+        ({"reads": {"beta": ()}}, "reads names 'beta', which is not a config option"),
+        ({"reads": ("tau",)}, "reads must be a dict of option names to tuples of method names"),
+        ({"reads": {"tau": "td_target"}}, "reads must be a dict of option names to tuples of"),
+        ({"resume_keeps": "n_quantiles"}, "resume_keeps must be a tuple of option names"),
         ({"resume_keeps": ("n_quantile",)}, "resume_keeps names 'n_quantile'"),
         ({"hyperparameters": {"beta": object()}}, "hyperparameters must be a dict of names"),
         ({"hyperparameters": {"beta": float("nan")}}, "hyperparameters must be a dict of names"),
         ({"hyperparameters": {"sizes": (32, 32)}}, "JSON values .* not tuples"),
         ({"hyperparameters": {"tau": 0.1}}, "hyperparameter 'tau' is a config option"),
-        (
-            {"own_options": ("tau",), "option_readers": {"tau": ("td_targt",)}},
-            "option_readers names 'td_targt' for tau, which is no method of it",
-        ),
+        ({"reads": {"tau": ("td_targt",)}}, "reads names 'td_targt' for tau, which is no method"),
     ],
 )
 def test_register_refuses_declarations_that_name_no_option(declaration, message):

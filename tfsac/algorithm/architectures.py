@@ -1,7 +1,6 @@
-"""The networks' architecture, the `network` option: plain MLPs (`mlp`, the default) or
-SimBa's (`simba`), each with any algorithm variant. Like a variant, an architecture
-declares its option defaults and checks TF-free (the start checks read them) and builds its
-actor and critics (tfsac.algorithm.networks, tfsac.algorithm.simba)."""
+"""The networks' architecture, the `network` option (mlp, simba, flashsac, xqc). Like a
+variant, an architecture declares its option defaults and checks TF-free (the start checks
+read them) and builds its actor and critics."""
 
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ class MLP:
 
     @classmethod
     def check(cls, config: SACConfig) -> Optional[str]:
-        """Why this architecture cannot build the options, in one line (resolve refuses
-        them with it), or None."""
+        """Why this architecture cannot build the options, in one line, or None."""
         if config.use_sde and config.normalize_observations:
             return (
                 "use_sde has an actor of its own, without the observation normaliser: leave "
@@ -43,8 +41,7 @@ class MLP:
 
     @classmethod
     def normalizes(cls, config: SACConfig) -> bool:
-        """Whether its networks normalise observations (normalize_observations, 'auto' its
-        default)."""
+        """Whether its networks normalise observations ('auto': its default)."""
         on = config.normalize_observations
         return bool(cls.defaults(config)["normalize_observations"] if on is None else on)
 
@@ -83,7 +80,7 @@ class SimBa(MLP):
     name = "simba"
     peer_policy = "SimbaPolicy"
     peers = ("sbx",)
-    block = "residual block"  # what check calls the layers of one hidden size
+    block = "residual block"  # what check calls the layers of one hidden size; None: any
 
     @classmethod
     def defaults(cls, config: SACConfig) -> Dict[str, Any]:
@@ -99,7 +96,7 @@ class SimBa(MLP):
                 "critic_layer_norm and critic_dropout off"
             )
         for name in ("hidden_sizes", "critic_hidden_sizes"):
-            if len(set(getattr(config, name))) > 1:
+            if cls.block and len(set(getattr(config, name))) > 1:
                 return (
                     f"network {cls.name} adds each {cls.block} to its input, so {name} needs "
                     f"one width for every block, got {','.join(map(str, getattr(config, name)))}"
@@ -138,9 +135,9 @@ class FlashSAC(SimBa):
     @classmethod
     def check(cls, config: SACConfig) -> Optional[str]:
         if config.target_subset:
-            return "network flashsac's critics are evaluated whole: no target_subset"
+            return f"network {cls.name}'s critics are evaluated whole: no target_subset"
         if variant_of(config).batch_norm(config):
-            return "network flashsac has batch norms of its own: not with crossq"
+            return f"network {cls.name} has batch norms of its own: not with crossq"
         return super().check(config)
 
     @classmethod
@@ -155,29 +152,13 @@ class FlashSAC(SimBa):
         return flashnet.FlashCritic(config.num_critics, sizes, outputs, normalizer, name=name)
 
 
-class XQC(MLP):
+class XQC(FlashSAC):
     """XQC's networks (ICLR 2026, tfsac.algorithm.xqcnet): batch-normed inputs, then per
     hidden size a bias-free unit-norm layer, a batch norm and a ReLU (XQC: actor 4 x 256,
-    critics 4 x 512)."""
+    critics 4 x 512); FlashSAC's checks, without its one width per block."""
 
     name = "xqc"
-    peer_policy = None
-    peers = ()
-
-    @classmethod
-    def check(cls, config: SACConfig) -> Optional[str]:
-        if config.use_sde:
-            return "network xqc does not take use_sde (gSDE has its own actor)"
-        if config.critic_dropout or config.critic_layer_norm:
-            return (
-                "network xqc has its own normalisation and no dropout: leave "
-                "critic_layer_norm and critic_dropout off"
-            )
-        if config.target_subset:
-            return "network xqc's critics are evaluated whole: no target_subset"
-        if variant_of(config).batch_norm(config):
-            return "network xqc has batch norms of its own: not with crossq"
-        return None
+    block = None
 
     @classmethod
     def build_actor(cls, action_dim, config, batch_norm, normalizer):

@@ -1,8 +1,7 @@
 """The contracts that the code and arrays a user hands to the algorithm must keep, each
-refused in one line: custom models (actor_fn, critic_fn), checked when the learner is made,
-before any env step (docs/guide/custom-env-and-networks.md); a variant's optimizers, losses,
-metrics and checkpoint objects, checked when the learner is made, its update traced and a
-checkpoint saved; the sizes, observations and batches given to SAC and SACLearner."""
+refused in one line: custom models (actor_fn, critic_fn); a variant's optimizers, losses,
+metrics and checkpoint objects; the sizes, observations and batches given to SAC and
+SACLearner."""
 
 from __future__ import annotations
 
@@ -88,9 +87,7 @@ def check_outputs(
         want, tail = "[n_critics >= 2, batch]", (3,)
     else:
         want, tail = f"[n_critics >= 2, batch, {per_critic}]", (3, per_critic)
-    for model in critics:
-        if model is None:
-            continue
+    for model in (m for m in critics if m is not None):  # CrossQ has no target critic
         shape = tuple(_call("critic", model, obs, act).shape)
         if shape[1:] != tail or shape[0] < 2:
             raise TfsacError(f"the critic must return Q values {want}; got {shape}")
@@ -248,9 +245,8 @@ def check_saved(learner, what: str) -> None:
 
 
 def unsaved_variables(learner) -> List[str]:
-    """The paths of variables an update writes that no checkpoint object of `learner` holds
-    (a variant's network or optimizer left out of its checkpoint_objects): a resume would
-    start them afresh."""
+    """The paths of variables an update writes that no checkpoint object of `learner` holds:
+    a resume would start them afresh."""
     # What a checkpoint of these objects saves: its own graph of them (lists, dicts,
     # Keras variables inside a tf.Module, which its `variables` leaves out).
     objects = learner.checkpoint_objects()
@@ -260,8 +256,7 @@ def unsaved_variables(learner) -> List[str]:
     # And a model's own variables: its dropout layers' seed states, which the graph
     # leaves out (DroQ's), are the model's too.
     held |= {id(v) for obj in objects.values() for v in getattr(obj, "variables", ())}
-    # The optimizers' moments and step counts too: a variant's optimizer left out
-    # resumed from fresh moments, its run no longer the uninterrupted one.
+    # The optimizers' moments and step counts too.
     written = [
         *learner.sac.trainable_state(),
         *(v for o in learner.sac.optimizers().values() for v in o.variables),

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from inspect import getattr_static
 
 from tfsac.algorithm.architectures import architecture_of
-from tfsac.algorithm.variants import VARIANTS, variant_of
+from tfsac.algorithm.variants import VARIANTS, Variant, variant_of
 from tfsac.config import SACConfig
 from tfsac.config.sac_config import field_default
 from tfsac.errors import TfsacError
@@ -45,7 +46,16 @@ def resolve(config: SACConfig) -> SACConfig:
     if auto:
         config = dataclasses.replace(config, **auto)
         config.validate()  # the checks between options, on the values filled in
-    _refuse_unread_options(config, variant)
+    # An option set away from its default that the variant does not read would change
+    # nothing: refused, naming the variant.
+    own = options_read(variant)
+    others = {n for v in VARIANTS.values() if v is not variant for n in options_read(v)}
+    for name in sorted(others - own):
+        if getattr(config, name) != field_default(name):
+            raise TfsacError(
+                f"algorithm {variant.name} does not read {name} (set to "
+                f"{getattr(config, name)!r}); leave it at its default {field_default(name)!r}"
+            )
     for cls, option in ((variant, "algorithm"), (architecture, "network")):
         refusal = _declared(cls, option, cls.check, config)  # its reason, in one line
         if refusal:
@@ -144,25 +154,12 @@ def _same_kind(value, default) -> bool:
 
 
 def options_read(variant) -> set:
-    """The options `variant` reads: those its classes declare (`own_options`), less any
-    whose reading methods (the declaring class's `option_readers`) it replaced."""
-    own = set()
+    """The options `variant` reads: those its classes declare in `reads`, less any it reads
+    through a method that it replaced; the Polyak options where it has targets."""
+    polyak = variant.has_target_critic or variant.polyak_pairs is not Variant.polyak_pairs
+    read = {"tau", "target_update_interval"} if polyak else set()
     for cls in variant.__mro__:
-        readers = vars(cls).get("option_readers", {})
-        for name in vars(cls).get("own_options", ()):
-            if all(getattr(variant, m) is getattr(cls, m) for m in readers.get(name, ())):
-                own.add(name)
-    return own
-
-
-def _refuse_unread_options(config: SACConfig, variant) -> None:
-    """An option set away from its default that the variant does not read is a mistake
-    (it would change nothing): refused in one line that names the variant."""
-    own = options_read(variant)
-    others = {n for v in VARIANTS.values() if v is not variant for n in options_read(v)}
-    for name in sorted((others - own) | set(variant.ignored_options)):
-        if getattr(config, name) != field_default(name):
-            raise TfsacError(
-                f"algorithm {variant.name} does not read {name} (set to "
-                f"{getattr(config, name)!r}); leave it at its default {field_default(name)!r}"
-            )
+        for name, methods in vars(cls).get("reads", {}).items():
+            if all(getattr_static(variant, m) is getattr_static(cls, m) for m in methods):
+                read.add(name)
+    return read

@@ -1,14 +1,8 @@
-"""What an algorithm of the SAC family is to tfsac: one class, `Variant`, that declares
-everything about it and holds its critic rule, and the registry that `--algorithm` selects
-from.
-
-A variant's declarations (its name, option defaults and checks, the critics' head, whether
-it has target networks, its normalisation layers, what a resume must keep, its peer in
-SB3/SBX) are class attributes and classmethods that read a config: the start checks read
-them without TensorFlow. Its critic rule (the TD target, the critic and actor losses, what
-it adds to train and checkpoint) is the instance that `SAC` makes of it and calls inside
-the compiled update. Variant files therefore name their TensorFlow-side modules through
-`lazy_module`, which imports a module on first use.
+"""What an algorithm of the SAC family is to tfsac: one class, `Variant`, and the registry
+that `--algorithm` selects from. Its declarations are class attributes and classmethods
+that the start checks read without TensorFlow; its critic rule is the instance that `SAC`
+calls inside the compiled update, so variant files name their TensorFlow-side modules
+through `lazy_module`.
 """
 
 from __future__ import annotations
@@ -52,15 +46,12 @@ class Variant:
     # Config fields a checkpoint of this variant must match to be resumed (beyond the
     # networks' shapes, which every variant's checkpoints must match).
     resume_keeps: Tuple[str, ...] = ()
-    # The options only this variant reads: set away from their defaults under another
-    # variant, the start checks refuse them.
-    own_options: Tuple[str, ...] = ()
-    # The methods that read an option of `own_options`, by option: a subclass that
-    # replaces one of them does not read that option (refused unless it declares the
-    # option in its own `own_options` again).
-    option_readers: ClassVar[Dict[str, Tuple[str, ...]]] = {}
-    # Options the other variants read and this one does not (CrossQ: tau): refused too.
-    ignored_options: Tuple[str, ...] = ()
+    # The config options it reads, each with the methods it reads them through: a subclass
+    # that replaces one of those methods does not read the option, unless it declares it
+    # again. tau and target_update_interval are read wherever there is something to
+    # Polyak-average (`has_target_critic`, or `polyak_pairs` of its own). Set away from its
+    # default, an option that another variant reads and this one does not is refused.
+    reads: ClassVar[Dict[str, Tuple[str, ...]]] = {}
     # The algorithm's own hyperparameters and their defaults (JSON values; no config field
     # needed): `--algorithm_kwargs='{"beta": 0.5}'` sets them, the update reads
     # `self.kwargs["beta"]` and the classmethods `config.algorithm_kwargs["beta"]`.
@@ -182,15 +173,16 @@ def register(cls: Type[Variant]) -> Type[Variant]:
     """Makes `cls` selectable as `algorithm=cls.name` (a class decorator); ValueError for
     declarations that name no config option or hyperparameters that are not JSON."""
     fields = {f.name for f in dataclasses.fields(SACConfig)}
-    named = {
-        "own_options": cls.own_options,
-        "ignored_options": cls.ignored_options,
-        "resume_keeps": cls.resume_keeps,
-        "option_readers": tuple(cls.option_readers),
-    }
-    for attribute, names in named.items():
-        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-            raise ValueError(f"variant {cls.name!r}: {attribute} must be a tuple of option names")
+    keeps, reads = cls.resume_keeps, cls.reads
+    if isinstance(keeps, str) or not all(isinstance(n, str) for n in keeps):
+        raise ValueError(f"variant {cls.name!r}: resume_keeps must be a tuple of option names")
+    if not isinstance(reads, dict) or not all(
+        isinstance(m, tuple) and all(isinstance(n, str) for n in m) for m in reads.values()
+    ):
+        raise ValueError(
+            f"variant {cls.name!r}: reads must be a dict of option names to tuples of method names"
+        )
+    for attribute, names in (("resume_keeps", keeps), ("reads", tuple(reads))):
         unknown = [n for n in names if n not in fields]
         if unknown:
             raise ValueError(
@@ -203,12 +195,12 @@ def register(cls: Type[Variant]) -> Type[Variant]:
     names = [*UPDATE_METRICS, *cls.metric_names, *cls.actor_metric_names]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         raise ValueError(f"variant {cls.name!r}: the metric {twice[0]!r} is named twice")
-    for option, methods in cls.option_readers.items():
+    for option, methods in reads.items():
         missing = [m for m in methods if not callable(getattr(cls, m, None))]
         if missing:
             raise ValueError(
-                f"variant {cls.name!r}: option_readers names {missing[0]!r} for {option}, "
-                "which is no method of it"
+                f"variant {cls.name!r}: reads names {missing[0]!r} for {option}, which is no "
+                "method of it"
             )
     try:  # as config.json holds them: a tuple would come back a list
         text = json.dumps(cls.hyperparameters, allow_nan=False)

@@ -23,8 +23,7 @@ class CrossQ(SoftDoubleQ):
     name = "crossq"
     summary = "CrossQ: batch-renormalised critics without target networks"
     has_target_critic = False
-    own_options = ("batch_norm_momentum", "renorm_warmup_steps")
-    ignored_options = ("tau", "target_update_interval")  # nothing to Polyak-average
+    reads = {"batch_norm_momentum": (), "renorm_warmup_steps": ()}
     peer = "crossq"
 
     @classmethod

@@ -29,7 +29,7 @@ class FlashSAC(SoftDoubleQ):
     name = "flashsac"
     summary = "FlashSAC: categorical critics on unit-norm inverted-residual blocks (2604.04539)"
     resume_keeps = ("n_bins", "bin_range")
-    own_options = ("n_bins", "bin_range")
+    reads = {"n_bins": (), "bin_range": ()}
 
     @classmethod
     def defaults(cls, config):

@@ -22,11 +22,7 @@ class SoftDoubleQ(Variant):
     name = "sac"
     summary = "SAC: twin critics with target critics (arXiv:1812.05905)"
     peer = "sac"
-    own_options = ("target_subset", "actor_q", "backup_entropy")
-    # A variant that replaces one of these methods does not read the option (one that
-    # replaces critic_objective or actor_objective and calls neither the methods below nor
-    # super() declares the options in its ignored_options).
-    option_readers = {
+    reads = {
         "target_subset": ("values_and_target", "td_target"),
         "backup_entropy": ("values_and_target", "td_target"),
         "actor_q": ("actor_loss",),

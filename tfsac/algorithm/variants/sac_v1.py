@@ -21,7 +21,7 @@ class SoftValue(SoftDoubleQ):
     name = "sac_v1"
     summary = "the original SAC with a state-value network V and its target (arXiv:1801.01290)"
     has_target_critic = False  # its target is V'
-    own_options = ("value_learning_rate",)
+    reads = {"value_learning_rate": ()}
     peer = None  # neither SB3 nor SBX has it
     metric_names = ("value_loss",)
     seeds_needed = 3  # as SAC, plus the V loss's action sample

@@ -19,7 +19,7 @@ class TQC(SoftDoubleQ):
     name = "tqc"
     summary = "TQC: distributional critics with the top atoms dropped from the target"
     resume_keeps = ("n_quantiles",)
-    own_options = ("n_quantiles", "top_quantiles_to_drop_per_net")
+    reads = {"n_quantiles": (), "top_quantiles_to_drop_per_net": ()}
     peer = "tqc"
 
     @classmethod

@@ -95,12 +95,7 @@ def _unreachable(config: SACConfig) -> List[str]:
             f"lr_schedule {config.lr_schedule!r} gives a factor from step {late[0]}, not before "
             f"total_steps ({total}): it would never apply"
         )
-    return _end_only(config, where, before)
-
-
-def _end_only(config: SACConfig, where: str, before: int) -> List[str]:
-    """Warnings for options that act only at the run's end (`before`: evaluations before it)."""
-    total, warnings = config.total_steps, []
+    warnings = []
     if config.keep_best and not before:
         warnings.append(
             f"keep_best keeps the best of the evaluations, and {where}: its best is the "

@@ -42,6 +42,12 @@ NEW_RUN_NEEDS = (
 Rules = Dict[str, Callable[[Any], Any]]  # a refusal's line: whether a config earns it
 
 RULES: Rules = {
+    "offline_data is empty: a Minari dataset id or a folder (leave it out for none)": lambda c: (
+        c.offline_data == ""
+    ),
+    "init_from is empty: a tfsac run directory (leave it out for none)": lambda c: (
+        c.init_from == ""
+    ),
     **{row.line: row.broken for row in NEEDS},
     "train_freq and episodes_per_rollout both set: collection phases are either "
     "train_freq env steps or episodes_per_rollout episodes": lambda c: (
@@ -58,12 +64,6 @@ RULES: Rules = {
         c.total_steps % c.num_envs
     ),
     # Recorded data and offline-only training (total_steps=0).
-    "offline_data is empty: a Minari dataset id or a folder (leave it out for none)": lambda c: (
-        c.offline_data == ""
-    ),
-    "init_from is empty: a tfsac run directory (leave it out for none)": lambda c: (
-        c.init_from == ""
-    ),
     "total_steps=0 trains on recorded data alone: it needs offline_data and "
     "offline_updates > 0": lambda c: (
         c.total_steps == 0 and (c.offline_data is None or not c.offline_updates)

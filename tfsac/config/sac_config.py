@@ -1,6 +1,6 @@
 """The SAC configuration: one dataclass of every option (declared by help group in options.py
-and run_options.py, so the scripts' flags are generated from them), and the checks between
-options that hold for every algorithm."""
+and run_options.py, so the scripts' flags are generated from them), and its check against
+the rules between options that hold for every algorithm (rules.py)."""
 
 from __future__ import annotations
 

@@ -327,29 +327,20 @@ def config_from_flags(tfsac=None, resume: bool = False):
         fail(str(e))
 
 
-# Flags that only another option reads: given without it, even at their default value
-# (SACConfig sees only values, and refuses other values), they are a mistake to say.
-# Said as SACConfig says other values.
-NEEDED = {
-    "her_strategy": ("her", " (add --her: Hindsight Experience Replay)"),
-    "her_goals_per_transition": ("her", " (add --her: Hindsight Experience Replay)"),
-    "min_evaluations": ("stop_after_no_improvement", ": it delays that stop only"),
-}
-
-
 def check_ignored_flags(config, runner_flags: bool = True) -> None:
     """Exits with one line when a flag given would be ignored: one that only another,
-    unset option reads (NEEDED), or an env runner flag in a run without runners (the
-    run's `num_actors`, a resumed one's included: without runners the envs step in this
-    process)."""
+    unset option reads (the `any_value` Needs rows of tfsac.config.rules: SACConfig sees
+    only values), or an env runner flag in a run without runners (the run's `num_actors`,
+    a resumed one's included: without runners the envs step in this process)."""
     from tfsac.config.options import DIST
+    from tfsac.config.rules import NEEDS, NEW_RUN_NEEDS
 
-    for name, (needed, tail) in NEEDED.items():
+    for row in (row for row in NEEDS + NEW_RUN_NEEDS if row.any_value):
         # Given (a flagfile's too) without the option it needs, unless that was turned off
         # on purpose (a preset's --her with --her=false after it).
-        given = flags.FLAGS[name].present and not flags.FLAGS[needed].present
-        if given and not getattr(config, needed):
-            fail(f"{name} needs {needed}{tail}")
+        given = flags.FLAGS[row.option].present and not flags.FLAGS[row.needed].present
+        if given and not getattr(config, row.needed):
+            fail(row.line)
     if config.num_actors or not runner_flags:  # a sweep's --ray_address is its cluster's
         return
     for field, _ in _config_fields():

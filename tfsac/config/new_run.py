@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import List
 
+from tfsac.config.rules import NEW_RUN_RULES, check_rules
 from tfsac.config.sac_config import SACConfig, field_default
 from tfsac.config.schedules import duplicate_steps, schedule_steps
 from tfsac.errors import TfsacError
@@ -16,10 +17,7 @@ LEARNED_ALPHA_OPTIONS = ("initial_alpha", "alpha_learning_rate", "target_entropy
 def check_new_run(config: SACConfig) -> List[str]:
     """TfsacError for settings a new run could never act on; returns warnings for options
     it does not read (those of a learned alpha beside a fixed one) or reads only at its end."""
-    if config.min_evaluations and not config.stop_after_no_improvement:
-        raise TfsacError(
-            "min_evaluations needs stop_after_no_improvement: it delays that stop only"
-        )
+    check_rules(config, NEW_RUN_RULES)
     if steps := duplicate_steps(config.lr_schedule):
         raise TfsacError(
             f"lr_schedule {config.lr_schedule!r} gives step {steps[0]} two factors: give each "
@@ -97,12 +95,7 @@ def _unreachable(config: SACConfig) -> List[str]:
             f"lr_schedule {config.lr_schedule!r} gives a factor from step {late[0]}, not before "
             f"total_steps ({total}): it would never apply"
         )
-    return _end_only(config, where, before)
-
-
-def _end_only(config: SACConfig, where: str, before: int) -> List[str]:
-    """Warnings for options that act only at the run's end (`before`: evaluations before it)."""
-    total, warnings = config.total_steps, []
+    warnings = []
     if config.keep_best and not before:
         warnings.append(
             f"keep_best keeps the best of the evaluations, and {where}: its best is the "

@@ -25,10 +25,6 @@ def _formats_ok(text) -> bool:
     return bool(names) and all(n in EXPORT_FORMATS for n in names)
 
 
-def _ratio_ok(value) -> bool:
-    return value is None or 0.0 <= value <= 1.0
-
-
 @dataclasses.dataclass
 class OfflineOptions:
     """Recorded transitions beside the online ones (tfsac/data/offline_data.py)."""
@@ -47,7 +43,7 @@ class OfflineOptions:
         "1: recorded only), or 'size': uniform over recorded and online rows together",
         OFFLINE,
         text="0.5",
-        check=Check(_ratio_ok, "in [0, 1] or 'size'"),
+        check=Check(lambda v: v is None or 0.0 <= v <= 1.0, "in [0, 1] or 'size'"),
     )
     offline_updates: int = option(
         0,

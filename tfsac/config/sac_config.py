@@ -1,6 +1,6 @@
 """The SAC configuration: one dataclass of every option (declared by help group in options.py
-and run_options.py, so the scripts' flags are generated from them), and the checks between
-options that hold for every algorithm."""
+and run_options.py, so the scripts' flags are generated from them), and its check against
+the rules between options that hold for every algorithm (rules.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from tfsac.config.options import (
     OptimOptions,
 )
 from tfsac.config.resume import Change, resume_changes
+from tfsac.config.rules import RULES, check_rules
 from tfsac.config.run_options import DistOptions, OfflineOptions, OutputOptions, StopOptions
 from tfsac.config.variant_options import VariantOptions
 from tfsac.errors import TfsacError
@@ -188,136 +189,19 @@ class SACConfig(
 
     def validate(self) -> SACConfig:
         """Raises TfsacError naming the first bad option; returns self. Each option's own
-        values are declared with it (options.py); here, the checks between options that
-        hold for every algorithm (its own: tfsac.algorithm.resolve)."""
+        values are declared with it (options.py), the rules between options in rules.py
+        (an algorithm's own: tfsac.algorithm.resolve)."""
         error = field_errors(self)
         if error:
             raise TfsacError(error)
-        if self.episodes_per_rollout and self.train_freq != 1:
-            raise TfsacError(
-                "train_freq and episodes_per_rollout both set: collection phases are either "
-                "train_freq env steps or episodes_per_rollout episodes"
-            )
-        if (self.sde_sample_freq != -1 or self.use_sde_at_warmup) and not self.use_sde:
-            raise TfsacError("sde_sample_freq and use_sde_at_warmup need use_sde")
-        if not self.log_std_min <= self.log_std_init <= self.log_std_max:
-            raise TfsacError(
-                f"log_std_init must lie in [log_std_min, log_std_max], got {self.log_std_init}"
-            )
-        if not self.log_std_min < self.log_std_max:
-            raise TfsacError("log_std_min must be smaller than log_std_max")
-        if self.total_steps % self.num_envs:
-            raise TfsacError(
-                f"total_steps ({self.total_steps}) must be a multiple of num_envs ({self.num_envs})"
-            )
-        self._validate_offline()
+        check_rules(self, RULES)
         if self.learning_starts > self.total_steps and self.total_steps:
             raise TfsacError(
                 f"learning_starts ({self.learning_starts}) is larger than total_steps "
                 f"({self.total_steps}): no update would ever run; for a short run lower "
                 f"learning_starts too (e.g. --learning_starts={self.total_steps // 10})"
             )
-        if self.n_steps > self.total_steps and self.total_steps:
-            raise TfsacError(
-                f"n_steps ({self.n_steps}) is larger than total_steps ({self.total_steps}): "
-                "no return could sum that many rewards"
-            )
-        if not self.export and self.export_formats != "saved_model":
-            raise TfsacError(
-                f"export_formats ({self.export_formats}) needs export: with export=false "
-                "nothing is exported (with a resume that saved them: give "
-                "export_formats=saved_model too)"
-            )
-        if self.normalize_rewards and self.gamma >= 1:
-            raise TfsacError(
-                "normalize_rewards needs gamma < 1: it scales rewards to the discounted "
-                "return's spread over the horizon 1 / (1 - gamma)"
-            )
-        if self.return_bound and self.normalize_rewards is False:
-            raise TfsacError("return_bound needs normalize_rewards (it bounds the scaled returns)")
-        if self.target_std and self.target_entropy is not None:
-            raise TfsacError("target_std and target_entropy both set the entropy target: give one")
-        if self.exploration_zeta and self.use_sde:
-            raise TfsacError("exploration_zeta does not work with use_sde (gSDE has its own noise)")
-        if self.batch_size > self.buffer_size:
-            raise TfsacError(
-                f"batch_size ({self.batch_size}) is larger than buffer_size ({self.buffer_size})"
-            )
-        self._validate_distributed()
-        self._validate_her()
         return self
-
-    def _validate_offline(self) -> None:
-        """Recorded data and offline-only training (total_steps=0)."""
-        if self.offline_data == "":
-            raise TfsacError(
-                "offline_data is empty: a Minari dataset id or a folder (leave it out for none)"
-            )
-        if self.init_from == "":
-            raise TfsacError("init_from is empty: a tfsac run directory (leave it out for none)")
-        if self.offline_data is None:
-            for name, default in (("offline_updates", 0), ("offline_ratio", 0.5)):
-                if getattr(self, name) != default:
-                    raise TfsacError(f"{name} needs offline_data (the recorded transitions)")
-        if self.total_steps == 0:
-            if self.offline_data is None or not self.offline_updates:
-                raise TfsacError(
-                    "total_steps=0 trains on recorded data alone: it needs offline_data and "
-                    "offline_updates > 0"
-                )
-            needs_steps = {
-                "lr_schedule": self.lr_schedule != "constant",
-                "num_actors": bool(self.num_actors),
-                # Its return statistics come from collected episodes only.
-                "normalize_rewards": self.normalize_rewards,
-            }
-            for what in (name for name, on in needs_steps.items() if on):
-                raise TfsacError(f"{what} needs env steps (total_steps > 0)")
-        elif self.offline_updates:
-            raise TfsacError(
-                "offline_updates is for offline-only training (total_steps=0); with env steps "
-                "the updates follow gradient_steps and train_freq (an offline-only run goes "
-                "on online as a new run: --init_from=<its run_dir> with its network options, "
-                "and its --offline_data to keep sampling it)"
-            )
-
-    def _validate_her(self) -> None:
-        for name in ("her_strategy", "her_goals_per_transition"):
-            if not self.her and getattr(self, name) != field_default(name):
-                raise TfsacError(f"{name} needs her (add --her: Hindsight Experience Replay)")
-        if self.her and self.offline_data is not None:
-            raise TfsacError(
-                "her does not work with offline_data: recorded transitions come without the "
-                "episodes' goals to relabel"
-            )
-        if self.her and self.n_steps > 1:
-            raise TfsacError(
-                f"her does not work with n_steps > 1 (got {self.n_steps}): the n rewards "
-                "would need relabelling with the new goal too; use n_steps=1"
-            )
-
-    def _validate_distributed(self) -> None:
-        if not self.num_actors:
-            return
-        if self.use_sde or self.episodes_per_rollout:
-            what = "use_sde (gSDE)" if self.use_sde else "episodes_per_rollout"
-            raise TfsacError(f"{what} does not work with env runners (num_actors > 0)")
-        if self.num_envs != 1:
-            raise TfsacError(
-                "num_envs must be 1 with env runners (num_actors > 0): give each runner env "
-                "copies with envs_per_actor"
-            )
-        for name in ("envs_per_actor", "train_freq"):
-            if self.chunk_steps % getattr(self, name):
-                raise TfsacError(
-                    f"chunk_steps ({self.chunk_steps}) must be a multiple of {name} "
-                    f"({getattr(self, name)})"
-                )
-        if self.total_steps % self.envs_per_actor:
-            raise TfsacError(
-                f"total_steps ({self.total_steps}) must be a multiple of envs_per_actor "
-                f"({self.envs_per_actor})"
-            )
 
     def to_dict(self) -> dict:
         """The fields as a dict of JSON values, what a run's config.json holds."""

@@ -75,10 +75,9 @@ def run_episodes(
             del running[copy]
             if terminated or truncated:
                 # gymnasium-robotics' Fetch tasks say is_success, its mazes success.
-                for key in ("is_success", "success"):
-                    if key in info:
-                        success[episode] = float(info[key])
-                        break
+                key = next((k for k in ("is_success", "success") if k in info), None)
+                if key is not None:
+                    success[episode] = float(info[key])
                 start(copy)
             else:
                 running[copy] = (episode, observation)
@@ -175,8 +174,7 @@ class Evaluator:
         self.videos_dir = videos_dir
         self._make_env = make_env
         self._copies: List[gym.Env] = []  # made at the first evaluation
-        # Whether the run was asked to stop (the trainer's SIGINT/SIGTERM flag): a video
-        # being recorded then ends at once.
+        # The trainer's SIGINT/SIGTERM flag: a video being recorded ends at once.
         self.stop_requested: Callable[[], bool] = lambda: False
 
     def envs(self) -> List[gym.Env]:
@@ -191,10 +189,9 @@ class Evaluator:
         return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)
 
     def seed(self, step: int, scheduled: bool) -> int:
-        """seed + 100 + k for the k-th evaluation of the eval_every schedule (from 0: the
-        one at the step that crossed its (k+1)-th multiple), and for an evaluation off it
-        (a run's end, a stop) the next one's k (0 without eval_every): by step, so that a
-        run continued past its end evaluates as the run trained at once."""
+        """seed + 100 + k for the k-th evaluation of the eval_every schedule, and for one off
+        it the next one's k: by step, so that a run continued past its end evaluates as the
+        run trained at once."""
         every = self.config.eval_every
         k = (step // every - (1 if scheduled else 0)) if every else 0
         return self.config.seed + 100 + max(0, k)
@@ -206,7 +203,17 @@ class Evaluator:
         returns = run_episodes(self.envs(), self.policy, cfg.eval_episodes, seed, successes)
         mean, std = float(np.mean(returns)), float(np.std(returns))
         if cfg.video_every and (count + 1) % cfg.video_every == 0:
-            self.record_video(step)
+            record_video(
+                cfg.env_id,
+                self.policy,
+                self.videos_dir,
+                f"step-{step}",
+                1,
+                cfg.seed + 7,
+                cfg.env_kwargs,
+                progress=cfg.progress_bar,
+                stop=self.stop_requested,
+            )
         entry = {"step": step, "return_mean": mean, "return_std": std, "seed": seed}
         entry["scheduled"] = scheduled
         rate = success_rate(successes)
@@ -221,20 +228,6 @@ class Evaluator:
             "" if rate is None else f", success rate {rate:.2f}",
         )
         return entry
-
-    def record_video(self, step: int) -> None:
-        cfg = self.config
-        record_video(
-            cfg.env_id,
-            self.policy,
-            self.videos_dir,
-            f"step-{step}",
-            1,
-            cfg.seed + 7,
-            cfg.env_kwargs,
-            progress=cfg.progress_bar,
-            stop=self.stop_requested,
-        )
 
     def close(self) -> None:
         for env in [self.env, *self._copies]:

@@ -44,9 +44,6 @@ class Callback:
         Args:
             record: the progress.csv row: step, episodes, episode_return, env steps/s,
                 the learner's losses, alpha, entropy, mean Q.
-
-        Returns:
-            False to stop the run; None or True to go on.
         """
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
@@ -56,9 +53,6 @@ class Callback:
             evaluation: `step`, `return_mean`, `return_std`, `seed`, `wall_time_s`,
                 `scheduled` (False for an evaluation off the `eval_every` steps: the run's
                 end or a stop) and, on goal envs, `success_rate`.
-
-        Returns:
-            False to stop the run; None or True to go on.
         """
 
 

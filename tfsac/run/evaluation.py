@@ -36,14 +36,12 @@ def run_episodes(
 ) -> List[float]:
     """Runs `episodes` full episodes and returns their returns in episode order; fills
     `successes` (a list, where given) with each episode's `info["is_success"]` (or
-    `info["success"]`, as gymnasium-robotics' mazes say it) at its last step (None where the
-    env reports none), in episode order.
+    `info["success"]`) at its last step, None where the env reports none.
 
     `envs`: one env, or copies of it that run episodes side by side, with one `policy` call
-    per step for all of them ([B, obs_dim] -> [B, action_dim]): ten HalfCheetah episodes
-    make 1,000 policy calls instead of 10,000. An env of structured observations (a Dict,
-    say) is flattened as training flattened it. Episode i starts from a reset seeded with
-    `episode_seeds(seed, episodes)[i]`, so it starts the same whichever copy runs it.
+    per step for all of them ([B, obs_dim] -> [B, action_dim]). An env of structured
+    observations is flattened as training flattened it. Episode i starts from a reset seeded
+    with `episode_seeds(seed, episodes)[i]`, whichever copy runs it.
     """
     envs = list(envs) if isinstance(envs, (list, tuple)) else [envs]
     envs = [Flattened(e) if needs_flattening(e.observation_space) else e for e in envs]
@@ -108,10 +106,9 @@ def record_video(
     (tfsac.run.rendering) and writes `<folder>/<name_prefix>-episode-<i>.mp4`; returns the
     returns. The policy runs here, the env, its renderer and the encoder there.
 
-    `progress`: a bar of frames on stderr (default: when stderr is a terminal). Each video
-    also logs a line when it starts and one with its frames and time when written.
-    `stop`: polled at every frame; once true, the video being recorded is removed and no
-    other starts (a MuJoCo video takes about a minute: longer than a preemption's notice).
+    `progress`: a bar of frames on stderr (default: when stderr is a terminal). `stop`:
+    polled at every frame; once true, the video being recorded is removed and no other
+    starts (a MuJoCo video takes about a minute: longer than a preemption's notice).
     """
     try:
         os.makedirs(folder, exist_ok=True)
@@ -154,12 +151,10 @@ def record_video(
 
 
 class Evaluator:
-    """A training run's evaluations: deterministic episodes (the squashed mean action) of
-    the learner on envs of its own (`env` and up to EVAL_COPIES - 1 copies from
-    `make_env`, side by side), the k-th of the `eval_every` schedule (by its step; one
-    off it takes the next one's k) seeded with `seed + 100 + k` (recorded with it, so
-    that scripts/evaluate.py can repeat it, and a resumed run evaluates on the same
-    starts), and a video of every `video_every`-th one in `videos_dir`."""
+    """A training run's evaluations: deterministic episodes of the learner on envs of its
+    own (`env` and up to EVAL_COPIES - 1 copies from `make_env`, side by side), seeded as
+    `seed()` says (recorded with them, so that scripts/evaluate.py can repeat them), and a
+    video of every `video_every`-th one in `videos_dir`."""
 
     def __init__(
         self,
@@ -197,8 +192,7 @@ class Evaluator:
         return self.config.seed + 100 + max(0, k)
 
     def evaluate(self, step: int, count: int, scheduled: bool = True) -> Dict:
-        """Evaluation number `count` (from 0) at env step `step`, as a history entry; one of
-        the eval_every schedule's where `scheduled`."""
+        """Evaluation number `count` (from 0) at env step `step`, as a history entry."""
         cfg, seed, successes = self.config, self.seed(step, scheduled), []
         returns = run_episodes(self.envs(), self.policy, cfg.eval_episodes, seed, successes)
         mean, std = float(np.mean(returns)), float(np.std(returns))

@@ -61,10 +61,9 @@ class TrainResult:
 
 class Trainer:
     """One SAC run, built and then run: `Trainer(config, ...).run()` is `train(config, ...)`,
-    whose docstring describes the arguments. Building makes the run's parts (learner,
-    replay buffer, collection source, checkpointer, evaluator, progress log) and, with
-    `resume`, restores them from the newest checkpoint; build one to look at them
-    (`config`, `learner`, `run_dir`) before `run()` trains."""
+    whose docstring describes the arguments. Building makes the run's parts (`config`,
+    `learner`, `run_dir`, ...; restored from the newest checkpoint with `resume`); look at
+    them before `run()` trains."""
 
     def __init__(
         self,
@@ -140,9 +139,8 @@ class Trainer:
         return TrainResult(*parts, already_finished)
 
     def run(self) -> TrainResult:
-        """Trains to `total_steps`, or until a callback stops it; returns the `TrainResult`.
-        A Fault where another process trains in the run directory, or trained in it since
-        this Trainer was built; NonFiniteError and Interrupted as `train`."""
+        """Trains to `total_steps`, or until a callback stops it; raises as `train`, and a
+        Fault where another process trained in the run directory since this was built."""
         try:
             self.lock.hold()
             self.checkpointer.check_newest(self._checkpoint)

@@ -27,17 +27,15 @@ FOLDER = Check(
 
 
 class SaveBestPolicy(Callback):
-    """Exports the policy each time an evaluation's mean return beats every earlier one,
-    as SB3's `EvalCallback(best_model_save_path=...)` saves it. The config's `keep_best`
-    makes one.
+    """Exports the policy each time an evaluation's mean return beats every earlier one, as
+    SB3's `EvalCallback(best_model_save_path=...)` does. The config's `keep_best` makes one.
 
     Each new best is the next version of the model folder, so its highest version, the one
     TF Serving serves, is the best policy so far; its tfsac_metadata.json names the
-    evaluation (`training_steps`, `eval_return_mean`, `eval_seed`). The formats are the
-    run's `export_formats`: each version is a SavedModel at once (training pauses a second
-    or a few, its line says how long), the other formats go into the highest version once,
-    when the session's training ends (their conversions take tens of seconds). On a resume, the
-    run's earlier evaluations count.
+    evaluation (`training_steps`, `eval_return_mean`, `eval_seed`). Each version is a
+    SavedModel at once (training pauses a second or a few); the run's other export_formats
+    go into the highest version once, when the session's training ends (their conversions
+    take tens of seconds). On a resume, the run's earlier evaluations count.
 
     Args:
         path: the model folder; None puts it at `<run_dir>/best`.
@@ -67,15 +65,13 @@ class SaveBestPolicy(Callback):
         if evaluation["return_mean"] <= self.best:
             return None
         self.best = evaluation["return_mean"]
-        trainer = self._trainer
-        config = trainer.config
-        model_dir = self.model_dir
+        trainer, config = self._trainer, self._trainer.config
         started = time.perf_counter()
         self.saved_model_path = export_policy(
             trainer.learner.actor,
             trainer.spec,
-            os.path.dirname(model_dir),
-            os.path.basename(model_dir),
+            os.path.dirname(self.model_dir),
+            os.path.basename(self.model_dir),
             policy_metadata(config, trainer.spec, evaluation),
             (config.log_std_min, config.log_std_max),
         )
@@ -96,9 +92,8 @@ class SaveBestPolicy(Callback):
         if not versions:
             return
         newest = os.path.join(self.model_dir, versions[-1])
-        formats = parse_formats(self._trainer.config.export_formats)
-        missing = [f for f in formats if f in FILES]
-        missing = [f for f in missing if not os.path.isfile(os.path.join(newest, FILES[f]))]
+        formats = [f for f in parse_formats(self._trainer.config.export_formats) if f in FILES]
+        missing = [f for f in formats if not os.path.isfile(os.path.join(newest, FILES[f]))]
         if not missing:
             return
         started = time.perf_counter()

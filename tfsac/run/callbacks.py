@@ -1,6 +1,4 @@
-"""What runs around the training loop on a schedule (interval triggers over env steps, as
-TF-Agents' train/interval_trigger.py) and the user's hooks into it (a callback list, as
-Stable-Baselines3's callbacks)."""
+"""The user's hooks into a run: a callback list, as Stable-Baselines3's callbacks."""
 
 from __future__ import annotations
 
@@ -8,22 +6,6 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 import numpy as np
 from absl import logging
-
-from tfsac.data.update_schedule import crossed
-
-
-class IntervalTrigger:
-    """Calls `action()` when the env steps cross a multiple of `interval` (never for 0),
-    and at the run's end when `at_end`; returns whether it called it."""
-
-    def __init__(self, interval: int, action: Callable[[], None], at_end: bool = False):
-        self.interval, self.action, self.at_end = interval, action, at_end
-
-    def __call__(self, step_before: int, step: int, at_end: bool) -> bool:
-        due = crossed(step_before, step, self.interval) or (self.at_end and at_end)
-        if due:
-            self.action()
-        return due
 
 
 class Callback:
@@ -51,12 +33,10 @@ class Callback:
                 `trainer.run_dir`, and a resumed run's evaluations so far in
                 `trainer.loop.evaluations`.
         """
-        pass
 
     def on_training_end(self) -> None:
         """Runs once when a session's training ends at total_steps or at a stop, before
         summary.json and the export; not after a signal or an exception."""
-        pass
 
     def on_log(self, record: Dict) -> Optional[bool]:
         """Runs at every progress record (every `log_every` env steps and at the end).
@@ -64,11 +44,7 @@ class Callback:
         Args:
             record: the progress.csv row: step, episodes, episode_return, env steps/s,
                 the learner's losses, alpha, entropy, mean Q.
-
-        Returns:
-            False to stop the run; None or True to go on.
         """
-        pass
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
         """Runs after each evaluation, once that step's checkpoint, if one is due, is saved.
@@ -77,33 +53,20 @@ class Callback:
             evaluation: `step`, `return_mean`, `return_std`, `seed`, `wall_time_s`,
                 `scheduled` (False for an evaluation off the `eval_every` steps: the run's
                 end or a stop) and, on goal envs, `success_rate`.
-
-        Returns:
-            False to stop the run; None or True to go on.
         """
-        pass
 
 
 class FunctionCallback(Callback):
-    """A callback from plain functions (train's `on_log` and `on_evaluation` arguments),
-    which stop the run as a `Callback`'s methods do, by returning False."""
+    """train's `on_log` and `on_evaluation` functions as a callback (False stops the run)."""
 
-    def __init__(
-        self,
-        on_log: Optional[Callable[[Dict], Optional[bool]]] = None,
-        on_evaluation: Optional[Callable[[Dict], Optional[bool]]] = None,
-    ):
+    def __init__(self, on_log: Optional[Callable] = None, on_evaluation: Optional[Callable] = None):
         self._on_log, self._on_evaluation = on_log, on_evaluation
 
     def on_log(self, record: Dict) -> Optional[bool]:
-        if self._on_log is not None:
-            return self._on_log(record)
-        return None
+        return None if self._on_log is None else self._on_log(record)
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
-        if self._on_evaluation is not None:
-            return self._on_evaluation(evaluation)
-        return None
+        return None if self._on_evaluation is None else self._on_evaluation(evaluation)
 
 
 class CallbackList(Callback):
@@ -125,16 +88,6 @@ class CallbackList(Callback):
                     type(callback).__name__,
                 )
 
-    def _call(self, method: str, argument: Dict) -> Optional[bool]:
-        stop = False
-        for callback in self.callbacks:
-            if self._asks_to_stop(callback, method, getattr(callback, method)(argument)):
-                stop = True
-                if self.stop_reason is None:
-                    self.stop_reason = _stopped_by(callback, method, argument["step"])
-                    self.stopped_by = callback
-        return False if stop else None
-
     def on_training_end(self) -> None:
         for callback in self.callbacks:
             callback.on_training_end()
@@ -145,10 +98,20 @@ class CallbackList(Callback):
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
         return self._call("on_evaluation", evaluation)
 
+    def _call(self, method: str, argument: Dict) -> Optional[bool]:
+        stop = False
+        for callback in self.callbacks:
+            if self._asks_to_stop(callback, method, getattr(callback, method)(argument)):
+                stop = True
+                if self.stop_reason is None:
+                    self.stop_reason = _stopped_by(callback, method, argument["step"])
+                    self.stopped_by = callback
+        return False if stop else None
+
     def _asks_to_stop(self, callback: Callback, method: str, answer) -> bool:
         """False (numpy's too) stops; True and None go on. Any other answer goes on too,
-        said once per hook: a one-line logger's `f.write` or `writer.writerow` returns a
-        number, and ending a long run over it would lose more than it protects."""
+        said once per hook: a one-line logger's `f.write` returns a number, and ending a
+        long run over it would lose more than it protects."""
         if answer is None or isinstance(answer, (bool, np.bool_)):
             return answer is not None and not answer
         if (id(callback), method) not in self._warned:

@@ -45,9 +45,8 @@ class Stopwatch:
 
 
 class LearningSpeed:
-    """Learning-phase env steps/s between the log lines of a session (the warm-up's random
-    actions need no network, so they do not count), and once, at the session's first
-    figure, a warning when the steps left would take more than an hour at it."""
+    """Learning-phase env steps/s between a session's log lines (not the warm-up's), and
+    once, at its first figure, a warning when the steps left take more than an hour."""
 
     def __init__(self, clock: Stopwatch, learning_steps: int, total_steps: int):
         self.clock, self.total_steps = clock, total_steps

@@ -36,14 +36,12 @@ def run_episodes(
 ) -> List[float]:
     """Runs `episodes` full episodes and returns their returns in episode order; fills
     `successes` (a list, where given) with each episode's `info["is_success"]` (or
-    `info["success"]`, as gymnasium-robotics' mazes say it) at its last step (None where the
-    env reports none), in episode order.
+    `info["success"]`) at its last step, None where the env reports none.
 
     `envs`: one env, or copies of it that run episodes side by side, with one `policy` call
-    per step for all of them ([B, obs_dim] -> [B, action_dim]): ten HalfCheetah episodes
-    make 1,000 policy calls instead of 10,000. An env of structured observations (a Dict,
-    say) is flattened as training flattened it. Episode i starts from a reset seeded with
-    `episode_seeds(seed, episodes)[i]`, so it starts the same whichever copy runs it.
+    per step for all of them ([B, obs_dim] -> [B, action_dim]). An env of structured
+    observations is flattened as training flattened it. Episode i starts from a reset seeded
+    with `episode_seeds(seed, episodes)[i]`, whichever copy runs it.
     """
     envs = list(envs) if isinstance(envs, (list, tuple)) else [envs]
     envs = [Flattened(e) if needs_flattening(e.observation_space) else e for e in envs]
@@ -75,10 +73,9 @@ def run_episodes(
             del running[copy]
             if terminated or truncated:
                 # gymnasium-robotics' Fetch tasks say is_success, its mazes success.
-                for key in ("is_success", "success"):
-                    if key in info:
-                        success[episode] = float(info[key])
-                        break
+                key = next((k for k in ("is_success", "success") if k in info), None)
+                if key is not None:
+                    success[episode] = float(info[key])
                 start(copy)
             else:
                 running[copy] = (episode, observation)
@@ -109,10 +106,9 @@ def record_video(
     (tfsac.run.rendering) and writes `<folder>/<name_prefix>-episode-<i>.mp4`; returns the
     returns. The policy runs here, the env, its renderer and the encoder there.
 
-    `progress`: a bar of frames on stderr (default: when stderr is a terminal). Each video
-    also logs a line when it starts and one with its frames and time when written.
-    `stop`: polled at every frame; once true, the video being recorded is removed and no
-    other starts (a MuJoCo video takes about a minute: longer than a preemption's notice).
+    `progress`: a bar of frames on stderr (default: when stderr is a terminal). `stop`:
+    polled at every frame; once true, the video being recorded is removed and no other
+    starts (a MuJoCo video takes about a minute: longer than a preemption's notice).
     """
     try:
         os.makedirs(folder, exist_ok=True)
@@ -155,12 +151,10 @@ def record_video(
 
 
 class Evaluator:
-    """A training run's evaluations: deterministic episodes (the squashed mean action) of
-    the learner on envs of its own (`env` and up to EVAL_COPIES - 1 copies from
-    `make_env`, side by side), the k-th of the `eval_every` schedule (by its step; one
-    off it takes the next one's k) seeded with `seed + 100 + k` (recorded with it, so
-    that scripts/evaluate.py can repeat it, and a resumed run evaluates on the same
-    starts), and a video of every `video_every`-th one in `videos_dir`."""
+    """A training run's evaluations: deterministic episodes of the learner on envs of its
+    own (`env` and up to EVAL_COPIES - 1 copies from `make_env`, side by side), seeded as
+    `seed()` says (recorded with them, so that scripts/evaluate.py can repeat them), and a
+    video of every `video_every`-th one in `videos_dir`."""
 
     def __init__(
         self,
@@ -175,8 +169,7 @@ class Evaluator:
         self.videos_dir = videos_dir
         self._make_env = make_env
         self._copies: List[gym.Env] = []  # made at the first evaluation
-        # Whether the run was asked to stop (the trainer's SIGINT/SIGTERM flag): a video
-        # being recorded then ends at once.
+        # The trainer's SIGINT/SIGTERM flag: a video being recorded ends at once.
         self.stop_requested: Callable[[], bool] = lambda: False
 
     def envs(self) -> List[gym.Env]:
@@ -191,22 +184,30 @@ class Evaluator:
         return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)
 
     def seed(self, step: int, scheduled: bool) -> int:
-        """seed + 100 + k for the k-th evaluation of the eval_every schedule (from 0: the
-        one at the step that crossed its (k+1)-th multiple), and for an evaluation off it
-        (a run's end, a stop) the next one's k (0 without eval_every): by step, so that a
-        run continued past its end evaluates as the run trained at once."""
+        """seed + 100 + k for the k-th evaluation of the eval_every schedule, and for one off
+        it the next one's k: by step, so that a run continued past its end evaluates as the
+        run trained at once."""
         every = self.config.eval_every
         k = (step // every - (1 if scheduled else 0)) if every else 0
         return self.config.seed + 100 + max(0, k)
 
     def evaluate(self, step: int, count: int, scheduled: bool = True) -> Dict:
-        """Evaluation number `count` (from 0) at env step `step`, as a history entry; one of
-        the eval_every schedule's where `scheduled`."""
+        """Evaluation number `count` (from 0) at env step `step`, as a history entry."""
         cfg, seed, successes = self.config, self.seed(step, scheduled), []
         returns = run_episodes(self.envs(), self.policy, cfg.eval_episodes, seed, successes)
         mean, std = float(np.mean(returns)), float(np.std(returns))
         if cfg.video_every and (count + 1) % cfg.video_every == 0:
-            self.record_video(step)
+            record_video(
+                cfg.env_id,
+                self.policy,
+                self.videos_dir,
+                f"step-{step}",
+                1,
+                cfg.seed + 7,
+                cfg.env_kwargs,
+                progress=cfg.progress_bar,
+                stop=self.stop_requested,
+            )
         entry = {"step": step, "return_mean": mean, "return_std": std, "seed": seed}
         entry["scheduled"] = scheduled
         rate = success_rate(successes)
@@ -221,20 +222,6 @@ class Evaluator:
             "" if rate is None else f", success rate {rate:.2f}",
         )
         return entry
-
-    def record_video(self, step: int) -> None:
-        cfg = self.config
-        record_video(
-            cfg.env_id,
-            self.policy,
-            self.videos_dir,
-            f"step-{step}",
-            1,
-            cfg.seed + 7,
-            cfg.env_kwargs,
-            progress=cfg.progress_bar,
-            stop=self.stop_requested,
-        )
 
     def close(self) -> None:
         for env in [self.env, *self._copies]:

@@ -40,11 +40,9 @@ _SHOWN = ("critic_loss", "actor_loss", "alpha", "entropy")  # SAC's, on the prog
 
 
 def _drop_events_after(folder: str, step: int) -> None:
-    """Rewrites the event files in `folder` that hold summaries after `step` without them:
-    TensorBoard would draw a killed session's points beside the resumed session's (it drops
-    them only for TF1's SessionLog events, and only in its Python loader). Every file is
-    read (no file time tells: a copied run directory's are the copy's). A file cut short by
-    the kill keeps its whole records; a file that cannot be rewritten is said, not fatal."""
+    """Rewrites the event files in `folder` without their summaries after `step`: TensorBoard
+    would draw a killed session's points beside the resumed session's. A file cut short by
+    the kill keeps its whole records; one that cannot be rewritten is said, not fatal."""
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "events.out.tfevents.*"))):
         records, cut = [], False
         try:
@@ -93,12 +91,10 @@ class ProgressLog:
         on_log: Optional[Callable[[Dict], None]] = None,
         extra_fields: Sequence[str] = (),
     ):
-
         self.run_dir = run_dir
         self.metric_names = tuple(metric_names)
-        # The progress line's losses: SAC's, with a variant's own metrics after the
-        # critics' loss (v1's value_loss); SAC's others (alpha_loss, q_mean) go to the
-        # files only.
+        # The line's losses: SAC's, a variant's own after the critics' (v1's value_loss);
+        # SAC's others (alpha_loss, q_mean) go to the files only.
         own = [n for n in self.metric_names if n not in SAC.metric_names]
         self._shown = (_SHOWN[0], *own, *_SHOWN[1:])
         self.extra_fields = tuple(extra_fields)  # e.g. env runners' statistics
@@ -109,8 +105,8 @@ class ProgressLog:
         )
 
     def truncate(self, step: int, events: bool = True) -> None:
-        """Drops progress rows and, with `events`, TensorBoard scalars after `step` (those
-        of a session after the checkpoint that a resumed run continues from)."""
+        """Drops progress rows and, with `events`, TensorBoard scalars after `step`: a killed
+        session's, after the checkpoint a resume continues from."""
         if events:
             if self.writer is not None:
                 self.writer.flush()  # its own file whole: read, it is left as it is
@@ -202,8 +198,8 @@ class ProgressLog:
             self.on_log(record)
 
     def offline_updates(self, count: int, total: int, metrics: Dict) -> None:
-        """Offline-only training's line after `count` of `total` updates, and its learner
-        curves in TensorBoard by update (the env step stays 0)."""
+        """Offline-only training's line after `count` of `total` updates, and TensorBoard's
+        learner curves by update (the env step stays 0)."""
         text = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
         logging.info("offline update %d of %d: %s", count, total, text)
         self.scalars(count, {f"learner/{k}": metrics[k] for k in self.metric_names})

@@ -24,9 +24,8 @@ class Interrupted(TfsacError):
 
 
 class StartInterrupted(Interrupted):
-    """SIGINT or SIGTERM while a run's env runners started (held until Ray was up: one cut
-    by a KeyboardInterrupt crashed the process or left Ray's processes); they were stopped
-    again before training."""
+    """SIGINT or SIGTERM while a run's env runners started (held until Ray was up, which a
+    KeyboardInterrupt would cut); they were stopped again before training."""
 
     def __init__(self, signum: int, what: str):
         TfsacError.__init__(
@@ -36,9 +35,8 @@ class StartInterrupted(Interrupted):
 
 
 class StopSignals:
-    """SIGINT and SIGTERM as a flag that a loop polls (so that it can save and stop
-    cleanly) instead of an exception anywhere; `on_signal(signum)` runs at the first one.
-    Outside the main thread (where signals cannot be caught) it never fires."""
+    """SIGINT and SIGTERM as a flag a loop polls instead of an exception anywhere;
+    `on_signal(signum)` runs at the first one. Outside the main thread it never fires."""
 
     def __init__(
         self, on_signal: Optional[Callable[[int], None]] = None, second_interrupts: bool = False

@@ -1,6 +1,5 @@
-"""Callbacks that stop a run cleanly, as Stable-Baselines3's of the same names: at a return
-threshold, and when the evaluations stop improving; and the callbacks a config asks for
-(its stop_* options and keep_best)."""
+"""Callbacks that stop a run cleanly, as Stable-Baselines3's of the same names, and the
+callbacks a config asks for (its stop_* options and keep_best)."""
 
 from __future__ import annotations
 
@@ -30,7 +29,6 @@ class StopTrainingOnRewardThreshold(Callback):
     """
 
     def __init__(self, reward_threshold: float, verbose: int = 0):
-        # A text or a NaN would otherwise fail or never stop mid-run.
         name = "StopTrainingOnRewardThreshold: reward_threshold"
         self.reward_threshold = checked_number(name, reward_threshold)
         self.asked_by = type(self).__name__  # the config's option, where it made this
@@ -103,8 +101,8 @@ class StopTrainingOnNoModelImprovement(Callback):
 
 
 def config_callbacks(config) -> List[Callback]:
-    """The callbacks that the config's stop_at_return, stop_after_no_improvement and
-    keep_best ask for (keeping the best first, so that it sees a stop's evaluation)."""
+    """The callbacks the config's options ask for (keeping the best first, so that it sees a
+    stop's evaluation)."""
     callbacks: List[Callback] = []
     if config.keep_best:
         callbacks.append(SaveBestPolicy())  # in <run_dir>/best

@@ -16,11 +16,12 @@ from tfsac.config import SACConfig
 from tfsac.data.envs import EnvFn
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.spaces import EnvSpec
+from tfsac.data.update_schedule import crossed
 from tfsac.deploy.export import export_trained_policy
 from tfsac.files import SUMMARY_FILE, write_json
 from tfsac.logs import lines_above, progress_bar, progress_lines
 from tfsac.run.builder import ENVS_FILE, STOP_OPTIONS, build_run
-from tfsac.run.callbacks import Callback, IntervalTrigger, crossed
+from tfsac.run.callbacks import Callback
 from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import log_summary, run_summary
 from tfsac.run.preflight import CheckedRun, check_options
@@ -54,18 +55,15 @@ class TrainResult:
     run_dir: str
     saved_model_path: Optional[str]
     summary: Dict
-    # Why a callback stopped the run (summary.json's "stop"), at whichever step, or None.
     stop_reason: Optional[str] = None
-    # A resume of a run that had finished: nothing trained or exported in this call.
     already_finished: bool = False
 
 
 class Trainer:
     """One SAC run, built and then run: `Trainer(config, ...).run()` is `train(config, ...)`,
-    whose docstring describes the arguments. Building makes the run's parts (learner,
-    replay buffer, collection source, checkpointer, evaluator, progress log) and, with
-    `resume`, restores them from the newest checkpoint; build one to look at them
-    (`config`, `learner`, `run_dir`) before `run()` trains."""
+    whose docstring describes the arguments. Building makes the run's parts (`config`,
+    `learner`, `run_dir`, ...; restored from the newest checkpoint with `resume`); look at
+    them before `run()` trains."""
 
     def __init__(
         self,
@@ -79,7 +77,7 @@ class Trainer:
         on_evaluation: Optional[Callable[[Dict], None]] = None,
         callbacks: Sequence[Callback] = (),
     ):
-        self.parts = parts = build_run(
+        self.parts = build_run(
             config,
             export,
             resume,
@@ -90,21 +88,11 @@ class Trainer:
             on_evaluation=on_evaluation,
             callbacks=callbacks,
         )
-        self.config, self.run_dir, self.spec = parts.config, parts.run_dir, parts.spec
-        self.learner, self.buffer, self.source = parts.learner, parts.buffer, parts.source
-        self.evaluator, self.checkpointer = parts.evaluator, parts.checkpointer
-        self.schedule, self.updates, self.progress = parts.schedule, parts.updates, parts.progress
-        self.loop, self.resumed_from = parts.loop, parts.resumed_from
-        self.callbacks = parts.callbacks
+        for field in dataclasses.fields(self.parts):  # trainer.config, .learner, .loop, ...
+            setattr(self, field.name, getattr(self.parts, field.name))
         self.learning_clock = Stopwatch(before=self.loop.learning_time_s)
         self._checkpoint = self.resumed_from  # the newest this process knows of
-        cfg = self.config
-        self.triggers = [  # after the step's evaluation: a checkpoint holds it
-            IntervalTrigger(cfg.log_every, self._log, at_end=True),  # a last row at the end
-            IntervalTrigger(cfg.checkpoint_every, self._save_checkpoint, at_end=True),
-        ]
 
-    # --------------------------------------------------------------- checkpoints
     def _save_checkpoint(self) -> None:
         with self.learning_clock.paused():
             self.updates.check_finite(self.loop.step)
@@ -117,7 +105,7 @@ class Trainer:
                 **self.schedule.state(),
                 **self.source.state(),
                 **self.updates.state(),
-                **(self.parts.mixed.state() if self.parts.mixed else {}),
+                **(self.mixed.state() if self.mixed else {}),
             }
             snapshot = self.source.snapshot()
             blobs = {ENVS_FILE: snapshot} if snapshot is not None else None
@@ -125,11 +113,9 @@ class Trainer:
             self._checkpoint = path
         logging.info("checkpoint at step %d: %s", self.loop.step, path)
 
-    # ------------------------------------------------------ evaluation, logging
     def _evaluate_and_record(self, scheduled: bool) -> None:
-        """Evaluates the policy now, off the learning clock, and records the result in the
-        loop state and the progress logs. `scheduled`: one of eval_every's evaluations (not
-        a run's end's or a stop's), which stop_after_no_improvement counts."""
+        """Evaluates the policy now, off the learning clock, into the loop state and the logs;
+        `scheduled`: one of eval_every's (not the end's or a stop's)."""
         loop = self.loop
         with self.learning_clock.paused():
             evaluation = self.evaluator.evaluate(loop.step, len(loop.evaluations), scheduled)
@@ -146,31 +132,27 @@ class Trainer:
             ret = self.loop.mean_recent_return()
             self._bar.set_postfix(ret=f"{ret:.1f}", sps=f"{steps_per_s:.0f}", refresh=False)
 
-    def _result(self, saved_model_path: Optional[str], summary: Dict, stop_reason=None):
+    def _result(self, summary: Dict, stop_reason=None, already_finished=False) -> TrainResult:
         # Absolute, as the SavedModel's path: the caller's directory may change after.
-        run_dir = os.path.abspath(self.run_dir)
-        return TrainResult(
-            self.learner, self.spec, self.buffer, run_dir, saved_model_path, summary, stop_reason
-        )
+        run_dir, saved = os.path.abspath(self.run_dir), summary.get("saved_model_path")
+        parts = (self.learner, self.spec, self.buffer, run_dir, saved, summary, stop_reason)
+        return TrainResult(*parts, already_finished)
 
-    # ---------------------------------------------------------------------- loop
     def run(self) -> TrainResult:
-        """Trains to `total_steps`, or until a callback stops it; returns the `TrainResult`.
-        A Fault where another process trains in the run directory, or trained in it since
-        this Trainer was built; NonFiniteError and Interrupted as `train`."""
+        """Trains to `total_steps`, or until a callback stops it; raises as `train`, and a
+        Fault where another process trained in the run directory since this was built."""
         try:
-            self.parts.lock.hold()
+            self.lock.hold()
             self.checkpointer.check_newest(self._checkpoint)
             return self._run()
         finally:
-            self.parts.lock.release()
+            self.lock.release()
 
     def _run(self) -> TrainResult:
         if self.parts.finished():
             summary = self.parts.completed_summary()
-            saved, stop = summary.get("saved_model_path"), summary.get("stop") or {}
-            result = self._result(saved, summary, stop.get("reason"))
-            return dataclasses.replace(result, already_finished=True)
+            reason = (summary.get("stop") or {}).get("reason")
+            return self._result(summary, reason, already_finished=True)
         cfg, loop = self.config, self.loop
         # What a killed session (or another run since the build) wrote after this state.
         self.progress.truncate(loop.step)
@@ -220,8 +202,7 @@ class Trainer:
 
     def _learn_offline(self, stop: StopSignals) -> None:
         """Offline-only training (total_steps=0): `offline_updates` updates on the recorded
-        data in compiled calls (Updates.pay_offline), a line every log_every of them, then the end's
-        evaluation and checkpoint; a resume continues from the checkpoint's update count."""
+        data, a line every log_every of them, then the end's evaluation and checkpoint."""
         updates, total, every = self.updates, self.config.offline_updates, self.config.log_every
         self.source.start(self.loop, updates.start())
         while updates.count < total:
@@ -234,8 +215,8 @@ class Trainer:
         self._after_step(0, None)
 
     def _record(self, transitions, steps: int) -> tuple:
-        """Puts `steps` env steps' transitions into the buffer and books them; returns
-        (whether a collection phase ended, the gradient steps now due)."""
+        """Books `steps` env steps' transitions; returns (whether a collection phase ended,
+        the gradient steps now due)."""
         loop = self.loop
         step_before, loop.step = loop.step, loop.step + steps
         bad = transitions.first_nonfinite()
@@ -251,25 +232,26 @@ class Trainer:
         return self.schedule.after_env_step(step_before, loop.step, finished)
 
     def _after_step(self, step_before: int, stop: Optional[int]) -> bool:
-        """The triggers whose intervals the env steps from `step_before` crossed (all at
-        the end, a checkpoint on a stop request), then the callbacks, then the stop;
-        returns whether a callback stopped the run here (after its final evaluation and
-        checkpoint)."""
-        step, calls = self.loop.step, self.callbacks
-        at_end = step >= self.config.total_steps
-        log, checkpoint = self.triggers
-        scheduled = crossed(step_before, step, self.config.eval_every)
+        """The evaluation, progress row and checkpoint whose intervals the env steps from
+        `step_before` crossed (all at the end; a row and a checkpoint on a stop request),
+        then the callbacks, then the stop; returns whether a callback stopped the run here
+        (after its final evaluation and checkpoint)."""
+        cfg, step, calls = self.config, self.loop.step, self.callbacks
+        at_end = step >= cfg.total_steps
+        scheduled = crossed(step_before, step, cfg.eval_every)
         evaluated = scheduled or at_end
         if evaluated:
             self._evaluate_and_record(scheduled)
-        logged = log(step_before, step, at_end or stop is not None)  # a signal's stop: a row
+        logged = at_end or stop is not None or crossed(step_before, step, cfg.log_every)
+        if logged:  # after the step's evaluation, as the checkpoint
+            self._log()
         if calls.stop_reason is not None and not evaluated:  # asked by on_log
             self._evaluate_and_record(scheduled=False)
             evaluated = True
-        saved = checkpoint(step_before, step, at_end)
-        if not saved and (stop is not None or calls.stop_reason is not None):
+        asked = stop is not None or calls.stop_reason is not None
+        saved = at_end or asked or crossed(step_before, step, cfg.checkpoint_every)
+        if saved:
             self._save_checkpoint()
-            saved = True
         # After the checkpoint: a run that a callback stops (by raising) keeps this step.
         if evaluated:
             calls.on_evaluation(dict(self.loop.evaluations[-1]))
@@ -284,7 +266,6 @@ class Trainer:
             raise Interrupted(stop, f"step {step}", self.run_dir)
         return False
 
-    # -------------------------------------------------------------------- finish
     def _finish(self) -> TrainResult:
         wall_time = self.session_clock.seconds()
         for part in (self.evaluator, self.progress):
@@ -306,10 +287,9 @@ class Trainer:
             if self.config.export
             else None,
         )
-        write_json(self.parts.files.file(SUMMARY_FILE), summary)
+        write_json(self.files.file(SUMMARY_FILE), summary)
         log_summary(summary, self.run_dir)
-        saved = summary["saved_model_path"]
-        return self._result(saved, summary, reason)
+        return self._result(summary, reason)
 
 
 def _stop_entry(step: int, callbacks) -> Dict:

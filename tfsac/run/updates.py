@@ -54,8 +54,7 @@ class Updates:
 
     def load_state(self, state: Dict, step: int) -> None:
         self.owed = state["owed_updates"]
-        # The progress rows before this session's first update repeat them, as the
-        # uninterrupted run's do (a checkpoint of an earlier version holds none).
+        # Progress rows before this session's first update repeat them, as an unbroken run's.
         self.metrics = state.get("last_metrics")
         if self.metrics is not None:
             self.learner.sac.hold_actor_metrics(self.metrics)
@@ -83,13 +82,11 @@ class Updates:
         observation: Optional[np.ndarray],
         observed: Optional[np.ndarray],
     ) -> Iterator[Optional[np.ndarray]]:
-        """Runs the owed updates in calls of `per_call` updates (None: all that are owed, in
-        one call; the run's last call may be shorter: a new size, compiled once, off the
-        clock) and yields after each the actions it picked for `observation` (None without
-        one). The clock starts after the session's first call, so that the one-off XLA
-        compilation does not count against throughput. `observed`, the chunk's new
-        observations, goes into the normaliser before any update: inside the first call,
-        or here when no call is due. At the run's end every variable is checked."""
+        """Runs the owed updates in calls of `per_call` updates (None: all owed, in one call;
+        the run's last call may be shorter: a new size, compiled off the clock) and yields
+        after each the actions it picked for `observation` (None without one). The clock
+        starts after the session's first call, leaving XLA's compilation out. `observed`,
+        the chunk's new observations, goes into the normaliser before any update."""
         at_end = step >= self.config.total_steps
         while self.owed and (per_call is None or self.owed >= per_call or at_end):
             count = self.owed if per_call is None else min(per_call, self.owed)
@@ -108,19 +105,16 @@ class Updates:
             self.check_finite(step)
 
     def pay_offline(self, clock: Stopwatch, total: int, every: int) -> None:
-        """One compiled call of offline-only training (total_steps=0): up to OFFLINE_CALL
-        updates towards `total`, ending at the next multiple of `every` (log_every), so its
-        progress line and TensorBoard's learner curves (by update: the env step stays 0)
-        say that update's metrics."""
+        """One compiled call of offline-only training: up to OFFLINE_CALL updates towards
+        `total`, ending at the next multiple of `every` (log_every), whose line it makes."""
         before = self.count
         self.owed = min(OFFLINE_CALL, total - before, every - before % every)
         for _ in self.pay(0, clock, self.owed, None, None):
             pass
 
     def _call(self, gradient_steps: int, step: int, observation, observed) -> Optional[np.ndarray]:
-        """Runs `gradient_steps` updates (after folding `observed` into SimBa's normaliser);
-        with `observation`, also picks the next step's actions with the updated policy in
-        the same compiled call and returns them."""
+        """Runs `gradient_steps` updates; with `observation`, also returns the next step's
+        actions, picked by the updated policy in the same compiled call."""
         factor = self.lr_schedule(step, self.config.total_steps)
         # The rates are variables read by the compiled update: set them only when they move.
         if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
@@ -139,9 +133,8 @@ class Updates:
         return action
 
     def check_finite(self, step: int, metrics=None, flagged: bool = False) -> None:
-        """Raises naming the metrics and variables that hold a NaN or Inf: after a call's
-        flag, and over every variable before a checkpoint and at the end (the flag leaves
-        the critics to the next call's losses)."""
+        """Raises naming the metrics and variables that hold a NaN or Inf (after a call's flag,
+        before a checkpoint and at the end: the flag leaves the critics to the next loss)."""
         names = self.learner.nonfinite_quantities(metrics)
         if names or flagged:
             names = ", ".join(names[:6]) or "the update"

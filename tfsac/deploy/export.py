@@ -203,14 +203,18 @@ def mark_checkpoint(
     """Records in `metadata` which checkpoint the weights come from; returns the model's
     newest version where it holds them already, with each of `formats`, else None."""
     metadata["checkpoint"] = _checkpoint_identity(checkpoint)
-    newest = _newest_version_from(export_dir, model_name, metadata["checkpoint"])
-    if newest is None:
+    model_dir = os.path.join(export_dir, model_name)
+    versions = model_versions(model_dir)
+    if not versions:
         return None
+    newest = os.path.abspath(os.path.join(model_dir, versions[-1]))
     try:
-        recorded = read_metadata(newest).get("tflite_quantization", "none")
+        recorded = read_metadata(newest)
     except Fault:  # a sidecar damaged since: not a version to stand for this one
         return None
-    if "tflite" in formats and recorded != quantization:
+    if recorded.get("checkpoint") != metadata["checkpoint"]:
+        return None
+    if "tflite" in formats and recorded.get("tflite_quantization", "none") != quantization:
         return None
     wanted = [FILES[f] for f in formats if f in FILES]
     return newest if all(os.path.isfile(os.path.join(newest, f)) for f in wanted) else None
@@ -223,18 +227,3 @@ def _checkpoint_identity(checkpoint: str) -> dict:
         digest = hashlib.sha1(f.read()).hexdigest()
     where = hashlib.sha1(os.path.abspath(checkpoint).encode()).hexdigest()
     return {"name": os.path.basename(checkpoint), "path_sha1": where, "index_sha1": digest}
-
-
-def _newest_version_from(export_dir: str, model_name: str, identity: dict) -> Optional[str]:
-    """The model's newest version folder where it was exported from `identity`, or None."""
-    model_dir = os.path.join(export_dir, model_name)
-    versions = model_versions(model_dir)
-    if not versions:
-        return None
-    newest = os.path.join(model_dir, versions[-1])
-    try:
-        with open(os.path.join(newest, METADATA_FILE)) as f:
-            recorded = json.load(f).get("checkpoint")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return os.path.abspath(newest) if recorded == identity else None

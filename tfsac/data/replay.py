@@ -140,7 +140,6 @@ class ReplayBuffer:
     ):
         self.capacity, self.obs_dim, self.action_dim = int(capacity), int(obs_dim), int(action_dim)
         self.n_steps, self.gamma = int(n_steps), float(gamma)
-        self.layout = transition_layout(obs_dim, action_dim)
         self._rows = np.zeros((self.capacity, self.row_width(obs_dim, action_dim)), np.float32)
         fields = row_fields(self._rows, obs_dim)
         self.observation, self.action = fields["observation"], fields["action"]
@@ -149,7 +148,7 @@ class ReplayBuffer:
         self.next_index = np.zeros(self.capacity, np.int32)
         self._columns = {}  # field -> its columns of a packed row, for unpack
         start = 0
-        for name, w in self.layout:
+        for name, w in transition_layout(obs_dim, action_dim):
             self._columns[name] = start if name in SCALAR_FIELDS else slice(start, start + w)
             start += w
         self._clear_side()

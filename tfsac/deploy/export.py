@@ -40,12 +40,6 @@ WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_BATCHES = (1, 64)  # one client's request, and a batch as TF Serving's batching makes
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)  # reading the umask means setting it; set back at once
-    os.umask(mask)
-    return mask
-
-
 def build_archive(
     actor: keras.Model, spec: EnvSpec, metadata: dict, log_std_bounds=(-20.0, 2.0)
 ) -> keras.export.ExportArchive:
@@ -111,7 +105,7 @@ def goal_endpoint(flat, columns):
     return endpoint
 
 
-def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> str:
+def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> None:
     """Writes the warmup requests TF Serving replays when it loads the version, so that the
     first client request does not pay for the graph's first runs."""
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
@@ -129,7 +123,6 @@ def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> s
             request.inputs["observation"].CopyFrom(tf.make_tensor_proto(observations))
             log = prediction_log_pb2.PredictLog(request=request)
             writer.write(prediction_log_pb2.PredictionLog(predict_log=log).SerializeToString())
-    return path
 
 
 def export_policy(
@@ -160,7 +153,9 @@ def export_policy(
         write_warmup_requests(tmp, model_name, spec)
         checked = write_formats(tmp, formats, metadata, quantization)  # from the SavedModel
         # mkdtemp's 0700 would hide it from a TF Serving container of another user.
-        os.chmod(tmp, 0o777 & ~_umask())
+        umask = os.umask(0o022)  # reading the umask means setting it; set back at once
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
         os.rename(tmp, final)
     except (OSError, tf.errors.OpError) as e:  # OpError: TF's own writes (e.g. a full disk)
         raise Fault(f"cannot export the SavedModel to {final!r}: {first_line(e)}") from None

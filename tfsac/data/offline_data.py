@@ -205,18 +205,17 @@ def _arrays(value):
 def _flat_observations(where: str, obs, space: Optional[gym.Space], steps: int) -> np.ndarray:
     """Observations as the networks take them: Dict or Tuple ones flattened step by step, as
     make_env flattens the env's own."""
-    if not isinstance(obs, (dict, tuple)):
-        with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
-            return np.asarray(obs, np.float32)
-    if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-        raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
-    try:
-        batched = gym.vector.utils.batch_space(space, steps)
-        rows = [gym.spaces.flatten(space, o) for o in gym.vector.utils.iterate(batched, obs)]
-    except (KeyError, IndexError, ValueError, TypeError) as e:
-        raise TfsacError(f"{where}: observations that do not fit the env's {space}: {e}") from None
+    if isinstance(obs, (dict, tuple)):
+        if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+            raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
+        try:
+            batched = gym.vector.utils.batch_space(space, steps)
+            obs = [gym.spaces.flatten(space, o) for o in gym.vector.utils.iterate(batched, obs)]
+        except (KeyError, IndexError, ValueError, TypeError) as e:
+            error = f"{where}: observations that do not fit the env's {space}: {e}"
+            raise TfsacError(error) from None
     with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
-        return np.asarray(rows, np.float32)
+        return np.asarray(obs, np.float32)
 
 
 def _same_env(source: str, env_id: Optional[str], spec: EnvSpec) -> None:

@@ -76,24 +76,24 @@ class ProgressLines:
             print(f"{spec['name']}: interrupted; --resume continues it", flush=True)
             return
         self.ended += 1
-        head = f"[{self.ended}/{self.total}] {spec['name']}:"
         if result.get("error"):
-            self.state.update(spec["name"], status="failed", error=result["error"])
-            print(f"{head} failed: {result['error']}", flush=True)
+            self._failed(spec["name"], result["error"])
             return
         ret, steps = result.get("eval_return"), result.get("env_steps")
         seconds = result.get("wall_time_s", result.get("time_total_s", 0.0))
         status = "finished" if result.get("finished") else "stopped"
         self.state.update(spec["name"], status=status, wall_time_s=seconds)
         what = "return" if status == "finished" else "stopped early, return"
+        head = f"[{self.ended}/{self.total}] {spec['name']}:"
         print(f"{head} {what} {ret:.1f} at {steps} env steps, {seconds:.0f} s", flush=True)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        spec = trial.config["trial"]
         self.ended += 1
-        error = _error_line(trial)
-        self.state.update(spec["name"], status="failed", error=error)
-        print(f"[{self.ended}/{self.total}] {spec['name']}: failed: {error}", flush=True)
+        self._failed(_trial_name(trial), _error_line(trial))
+
+    def _failed(self, name: str, error: str) -> None:
+        self.state.update(name, status="failed", error=error)
+        print(f"[{self.ended}/{self.total}] {name}: failed: {error}", flush=True)
 
     def on_trial_recover(self, iteration, trials, trial, **info):
         name, error = trial.config["trial"]["name"], _error_line(trial)

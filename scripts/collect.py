@@ -31,7 +31,7 @@ from absl import flags  # noqa: E402
 
 from tfsac.config.fields import SEED  # noqa: E402 - TF-free
 from tfsac.data import recording  # noqa: E402 - TF-free
-from tfsac.data.env_checks import check_env_id, check_policy_fits  # noqa: E402
+from tfsac.data.env_checks import check_env_fits, check_env_id  # noqa: E402
 from tfsac.data.offline_data import FORMATS, check_output  # noqa: E402
 from tfsac.deploy.loading import check_saved_model  # noqa: E402 - TF-free
 from tfsac.deploy.metadata import read_metadata  # noqa: E402 - TF-free
@@ -115,7 +115,7 @@ def _check_env(env_id: str, kwargs) -> None:
     and the SavedModel, where one is given, fits the env."""
     import gymnasium as gym
 
-    from tfsac.data.envs import make_env
+    from tfsac.data.envs import env_spec, make_env
     from tfsac.run.preflight import check_recording
 
     env = make_env(env_id, env_kwargs=kwargs)
@@ -123,7 +123,7 @@ def _check_env(env_id: str, kwargs) -> None:
         dims = gym.spaces.flatdim(env.observation_space), gym.spaces.flatdim(env.action_space)
         limit = env.spec.max_episode_steps if env.spec is not None else None
         if FLAGS.saved_model:
-            check_policy_fits(read_metadata(FLAGS.saved_model), env_id, env)
+            check_env_fits(env_id, env_spec(env_id, env), read_metadata(FLAGS.saved_model))
     finally:
         env.close()
     if FLAGS.transitions:

@@ -1,5 +1,5 @@
 """The checks of the env a user names, before anything is written: making it, its spaces,
-its gymnasium API, a goal env's reward for HER, and a SavedModel's fit to it."""
+its gymnasium API, a goal env's reward for HER, and a saved policy's fit to it."""
 
 from __future__ import annotations
 
@@ -222,29 +222,10 @@ def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> 
         ) from None
 
 
-def check_policy_fits(metadata: Dict, env_id: str, env: gym.Env) -> None:
-    """Refuses a SavedModel whose metadata does not fit the env it would record on, before
-    the policy loads."""
-    obs_dim = int(np.prod(env.observation_space.shape or (0,)))
-    low, high = env.action_space.low, env.action_space.high
-    if "observation_dim" in metadata and metadata["observation_dim"] != obs_dim:
-        raise TfsacError(
-            f"the SavedModel takes observations of {metadata['observation_dim']} values, "
-            f"{env_id} gives {obs_dim}"
-        )
-    bounds = (metadata.get("action_low"), metadata.get("action_high"))
-    if None not in bounds and not (
-        np.shape(bounds[0]) == low.shape
-        and np.allclose(bounds[0], low)
-        and np.allclose(bounds[1], high)
-    ):
-        raise TfsacError(f"the SavedModel's action bounds {bounds} are not {env_id}'s")
-
-
-# The env a user names to evaluate a saved policy on.
 def check_env_fits(env_id: str, spec, info: Dict) -> None:
     """TfsacError where the observations or action bounds of `env_id` (its EnvSpec, `spec`)
-    are not those of the policy that `info` (a policy's metadata) describes."""
+    are not those of the policy that `info` (a policy's metadata) describes: the env a user
+    names to evaluate or record a saved policy on."""
     if "observation_dim" not in info:  # nothing to compare with
         return
     if spec.obs_dim != info["observation_dim"]:

@@ -75,7 +75,7 @@ class HerReplayBuffer(ReplayBuffer):
                 self._store(episode)
             else:
                 self._open.setdefault(row[3].tobytes(), []).append(episode)
-        while self.open_episodes > MAX_OPEN_EPISODES:
+        while len(self._open_list()) > MAX_OPEN_EPISODES:
             self._store(self._take(next(iter(self._open))))
 
     def _take(self, key: bytes) -> List[tuple]:
@@ -87,10 +87,6 @@ class HerReplayBuffer(ReplayBuffer):
         if not waiting:
             del self._open[key]
         return episode
-
-    @property
-    def open_episodes(self) -> int:
-        return sum(len(waiting) for waiting in self._open.values())
 
     def _open_list(self) -> List[List[tuple]]:
         """The open episodes, in the order their keys were opened."""

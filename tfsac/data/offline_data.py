@@ -9,7 +9,7 @@ import json
 import os
 import re
 import zipfile
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -96,12 +96,6 @@ def _from_npz(source: str) -> Episodes:
     return Episodes("npz", meta["env_id"], low, high, episodes)
 
 
-def _minari_datasets() -> str:
-    """Minari's datasets folder, as minari.storage.get_dataset_path names it (unmade)."""
-    default = os.path.join(os.path.expanduser("~"), ".minari", "datasets")
-    return os.environ.get("MINARI_DATASETS_PATH") or default
-
-
 def _no_dataset(source: str, root: str) -> TfsacError:
     return TfsacError(
         f"offline_data {source!r}: no such folder, and no Minari dataset of that id in {root} "
@@ -120,7 +114,9 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
             "Minari dataset id, is not installed (pip install 'tfsac[offline]', or "
             '-e ".[offline]" in a checkout)'
         ) from None
-    root = _minari_datasets()
+    # Minari's datasets folder, as minari.storage.get_dataset_path names it (unmade).
+    default = os.path.join(os.path.expanduser("~"), ".minari", "datasets")
+    root = os.environ.get("MINARI_DATASETS_PATH") or default
     if data_path is None and not os.path.isdir(os.path.dirname(os.path.join(root, source))):
         raise _no_dataset(source, root)  # before minari, which makes its datasets folder
     try:
@@ -209,18 +205,17 @@ def _arrays(value):
 def _flat_observations(where: str, obs, space: Optional[gym.Space], steps: int) -> np.ndarray:
     """Observations as the networks take them: Dict or Tuple ones flattened step by step, as
     make_env flattens the env's own."""
-    if not isinstance(obs, (dict, tuple)):
-        with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
-            return np.asarray(obs, np.float32)
-    if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-        raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
-    try:
-        batched = gym.vector.utils.batch_space(space, steps)
-        rows = [gym.spaces.flatten(space, o) for o in gym.vector.utils.iterate(batched, obs)]
-    except (KeyError, IndexError, ValueError, TypeError) as e:
-        raise TfsacError(f"{where}: observations that do not fit the env's {space}: {e}") from None
+    if isinstance(obs, (dict, tuple)):
+        if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+            raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
+        try:
+            batched = gym.vector.utils.batch_space(space, steps)
+            obs = [gym.spaces.flatten(space, o) for o in gym.vector.utils.iterate(batched, obs)]
+        except (KeyError, IndexError, ValueError, TypeError) as e:
+            error = f"{where}: observations that do not fit the env's {space}: {e}"
+            raise TfsacError(error) from None
     with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
-        return np.asarray(rows, np.float32)
+        return np.asarray(obs, np.float32)
 
 
 def _same_env(source: str, env_id: Optional[str], spec: EnvSpec) -> None:
@@ -249,15 +244,11 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
             f"offline_data {source!r} has action bounds [{_text(data.action_low)}, "
             f"{_text(data.action_high)}], the env [{_text(low)}, {_text(high)}]"
         )
-    parts: List[List[np.ndarray]] = [[] for _ in range(5)]
     space = space_from_json(spec.observation_space_json) if spec.observation_space_json else None
-    for n, episode in enumerate(data.episodes):
-        rows = _episode_rows(source, n, episode, spec, space)
-        for part, array in zip(parts, rows, strict=True):
-            part.append(array)
-    if not parts[0] or not sum(len(r) for r in parts[2]):
+    episodes = [_episode_rows(source, n, e, spec, space) for n, e in enumerate(data.episodes)]
+    if not sum(len(rows[2]) for rows in episodes):
         raise TfsacError(f"offline_data {source!r} is empty: no transitions")
-    obs, action, reward, next_obs, ended = (np.concatenate(p) for p in parts)
+    obs, action, reward, next_obs, ended = (np.concatenate(p) for p in zip(*episodes, strict=True))
     # A dimension of zero width is 0, as the policy's 0 maps to its one value.
     fixed = high <= low
     unit = 2.0 * (action - low) / np.where(fixed, 1.0, high - low) - 1.0

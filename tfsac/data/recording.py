@@ -81,6 +81,8 @@ def write_dataset(
     """Writes `episodes` of `env_id` under `output`; returns what --offline_data takes: the
     .npz folder `output` itself, or the Minari dataset's folder output/<dataset_id>."""
     target = check_output(output, fmt, dataset_id, episodes)
+    env = make_env(env_id, env_kwargs=env_kwargs)  # its spaces, as training makes them
+    env.close()
     parent = os.path.dirname(os.path.abspath(target))
     try:
         os.makedirs(parent, exist_ok=True)
@@ -89,10 +91,10 @@ def write_dataset(
         raise Fault(f"cannot write the dataset to {target!r}: {e.strerror or e}") from None
     try:
         if fmt == "npz":
-            _write_npz(episodes, env_id, tmp, env_kwargs)
+            _write_npz(episodes, env_id, env, tmp, env_kwargs)
             written = tmp
         else:
-            _write_minari(episodes, env_id, tmp, dataset_id, description, env_kwargs)
+            _write_minari(episodes, env, tmp, dataset_id, description)
             written = os.path.join(tmp, dataset_id)
         if os.path.isdir(target):
             os.rmdir(target)  # empty (checked above)
@@ -107,10 +109,8 @@ def write_dataset(
     return target
 
 
-def _write_npz(episodes, env_id: str, folder: str, env_kwargs: Optional[dict]) -> None:
-    env = make_env(env_id, env_kwargs=env_kwargs)
+def _write_npz(episodes, env_id: str, env, folder: str, env_kwargs: Optional[dict]) -> None:
     space = env.action_space
-    env.close()
     meta = {
         "format": NPZ_FORMAT,
         "env_id": env_id,
@@ -125,9 +125,7 @@ def _write_npz(episodes, env_id: str, folder: str, env_kwargs: Optional[dict]) -
         json.dump(meta, f, indent=2)
 
 
-def _write_minari(
-    episodes, env_id: str, root: str, dataset_id: str, description: str, env_kwargs
-) -> None:
+def _write_minari(episodes, env, root: str, dataset_id: str, description: str) -> None:
     import minari  # the optional extra .[offline] (check_output found it)
     from minari.data_collector import EpisodeBuffer
 
@@ -142,13 +140,8 @@ def _write_minari(
         )
         for n, e in enumerate(episodes)
     ]
-    # The spaces as make_env gives them, under the registered id: Minari cannot import
-    # 'module:Id-v0' itself.
-    env = make_env(env_id, env_kwargs=env_kwargs)
-    try:
-        spec, obs_space, action_space = env.spec, env.observation_space, env.action_space
-    finally:
-        env.close()
+    # The spec under the registered id: Minari cannot import 'module:Id-v0' itself.
+    spec = env.spec
     if callable(spec.entry_point):  # a class registered in code: Minari stores specs as JSON
         cls = spec.entry_point
         spec = dataclasses.replace(spec, entry_point=f"{cls.__module__}:{cls.__qualname__}")
@@ -159,8 +152,8 @@ def _write_minari(
             buffers,
             env=spec,
             eval_env=spec,
-            observation_space=obs_space,
-            action_space=action_space,
+            observation_space=env.observation_space,
+            action_space=env.action_space,
             algorithm_name="tfsac scripts/collect.py",
             description=description or f"{len(episodes)} episodes recorded by tfsac",
             data_format="hdf5",

@@ -52,9 +52,10 @@ def _row_keys(rows: np.ndarray) -> List[bytes]:
     return rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist()
 
 
-def _rows_to_add(capacity, obs_dim, action_dim, *transitions) -> tuple:
+def _rows_to_add(buffer: ReplayBuffer, *transitions) -> tuple:
     """ReplayBuffer.add's arguments as (n, rows skipped, the arrays of the rows kept), every
     shape checked before any row is written so that a refused call changes nothing."""
+    capacity, obs_dim, action_dim = buffer.capacity, buffer.obs_dim, buffer.action_dim
     observation, action, reward, next_observation, terminated = transitions
     if np.ndim(observation) < 2:  # one transition (a scalar's too): rows of one
         observation, action, next_observation = (
@@ -139,7 +140,6 @@ class ReplayBuffer:
     ):
         self.capacity, self.obs_dim, self.action_dim = int(capacity), int(obs_dim), int(action_dim)
         self.n_steps, self.gamma = int(n_steps), float(gamma)
-        self.layout = transition_layout(obs_dim, action_dim)
         self._rows = np.zeros((self.capacity, self.row_width(obs_dim, action_dim)), np.float32)
         fields = row_fields(self._rows, obs_dim)
         self.observation, self.action = fields["observation"], fields["action"]
@@ -148,7 +148,7 @@ class ReplayBuffer:
         self.next_index = np.zeros(self.capacity, np.int32)
         self._columns = {}  # field -> its columns of a packed row, for unpack
         start = 0
-        for name, w in self.layout:
+        for name, w in transition_layout(obs_dim, action_dim):
             self._columns[name] = start if name in SCALAR_FIELDS else slice(start, start + w)
             start += w
         self._clear_side()
@@ -187,14 +187,7 @@ class ReplayBuffer:
         true successor (at a truncation the final observation, not the next episode's
         first)."""
         n, skip, obs, action, reward, next_obs, terminated = _rows_to_add(
-            self.capacity,
-            self.obs_dim,
-            self.action_dim,
-            observation,
-            action,
-            reward,
-            next_observation,
-            terminated,
+            self, observation, action, reward, next_observation, terminated
         )
         slots = (self.cursor + skip + np.arange(n - skip)) % self.capacity
         self.observation[slots] = obs

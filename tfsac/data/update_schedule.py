@@ -13,6 +13,10 @@ def crossed(step_before: int, step: int, every: int) -> bool:
     return every > 0 and step // every > step_before // every
 
 
+# The schedule's state, saved in checkpoints under these names.
+STATE = ("pending_env_steps", "rollout_steps", "rollout_episodes")
+
+
 @dataclasses.dataclass
 class UpdateSchedule:
     """The update-to-data bookkeeping: after each phase of `train_freq` env steps (or
@@ -27,23 +31,16 @@ class UpdateSchedule:
     use_sde: bool = False
     sde_sample_freq: int = -1
     use_sde_at_warmup: bool = False
-    # State, saved in checkpoints (under these names).
+    # The state (STATE):
     pending_env_steps: int = 0  # learning-phase env steps not yet paid for in updates
     rollout_steps: int = 0  # env steps of the current collection phase
     rollout_episodes: int = 0  # episodes finished in it
 
     @classmethod
     def from_config(cls, config: SACConfig) -> UpdateSchedule:
-        return cls(
-            learning_starts=config.learning_starts,
-            train_freq=config.train_freq,
-            gradient_steps=config.gradient_steps,
-            episodes_per_rollout=config.episodes_per_rollout,
-            num_envs=config.num_envs,
-            use_sde=config.use_sde,
-            sde_sample_freq=config.sde_sample_freq,
-            use_sde_at_warmup=config.use_sde_at_warmup,
-        )
+        """The schedule of `config`, whose options bear the settings' names."""
+        settings = [f.name for f in dataclasses.fields(cls) if f.name not in STATE]
+        return cls(**{name: getattr(config, name) for name in settings})
 
     def is_warmup(self, step: int) -> bool:
         """Whether the env step from `step` takes uniform random actions."""
@@ -89,13 +86,8 @@ class UpdateSchedule:
         )
 
     def state(self) -> Dict[str, int]:
-        return {
-            "pending_env_steps": self.pending_env_steps,
-            "rollout_steps": self.rollout_steps,
-            "rollout_episodes": self.rollout_episodes,
-        }
+        return {name: getattr(self, name) for name in STATE}
 
     def load_state(self, state: Dict[str, int]) -> None:
-        self.pending_env_steps = state["pending_env_steps"]
-        self.rollout_steps = state["rollout_steps"]
-        self.rollout_episodes = state["rollout_episodes"]
+        for name in STATE:
+            setattr(self, name, state[name])

@@ -40,12 +40,6 @@ WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_BATCHES = (1, 64)  # one client's request, and a batch as TF Serving's batching makes
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)  # reading the umask means setting it; set back at once
-    os.umask(mask)
-    return mask
-
-
 def build_archive(
     actor: keras.Model, spec: EnvSpec, metadata: dict, log_std_bounds=(-20.0, 2.0)
 ) -> keras.export.ExportArchive:
@@ -111,7 +105,7 @@ def goal_endpoint(flat, columns):
     return endpoint
 
 
-def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> str:
+def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> None:
     """Writes the warmup requests TF Serving replays when it loads the version, so that the
     first client request does not pay for the graph's first runs."""
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
@@ -129,7 +123,6 @@ def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> s
             request.inputs["observation"].CopyFrom(tf.make_tensor_proto(observations))
             log = prediction_log_pb2.PredictLog(request=request)
             writer.write(prediction_log_pb2.PredictionLog(predict_log=log).SerializeToString())
-    return path
 
 
 def export_policy(
@@ -160,7 +153,9 @@ def export_policy(
         write_warmup_requests(tmp, model_name, spec)
         checked = write_formats(tmp, formats, metadata, quantization)  # from the SavedModel
         # mkdtemp's 0700 would hide it from a TF Serving container of another user.
-        os.chmod(tmp, 0o777 & ~_umask())
+        umask = os.umask(0o022)  # reading the umask means setting it; set back at once
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
         os.rename(tmp, final)
     except (OSError, tf.errors.OpError) as e:  # OpError: TF's own writes (e.g. a full disk)
         raise Fault(f"cannot export the SavedModel to {final!r}: {first_line(e)}") from None
@@ -203,14 +198,18 @@ def mark_checkpoint(
     """Records in `metadata` which checkpoint the weights come from; returns the model's
     newest version where it holds them already, with each of `formats`, else None."""
     metadata["checkpoint"] = _checkpoint_identity(checkpoint)
-    newest = _newest_version_from(export_dir, model_name, metadata["checkpoint"])
-    if newest is None:
+    model_dir = os.path.join(export_dir, model_name)
+    versions = model_versions(model_dir)
+    if not versions:
         return None
+    newest = os.path.abspath(os.path.join(model_dir, versions[-1]))
     try:
-        recorded = read_metadata(newest).get("tflite_quantization", "none")
+        recorded = read_metadata(newest)
     except Fault:  # a sidecar damaged since: not a version to stand for this one
         return None
-    if "tflite" in formats and recorded != quantization:
+    if recorded.get("checkpoint") != metadata["checkpoint"]:
+        return None
+    if "tflite" in formats and recorded.get("tflite_quantization", "none") != quantization:
         return None
     wanted = [FILES[f] for f in formats if f in FILES]
     return newest if all(os.path.isfile(os.path.join(newest, f)) for f in wanted) else None
@@ -223,18 +222,3 @@ def _checkpoint_identity(checkpoint: str) -> dict:
         digest = hashlib.sha1(f.read()).hexdigest()
     where = hashlib.sha1(os.path.abspath(checkpoint).encode()).hexdigest()
     return {"name": os.path.basename(checkpoint), "path_sha1": where, "index_sha1": digest}
-
-
-def _newest_version_from(export_dir: str, model_name: str, identity: dict) -> Optional[str]:
-    """The model's newest version folder where it was exported from `identity`, or None."""
-    model_dir = os.path.join(export_dir, model_name)
-    versions = model_versions(model_dir)
-    if not versions:
-        return None
-    newest = os.path.join(model_dir, versions[-1])
-    try:
-        with open(os.path.join(newest, METADATA_FILE)) as f:
-            recorded = json.load(f).get("checkpoint")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return os.path.abspath(newest) if recorded == identity else None

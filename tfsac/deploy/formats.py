@@ -85,7 +85,7 @@ def parse_formats(text: str) -> tuple:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
-def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") -> str:
+def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") -> None:
     """`path` (a .tflite) from the SavedModel's serving_default; int8 is dynamic-range (int8
     weights, float activations)."""
     import tensorflow as tf
@@ -107,10 +107,9 @@ def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") ->
         raise Fault(f"the LiteRT conversion failed: {first_line(e)}") from None
     with open(path, "wb") as f:
         f.write(model)
-    return path
 
 
-def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> str:
+def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> None:
     """`path` (a .onnx) from the SavedModel's serving_default, with `metadata` as its
     metadata_props; tf2onnx runs in a child process, as it prints pages of TF logs."""
     import onnx
@@ -132,7 +131,6 @@ def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> str:
         entry = model.metadata_props.add()
         entry.key, entry.value = key, value if isinstance(value, str) else json.dumps(value)
     onnx.save(model, path)
-    return path
 
 
 def write_formats(

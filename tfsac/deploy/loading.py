@@ -221,8 +221,8 @@ def _integers(observation, shape) -> bool:
 
 
 class CheckpointReader:
-    """The checkpoints under `directory` as a reader sees them, and the learner's variables
-    restored from one."""
+    """The checkpoints under `directory` as a reader sees them, and a tf.train.Checkpoint of
+    the learner's variables to restore one into."""
 
     def __init__(self, directory: str, learner):
         import tensorflow as tf
@@ -248,22 +248,6 @@ class CheckpointReader:
                 return json.load(f)
         except (OSError, ValueError) as e:
             raise Fault(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
-
-    def restore_learner(self, prefix: str) -> Dict:
-        """Restores only the learner (no replay buffer); returns the saved loop state."""
-        state = self.read_state(prefix)
-        restore_checkpoint(self.checkpoint, prefix, "model")
-        return state
-
-    def restore_newest_learner(self) -> Optional[Tuple[str, Dict]]:
-        """(prefix, saved state) of the newest checkpoint that restores, or None; a damaged
-        one is skipped, one of other networks refused."""
-        for prefix in self.candidates():
-            try:
-                return prefix, self.restore_learner(prefix)
-            except Fault as e:
-                logging.warning("skipping a damaged checkpoint: %s", e)
-        return None
 
 
 class CheckpointMismatch(TfsacError):
@@ -354,16 +338,19 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
     config = run_config(run_dir, need_checkpoint=step is not None, step=step)
     spec = run_env_spec(run_dir, config.env_id, config.env_kwargs)
     learner = SACLearner(spec.obs_dim, spec.action_dim, config)
-    reader = CheckpointReader(os.path.join(run_dir, CHECKPOINTS_DIR), learner)
-    if step is not None:
-        prefix = reader.prefix(step)
-        restored = prefix, reader.restore_learner(prefix)
+    folder = os.path.join(run_dir, CHECKPOINTS_DIR)
+    reader = CheckpointReader(folder, learner)
+    for prefix in reader.candidates() if step is None else [reader.prefix(step)]:
+        try:  # the learner only, no replay buffer
+            state = reader.read_state(prefix)
+            restore_checkpoint(reader.checkpoint, prefix, "model")
+            break
+        except Fault as e:  # a damaged checkpoint is skipped, one of other networks refused
+            if step is not None:
+                raise
+            logging.warning("skipping a damaged checkpoint: %s", e)
     else:
-        restored = reader.restore_newest_learner()
-    if restored is None:
-        folder = os.path.join(run_dir, CHECKPOINTS_DIR)
         raise TfsacError(f"no checkpoint that restores in {folder!r}")
-    prefix, state = restored
     info = config.to_dict()
     info.update(
         observation_dim=spec.obs_dim,

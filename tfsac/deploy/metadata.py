@@ -46,15 +46,6 @@ def saved_model_metadata(model, version_dir: str) -> Dict:
     return _checked(metadata, f"{version_dir!r}: its metadata signature")
 
 
-def _checked(metadata, where: str) -> Dict:
-    """`metadata` where its entries are as tfsac writes them, else a Fault."""
-    if not isinstance(metadata, dict):
-        raise Fault(f"{where}: not a JSON object")
-    if problem := _metadata_problem(metadata):
-        raise Fault(f"{where}: {problem}")
-    return metadata
-
-
 _NUMBER = (int, float)
 # The entries that readers use, and the JSON types policy_metadata writes them as.
 _ENTRY_TYPES = {
@@ -74,26 +65,33 @@ _ENTRY_TYPES = {
 }
 
 
-def _metadata_problem(metadata: Dict):
-    """What is wrong with a metadata object's entries (None where they read)."""
+def _checked(metadata, where: str) -> Dict:
+    """`metadata` where its entries are as tfsac writes them, else a Fault."""
+    if not isinstance(metadata, dict):
+        raise Fault(f"{where}: not a JSON object")
     for key, kind in _ENTRY_TYPES.items():
         value = metadata.get(key)
         if key in metadata and (not isinstance(value, kind) or isinstance(value, bool)):
-            return f"its {key!r} is {value!r}, not what tfsac writes"
+            raise Fault(f"{where}: its {key!r} is {value!r}, not what tfsac writes")
     for key in ("action_low", "action_high"):
         values = metadata.get(key, [])
         if not all(isinstance(v, _NUMBER) and math.isfinite(v) for v in values):
-            return f"its {key!r} is {metadata[key]!r}, not a list of finite numbers"
+            raise Fault(f"{where}: its {key!r} is {values!r}, not a list of finite numbers")
     low, high = metadata.get("action_low"), metadata.get("action_high")
     if low is not None and high is not None:
         if len(low) != len(high) or not all(a <= b for a, b in zip(low, high, strict=False)):
-            return f"its action bounds {low} to {high} are not a box (low <= high, equal lengths)"
+            raise Fault(
+                f"{where}: its action bounds {low} to {high} are not a box (low <= high, "
+                "equal lengths)"
+            )
     if "observation_space_json" in metadata:
         try:
             space_from_json(metadata["observation_space_json"])
         except (KeyError, TypeError, ValueError, AttributeError, TfsacError) as e:
-            return f"its 'observation_space_json' does not describe a space ({e!r})"
-    return None
+            raise Fault(
+                f"{where}: its 'observation_space_json' does not describe a space ({e!r})"
+            ) from None
+    return metadata
 
 
 def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:

@@ -47,14 +47,6 @@ def onnx_session(path: str):
         raise Fault(f"cannot load the ONNX model {path!r}: {first_line(e)}") from None
 
 
-def file_actions(path: str, observations: np.ndarray) -> np.ndarray:
-    """The `serving_default` actions of a policy.tflite or policy.onnx at `path`."""
-    if path.endswith(".onnx"):
-        return onnx_session(path).run(["action"], {"observation": observations})[0]
-    runner = litert_interpreter(path).get_signature_runner("serving_default")
-    return runner(observation=observations)["action"]
-
-
 def reference_actions(saved_model_dir: str, count: int = PARITY_OBSERVATIONS) -> Tuple:
     """(observations, the SavedModel's serving_default actions for them): what each converted
     file is compared with."""
@@ -78,7 +70,11 @@ def action_error(path: str, reference: Tuple, relative: bool = True) -> float:
     """The largest difference between the file's actions and the `reference` ones
     (`relative`: to 1 + |action|); inf where only one of them is finite."""
     obs, expected = reference
-    got = np.asarray(file_actions(path, obs))
+    if path.endswith(".onnx"):
+        got = onnx_session(path).run(["action"], {"observation": obs})[0]
+    else:
+        runner = litert_interpreter(path).get_signature_runner("serving_default")
+        got = np.asarray(runner(observation=obs)["action"])
     if got.shape != expected.shape or np.any(np.isfinite(got) != np.isfinite(expected)):
         return float("inf")
     finite = np.isfinite(expected)

@@ -9,7 +9,7 @@ import math
 import os
 import signal
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from tfsac.errors import Fault, TfsacError, first_line
 from tfsac.files import write_json
@@ -76,24 +76,24 @@ class ProgressLines:
             print(f"{spec['name']}: interrupted; --resume continues it", flush=True)
             return
         self.ended += 1
-        head = f"[{self.ended}/{self.total}] {spec['name']}:"
         if result.get("error"):
-            self.state.update(spec["name"], status="failed", error=result["error"])
-            print(f"{head} failed: {result['error']}", flush=True)
+            self._failed(spec["name"], result["error"])
             return
         ret, steps = result.get("eval_return"), result.get("env_steps")
         seconds = result.get("wall_time_s", result.get("time_total_s", 0.0))
         status = "finished" if result.get("finished") else "stopped"
         self.state.update(spec["name"], status=status, wall_time_s=seconds)
         what = "return" if status == "finished" else "stopped early, return"
+        head = f"[{self.ended}/{self.total}] {spec['name']}:"
         print(f"{head} {what} {ret:.1f} at {steps} env steps, {seconds:.0f} s", flush=True)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        spec = trial.config["trial"]
         self.ended += 1
-        error = _error_line(trial)
-        self.state.update(spec["name"], status="failed", error=error)
-        print(f"[{self.ended}/{self.total}] {spec['name']}: failed: {error}", flush=True)
+        self._failed(_trial_name(trial), _error_line(trial))
+
+    def _failed(self, name: str, error: str) -> None:
+        self.state.update(name, status="failed", error=error)
+        print(f"[{self.ended}/{self.total}] {name}: failed: {error}", flush=True)
 
     def on_trial_recover(self, iteration, trials, trial, **info):
         name, error = trial.config["trial"]["name"], _error_line(trial)
@@ -109,17 +109,26 @@ def _tune_classes():
         pass
 
     class SampleSearch(OptunaSearch):
-        """Optuna's samples as trial specs (a checked config and a run directory each)."""
+        """Optuna's samples as trial specs (a checked config and a run directory each): a new
+        sample gets the next index; an earlier session's pending sample its old spec back."""
 
-        def __init__(self, make_sample: Callable[[Dict], Dict], **kwargs):
+        def __init__(self, plan: Plan, state: SweepState, pending: List[Dict], **kwargs):
             super().__init__(**kwargs)
-            self._make_sample = make_sample
+            self.plan, self.state = plan, state
+            self.pending = {json.dumps(spec["params"], sort_keys=True): spec for spec in pending}
 
         def suggest(self, trial_id):
             params = super().suggest(trial_id)
             if not params or not isinstance(params, dict):
                 return params
-            return {"trial": self._make_sample(params)}
+            spec = self.pending.pop(json.dumps(params, sort_keys=True), None)
+            if spec is None:
+                plan, index = self.plan, len(self.state.trials)
+                overrides = {n: plan.space[n].text(v) for n, v in params.items()}
+                tag = f"{index:03d}_{config_tag(overrides)}"
+                spec = plan.factory(tag, overrides, plan.seed, sample=index, params=params)
+                self.state.update(spec["name"], spec=spec, status="pending")
+            return {"trial": spec}
 
     class StopAll(tune.Stopper):
         """Ends every trial once SIGINT or SIGTERM reached the driver."""
@@ -213,30 +222,6 @@ def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLo
     return {"trials": state.trials, "files": files, "unfinished": left, "signal": stop.received}
 
 
-class _Samples:
-    """Optuna's samples as trial specs: a new sample gets the next index; an earlier
-    session's pending sample gets its old spec back."""
-
-    def __init__(self, plan: Plan, state: SweepState, pending: List[Dict]):
-        self.plan, self.state = plan, state
-        self.pending = {self._key(spec["params"]): spec for spec in pending}
-
-    @staticmethod
-    def _key(params: Dict) -> str:
-        return json.dumps(params, sort_keys=True)
-
-    def __call__(self, params: Dict) -> Dict:
-        spec = self.pending.pop(self._key(params), None)
-        if spec is not None:
-            return spec
-        index = len(self.state.trials)
-        overrides = {n: self.plan.space[n].text(v) for n, v in params.items()}
-        tag = f"{index:03d}_{config_tag(overrides)}"
-        spec = self.plan.factory(tag, overrides, self.plan.seed, sample=index, params=params)
-        self.state.update(spec["name"], spec=spec, status="pending")
-        return spec
-
-
 def _search_setup(plan: Plan, state: SweepState):
     """The search algorithm, told the samples that are done; pending samples of an earlier
     session are tried again first (same values, same run directory)."""
@@ -247,9 +232,10 @@ def _search_setup(plan: Plan, state: SweepState):
     samples = sorted(state.trials.values(), key=lambda e: e["spec"]["sample"])
     done = [e for e in samples if state.done(e["spec"])]
     pending = [e["spec"] for e in samples if not state.done(e["spec"])]
-    make_sample = _Samples(plan, state, pending)
     search = SampleSearch(
-        make_sample,
+        plan,
+        state,
+        pending,
         space={n: d.distribution() for n, d in plan.space.items()},
         metric=plan.metric,
         mode="max",

@@ -19,8 +19,8 @@ def trial_outcome(entry: Dict) -> Dict:
     """A trial's final evaluation return, success rate, env steps and wall time."""
     spec = entry["spec"]
     run_dir = spec["run_dir"]
-    if finished_run(run_dir):
-        summary = read_json(os.path.join(run_dir, "summary.json"))
+    summary = finished_run(run_dir)
+    if summary is not None:
         status, evaluations = "finished", summary["evaluations"]
         wall_time = summary["wall_time_s"]
     else:

@@ -4,7 +4,7 @@ and status)."""
 from __future__ import annotations
 
 import os
-from typing import Dict
+from typing import Dict, Optional
 
 from tfsac.files import read_json, write_json
 
@@ -27,11 +27,13 @@ class SweepState:
 
     def done(self, spec: Dict) -> bool:
         status = self.trials.get(spec["name"], {}).get("status")
-        return status in DONE or finished_run(spec["run_dir"])
+        return status in DONE or bool(finished_run(spec["run_dir"]))
 
 
-def finished_run(run_dir: str) -> bool:
-    """Whether the run directory holds a run trained to its total_steps."""
+def finished_run(run_dir: str) -> Optional[Dict]:
+    """The summary.json of a run directory that holds a run trained to its total_steps,
+    else None."""
     summary = read_json(os.path.join(run_dir, "summary.json"), None) or {}
     config = read_json(os.path.join(run_dir, "config.json"), None) or {}
-    return bool(summary) and summary.get("total_steps") == config.get("total_steps")
+    done = bool(summary) and summary.get("total_steps") == config.get("total_steps")
+    return summary if done else None

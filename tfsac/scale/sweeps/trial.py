@@ -144,15 +144,6 @@ class TrialRecord:
         self.save()
 
 
-def _set_threads(threads: int) -> None:
-    """TF's thread pools, before its first op in this worker process (which fixes them)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf  # in the trial's worker only
-
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    tf.config.threading.set_inter_op_parallelism_threads(threads)
-
-
 def _log_to_file(run_dir: str, early: logging.handlers.MemoryHandler) -> None:
     """The run's train.log with tfsac's own lines, beginning with those `early` held."""
     from absl import logging as absl_logging
@@ -174,12 +165,17 @@ def run_trial(tune_config: Dict) -> None:
     spec = tune_config["trial"]
     # Resolved and checked on the driver.
     config = mark_resolved(SACConfig.from_dict(spec["config"]))
-    _set_threads(spec["threads"])
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf  # in the trial's worker only
+
+    # TF's thread pools, before its first op in this worker process (which fixes them).
+    tf.config.threading.set_intra_op_parallelism_threads(spec["threads"])
+    tf.config.threading.set_inter_op_parallelism_threads(spec["threads"])
     from absl import logging as absl_logging
     from ray import tune
 
     from tfsac.run.preflight import check_run
-    from tfsac.run.trainer import train  # TensorFlow: in the trial's worker only
+    from tfsac.run.trainer import train
 
     # Checked before the trial writes its log and record, its lines held for train.log.
     early = logging.handlers.MemoryHandler(10_000, flushLevel=logging.CRITICAL + 1)

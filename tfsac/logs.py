@@ -64,24 +64,15 @@ class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
         sys.meta_path.remove(self)  # once; and the search below must not find itself
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.loader is not None:
-            spec.loader = _QuietLoader(spec.loader)
+            exec_module = spec.loader.exec_module
+
+            def quiet_exec_module(module):
+                with native_stderr_captured():
+                    exec_module(module)
+                _quiet_first_context_start()
+
+            spec.loader.exec_module = quiet_exec_module  # this spec's loader only
         return spec
-
-
-class _QuietLoader(importlib.abc.Loader):
-    def __init__(self, loader):
-        self.loader = loader
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        with native_stderr_captured():
-            self.loader.exec_module(module)
-        _quiet_first_context_start()
-
-    def __getattr__(self, name):  # is_package, get_code, ... of the real loader
-        return getattr(self.loader, name)
 
 
 def _quiet_first_context_start() -> None:
@@ -109,13 +100,6 @@ def quiet_tensorflow_start() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later C++ INFO lines (XLA's)
     if not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlowImport())
-
-
-def _mujoco_warning(message: str) -> None:
-    # Deprecated attributes in gymnasium's own XML files: nothing a user can act on.
-    if "is deprecated" in message:
-        return
-    absl_logging.warning("MuJoCo: %s", message)
 
 
 class ShortLines(logging.Formatter):
@@ -188,27 +172,14 @@ def mujoco_warnings_logged() -> None:
         import mujoco
     except ImportError:
         return
+
+    def warning(message: str) -> None:
+        # Deprecated attributes in gymnasium's own XML files: nothing a user can act on.
+        if "is deprecated" not in message:
+            absl_logging.warning("MuJoCo: %s", message)
+
     if mujoco.get_mju_user_warning() is None:
-        mujoco.set_mju_user_warning(_mujoco_warning)
-
-
-class _AboveBar:
-    """A text stream whose writes go above the progress bars drawn on `stream`."""
-
-    def __init__(self, stream):
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        import tqdm
-
-        tqdm.tqdm.write(text, file=self.stream, end="")
-        return len(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def __getattr__(self, name):
-        return getattr(self.stream, name)
+        mujoco.set_mju_user_warning(warning)
 
 
 @contextlib.contextmanager
@@ -218,8 +189,10 @@ def lines_above(bar):
     if bar.disable:
         yield
         return
+    from tqdm.contrib import DummyTqdmFile  # writes whole lines through tqdm.write
+
     original = sys.stderr
-    above = _AboveBar(original)
+    above = DummyTqdmFile(original)
     handlers = [absl_logging.get_absl_handler().python_handler, *logging.getLogger().handlers]
     swapped = [h for h in handlers if getattr(h, "stream", None) is original]
     for handler in swapped:

@@ -156,7 +156,8 @@ def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps
                 ax.fill_between(xs, mean - std, mean + std, color=color, alpha=0.25)
         return True
     for k, (run, (_, values)) in enumerate(zip(runs, series, strict=True)):
-        label = f"{group.label} seed {run['seed']}" + ("" if run["finished"] else " (unfinished)")
+        state = "" if run.get("finished", True) else " (unfinished)"  # reports draw finished runs
+        label = f"{group.label} seed {run['seed']}{state}"
         style = dict(linestyle=LINE_STYLES[k % len(LINE_STYLES)], marker=MARKERS[k % len(MARKERS)])
         ax.plot(x_of(run), values, color=color, linewidth=1, markersize=3, label=label, **style)
     return False

@@ -215,9 +215,6 @@ class RunDir:
     def __init__(self, path: str):
         self.path = path
 
-    def __str__(self) -> str:
-        return self.path
-
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
 

@@ -50,10 +50,6 @@ def native_stderr_captured(replay_on_error: bool = True):
             os.close(saved)
 
 
-# Set to 1 to see TensorFlow's C++ start-up lines again (tfsac hides them).
-TF_LOGS_VARIABLE = "TFSAC_TF_LOGS"
-
-
 class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
     """Imports `tensorflow` with fd 2 captured: its C++ start-up lines come before its log
     filter exists."""
@@ -95,7 +91,7 @@ def _quiet_first_context_start() -> None:
 def quiet_tensorflow_start() -> None:
     """Hides TensorFlow's C++ start-up and INFO lines when TF is imported, unless
     TFSAC_TF_LOGS is 1 (a user's TF_CPP_MIN_LOG_LEVEL is kept)."""
-    if os.environ.get(TF_LOGS_VARIABLE) == "1" or "tensorflow" in sys.modules:
+    if os.environ.get("TFSAC_TF_LOGS") == "1" or "tensorflow" in sys.modules:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later C++ INFO lines (XLA's)
     if not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
@@ -182,6 +178,25 @@ def mujoco_warnings_logged() -> None:
         mujoco.set_mju_user_warning(warning)
 
 
+class _AboveBar:
+    """A text stream whose writes go above the progress bars drawn on `stream`."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        import tqdm
+
+        tqdm.tqdm.write(text, file=self.stream, end="")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 @contextlib.contextmanager
 def lines_above(bar):
     """While `bar` (a tqdm bar on stderr) is shown, what Python writes to stderr goes above
@@ -189,10 +204,8 @@ def lines_above(bar):
     if bar.disable:
         yield
         return
-    from tqdm.contrib import DummyTqdmFile  # writes whole lines through tqdm.write
-
     original = sys.stderr
-    above = DummyTqdmFile(original)
+    above = _AboveBar(original)
     handlers = [absl_logging.get_absl_handler().python_handler, *logging.getLogger().handlers]
     swapped = [h for h in handlers if getattr(h, "stream", None) is original]
     for handler in swapped:

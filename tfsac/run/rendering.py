@@ -32,11 +32,7 @@ SOFTWARE_GL_SHADOW_SIZE = 1024
 
 
 class RenderedEnv:
-    """An env in a worker process that records each episode as an MP4 file.
-
-    `reset(video_path)` starts an episode and its video, `step` is gymnasium's without the
-    info dict, `end_video` finishes the file.
-    """
+    """An env in a worker process that records each episode as an MP4 file."""
 
     def __init__(self, env_id: str, env_kwargs: Optional[dict] = None):
         env = os.environ.copy()
@@ -204,10 +200,6 @@ class _Worker:
         video, self.video = self.video, None
         return video.close() if video is not None else 0
 
-    def close(self) -> None:
-        if self.env is not None:
-            self.env.close()
-
 
 def _serve(stdin, stdout) -> None:
     worker = _Worker()
@@ -228,7 +220,8 @@ def _serve(stdin, stdout) -> None:
             # After an error in the parent: keep what the video has, report nothing more.
             with contextlib.suppress(Exception):
                 worker.end()
-            worker.close()
+            if worker.env is not None:
+                worker.env.close()
             reply("ok", None)
             return
         try:

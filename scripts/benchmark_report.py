@@ -81,44 +81,31 @@ def tfsac_runs(pattern):
 
     found = []
     for run_dir in sorted(glob.glob(pattern)):
-        summary_path = os.path.join(run_dir, "summary.json")
-        if not os.path.exists(summary_path):
+        if not os.path.exists(os.path.join(run_dir, "summary.json")):
             started = os.path.exists(os.path.join(run_dir, "config.json"))
             why = "not finished" if started else "not a run directory"
             print(f"skipped ({why}): {run_dir}", file=sys.stderr)
             continue
         with reading(run_dir):
-            with open(summary_path) as f:
-                summary = json.load(f)
             run = read_run(run_dir)
-            config = run["config"]
+            config, summary = run["config"], run["summary"]
             steps, returns = run["curves"]["eval_return"]
-            summary["seed"], summary["eval_return_mean"], summary["env_steps_per_s"]
-        # config.json holds offline_ratio=size as null (the union sampled by size).
-        ratio = config.get("offline_ratio")
-        data = f"data-{'size' if ratio is None else ratio}" if config.get("offline_data") else None
-        found.append(
-            (
-                summary["env"],
-                label(
-                    "tfsac",
-                    config.get("algorithm"),
-                    config.get("network"),
-                    data,
-                    config.get("algorithm_kwargs"),
-                ),
-                dict(
-                    seed=summary["seed"],
-                    steps=steps,
-                    returns=returns,
-                    final=summary["eval_return_mean"],
-                    steps_per_s=summary["env_steps_per_s"],
-                    minutes=run["minutes"].get("eval_return"),
-                    config=config,
-                    dir=run_dir,
-                ),
+            # config.json holds offline_ratio=size as null (the union sampled by size).
+            ratio = config.get("offline_ratio")
+            data = config.get("offline_data") and f"data-{'size' if ratio is None else ratio}"
+            kwargs = config.get("algorithm_kwargs")
+            lib = label("tfsac", config.get("algorithm"), config.get("network"), data, kwargs)
+            seed = dict(
+                seed=summary["seed"],
+                steps=steps,
+                returns=returns,
+                final=summary["eval_return_mean"],
+                steps_per_s=summary["env_steps_per_s"],
+                minutes=run["minutes"].get("eval_return"),
+                config=config,
+                dir=run_dir,
             )
-        )
+        found.append((summary["env"], lib, seed))
     return found
 
 
@@ -404,30 +391,20 @@ def final_steps_note(runs) -> str:
     return f" (at {', '.join(f'{e:,}' for e in ends)} env steps)" if len(ends) > 1 else ""
 
 
-def draw_row(ax, env: str, lib: str, runs) -> None:
-    """One row's curve: the mean ± std over its seeds where they evaluated the same env
-    steps, else each seed's own evaluations (said on stderr), as scripts/plot.py draws."""
-    import numpy as np
+def draw_row(ax, env: str, lib: str, runs, color: str) -> None:
+    """One row's curve as scripts/plot.py draws it: the mean ± std over its seeds where they
+    evaluated the same env steps, else each seed's own evaluations (said on stderr)."""
+    from tfsac.run.plotting import _draw_curves
+    from tfsac.run.run_groups import RunGroup
 
-    from tfsac.run.plotting import mean_std
-
-    if all(np.array_equal(runs[0]["steps"], r["steps"]) for r in runs):
-        steps, mean, std = mean_std([(r["steps"], r["returns"]) for r in runs])
-        seeds = f"{len(runs)} seed" + "s" * (len(runs) != 1)
-        ax.plot(steps, mean, marker="o" if len(steps) == 1 else None, label=f"{lib} ({seeds})")
-        ax.fill_between(steps, mean - std, mean + std, alpha=0.25)
-        return
-    ends = ", ".join(f"{e:,}" for e in final_steps(runs))
-    print(
-        f"{lib} on {env}: its seeds evaluated different env steps (ending at {ends}); "
-        "one line each",
-        file=sys.stderr,
-    )
-    color = None
-    for n, run in enumerate(runs):
-        label = f"{lib} ({len(runs)} seeds, one line each)" if n == 0 else None
-        (line,) = ax.plot(run["steps"], run["returns"], marker=".", color=color, label=label)
-        color = line.get_color()
+    seeds = [dict(r, curves={"eval_return": (r["steps"], r["returns"])}) for r in runs]
+    if not _draw_curves(ax, RunGroup(lib, seeds), "eval_return", color):
+        ends = ", ".join(f"{e:,}" for e in final_steps(runs))
+        print(
+            f"{lib} on {env}: its seeds evaluated different env steps (ending at {ends}); "
+            "one line each",
+            file=sys.stderr,
+        )
 
 
 def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
@@ -455,7 +432,7 @@ def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
         lines[1] += " ---: |"
     for env, libs in sorted(groups.items()):
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for lib, runs in sorted(libs.items()):
+        for index, (lib, runs) in enumerate(sorted(libs.items())):
             finals = np.array([r["final"] for r in runs])
             seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
             rate = f"{np.mean([r['steps_per_s'] for r in runs]):.0f}"
@@ -471,7 +448,7 @@ def write_report(groups, out_dir, reach=None, rates=None, at_steps=()):
                 steps_cell, minutes = reach_cells(runs, target, idle)
                 lines[-1] += f" {target:,.0f} | {steps_cell} | {minutes} |"
             lines[-1] += "".join(f" {at_step_cell(runs, step)} |" for step in at_steps)
-            draw_row(ax, env, lib, runs)
+            draw_row(ax, env, lib, runs, f"C{index % 10}")
         ax.set_title(f"{env}: deterministic evaluation return")
         ax.set_xlabel("env steps")
         ax.set_ylabel("return (mean ± std over seeds)")

@@ -189,16 +189,11 @@ def open_no_follow(path: str, flags: int) -> int:
         return os.open(path, flags | NO_FOLLOW, 0o666)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise linked(path) from None
+            raise TfsacError(
+                f"{path} is a symbolic link: tfsac writes only inside the folders you name, "
+                "never through a link; remove the link to continue"
+            ) from None
         raise
-
-
-def linked(path: str) -> TfsacError:
-    """The refusal of a symbolic link where tfsac writes a file in place."""
-    return TfsacError(
-        f"{path} is a symbolic link: tfsac writes only inside the folders you name, never "
-        "through a link; remove the link to continue"
-    )
 
 
 def write_atomic(path: str, text: str) -> None:
@@ -219,9 +214,6 @@ class RunDir:
 
     def __init__(self, path: str):
         self.path = path
-
-    def __str__(self) -> str:
-        return self.path
 
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)

@@ -50,10 +50,6 @@ def native_stderr_captured(replay_on_error: bool = True):
             os.close(saved)
 
 
-# Set to 1 to see TensorFlow's C++ start-up lines again (tfsac hides them).
-TF_LOGS_VARIABLE = "TFSAC_TF_LOGS"
-
-
 class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
     """Imports `tensorflow` with fd 2 captured: its C++ start-up lines come before its log
     filter exists."""
@@ -64,24 +60,15 @@ class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
         sys.meta_path.remove(self)  # once; and the search below must not find itself
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.loader is not None:
-            spec.loader = _QuietLoader(spec.loader)
+            exec_module = spec.loader.exec_module
+
+            def quiet_exec_module(module):
+                with native_stderr_captured():
+                    exec_module(module)
+                _quiet_first_context_start()
+
+            spec.loader.exec_module = quiet_exec_module  # this spec's loader only
         return spec
-
-
-class _QuietLoader(importlib.abc.Loader):
-    def __init__(self, loader):
-        self.loader = loader
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        with native_stderr_captured():
-            self.loader.exec_module(module)
-        _quiet_first_context_start()
-
-    def __getattr__(self, name):  # is_package, get_code, ... of the real loader
-        return getattr(self.loader, name)
 
 
 def _quiet_first_context_start() -> None:
@@ -104,18 +91,11 @@ def _quiet_first_context_start() -> None:
 def quiet_tensorflow_start() -> None:
     """Hides TensorFlow's C++ start-up and INFO lines when TF is imported, unless
     TFSAC_TF_LOGS is 1 (a user's TF_CPP_MIN_LOG_LEVEL is kept)."""
-    if os.environ.get(TF_LOGS_VARIABLE) == "1" or "tensorflow" in sys.modules:
+    if os.environ.get("TFSAC_TF_LOGS") == "1" or "tensorflow" in sys.modules:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later C++ INFO lines (XLA's)
     if not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlowImport())
-
-
-def _mujoco_warning(message: str) -> None:
-    # Deprecated attributes in gymnasium's own XML files: nothing a user can act on.
-    if "is deprecated" in message:
-        return
-    absl_logging.warning("MuJoCo: %s", message)
 
 
 class ShortLines(logging.Formatter):
@@ -188,8 +168,14 @@ def mujoco_warnings_logged() -> None:
         import mujoco
     except ImportError:
         return
+
+    def warning(message: str) -> None:
+        # Deprecated attributes in gymnasium's own XML files: nothing a user can act on.
+        if "is deprecated" not in message:
+            absl_logging.warning("MuJoCo: %s", message)
+
     if mujoco.get_mju_user_warning() is None:
-        mujoco.set_mju_user_warning(_mujoco_warning)
+        mujoco.set_mju_user_warning(warning)
 
 
 class _AboveBar:

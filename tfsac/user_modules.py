@@ -42,7 +42,7 @@ def registered(value: str, registry: Dict[str, T], option: str, how: str) -> T:
         import_named(module, f"{option} {value!r}")
     found = registry.get(name)
     # Only the module's own: 'my_algos:tqc' must not train tfsac's TQC under my_algos's name.
-    if found is not None and (module is None or _defined_in(found, module)):
+    if found is not None and (module is None or f"{found.__module__}.".startswith(f"{module}.")):
         return found
     names = ", ".join(sorted(registry))
     if module is not None:
@@ -54,10 +54,6 @@ def registered(value: str, registry: Dict[str, T], option: str, how: str) -> T:
         f"{option} must be one of {names}, or <module>:<name> of one your module "
         f"registers, got {value!r}"
     )
-
-
-def _defined_in(cls, module: str) -> bool:
-    return cls.__module__ == module or cls.__module__.startswith(module + ".")
 
 
 def split(value: str) -> Tuple[Optional[str], str]:

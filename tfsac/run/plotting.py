@@ -35,45 +35,52 @@ PANELS = (
     ("actor_loss", "actor loss"),
     ("alpha", "alpha"),
     ("entropy", "policy entropy"),
+    ("eval_success_rate", "evaluation success rate"),
+    ("value_loss", "value loss (V of sac_v1)"),
 )
-# Curves of summary.json's evaluations: (curve, the evaluations' key, panel title). A key
-# that a run's evaluations hold gets its panel (beside PANELS) where any run has it.
-EVALUATION_CURVES = (
-    ("eval_return", "return_mean", None),  # in PANELS
-    ("eval_success_rate", "success_rate", "evaluation success rate"),
-)
-# Progress curves with a panel only where a run has them: (curve, panel title).
-OPTIONAL_PANELS = (("value_loss", "value loss (V of sac_v1)"),)
+# The curves of summary.json's evaluations -> the evaluations' key; the others are
+# progress.csv's columns.
+EVALUATION_KEYS = {"eval_return": "return_mean", "eval_success_rate": "success_rate"}
+PROGRESS_CURVES = [name for name, _ in PANELS if name not in EVALUATION_KEYS]
 # A group's runs drawn one line each share its colour: these tell them apart.
 LINE_STYLES, MARKERS = ("-", "--", ":", "-."), ("o", "s", "^", "v", "D")
 
 
-def _read_json(path: str, what: str) -> Dict:
+def _json_object(path: str, broken: str) -> Dict:
+    """The JSON object in `path`; where it does not read as one, a Fault that says `broken`."""
     try:
         with open(path) as f:
             value = json.load(f)
     except (OSError, ValueError) as e:
-        raise Fault(f"cannot read {path!r}: {e}") from None
+        raise Fault(f"{broken}: {e}") from None
     if not isinstance(value, dict):
-        raise Fault(f"cannot read {path!r}: {what} is not a JSON object")
+        raise Fault(f"{broken}: not a JSON object")
     return value
 
 
 def read_run(run_dir: str) -> Dict:
-    """A run's env, seed, config (config.json) and curves: {name: (steps, values)}; a file
-    of it that does not read is a Fault."""
-    try:
-        with open(os.path.join(run_dir, "config.json")) as f:
-            config = json.load(f)
-    except (OSError, ValueError) as e:
-        raise Fault(f"{run_dir!r} is not a tfsac run directory: {e}") from None
-    if not isinstance(config, dict):
-        raise Fault(f"{run_dir!r} is not a tfsac run directory: config.json is no object")
+    """A run's env, seed, config (config.json), summary (None while it is unfinished) and
+    curves: {name: (steps, values)}, with "minutes": {eval curve: wall-clock minutes at its
+    steps} where every evaluation recorded them. A file of it that does not read is a Fault.
+    An unfinished run's evaluations are its newest checkpoint's."""
+    config_file = os.path.join(run_dir, "config.json")
+    config = _json_object(config_file, f"{run_dir!r} is not a tfsac run directory")
     curves = _progress_curves(os.path.join(run_dir, "progress.csv"))
-    path, evaluations = _evaluations(run_dir)
-    minutes = {}  # eval curve -> wall-clock minutes at its steps, where all are recorded
+    path = os.path.join(run_dir, SUMMARY_FILE)
+    summary = _json_object(path, f"cannot read {path!r}") if os.path.exists(path) else None
+    holder = summary
+    steps = checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR)) if summary is None else []
+    if steps:
+        path = os.path.join(run_dir, CHECKPOINTS_DIR, f"ckpt-{steps[0]}.extra", STATE_FILE)
+        holder = _json_object(path, f"cannot read {path!r}")
+    evaluations = (holder or {}).get("evaluations", [])
+    if not isinstance(evaluations, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("step"), (int, float)) for e in evaluations
+    ):
+        raise Fault(f"cannot read {path!r}: its evaluations are not a list of them")
+    minutes = {}
     try:
-        for name, key, _ in EVALUATION_CURVES:
+        for name, key in EVALUATION_KEYS.items():
             points = [e for e in evaluations if e.get(key) is not None]
             if points:
                 curves[name] = (
@@ -88,28 +95,12 @@ def read_run(run_dir: str) -> Dict:
         "env": config.get("env_id", "?"),
         "seed": config.get("seed"),
         "config": config,
+        "summary": summary,
         "curves": curves,
         "minutes": minutes,
         "dir": run_dir,
-        "finished": os.path.exists(os.path.join(run_dir, SUMMARY_FILE)),
+        "finished": summary is not None,
     }
-
-
-def _evaluations(run_dir: str) -> tuple:
-    """(the file they come from, the run's evaluations): summary.json's once the run is
-    finished, before that its newest checkpoint's (a run in progress), else none."""
-    path = os.path.join(run_dir, SUMMARY_FILE)
-    if not os.path.exists(path):
-        steps = checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
-        if not steps:
-            return path, []
-        path = os.path.join(run_dir, CHECKPOINTS_DIR, f"ckpt-{steps[0]}.extra", STATE_FILE)
-    evaluations = _read_json(path, os.path.basename(path)).get("evaluations", [])
-    if not isinstance(evaluations, list) or not all(
-        isinstance(e, dict) and isinstance(e.get("step"), (int, float)) for e in evaluations
-    ):
-        raise Fault(f"cannot read {path!r}: its evaluations are not a list of them")
-    return path, evaluations
 
 
 def _progress_curves(progress: str) -> Dict[str, tuple]:
@@ -124,7 +115,7 @@ def _progress_curves(progress: str) -> Dict[str, tuple]:
         if rows and not text.endswith("\n"):
             rows.pop()
         curves = {}
-        for name in [*(p for p, _ in PANELS[1:]), *(p for p, _ in OPTIONAL_PANELS)]:
+        for name in PROGRESS_CURVES:
             points = [(int(r["step"]), float(r[name])) for r in rows if r.get(name)]
             if points:
                 curves[name] = tuple(np.array(v) for v in zip(*points, strict=True))
@@ -165,34 +156,32 @@ def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps
                 ax.fill_between(xs, mean - std, mean + std, color=color, alpha=0.25)
         return True
     for k, (run, (_, values)) in enumerate(zip(runs, series, strict=True)):
-        label = f"{group.label} seed {run['seed']}" + ("" if run["finished"] else " (unfinished)")
+        state = "" if run.get("finished", True) else " (unfinished)"  # reports draw finished runs
+        label = f"{group.label} seed {run['seed']}{state}"
         style = dict(linestyle=LINE_STYLES[k % len(LINE_STYLES)], marker=MARKERS[k % len(MARKERS)])
         ax.plot(x_of(run), values, color=color, linewidth=1, markersize=3, label=label, **style)
     return False
 
 
 def _panels(runs: List[Dict], x: str, y: str) -> List[tuple]:
-    """(curve, title) of each panel: every curve, or with --y one evaluation curve; on the
-    wall-clock axis only evaluation curves (only evaluations record their time)."""
-    optional = [*((n, t) for n, _, t in EVALUATION_CURVES if t), *OPTIONAL_PANELS]
-    extra = [(name, title) for name, title in optional if any(name in r["curves"] for r in runs)]
-    panels = [*PANELS, *extra]
-    if y != "all":
-        panels = [p for p in panels if p[0] == Y_AXES[y]]
-    if x == "wall_clock":
-        evaluation_curves = {name for name, _, _ in EVALUATION_CURVES}
-        panels = [p for p in panels if p[0] in evaluation_curves]
-    return panels
+    """(curve, title) of each panel some run has a curve of: with --y one evaluation curve;
+    on the wall-clock axis only evaluation curves (only evaluations record their time)."""
+    return [
+        (name, title)
+        for name, title in PANELS
+        if any(name in run["curves"] for run in runs)
+        and (y == "all" or name == Y_AXES[y])
+        and (x == "env_steps" or name in EVALUATION_KEYS)
+    ]
 
 
 def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool]:
     """For each run, whether its evaluations record their wall-clock time (the others said
     in `notes`)."""
-    names = [name for name, _ in panels]
     timed = []
     for run in runs:
-        drawn = [n for n in names if n in run["curves"]]
-        timed.append(bool(drawn) and all(n in run["minutes"] for n in drawn))
+        drawn = [name for name, _ in panels if name in run["curves"]]
+        timed.append(bool(drawn) and all(name in run["minutes"] for name in drawn))
         if not drawn:
             notes.append(f"{run['dir']}: no evaluations yet, so it is left out")
         elif not timed[-1]:
@@ -201,20 +190,6 @@ def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool
                 "before evaluations recorded wall_time_s), so it is left out"
             )
     return timed
-
-
-def _say_unlike(groups: List[RunGroup], unlike: Dict[str, List[str]], notes: List[str]):
-    """A note for each group whose runs cover different env steps in the panels `unlike`
-    names (by group label)."""
-    by_label = {g.label: g for g in groups}
-    for group_label, panel_labels in unlike.items():
-        runs_of = by_label[group_label].runs
-        ends = sorted({int(r["curves"][n][0][-1]) for r in runs_of for n in r["curves"]})
-        notes.append(
-            f"{group_label}: the runs cover different env steps (ending at "
-            f"{', '.join(map(str, ends))}), so {', '.join(panel_labels)} show one line per "
-            "run, not a mean +- std"
-        )
 
 
 def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
@@ -237,12 +212,10 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
             differ = differing_fields([run["config"] for run in group.runs]) if labels else []
             if differ:
                 notes.append(f"{group.label}: its runs differ in {', '.join(differ)}")
-    drawn = [name for name, _ in panels]
     for run in runs:  # said for every panel's run, not in some legends only
-        if not run["finished"] and any(name in run["curves"] for name in drawn):
+        if not run["finished"] and any(name in run["curves"] for name, _ in panels):
             notes.append(f"{run['dir']}: unfinished (no summary.json), drawn as it stands")
-    for run in runs:  # an empty panel is said, not drawn without a word
-        if not any(name in run["curves"] for name, _ in PANELS[1:]):
+        if not any(name in run["curves"] for name in PROGRESS_CURVES):  # an empty panel
             notes.append(f"{run['dir']}: no progress rows (progress.csv missing, empty or unread)")
     return runs, panels, rows
 
@@ -252,11 +225,11 @@ def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str)
     groups whose runs cover different env steps said in `notes`."""
     from matplotlib.ticker import MaxNLocator
 
-    unlike = defaultdict(list)  # group -> panels whose runs cover different steps
+    unlike = defaultdict(list)  # a group's index -> panels whose runs cover different steps
     for ax, (name, label) in zip(cells, panels, strict=False):
         for index, group in enumerate(groups):
             if not _draw_curves(ax, group, name, f"C{index % 10}", x):
-                unlike[group.label].append(label)
+                unlike[index].append(label)
         ax.set_title(f"{env}: {label}" if env else label)
         ax.set_xlabel(X_AXES[x])
         ax.set_ylabel(label)
@@ -268,12 +241,14 @@ def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str)
     legend_ax = next((a for a in cells if a.get_legend_handles_labels()[0]), None)
     if legend_ax is not None:
         legend_ax.legend(fontsize="small", framealpha=0.6)  # the curves show through
-    _say_unlike(groups, unlike, notes)
-
-
-def _with_curves(panels: List[tuple], groups: List[RunGroup]) -> List[tuple]:
-    """The panels of which some run of `groups` has a curve: none is drawn empty."""
-    return [p for p in panels if any(p[0] in r["curves"] for g in groups for r in g.runs)]
+    for index, labels in unlike.items():
+        runs = groups[index].runs
+        ends = sorted({int(r["curves"][n][0][-1]) for r in runs for n in r["curves"]})
+        notes.append(
+            f"{groups[index].label}: the runs cover different env steps (ending at "
+            f"{', '.join(map(str, ends))}), so {', '.join(labels)} show one line per "
+            "run, not a mean +- std"
+        )
 
 
 def plot_runs(
@@ -299,7 +274,10 @@ def plot_runs(
     notes = notes if notes is not None else []
     out_path = check_plot(run_dirs, out_path, x, y)
     runs, panels, env_rows = _select(run_dirs, labels, x, y, notes)
-    drawn = [_with_curves(panels, groups) for _, groups in env_rows]
+    drawn = [  # none is drawn empty
+        [p for p in panels if any(p[0] in r["curves"] for g in groups for r in g.runs)]
+        for _, groups in env_rows
+    ]
     fig, axes = figure(plt, env_rows, [len(d) for d in drawn])
     for row, (env, groups) in enumerate(env_rows):
         cells = list(axes.flat) if len(env_rows) == 1 else list(axes[row])

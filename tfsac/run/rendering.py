@@ -31,33 +31,24 @@ from tfsac.errors import Fault
 SOFTWARE_GL_SHADOW_SIZE = 1024
 
 
-def worker_environment() -> dict:
-    """The render worker's environment variables."""
-    env = os.environ.copy()
-    if not env.get("DISPLAY"):
-        env.setdefault("MUJOCO_GL", "egl")
-        if not env.get("WAYLAND_DISPLAY"):
-            # pygame (classic-control and Box2D envs) would probe SDL's Wayland driver,
-            # whose libwayland prints `error: XDG_RUNTIME_DIR is invalid or not set`.
-            env.setdefault("SDL_VIDEODRIVER", "dummy")
-    # Videos have no sound; without a sound card SDL's audio start-up prints ALSA errors.
-    env.setdefault("SDL_AUDIODRIVER", "dummy")
-    return env
-
-
 class RenderedEnv:
-    """An env in a worker process that records each episode as an MP4 file.
-
-    `reset(video_path)` starts an episode and its video, `step` is gymnasium's without the
-    info dict, `end_video` finishes the file.
-    """
+    """An env in a worker process that records each episode as an MP4 file."""
 
     def __init__(self, env_id: str, env_kwargs: Optional[dict] = None):
+        env = os.environ.copy()
+        if not env.get("DISPLAY"):
+            env.setdefault("MUJOCO_GL", "egl")
+            if not env.get("WAYLAND_DISPLAY"):
+                # pygame (classic-control and Box2D envs) would probe SDL's Wayland driver,
+                # whose libwayland prints `error: XDG_RUNTIME_DIR is invalid or not set`.
+                env.setdefault("SDL_VIDEODRIVER", "dummy")
+        # Videos have no sound; without a sound card SDL's audio start-up prints ALSA errors.
+        env.setdefault("SDL_AUDIODRIVER", "dummy")
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "tfsac.run.rendering"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=worker_environment(),
+            env=env,
         )
         self.fps, self.max_episode_steps = self._request(("make", env_id, dict(env_kwargs or {})))
 
@@ -90,10 +81,8 @@ class RenderedEnv:
 
     def close(self):
         if self._proc.poll() is None:
-            try:
+            with contextlib.suppress(Fault):
                 self._request(("close",))
-            except Fault:
-                pass
             self._proc.wait(timeout=30)
 
     def __enter__(self):
@@ -103,37 +92,32 @@ class RenderedEnv:
         self.close()
 
 
-def _software_gl() -> bool:
-    """Whether MuJoCo renders through Mesa's software rasterizer, asked of a 1x1 context
-    of the backend it will use."""
-    backend = os.environ.get("MUJOCO_GL", "glfw").lower()
-    if backend == "osmesa":
-        return True
-    if backend not in ("egl", "glfw"):
-        return False
-    try:
-        context = importlib.import_module(f"mujoco.{backend}").GLContext(1, 1)
-        try:
-            context.make_current()
-            from OpenGL import GL
-
-            renderer = (GL.glGetString(GL.GL_RENDERER) or b"").lower()
-        finally:
-            context.free()
-    except Exception:  # the env's own first render reports a broken OpenGL
-        return False
-    return any(name in renderer for name in (b"llvmpipe", b"softpipe", b"swrast"))
-
-
 def _fit_to_software_gl(env: gym.Env) -> None:
-    """Cheaper MuJoCo rendering settings when the OpenGL is software; before the first
-    frame, because MuJoCo reads them when it creates its render context."""
+    """Cheaper MuJoCo rendering settings where MuJoCo renders through Mesa's software
+    rasterizer (asked of a 1x1 context of its backend); before the first frame, because
+    MuJoCo reads them when it creates its render context."""
     if "mujoco" not in sys.modules:  # not a MuJoCo env
         return
     import mujoco
 
     model = getattr(env.unwrapped, "model", None)
-    if isinstance(model, mujoco.MjModel) and _software_gl():
+    backend = os.environ.get("MUJOCO_GL", "glfw").lower()
+    if not isinstance(model, mujoco.MjModel) or backend not in ("egl", "glfw", "osmesa"):
+        return
+    renderer = b"swrast"  # OSMesa's
+    if backend != "osmesa":
+        try:
+            context = importlib.import_module(f"mujoco.{backend}").GLContext(1, 1)
+            try:
+                context.make_current()
+                from OpenGL import GL
+
+                renderer = (GL.glGetString(GL.GL_RENDERER) or b"").lower()
+            finally:
+                context.free()
+        except Exception:  # the env's own first render reports a broken OpenGL
+            return
+    if any(name in renderer for name in (b"llvmpipe", b"softpipe", b"swrast")):
         quality = model.vis.quality
         quality.shadowsize = min(quality.shadowsize, SOFTWARE_GL_SHADOW_SIZE)
         quality.offsamples = 0
@@ -216,10 +200,6 @@ class _Worker:
         video, self.video = self.video, None
         return video.close() if video is not None else 0
 
-    def close(self) -> None:
-        if self.env is not None:
-            self.env.close()
-
 
 def _serve(stdin, stdout) -> None:
     worker = _Worker()
@@ -240,7 +220,8 @@ def _serve(stdin, stdout) -> None:
             # After an error in the parent: keep what the video has, report nothing more.
             with contextlib.suppress(Exception):
                 worker.end()
-            worker.close()
+            if worker.env is not None:
+                worker.env.close()
             reply("ok", None)
             return
         try:

@@ -54,8 +54,7 @@ class RunGroup:
 
     def legend(self, runs: List[Dict]) -> str:
         """The label with how many runs (seeds) a curve of the group averages, `runs`, and
-        how many of those are unfinished (no summary.json: a run going on, interrupted or
-        killed)."""
+        how many of those are unfinished (no summary.json)."""
         unfinished = sum(not run.get("finished", True) for run in runs)
         state = f", {unfinished} unfinished" if unfinished else ""
         return f"{self.label} ({len(runs)} seed{'s' if len(runs) != 1 else ''}{state})"
@@ -160,14 +159,13 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
             label, [runs[i] for i in members], _settings([configs[i] for i in members], fields)
         )
 
-    if labels is not None and len(labels) == len(runs):
-        by_label: Dict[str, List[int]] = {}
-        for index, label in enumerate(labels):
-            by_label.setdefault(label, []).append(index)
-        return [group(label, members) for label, members in by_label.items()]
-    keyed: Dict[Tuple, List[int]] = {}
-    for index, config in enumerate(configs):
-        keyed.setdefault(tuple(_text(config.get(n)) for n in fields), []).append(index)
+    per_run = labels is not None and len(labels) == len(runs)
+    keys = labels if per_run else [tuple(_text(c.get(n)) for n in fields) for c in configs]
+    keyed: Dict = {}  # a label, or the compared fields' values -> its runs' indices
+    for index, key in enumerate(keys):
+        keyed.setdefault(key, []).append(index)
+    if per_run:
+        return [group(label, members) for label, members in keyed.items()]
     firsts = [configs[members[0]] for members in keyed.values()]
     shown = label_fields(firsts, fields)
     envs = sorted({c.get("env_id") for c in configs})

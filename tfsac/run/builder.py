@@ -15,9 +15,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
-from tfsac.config.resume import check_checkpoint
 from tfsac.data.collector import Collector
 from tfsac.data.env_checks import reward_function
 from tfsac.data.envs import EnvFn, checked_env
@@ -154,7 +152,7 @@ def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> Ru
     loop, resumed_from, restored = LoopState(), None, None
     if resume:
         parts = (checkpointer, buffer, schedule, updates, mixed)
-        restore = _restore_latest(config, start.run_dir, *parts)
+        restore = _restore_latest(start.run_dir, *parts)
         if restore is not None:
             loop, resumed_from, restored = restore
     _start_learner(start, learner, mixed, restored)
@@ -301,18 +299,11 @@ def _make_source(
     return LocalSource(collector, learner, schedule, config.seed, config.total_steps)
 
 
-def _restore_latest(config, run_dir, checkpointer, buffer, schedule, updates, mixed):
+def _restore_latest(run_dir, checkpointer, buffer, schedule, updates, mixed):
     """Restores the newest checkpoint that restores into the learner, `buffer`, `schedule`,
-    `updates` and `mixed` (which checks that the recorded data is the checkpoint's); returns
-    (the loop's state, the checkpoint, the source's part of it: state and env snapshot), or
-    None when there is none."""
-
-    def check(state, prefix):
-        check_checkpoint(state["config"], config, prefix, variant_of(config).resume_keeps)
-        if mixed is not None:
-            mixed.load_state(state, prefix)
-
-    restored = checkpointer.restore_newest(lambda p: checkpointer.restore(p, buffer), check)
+    `updates` and `mixed`; returns (the loop's state, the checkpoint, the source's part of
+    it: state and env snapshot), or None when there is none."""
+    restored = checkpointer.restore_newest(buffer)
     if restored is None:
         logging.info("no checkpoint in %s: starting a new run", run_dir)
         return None
@@ -321,5 +312,7 @@ def _restore_latest(config, run_dir, checkpointer, buffer, schedule, updates, mi
     loop.resumes += 1
     schedule.load_state(state)
     updates.load_state(state, loop.step)
+    if mixed is not None:
+        mixed.load_state(state)
     logging.info("resumed from %s at step %d (%d episodes)", prefix, loop.step, loop.episodes)
     return loop, prefix, (state, checkpointer.read_blob(prefix, ENVS_FILE))

@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -97,26 +97,14 @@ class Checkpointer(CheckpointReader):
                 f"{names[1] or 'none'}): build the Trainer again (resume=True) to go on from it"
             )
 
-    def restore_newest(
-        self,
-        restore: Callable[[str], Dict],
-        check: Callable[[Dict, str], None] = lambda state, prefix: None,
-    ) -> Optional[Tuple[str, Dict]]:
-        """Restores the newest checkpoint that `restore(prefix)` (which raises TfsacError on
-        a damaged one) accepts; returns (prefix, its saved state), or None when there is
-        none. `check(state, prefix)` may refuse a checkpoint made with other settings: its
-        error is raised, not skipped. Each damaged checkpoint tried before is said in one
-        line and moved to broken/ (kept, never deleted); then the state
-        file is rewritten to name the restored checkpoint and the complete ones before it."""
+    def restore_newest(self, buffer: ReplayBuffer) -> Optional[Tuple[str, Dict]]:
+        """Restores the newest checkpoint that restores into the learner and `buffer`;
+        returns (prefix, its saved state), or None when there is none. Each damaged one
+        tried before is said in one line and moved to broken/ (kept, never deleted); then
+        the state file is rewritten to name the restored one and the complete ones before."""
         for prefix in self.candidates():
             try:
-                state = self.read_state(prefix)
-            except TfsacError as e:
-                self._set_aside(prefix, e)
-                continue
-            check(state, prefix)
-            try:
-                state = restore(prefix)
+                state = self.restore(prefix, buffer)
             except CheckpointMismatch:  # whole, of other networks: refused, kept in place
                 raise
             except TfsacError as e:

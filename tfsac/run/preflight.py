@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import os
 import random
 import time
@@ -20,7 +21,7 @@ from tfsac.algorithm.resolve import mark_resolved, resolve  # TF-free, as the va
 from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
 from tfsac.config.new_run import check_new_run
-from tfsac.config.resume import Change, check_matches
+from tfsac.config.resume import Change, check_checkpoint, check_matches
 from tfsac.data.env_checks import CUSTOM_ENV, check_batched_reward, check_env_api, reward_function
 from tfsac.data.envs import (
     EnvFn,
@@ -33,13 +34,15 @@ from tfsac.data.envs import (
     unflattened,
 )
 from tfsac.data.goals import episode_limit
-from tfsac.data.offline_data import load_recorded
+from tfsac.data.mixed_replay import STATE_KEY
+from tfsac.data.offline_data import check_checkpoint_data, load_recorded
 from tfsac.data.recorded_data import RecordedData
 from tfsac.data.spaces import EnvSpec, read_env_spec
 from tfsac.deploy.formats import parse_formats
 from tfsac.deploy.loading import check_available
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault, TfsacError
 from tfsac.files import (
+    CHECKPOINT_STATE_FILE,
     CHECKPOINTS_DIR,
     VIDEOS_DIR,
     RunDir,
@@ -250,6 +253,8 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
     if config.her:
         check_her(config, eval_env, spec)
     recorded = load_recorded(config.offline_data, spec) if config.offline_data else None
+    if own_checkpoints:
+        _check_checkpoint_state(run_dir, config, recorded)
     check_memory(
         config, spec.obs_dim, spec.action_dim, recorded_bytes=recorded.nbytes if recorded else 0
     )
@@ -264,6 +269,30 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
     return CheckedRun(
         config, run_dir, resume, make_env, eval_env, spec, tuple(changes), recorded, source
     )
+
+
+def _check_checkpoint_state(run_dir: str, config: SACConfig, recorded) -> None:
+    """Refuses a resume whose newest readable checkpoint (the one it restores; an
+    unreadable one is set aside then) was made with other settings or other recorded data.
+    Older ones need no look: each resume that saved them passed this check."""
+    folder = os.path.join(run_dir, CHECKPOINTS_DIR)
+    for step in checkpoint_steps(folder):
+        prefix = os.path.join(folder, f"ckpt-{step}")
+        try:
+            with open(os.path.join(prefix + ".extra", CHECKPOINT_STATE_FILE)) as f:
+                state = json.load(f)
+        except (OSError, ValueError):
+            continue
+        check_checkpoint(state["config"], config, prefix, variant_of(config).resume_keeps)
+        saved = state.get(STATE_KEY)
+        if recorded is None:
+            return
+        if saved is not None and not (
+            isinstance(saved, dict) and {"checksum", "transitions", "rng"} <= set(saved)
+        ):
+            raise Fault(f"checkpoint {prefix}'s {STATE_KEY} entry is damaged: {saved!r:.80}")
+        check_checkpoint_data(recorded, saved, prefix)
+        return
 
 
 # init_from's source run, as a new run starts from it.

@@ -21,11 +21,9 @@ class RecordedReplay:
     def __init__(self, data: RecordedData, n_steps: int, gamma: float):
         self.data, self.n_steps, self.gamma = data, int(n_steps), float(gamma)
         self.size = self.capacity = len(data)
-        self.reward, self.terminated, self.next_index = (
-            data.reward,
-            data.terminated,
-            data.next_index,
-        )
+        # What n_step_returns reads.
+        self.reward, self.terminated = data.reward, data.terminated
+        self.next_index = data.next_index
 
     def __len__(self) -> int:
         return self.size

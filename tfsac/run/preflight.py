@@ -282,35 +282,27 @@ def _check_checkpoint_state(run_dir: str, config: SACConfig, recorded) -> None:
         return
 
 
-# init_from's source run, as a new run starts from it.
-def check_spaces(source_config: SACConfig, config: SACConfig, spec: EnvSpec, run_dir) -> None:
-    """TfsacError where the source's env gives other observation or action sizes than this
-    run's (`spec`): as its env_spec.json says, else as its env made again; passed over
-    where neither can say (a custom env of a tfsac that wrote no env_spec.json)."""
-    same = (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs)
-    if same:
-        return
-    theirs = read_env_spec(run_dir)  # a damaged env_spec.json: one line
+def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]]:
+    """(init_from's run's config, its checkpoint prefixes to try, newest first); TfsacError
+    where it is no tfsac run with checkpoints, or was trained with other networks' settings
+    or on other sizes than `spec`'s (as its env_spec.json says, else as its env made again;
+    passed over where neither can say)."""
+    source_config, prefixes = source_checkpoints(config.init_from)
+    check_matches(source_config, config, config.init_from, variant_of(config).resume_keeps)
+    if (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs):
+        return source_config, prefixes
+    theirs = read_env_spec(os.path.dirname(os.path.dirname(prefixes[0])))  # damaged: one line
     if theirs is None:  # a run of an earlier tfsac: its env made again, where it can be
         try:
             theirs = remade_env_spec(source_config.env_id, source_config.env_kwargs)
         except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
-            return
+            return source_config, prefixes
     if (theirs.obs_dim, theirs.action_dim) != (spec.obs_dim, spec.action_dim):
         raise TfsacError(
             f"init_from {config.init_from!r} was trained on {theirs.env_id} (observations of "
             f"{theirs.obs_dim} numbers, actions of {theirs.action_dim}), this run's "
             f"{spec.env_id} has {spec.obs_dim} and {spec.action_dim}: its networks do not fit"
         )
-
-
-def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]]:
-    """(the source run's config, the checkpoint prefixes of config.init_from to try, newest
-    first); TfsacError where it is no tfsac run with checkpoints, was trained with other
-    networks' settings or on other spaces than `spec`'s."""
-    source_config, prefixes = source_checkpoints(config.init_from)
-    check_matches(source_config, config, config.init_from, variant_of(config).resume_keeps)
-    check_spaces(source_config, config, spec, os.path.dirname(os.path.dirname(prefixes[0])))
     return source_config, prefixes
 
 
@@ -363,8 +355,10 @@ def check_memory(
     if total <= SHARE * memory:
         return
     name, size, what = max(estimates, key=lambda e: e[1])
+    value = getattr(config, name)
+    shown = ",".join(map(str, value)) if isinstance(value, tuple) else repr(value)
     raise TfsacError(
-        f"{name}={_value(getattr(config, name))} needs about {_bytes(size)} for {what}; the run "
+        f"{name}={shown} needs about {_bytes(size)} for {what}; the run "
         f"needs about {_bytes(total)}, more than {SHARE:.0%} of this machine's "
         f"{_bytes(memory)} of memory"
     )
@@ -377,10 +371,6 @@ def _bytes(n: float) -> str:
             return f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} PiB"
-
-
-def _value(value) -> str:
-    return ",".join(map(str, value)) if isinstance(value, tuple) else repr(value)
 
 
 def check_recording(steps: int, obs_dim: int, action_dim: int, what: str) -> None:

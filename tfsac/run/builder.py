@@ -73,7 +73,6 @@ class RunParts:
     def completed_summary(self) -> Dict:
         """A finished run's summary.json, after a line saying that the run is complete."""
         summary = self.files.read_summary()
-        # A stopped run's stop options no longer apply: only more steps continue it.
         more = ""
         if summary.get("stop"):
             stop = summary["stop"]

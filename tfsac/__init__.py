@@ -52,16 +52,14 @@ _EXPORTS = {
     "train": "run.trainer",
 }
 __all__ = sorted(_EXPORTS)
-# The training entry points come with the env runners that tfsac.scale registers.
-_WITH = {"run.trainer": "scale.runner_source"}
 
 
 def __getattr__(name):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tfsac' has no attribute {name!r}")
-    if module in _WITH:
-        importlib.import_module(f"tfsac.{_WITH[module]}")
+    if module == "run.trainer":  # the training entry points come with tfsac.scale's runners
+        importlib.import_module("tfsac.scale.runner_source")
     value = getattr(importlib.import_module(f"tfsac.{module}"), name)
     globals()[name] = value
     return value

@@ -1,7 +1,5 @@
-"""Wiring a run (as acme's builders do): the parts a `Trainer` loops over, made from the
-config and its checked start, with the newest checkpoint restored into them on a resume.
-Every check that can refuse the start (run/preflight.py, then the checkpoint to resume)
-runs before anything is written."""
+"""Wiring a run (as acme's builders do): the parts a `Trainer` loops over, made from its
+checked start, with the newest checkpoint restored into them on a resume."""
 
 from __future__ import annotations
 
@@ -15,9 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfsac.algorithm.learner import SACLearner
-from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
-from tfsac.config.resume import check_checkpoint
 from tfsac.data.collector import Collector
 from tfsac.data.env_checks import reward_function
 from tfsac.data.envs import EnvFn, checked_env
@@ -77,12 +73,17 @@ class RunParts:
     def completed_summary(self) -> Dict:
         """A finished run's summary.json, after a line saying that the run is complete."""
         summary = self.files.read_summary()
-        # A stopped run's stop options no longer apply: only more steps continue it.
         more = ""
         if summary.get("stop"):
             stop = summary["stop"]
+            # Turning off the stop option that ended it continues it; after a user's
+            # callback, or a stop at total_steps, only more total_steps do.
             at_end = summary.get("env_steps", 0) >= summary.get("total_steps", 0)
-            hint = _continue_hint(None if at_end else stop.get("option"))
+            option = None if at_end else stop.get("option")
+            hint = "a resume with a larger total_steps continues it"
+            if option in STOP_OFF:
+                off, flag = STOP_OFF[option]
+                hint = f"a resume with {option}={off} (--{option}={flag}) continues it"
             more = f" (stopped: {stop.get('reason')}; {hint})"
         logging.info("run in %s is already complete%s", self.run_dir, more)
         return summary
@@ -91,24 +92,6 @@ class RunParts:
 STOP_OPTIONS = ("stop_at_return", "stop_after_no_improvement", "min_evaluations")
 # What turns off each stop option (a resume with it continues the run that it stopped).
 STOP_OFF = {"stop_at_return": ("None", "none"), "stop_after_no_improvement": ("0", "0")}
-
-
-def _continue_hint(option: Optional[str]) -> str:
-    """What continues a run that a stop ended: turning off the stop option that ended it,
-    or, where a callback of the user's did or the stop came at total_steps (`option`
-    None), more total_steps."""
-    if option in STOP_OFF:
-        off, flag = STOP_OFF[option]
-        return f"a resume with {option}={off} (--{option}={flag}) continues it"
-    return "a resume with a larger total_steps continues it"
-
-
-def seed(config: SACConfig) -> None:
-    """Sets the Python, numpy and TF seeds from the config (before the networks are made)
-    and TF's op determinism when asked."""
-    if config.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    keras.utils.set_random_seed(config.seed)
 
 
 def build_run(
@@ -128,7 +111,9 @@ def build_run(
     from before the restore until the parts are made; `Trainer.run` takes it again."""
     hooks = check_hooks(on_log, on_evaluation, callbacks)  # [functions, *callbacks]
     start = check_run(config, export, resume, env_fn)
-    seed(start.config)
+    if start.config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(start.config.seed)  # before the networks are made
     lock = RunLock(start.run_dir)
     lock.hold()  # an existing run directory's; a new one's once it is made
     try:
@@ -138,23 +123,21 @@ def build_run(
 
 
 def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> RunParts:
-    """A checked start's parts, restored from its newest checkpoint on a resume."""
-    resume = start.resume
     for change in start.resume_changes:
         logging.info("resume with %s", change)
     config, spec, files = start.config, start.spec, RunDir(start.run_dir)
     learner = SACLearner(spec.obs_dim, spec.action_dim, config, actor_fn, critic_fn)
     copy_env = partial(checked_env, start.env_fn)
     evaluator = Evaluator(start.eval_env, learner, spec, config, files.file(VIDEOS_DIR), copy_env)
-    buffer = _replay_buffer(config, spec, start)
-    mixed = _mixed_replay(config, start, buffer)
+    buffer = _replay_buffer(start)
+    mixed = _mixed_replay(start, buffer)
     checkpointer = Checkpointer(files.file(CHECKPOINTS_DIR), learner, config.keep_checkpoints)
     schedule = UpdateSchedule.from_config(config)
     updates = Updates(learner, mixed or buffer, config, partial(_nonfinite, checkpointer))
     loop, resumed_from, restored = LoopState(), None, None
-    if resume:
+    if start.resume:
         parts = (checkpointer, buffer, schedule, updates, mixed)
-        restore = _restore_latest(config, start.run_dir, *parts)
+        restore = _restore_latest(start.run_dir, *parts)
         if restore is not None:
             loop, resumed_from, restored = restore
     _start_learner(start, learner, mixed, restored)
@@ -168,11 +151,11 @@ def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> Ru
         learner.trace_update(acting=config.num_actors == 0 and config.total_steps > 0)
     source = None
     if not finished:
-        source = _make_source(config, start, learner, schedule, actor_fn, loop.resumes)
+        source = _make_source(start, learner, schedule, actor_fn, loop.resumes)
         if restored is not None:
             source.load_state(*restored)
     calls = CallbackList([hooks[0], *config_callbacks(config), *hooks[1:]])
-    progress = _open_run_dir(start, learner, source, calls, loop.step if resume else None, lock)
+    progress = _open_run_dir(start, learner, source, calls, loop.step, lock)
     return RunParts(
         config=config,
         run_dir=start.run_dir,
@@ -194,9 +177,10 @@ def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> Ru
     )
 
 
-def _replay_buffer(config: SACConfig, spec: EnvSpec, start: CheckedRun) -> ReplayBuffer:
-    """The replay of collected transitions: whole episodes relabelled when sampled with
-    her (its rewards from the goal env's compute_reward), else the plain ring."""
+def _replay_buffer(start: CheckedRun) -> ReplayBuffer:
+    """With her, whole episodes relabelled as sampled (by the goal env's compute_reward),
+    else the plain ring."""
+    config, spec = start.config, start.spec
     if config.her:
         compute = reward_function(start.eval_env, spec.goal_columns, config.env_id)
         return her_buffer(config, spec, compute)
@@ -204,21 +188,15 @@ def _replay_buffer(config: SACConfig, spec: EnvSpec, start: CheckedRun) -> Repla
     return ReplayBuffer(*shape, n_steps=config.n_steps, gamma=config.gamma)
 
 
-def _mixed_replay(
-    config: SACConfig, start: CheckedRun, buffer: ReplayBuffer
-) -> Optional[MixedReplay]:
-    """The sampler over the recorded data and `buffer`, with offline_data; offline-only
-    training (total_steps=0) samples the recorded data alone."""
-    if start.recorded is None:
+def _mixed_replay(start: CheckedRun, buffer: ReplayBuffer) -> Optional[MixedReplay]:
+    """With offline_data, the sampler over it and `buffer` (the data alone offline only,
+    total_steps=0)."""
+    config, data = start.config, start.recorded
+    if data is None:
         return None
-    logging.info(
-        "offline data: %d transitions from %s (%s, sha256 %s)",
-        len(start.recorded),
-        start.recorded.source,
-        start.recorded.kind,
-        start.recorded.checksum[:12],
-    )
-    recorded = RecordedReplay(start.recorded, config.n_steps, config.gamma)
+    what = (len(data), data.source, data.kind, data.checksum[:12])
+    logging.info("offline data: %d transitions from %s (%s, sha256 %s)", *what)
+    recorded = RecordedReplay(data, config.n_steps, config.gamma)
     ratio = 1.0 if config.total_steps == 0 else config.offline_ratio
     mixed = MixedReplay(buffer, recorded, ratio, config.seed)
     rows = None if ratio is None else mixed.recorded_rows(config.batch_size)
@@ -234,11 +212,9 @@ def _mixed_replay(
 
 
 def _start_learner(start: CheckedRun, learner, mixed: Optional[MixedReplay], restored):
-    """A new run's learned state: init_from's (run/warm_start.py), or fresh networks whose
-    observation statistics (where it normalises them) start from the recorded rows that
-    its updates sample, as they cover each collected row after. A resume (`restored`) has
-    the checkpoint's. Init_from's statistics are kept as they are: its networks expect
-    their inputs scaled by them."""
+    """A new run's learned state: init_from's (its observation statistics kept: its
+    networks expect them), or fresh networks whose statistics start from the recorded rows
+    its updates sample. A resume (`restored`) has the checkpoint's."""
     if restored is not None:
         return
     config = start.config
@@ -250,8 +226,7 @@ def _start_learner(start: CheckedRun, learner, mixed: Optional[MixedReplay], res
 
 def _finished(step: int, total_steps: int, summary: dict, stop_changed: bool) -> bool:
     """Whether the run has nothing left to train: its summary.json is written, at
-    total_steps or at a stop that a callback asked for with this total_steps and these stop
-    options (a resume with a larger total_steps, or other stop options, continues it)."""
+    total_steps or at a stop under this total_steps and these stop options."""
     if not summary:
         return False
     stopped = summary.get("stop") and summary.get("total_steps") == total_steps
@@ -259,12 +234,11 @@ def _finished(step: int, total_steps: int, summary: dict, stop_changed: bool) ->
 
 
 def _open_run_dir(
-    start: CheckedRun, learner, source, calls: CallbackList, resumed_at, lock: RunLock
+    start: CheckedRun, learner, source, calls: CallbackList, step: int, lock: RunLock
 ) -> ProgressLog:
     """The run directory with the progress log open, once the start can no longer be
-    refused (these write files); a finished run's files stay as they were. `resumed_at`:
-    the step a resumed run continues from, whose later rows a killed session wrote (read
-    and cut here, a start check; its TensorBoard scalars when it runs)."""
+    refused; a finished run's files stay as they were. A resume's rows after `step` (a
+    killed session's) are cut here, its TensorBoard scalars when it runs."""
     config, files = start.config, RunDir(start.run_dir)
     os.makedirs(start.run_dir, exist_ok=True)
     lock.hold()  # a new run directory's, before its first file
@@ -276,8 +250,8 @@ def _open_run_dir(
         calls.on_log,
         extra_fields=source.stats_fields() if source else (),
     )
-    if resumed_at is not None and source is not None:  # a finished run's stay whole
-        progress.truncate(resumed_at, events=False)
+    if start.resume and source is not None:  # a finished run's stay whole
+        progress.truncate(step, events=False)
     if source is not None:
         write_json(files.file(CONFIG_FILE), config.to_dict())
         write_json(files.file(ENV_SPEC_FILE), start.spec.to_dict())
@@ -289,9 +263,8 @@ def _nonfinite(checkpointer: Checkpointer, what: str) -> NonFiniteError:
     return NonFiniteError(f"{what}; training stopped, last good checkpoint: {latest}")
 
 
-def _make_source(
-    config, start: CheckedRun, learner, schedule, actor_fn, resumes
-) -> CollectionSource:
+def _make_source(start: CheckedRun, learner, schedule, actor_fn, resumes) -> CollectionSource:
+    config = start.config
     if config.num_actors:
         make = env_runners("make")
         return make(config, start.env_fn, start.spec, learner, schedule, actor_fn, resumes)
@@ -301,18 +274,11 @@ def _make_source(
     return LocalSource(collector, learner, schedule, config.seed, config.total_steps)
 
 
-def _restore_latest(config, run_dir, checkpointer, buffer, schedule, updates, mixed):
+def _restore_latest(run_dir, checkpointer, buffer, schedule, updates, mixed):
     """Restores the newest checkpoint that restores into the learner, `buffer`, `schedule`,
-    `updates` and `mixed` (which checks that the recorded data is the checkpoint's); returns
-    (the loop's state, the checkpoint, the source's part of it: state and env snapshot), or
-    None when there is none."""
-
-    def check(state, prefix):
-        check_checkpoint(state["config"], config, prefix, variant_of(config).resume_keeps)
-        if mixed is not None:
-            mixed.load_state(state, prefix)
-
-    restored = checkpointer.restore_newest(lambda p: checkpointer.restore(p, buffer), check)
+    `updates` and `mixed`; returns (the loop's state, the checkpoint, the source's part of
+    it: state and env snapshot), or None when there is none."""
+    restored = checkpointer.restore_newest(buffer)
     if restored is None:
         logging.info("no checkpoint in %s: starting a new run", run_dir)
         return None
@@ -321,5 +287,7 @@ def _restore_latest(config, run_dir, checkpointer, buffer, schedule, updates, mi
     loop.resumes += 1
     schedule.load_state(state)
     updates.load_state(state, loop.step)
+    if mixed is not None:
+        mixed.load_state(state)
     logging.info("resumed from %s at step %d (%d episodes)", prefix, loop.step, loop.episodes)
     return loop, prefix, (state, checkpointer.read_blob(prefix, ENVS_FILE))

@@ -10,13 +10,10 @@ Layout of <run_dir>/checkpoints/:
 
   broken/                       checkpoints that could not be restored, set aside (kept)
 
-Write order makes every save atomic: the sidecar is written to a hidden temp folder,
-fsynced and renamed into place first; then the manager writes the TF files (the index
-file last) and only then rewrites its state file (itself by temp file + rename). A process
-killed at any moment leaves complete checkpoints complete; a resume takes the newest one
-that restores, whatever the state file says (a kill can land between the TF files and the
-state file, or before the first state file exists), and rewrites the state file to match.
-Orphans of a killed save are removed by the next save.
+A save is atomic: the sidecar is fsynced in a temp folder and renamed into place, then the
+manager writes the TF files (the index last), then its state file. A resume takes the
+newest checkpoint that restores, whatever the state file says, and rewrites it to match;
+the next save removes a killed save's orphans.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ import os
 import re
 import shutil
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -57,11 +54,13 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _save_array(path: str, array: np.ndarray) -> None:
-    # np.save streams the (strided) column view to the file in small chunks: no copy of
-    # the buffer.
+def _write_synced(path: str, data) -> None:
+    """`data` (bytes, or an array) in a new file at `path`, fsynced."""
     with open(path, "wb") as f:
-        np.save(f, array)
+        if isinstance(data, bytes):
+            f.write(data)
+        else:
+            np.save(f, data)  # streams a (strided) column view: no copy of the buffer
         f.flush()
         os.fsync(f.fileno())
 
@@ -97,26 +96,14 @@ class Checkpointer(CheckpointReader):
                 f"{names[1] or 'none'}): build the Trainer again (resume=True) to go on from it"
             )
 
-    def restore_newest(
-        self,
-        restore: Callable[[str], Dict],
-        check: Callable[[Dict, str], None] = lambda state, prefix: None,
-    ) -> Optional[Tuple[str, Dict]]:
-        """Restores the newest checkpoint that `restore(prefix)` (which raises TfsacError on
-        a damaged one) accepts; returns (prefix, its saved state), or None when there is
-        none. `check(state, prefix)` may refuse a checkpoint made with other settings: its
-        error is raised, not skipped. Each damaged checkpoint tried before is said in one
-        line and moved to broken/ (kept, never deleted); then the state
-        file is rewritten to name the restored checkpoint and the complete ones before it."""
+    def restore_newest(self, buffer: ReplayBuffer) -> Optional[Tuple[str, Dict]]:
+        """Restores the newest checkpoint that restores into the learner and `buffer`;
+        returns (prefix, its saved state), or None when there is none. Each damaged one
+        tried before is said in one line and moved to broken/ (kept, never deleted); then
+        the state file is rewritten to name the restored one and the complete ones before."""
         for prefix in self.candidates():
             try:
-                state = self.read_state(prefix)
-            except TfsacError as e:
-                self._set_aside(prefix, e)
-                continue
-            check(state, prefix)
-            try:
-                state = restore(prefix)
+                state = self.restore(prefix, buffer)
             except CheckpointMismatch:  # whole, of other networks: refused, kept in place
                 raise
             except TfsacError as e:
@@ -131,11 +118,9 @@ class Checkpointer(CheckpointReader):
     def _set_aside(self, prefix: str, error: TfsacError) -> None:
         broken = os.path.join(self.directory, BROKEN_DIR)
         os.makedirs(broken, exist_ok=True)
-        stamp = (
-            f".{int(time.time())}"
-            if os.path.exists(os.path.join(broken, os.path.basename(prefix) + ".index"))
-            else ""
-        )
+        stamp = ""  # a name already set aside: this one's with the time
+        if os.path.exists(os.path.join(broken, os.path.basename(prefix) + ".index")):
+            stamp = f".{int(time.time())}"
         for path in glob.glob(glob.escape(prefix) + ".*"):
             os.replace(path, os.path.join(broken, os.path.basename(path) + stamp))
         logging.warning("skipping a damaged checkpoint: %s; moved to %s", error, broken)
@@ -180,8 +165,6 @@ class Checkpointer(CheckpointReader):
             shutil.rmtree(tmp, ignore_errors=True)
             os.makedirs(tmp)
             arrays = buffer.state_arrays()
-            for name, array in arrays.items():
-                _save_array(os.path.join(tmp, f"{name}.npy"), array)
             state = dict(
                 state,
                 step=int(step),
@@ -193,15 +176,10 @@ class Checkpointer(CheckpointReader):
                     "rng": buffer.rng.bit_generator.state,
                 },
             )
-            for name, data in (blobs or {}).items():
-                with open(os.path.join(tmp, name), "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-            with open(os.path.join(tmp, STATE_FILE), "w") as f:
-                json.dump(state, f)
-                f.flush()
-                os.fsync(f.fileno())
+            files = {**{f"{name}.npy": array for name, array in arrays.items()}, **(blobs or {})}
+            files[STATE_FILE] = json.dumps(state).encode()
+            for name, data in files.items():
+                _write_synced(os.path.join(tmp, name), data)
             _fsync_dir(tmp)
             shutil.rmtree(extra, ignore_errors=True)  # an orphan from a killed save
             os.rename(tmp, extra)

@@ -27,10 +27,9 @@ class LoopState:
     )
     evaluations: List[Dict] = dataclasses.field(default_factory=list)
     wall_time_s: float = 0.0  # of the sessions before this one
-    # Learning-phase throughput: env steps from learning_starts on and their wall time
-    # (evaluations and checkpoint writes left out), over all sessions of the run. Each
-    # session counts from its first update call on (XLA compiles in it): a rate, not a
-    # count of the run's steps (a resumed run's is one step per session lower).
+    # Learning-phase throughput over all sessions: env steps from learning_starts on and
+    # their wall time, evaluations and checkpoints left out; each session counts from its
+    # first update call (XLA compiles in it), so a rate, not a count of the run's steps.
     learning_steps: int = 0
     learning_time_s: float = 0.0
     resumes: int = 0  # sessions after the first (env runners seed from it)

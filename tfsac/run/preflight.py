@@ -1,12 +1,11 @@
-"""The checks that can refuse a run's start, before anything is written and without
-TensorFlow, run once per start by check_run: scripts/train.py runs it before it imports
-TensorFlow, so that a mistake is one line at once, and hands its CheckedRun to `train`
-(which checks a bare config itself)."""
+"""The checks that can refuse a run's start, run once by check_run before anything is
+written and without TensorFlow (scripts/train.py runs it before importing TensorFlow)."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import os
 import random
 import time
@@ -20,7 +19,7 @@ from tfsac.algorithm.resolve import mark_resolved, resolve  # TF-free, as the va
 from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
 from tfsac.config.new_run import check_new_run
-from tfsac.config.resume import Change, check_matches
+from tfsac.config.resume import Change, check_checkpoint, check_matches
 from tfsac.data.env_checks import CUSTOM_ENV, check_batched_reward, check_env_api, reward_function
 from tfsac.data.envs import (
     EnvFn,
@@ -33,13 +32,15 @@ from tfsac.data.envs import (
     unflattened,
 )
 from tfsac.data.goals import episode_limit
-from tfsac.data.offline_data import load_recorded
+from tfsac.data.mixed_replay import STATE_KEY
+from tfsac.data.offline_data import check_checkpoint_data, load_recorded
 from tfsac.data.recorded_data import RecordedData
 from tfsac.data.spaces import EnvSpec, read_env_spec
 from tfsac.deploy.formats import parse_formats
 from tfsac.deploy.loading import check_available
-from tfsac.errors import TfsacError
+from tfsac.errors import Fault, TfsacError
 from tfsac.files import (
+    CHECKPOINT_STATE_FILE,
     CHECKPOINTS_DIR,
     VIDEOS_DIR,
     RunDir,
@@ -55,20 +56,16 @@ from tfsac.run.run_lock import check_run_dir_free
 from tfsac.run.source import env_runners
 
 
-def default_run_dir(config: SACConfig) -> str:
-    """runs/<model name>-seed<seed>-<local time>, under the current directory."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return os.path.join("runs", f"{default_model_name(config.env_id)}-seed{config.seed}-{stamp}")
-
-
 def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
-    """Checks the run directory (and what a run there needs); returns it. Writes nothing."""
+    """The run directory (default: runs/<model>-seed<seed>-<local time>), checked with what
+    a run there needs (its export folder too); writes nothing."""
     if resume and not config.run_dir:
         raise TfsacError("resume needs the run directory of the run to continue (run_dir)")
     if env_fn is not None and config.video_every:
         raise TfsacError("video_every needs an env id: videos remake the env by id")
-    run_dir = config.run_dir or default_run_dir(config)
     model_name = config.model_name or default_model_name(config.env_id)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = config.run_dir or os.path.join("runs", f"{model_name}-seed{config.seed}-{stamp}")
     model_dir = os.path.join(config.export_dir, model_name)
     check_outside_exports(run_dir, "run_dir", model_dir if config.export else None)
     check_run_dir_free(run_dir)  # first: a run in it is why it holds one, and --resume no help
@@ -82,15 +79,16 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
     if config.video_every and os.path.lexists(videos) and not os.path.isdir(videos):
         # Here, not at the first video: by then config.json is written.
         raise TfsacError(f"the video folder {videos!r} is a file, not a folder")
+    if config.export:
+        check_writable(model_dir)
+        check_available(parse_formats(config.export_formats))
     return run_dir
 
 
 def _env_name(env) -> str:
-    """An env_fn env's name: its gymnasium id where that id remakes the env the policy
-    saw (wrappers of rewards or time limits, and flattening, which tfsac does the same,
-    are left unsaid), else custom:<name>: a class of its own, or a registered env inside
-    wrappers that change its observations or actions (frame stacking, a transform that
-    keeps the space), which its id alone would not remake."""
+    """An env_fn env's name: its gymnasium id where that id remakes the env the policy saw,
+    else custom:<name> (a class of its own, or an id inside wrappers that change its
+    observations or actions, which the id alone would not remake)."""
     spec = getattr(env, "spec", None)
     if spec is None or not spec.id:
         return f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
@@ -112,9 +110,8 @@ _MAKES = (gym.wrappers.OrderEnforcing, gym.wrappers.PassiveEnvChecker)
 
 
 def _changes_observations_or_actions(env) -> bool:
-    """Whether a wrapper around gymnasium.make's env is an observation or action wrapper
-    (its values change even where its space does not), other than a flattening (the
-    vector tfsac's own gives)."""
+    """Whether an observation or action wrapper other than a flattening sits around
+    gymnasium.make's env (its values change even where its space does not)."""
     while isinstance(env, gym.Wrapper) and not isinstance(env, _MAKES):
         flattening = isinstance(env, gym.wrappers.FlattenObservation)
         if isinstance(env, (gym.ObservationWrapper, gym.ActionWrapper)) and not flattening:
@@ -145,9 +142,8 @@ def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:
 
 
 def _check_same_factory(run_dir: str, spec: EnvSpec) -> None:
-    """TfsacError for a resume without the env_fn that made the run's envs: by its id alone
-    it would step (and evaluate on) gymnasium.make's env, without the factory's wrappers
-    (the restored env copies would train wrapped, the evaluations not)."""
+    """Refuses a resume without the env_fn that made the run's envs: by its id alone it
+    would evaluate on gymnasium.make's env, without the factory's wrappers."""
     saved = read_env_spec(run_dir)
     if saved is not None and saved.env_fn and not spec.env_fn:
         raise TfsacError(
@@ -166,12 +162,9 @@ def _check_same_factory(run_dir: str, spec: EnvSpec) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class CheckedRun:
-    """A run's start as check_run checked it, which the code below it takes as it is: the
-    config as the run uses it (resolved, naming its env), its run directory and whether it
-    resumes the run there, the env factory, the env that was probed (the evaluation env)
-    and its spec, the changes a resume makes to the saved config, and the recorded data
-    (offline_data) read once and checked against the env. One start's: it trains once
-    (its evaluation env closes with the run)."""
+    """A run's start as check_run checked it, taken as it is by the code below: the config
+    resolved and naming its env, the probed env (the evaluation env, closed with the run),
+    and what was read once. One start's: it trains once."""
 
     config: SACConfig
     run_dir: str
@@ -211,6 +204,7 @@ def check_run(
     name = config.env_id if env_fn is None else "env_fn"
     eval_env = checked_env(make_env, name)
     try:
+        check_env_api(eval_env, name)
         return _checked_with_env(config, resume, env_fn, make_env, eval_env)
     except BaseException:
         eval_env.close()
@@ -218,13 +212,13 @@ def check_run(
 
 
 def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
-    check_env_api(eval_env, config.env_id if env_fn is None else "env_fn")
     if env_fn is not None:  # the config (and the default run dir) name the env it trains on
         config = dataclasses.replace(config, env_id=_env_name(eval_env))
     run_dir = checked_run_dir(config, resume, env_fn)
-    saved = RunDir(run_dir).read_config() if resume else None
+    files = RunDir(run_dir)
+    saved = files.read_config() if resume else None
     if resume:  # a damaged summary.json: one line before the resume says what it changes
-        RunDir(run_dir).read_summary()
+        files.read_summary()
     own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
     if own_checkpoints and saved is not None and config.init_from != saved.get("init_from"):
         # Not read: the run goes on from its own checkpoints, and its config.json keeps the
@@ -235,10 +229,6 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
     if saved is None:  # a new run: a saved one may predate these checks, and still loads
         for warning in check_new_run(config):
             logging.warning("%s", warning)
-    if config.export:
-        model_name = config.model_name or default_model_name(config.env_id)
-        check_writable(os.path.join(config.export_dir, model_name))
-        check_available(parse_formats(config.export_formats))
     spec = env_spec(config.env_id, eval_env)
     if env_fn is not None:
         spec = dataclasses.replace(spec, env_fn=factory_name(env_fn))
@@ -250,6 +240,8 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
     if config.her:
         check_her(config, eval_env, spec)
     recorded = load_recorded(config.offline_data, spec) if config.offline_data else None
+    if own_checkpoints:
+        _check_checkpoint_state(run_dir, config, recorded)
     check_memory(
         config, spec.obs_dim, spec.action_dim, recorded_bytes=recorded.nbytes if recorded else 0
     )
@@ -266,35 +258,51 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
     )
 
 
-# init_from's source run, as a new run starts from it.
-def check_spaces(source_config: SACConfig, config: SACConfig, spec: EnvSpec, run_dir) -> None:
-    """TfsacError where the source's env gives other observation or action sizes than this
-    run's (`spec`): as its env_spec.json says, else as its env made again; passed over
-    where neither can say (a custom env of a tfsac that wrote no env_spec.json)."""
-    same = (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs)
-    if same:
+def _check_checkpoint_state(run_dir: str, config: SACConfig, recorded) -> None:
+    """Refuses a resume whose newest readable checkpoint (the one it restores; an
+    unreadable one is set aside then) was made with other settings or other recorded data.
+    Older ones need no look: each resume that saved them passed this check."""
+    folder = os.path.join(run_dir, CHECKPOINTS_DIR)
+    for step in checkpoint_steps(folder):
+        prefix = os.path.join(folder, f"ckpt-{step}")
+        try:
+            with open(os.path.join(prefix + ".extra", CHECKPOINT_STATE_FILE)) as f:
+                state = json.load(f)
+        except (OSError, ValueError):
+            continue
+        check_checkpoint(state["config"], config, prefix, variant_of(config).resume_keeps)
+        saved = state.get(STATE_KEY)
+        if recorded is None:
+            return
+        if saved is not None and not (
+            isinstance(saved, dict) and {"checksum", "transitions", "rng"} <= set(saved)
+        ):
+            raise Fault(f"checkpoint {prefix}'s {STATE_KEY} entry is damaged: {saved!r:.80}")
+        check_checkpoint_data(recorded, saved, prefix)
         return
-    theirs = read_env_spec(run_dir)  # a damaged env_spec.json: one line
+
+
+def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]]:
+    """(init_from's run's config, its checkpoint prefixes to try, newest first); TfsacError
+    where it is no tfsac run with checkpoints, or was trained with other networks' settings
+    or on other sizes than `spec`'s (as its env_spec.json says, else as its env made again;
+    passed over where neither can say)."""
+    source_config, prefixes = source_checkpoints(config.init_from)
+    check_matches(source_config, config, config.init_from, variant_of(config).resume_keeps)
+    if (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs):
+        return source_config, prefixes
+    theirs = read_env_spec(os.path.dirname(os.path.dirname(prefixes[0])))  # damaged: one line
     if theirs is None:  # a run of an earlier tfsac: its env made again, where it can be
         try:
             theirs = remade_env_spec(source_config.env_id, source_config.env_kwargs)
         except Exception:  # noqa: BLE001 - any env's failure: the restore still checks shapes
-            return
+            return source_config, prefixes
     if (theirs.obs_dim, theirs.action_dim) != (spec.obs_dim, spec.action_dim):
         raise TfsacError(
             f"init_from {config.init_from!r} was trained on {theirs.env_id} (observations of "
             f"{theirs.obs_dim} numbers, actions of {theirs.action_dim}), this run's "
             f"{spec.env_id} has {spec.obs_dim} and {spec.action_dim}: its networks do not fit"
         )
-
-
-def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]]:
-    """(the source run's config, the checkpoint prefixes of config.init_from to try, newest
-    first); TfsacError where it is no tfsac run with checkpoints, was trained with other
-    networks' settings or on other spaces than `spec`'s."""
-    source_config, prefixes = source_checkpoints(config.init_from)
-    check_matches(source_config, config, config.init_from, variant_of(config).resume_keeps)
-    check_spaces(source_config, config, spec, os.path.dirname(os.path.dirname(prefixes[0])))
     return source_config, prefixes
 
 
@@ -347,8 +355,10 @@ def check_memory(
     if total <= SHARE * memory:
         return
     name, size, what = max(estimates, key=lambda e: e[1])
+    value = getattr(config, name)
+    shown = ",".join(map(str, value)) if isinstance(value, tuple) else repr(value)
     raise TfsacError(
-        f"{name}={_value(getattr(config, name))} needs about {_bytes(size)} for {what}; the run "
+        f"{name}={shown} needs about {_bytes(size)} for {what}; the run "
         f"needs about {_bytes(total)}, more than {SHARE:.0%} of this machine's "
         f"{_bytes(memory)} of memory"
     )
@@ -363,17 +373,11 @@ def _bytes(n: float) -> str:
     return f"{n:.1f} PiB"
 
 
-def _value(value) -> str:
-    return ",".join(map(str, value)) if isinstance(value, tuple) else repr(value)
-
-
-def check_recording(
-    steps: int, obs_dim: int, action_dim: int, what: str, memory: Optional[int] = None
-) -> None:
-    """TfsacError where recording `steps` transitions (scripts/collect.py: float64
-    fields, held until they are written, then copied once more) clearly cannot fit in
-    `memory` (default: this machine's); `what` names the option that asked for them."""
-    memory = physical_memory() if memory is None else memory
+def check_recording(steps: int, obs_dim: int, action_dim: int, what: str) -> None:
+    """TfsacError where recording `steps` transitions (scripts/collect.py: float64 fields,
+    held until written, then copied once more) clearly cannot fit in this machine's memory;
+    `what` names the option that asked for them."""
+    memory = physical_memory()
     size = 2 * steps * 8 * (obs_dim + action_dim + 3)
     if memory and size > SHARE * memory:
         raise TfsacError(

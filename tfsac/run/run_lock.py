@@ -1,16 +1,10 @@
-"""One training run per run directory: a `Trainer` (in another process or this one) that
-would start or resume in a run directory where another one is being built or trains (a run
-launched twice, a sweep resumed while it still runs) is refused in one line before it
-restores, moves or writes anything there. A built `Trainer` holds nothing until it runs, so
-a notebook can build one again. A sweep's folder has its lock too (one driver at a time).
+"""One training run per run directory (and one driver per sweep folder): a second one is
+refused in one line before it restores, moves or writes anything there.
 
-A `RunLock` is an `fcntl.flock` on <run_dir>/run.lock through a descriptor of its own.
-flock belongs to that open file, not to the process: the system drops it when the process
-ends, however it ends (no stale lock outlives a killed run); a second lock on the same
-directory conflicts in this process too; and the user's code that opens and closes the file
-(a backup of the run directory in a callback) does not let it go, as it would a POSIX
-`lockf`. A forked child (multiprocessing, an async vector env) closes its copy at once, so
-it never keeps the lock after its parent lets go. Without `fcntl` (Windows) there is no lock.
+An `fcntl.flock` on <run_dir>/run.lock through a descriptor of its own: it belongs to that
+open file, so the system drops it however the process ends, a second lock conflicts in this
+process too, and a user's code opening and closing the file does not let it go (as POSIX
+`lockf` would). A forked child closes its copy at once. Without `fcntl` (Windows), no lock.
 """
 
 from __future__ import annotations

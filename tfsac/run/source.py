@@ -1,16 +1,6 @@
 """Where a run's env steps come from: the one interface the trainer collects through, and
-its local implementation (env copies in this process). The other one, env runners on Ray,
-lives in tfsac.scale (above this layer), which registers it here with
-`register_env_runners`; the trainer cannot tell them apart.
-
-The trainer's loop, whatever the source:
-
-    for transitions, steps in source.chunks(loop):   # env steps, in the buffer's order
-        book them; run the updates they owe, in calls of source.updates_per_call updates
-        (None: all that are owed, in one call), each followed by
-        source.after_updates(total_updates, next_action)
-        source.after_chunk(...); evaluation, logging, checkpoints (their state: state()).
-"""
+its local implementation. Env runners on Ray live in tfsac.scale (above this layer), which
+registers them here."""
 
 from __future__ import annotations
 
@@ -24,15 +14,13 @@ _ENV_RUNNERS: Dict[str, Callable] = {}
 
 
 def register_env_runners(check: Callable, make: Callable) -> None:
-    """How tfsac.scale gives runs their env runners: `check(config)` refuses a start without
-    TensorFlow (run/preflight.py), `make(config, env_fn, spec, learner, schedule, actor_fn,
-    resumes)` builds the source."""
+    """`check(config)`: the start check (TF-free); `make(config, env_fn, spec, learner,
+    schedule, actor_fn, resumes)`: the source."""
     _ENV_RUNNERS.update(check=check, make=make)
 
 
 def env_runners(part: str) -> Optional[Callable]:
-    """The registered env runners' `check` or `make` (None before tfsac.scale registers
-    them: the start refuses num_actors > 0 then)."""
+    """The registered `check` or `make`; None before tfsac.scale registers them."""
     return _ENV_RUNNERS.get(part)
 
 
@@ -76,9 +64,8 @@ class CollectionSource(Protocol):
 
 
 class LocalSource:
-    """Env copies in this process (a `Collector`), one vector step per chunk, acting with
-    the learner: uniform random in the warm-up, else the actions the last update call
-    picked with the updated policy, else the learner's `act`."""
+    """Env copies in this process, one vector step per chunk: uniform random actions in
+    the warm-up, else those the last update call picked, else the learner's `act`."""
 
     updates_per_call = None
 

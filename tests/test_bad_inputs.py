@@ -1,17 +1,21 @@
 """Mistakes a user makes with the scripts, in one table: each gets one `error:` line on
 stderr, a non-zero exit, no traceback, and writes nothing.
 
-The cases run as subprocesses, four at a time (most stop before TensorFlow loads; the
-others need it), once per session; each case is its own test."""
+Each case runs as a process of its own, forked from a server that has made the imports
+every script makes first (tests/forked_scripts.py); one case of each script is also run as
+a new process, which must say the same. The cases run once per session, four at a time;
+each case is its own test."""
 
 import concurrent.futures
 import json
 import os
+import queue
 import shutil
 import sys
 
 import pytest
 from conftest import REPO_ROOT, run_script
+from forked_scripts import ForkedScripts
 
 from tfsac.errors import TfsacError
 
@@ -321,21 +325,70 @@ def _snapshot(folder):
     return {str(p): (p.read_bytes() if p.is_file() else None) for p in folder.rglob("*")}
 
 
+# One case of each script also runs as a new process (run_script), which must give what the
+# forked run gave: the same exit code, stdout and stderr.
+FRESH_PROCESS_CASES = [
+    CASES.index(("train", ["--env=NoSuchEnv-v0"], "NoSuchEnv-v0")),
+    CASES.index(
+        ("train", ["--num_actors=1", "--ray_address=127.0.0.1:1"], "cannot reach the Ray cluster")
+    ),
+    CASES.index(
+        ("collect", ["--output=out", "--saved_model=missing"], "no SavedModel at 'missing'")
+    ),
+    CASES.index(("evaluate", ["--run_dir=oldrun"], "no checkpoint that restores")),
+    CASES.index(("sweep", ["--seeds=a,b"], "--seeds must be integers")),
+    CASES.index(
+        ("export", ["--run_dir=ckptrun", "--step=150"], "'ckptrun/checkpoints' (steps: 200, 100)")
+    ),
+    CASES.index(
+        ("plot", ["--run_dirs=oldrun", "--labels=a,b,c"], "labels: 3 given for 1 run in 1 ")
+    ),
+    CASES.index(("benchmark_report", ["--runs=none*"], "--out_dir is required")),
+]
+
+
+def _args(index):
+    script, args, _ = CASES[index]
+    if script == "sweep" and not any(a.startswith("--sweep_dir") for a in args):
+        args = [*args, "--sweep_dir=sweep"]
+    return script, args
+
+
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
+    """Each case's finished process and whether its folder is unchanged, and the fresh
+    process's for FRESH_PROCESS_CASES. Four cases run at a time, each forked from a
+    server of its own (forked_scripts.py): most stop before TensorFlow loads, so a new
+    interpreter and its imports would be most of a case's time."""
     root = tmp_path_factory.mktemp("bad_inputs")
+    servers = queue.Queue()
+    for i in range(4):
+        servers.put(ForkedScripts(str(tmp_path_factory.mktemp(f"server{i}"))))
 
-    def run(index):
-        script, args, _ = CASES[index]
+    def forked(index):
         folder = _folder(root, index)
-        if script == "sweep" and not any(a.startswith("--sweep_dir") for a in args):
-            args = [*args, "--sweep_dir=sweep"]
         before = _snapshot(folder)
-        proc = run_script(script, args, folder)
-        return proc, before == _snapshot(folder)
+        server = servers.get()
+        try:
+            proc = server.run(*_args(index), folder)
+        finally:
+            servers.put(server)
+        return proc, before == _snapshot(folder), folder
+
+    def fresh(index):
+        folder = _folder(root / "fresh", index)
+        return run_script(*_args(index), folder), folder
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        return list(pool.map(run, range(len(CASES))))
+        fresh_runs = {i: pool.submit(fresh, i) for i in FRESH_PROCESS_CASES}
+        cases = list(pool.map(forked, range(len(CASES))))
+        fresh_runs = {i: run.result() for i, run in fresh_runs.items()}
+    tfsac_files = set()
+    while not servers.empty():
+        server = servers.get()
+        tfsac_files.add(server.tfsac_file)
+        server.close()
+    return dict(cases=cases, fresh=fresh_runs, tfsac_files=tfsac_files)
 
 
 def test_integral_floats_are_integer_flag_values():
@@ -356,12 +409,27 @@ def test_the_table_covers_every_script_with_30_or_more_mistakes():
 @pytest.mark.parametrize("index", range(len(CASES)), ids=_ids())
 def test_a_mistake_is_one_error_line_and_writes_nothing(outcomes, index):
     _, _, message = CASES[index]
-    proc, unchanged = outcomes[index]
+    proc, unchanged, _ = outcomes["cases"][index]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-3000:]
     assert message in lines[0], lines[0]
     assert unchanged, "the case wrote files"
+
+
+def test_a_forked_case_is_what_a_new_process_of_the_script_gives(outcomes):
+    """The forked runs are the checkout's scripts and tfsac, and one case of each script
+    gives in a new process exactly what its forked run gave."""
+    assert outcomes["tfsac_files"] == {os.path.join(REPO_ROOT, "tfsac", "__init__.py")}
+    assert {CASES[i][0] for i in FRESH_PROCESS_CASES} == {script for script, _, _ in CASES}
+    for index, (fresh, fresh_folder) in outcomes["fresh"].items():
+        forked, _, folder = outcomes["cases"][index]
+        said = [
+            (p.returncode, p.stdout.replace(str(f), "<case>"), p.stderr.replace(str(f), "<case>"))
+            for p, f in ((fresh, fresh_folder), (forked, folder))
+        ]
+        assert said[0] == said[1], (CASES[index], said)
+        assert said[0][0] != 0 and said[0][2].startswith("error: "), said
 
 
 def test_the_memory_estimate_refuses_only_what_clearly_cannot_fit():

@@ -53,8 +53,7 @@ class FlashActor(ActorFrame):
 
 
 class FlashCritic(EnsembleCritic):
-    """The critic ensemble of FlashSAC members: [n, B] values, or [n, B, outputs] (the
-    categorical critic's logits). Each member batch-normalises (s, a) on its own."""
+    """The critic ensemble of FlashSAC members (EnsembleCritic's frame)."""
 
     def __init__(
         self,

@@ -54,8 +54,6 @@ class Critic(EnsembleCritic):
     arguments) the input and each hidden layer's output are batch-renormalised, CrossQ's
     critic, its kernels LeCun normal as the paper's code and SBX: behind a batch norm a
     kernel's scale sets how fast Adam's fixed-size steps turn it.
-
-    `members` (indices, without batch norm) evaluates only those critics: [len(members), B].
     """
 
     def __init__(

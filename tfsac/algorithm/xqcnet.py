@@ -60,8 +60,7 @@ class XQCActor(ActorFrame):
 
 
 class XQCCritic(EnsembleCritic):
-    """The ensemble of XQC critics: [n, B] values, or [n, B, outputs] (a categorical
-    critic's logits). Each member batch-normalises (s, a) on its own."""
+    """The ensemble of XQC critics (EnsembleCritic's frame)."""
 
     def __init__(
         self,

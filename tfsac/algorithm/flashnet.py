@@ -12,7 +12,7 @@ from typing import Optional, Sequence, Tuple
 import keras
 import tensorflow as tf
 
-from tfsac.algorithm.layers import check_no_members
+from tfsac.algorithm.layers import ActorFrame, EnsembleCritic
 from tfsac.algorithm.unit_layers import InvertedResidualBlock, UnitBatchNorm, UnitDense, UnitRMSNorm
 
 
@@ -23,7 +23,7 @@ def _trunk(hidden_sizes: Sequence[int], ensemble: int) -> keras.Sequential:
     )
 
 
-class FlashActor(keras.Model):
+class FlashActor(ActorFrame):
     """Observation -> (mean, log_std): BN, unit embedding of width hidden_sizes[0], one
     block per hidden size, RMSNorm, unit-norm heads with biases; log_std = lo + (hi - lo)
     (1 + tanh(raw)) / 2, FlashSAC's bounds [-10, 2] by default."""
@@ -36,9 +36,7 @@ class FlashActor(keras.Model):
         normalizer: Optional[keras.layers.Layer] = None,
         **kw,
     ):
-        super().__init__(**kw)
-        self.normalizer = normalizer
-        self.action_dim, self.log_std_bounds = action_dim, log_std_bounds
+        super().__init__(action_dim, log_std_bounds, normalizer, **kw)
         self.input_norm = UnitBatchNorm(name="input_norm")
         self.embed = UnitDense(hidden_sizes[0], name="embed")
         self.blocks = _trunk(hidden_sizes, 0)
@@ -46,22 +44,16 @@ class FlashActor(keras.Model):
         self.mean = UnitDense(action_dim, use_bias=True, name="mean")
         self.log_std = UnitDense(action_dim, use_bias=True, name="log_std")
 
-    def numpy_plan(self):
-        """None: env runners act with this actor through TF (tfsac.scale.runners)."""
-        return None
+    def features(self, x, training):
+        return self.out_norm(self.blocks(self.embed(x), training=training))
 
-    def call(self, observations, training=None):
-        x = observations if self.normalizer is None else self.normalizer(observations)
-        x = self.embed(self.input_norm(x, training=training))
-        x = self.out_norm(self.blocks(x, training=training))
+    def bound_log_std(self, log_std):
         low, high = self.log_std_bounds
-        log_std = low + (high - low) * 0.5 * (1.0 + tf.tanh(self.log_std(x)))
-        return self.mean(x), log_std
+        return low + (high - low) * 0.5 * (1.0 + tf.tanh(log_std))
 
 
-class FlashCritic(keras.Model):
-    """The critic ensemble of FlashSAC members: [n, B] values, or [n, B, outputs] (the
-    categorical critic's logits). Each member batch-normalises (s, a) on its own."""
+class FlashCritic(EnsembleCritic):
+    """The critic ensemble of FlashSAC members (EnsembleCritic's frame)."""
 
     def __init__(
         self,
@@ -71,21 +63,12 @@ class FlashCritic(keras.Model):
         normalizer: Optional[keras.layers.Layer] = None,
         **kw,
     ):
-        super().__init__(**kw)
-        self.num_critics, self.outputs = num_critics, outputs
-        self.normalizer = normalizer
+        super().__init__(num_critics, outputs, normalizer, **kw)
         self.input_norm = UnitBatchNorm(name="input_norm")
         self.embed = UnitDense(hidden_sizes[0], num_critics, name="embed")
         self.blocks = _trunk(hidden_sizes, num_critics)
         self.out_norm = UnitRMSNorm(name="out_norm")
         self.head = UnitDense(outputs, num_critics, use_bias=True, name="q")
 
-    def call(self, observations, actions, training=None, members=None):
-        check_no_members(members)
-        if self.normalizer is not None:
-            observations = self.normalizer(observations)
-        x = tf.concat([observations, actions], axis=-1)
-        x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
-        x = self.out_norm(self.blocks(self.embed(x), training=training))
-        q = self.head(x)
-        return tf.squeeze(q, axis=-1) if self.outputs == 1 else q
+    def features(self, x, training, members):
+        return self.out_norm(self.blocks(self.embed(x), training=training))

@@ -1,6 +1,7 @@
 """The layers tfsac's networks are made of beyond Keras' own: an ensemble's dense layer (n
 critics as one batched matmul), batch renormalisation over the batch axis (CrossQ; one set
-of statistics per ensemble member) and layer normalisation per member (DroQ, SimBa)."""
+of statistics per ensemble member), layer normalisation per member (DroQ, SimBa), and the
+frames every built-in actor and critic ensemble share."""
 
 from __future__ import annotations
 
@@ -34,10 +35,53 @@ def call_sequential(sequential, x, training=None, members=None):
     return x
 
 
-def check_no_members(members) -> None:
-    """Batch-normalised ensembles keep one set of batch statistics for all members."""
-    if members is not None:
-        raise ValueError("a batch-normalised ensemble is evaluated whole (no members)")
+class ActorFrame(keras.Model):
+    """The frame of the built-in actors: observation -> (mean, log_std) of the pre-tanh
+    Gaussian. The observation, normalised by `normalizer` where there is one, goes through
+    `input_norm` (None: none) and the subclass's `features` into the `mean` and `log_std`
+    heads, log_std clipped to `log_std_bounds` (`bound_log_std`)."""
+
+    def __init__(self, action_dim: int, log_std_bounds, normalizer, **kw):
+        super().__init__(**kw)
+        self.normalizer = normalizer  # first: its statistics lead get_weights()
+        self.action_dim, self.log_std_bounds = action_dim, tuple(log_std_bounds)
+
+    def numpy_plan(self):
+        """None: env runners act with this actor through TF (tfsac.scale.runners)."""
+        return None
+
+    def bound_log_std(self, log_std):
+        return tf.clip_by_value(log_std, *self.log_std_bounds)
+
+    def call(self, observations, training=None):
+        x = observations if self.normalizer is None else self.normalizer(observations)
+        if self.input_norm is not None:
+            x = self.input_norm(x, training=training)
+        x = self.features(x, training)
+        return self.mean(x), self.bound_log_std(self.log_std(x))
+
+
+class EnsembleCritic(keras.Model):
+    """The frame of the built-in critic ensembles: Q values [n, B], or with `outputs` > 1
+    [n, B, outputs] (TQC's quantiles, a categorical critic's logits). (s, a), its
+    observation normalised by the `normalizer` the actor shares, goes through `input_norm`
+    (a batch norm per member, so (s, a) is tiled to [n, B, d]; None: none), the subclass's
+    `features` and `head`. `members` (indices) evaluates only those; a batch-normalised
+    ensemble is evaluated whole (its members share one set of batch statistics)."""
+
+    def __init__(self, num_critics: int, outputs: int, normalizer, **kw):
+        super().__init__(**kw)
+        self.num_critics, self.outputs = num_critics, outputs
+        self.normalizer = normalizer
+
+    def call(self, observations, actions, training=None, members=None):
+        if self.normalizer is not None:
+            observations = self.normalizer(observations)
+        x = tf.concat([observations, actions], axis=-1)
+        if self.input_norm is not None:
+            x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
+        q = call_layer(self.head, self.features(x, training, members), members=members)
+        return tf.squeeze(q, axis=-1) if self.outputs == 1 else q
 
 
 class EnsembleDense(keras.layers.Layer):
@@ -61,8 +105,6 @@ class EnsembleDense(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if kernel_init not in ("glorot_uniform", "he_normal", "lecun_normal"):
-            raise ValueError(f"unknown kernel_init {kernel_init!r}")
         self.ensemble_size = ensemble_size
         self.units = units
         self.activation = keras.activations.get(activation)
@@ -96,16 +138,6 @@ class EnsembleDense(keras.layers.Layer):
         else:
             out = tf.matmul(inputs, kernel)
         return self.activation(out + bias)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            ensemble_size=self.ensemble_size,
-            units=self.units,
-            activation=keras.activations.serialize(self.activation),
-            kernel_init=self.kernel_init,
-        )
-        return config
 
 
 class BatchRenorm(keras.layers.Layer):
@@ -170,16 +202,6 @@ class BatchRenorm(keras.layers.Layer):
         scale = self.gamma * r / std
         return inputs * scale + (self.beta + self.gamma * d - mean * scale)
 
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "momentum": self.momentum,
-            "warmup_steps": self.warmup_steps,
-            "r_max": self.r_max,
-            "d_max": self.d_max,
-            "epsilon": self.epsilon,
-        }
-
 
 class EnsembleLayerNorm(keras.layers.Layer):
     """Layer normalisation over the last axis of [n, B, units], with a scale and offset
@@ -201,10 +223,3 @@ class EnsembleLayerNorm(keras.layers.Layer):
         gamma, beta = member_weights(members, self.gamma, self.beta)
         mean, variance = tf.nn.moments(inputs, axes=[-1], keepdims=True)
         return (inputs - mean) * tf.math.rsqrt(variance + self.epsilon) * gamma + beta
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "ensemble_size": self.ensemble_size,
-            "epsilon": self.epsilon,
-        }

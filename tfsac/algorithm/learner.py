@@ -68,9 +68,8 @@ class SACLearner:
         self._sample = tf.function(self.exploration.sample, input_signature=[obs], jit_compile=jit)
         self._mode = tf.function(self._mode_fn, input_signature=[obs], jit_compile=jit)
         self._reset_noise = tf.function(self.exploration.reset, input_signature=[])
-        # Traced on first use (a learner that never updates never compiles). Concrete
-        # functions are called directly: tf.function's argument matching costs Python
-        # time on every call, a sizeable part of a one-update call on two cores.
+        # Traced on first use; the concrete functions are called directly, as
+        # tf.function's argument matching costs Python time on every call.
         self._concrete = {}
         if config.use_sde:
             self.reset_noise()
@@ -86,7 +85,7 @@ class SACLearner:
         return self.sac.temperature.alpha()
 
     def checkpoint_objects(self) -> Dict[str, tf.Module]:
-        """The SAC state plus acting's random stream and gSDE's noise matrices."""
+        """The SAC state plus acting's random stream and exploration noise."""
         objects = dict(self.sac.checkpoint_objects(), act_rng=self.act_rng)
         if isinstance(self.exploration, GSDEExploration):
             objects["exploration"] = self.exploration.noise
@@ -179,10 +178,8 @@ class SACLearner:
             self._run(self._reset_noise)
 
     # ------------------------------------------------------------------ updating
-    # `moments` is empty without a normaliser: the traced functions take exactly their
-    # input signature's arguments (with a parameter the signature lacks, every call of the
-    # concrete function fails to bind and formats its inputs' values into an error message
-    # before it falls back).
+    # `moments` is empty without a normaliser: a parameter the input signature lacks makes
+    # every call of the concrete function fail to bind (slowly) before it falls back.
     def _update_fn(self, packed, *moments):
         if moments:
             self._normalizer.merge(moments[0])
@@ -195,11 +192,9 @@ class SACLearner:
         metrics = {name: tf.zeros([]) for name in self.metric_names}
         for i in tf.range(tf.shape(batches["reward"])[0]):
             metrics = self.sac.update({k: v[i] for k, v in batches.items()})
-        # One flag, checked by the loop after every call: a NaN/Inf in any loss or in what
-        # acting reads (the actor's variables) stops training at once. The critics are left
-        # out (reading them every call is a measurable share of a call): a non-finite critic
-        # makes the next call's critic loss non-finite, and the trainer checks every
-        # variable before each checkpoint and at the run's end.
+        # A NaN/Inf in any loss or in the actor's variables stops training at once. The
+        # critics are left out (reading them costs a share of each call): a non-finite
+        # critic makes the next critic loss non-finite.
         finite = tf.reduce_all(
             [
                 tf.reduce_all(tf.math.is_finite(x))

@@ -12,11 +12,12 @@ import tensorflow as tf
 
 from tfsac.algorithm.architectures import MLP, architecture_of
 from tfsac.algorithm.layers import (
+    ActorFrame,
     BatchRenorm,
+    EnsembleCritic,
     EnsembleDense,
     EnsembleLayerNorm,
     call_sequential,
-    check_no_members,
 )
 from tfsac.algorithm.network_checks import (
     check_custom_actor,
@@ -32,7 +33,19 @@ def _kernel_init(batch_norm: Optional[Dict]) -> str:
     return "lecun_normal" if batch_norm else "glorot_uniform"
 
 
-class Critic(keras.Model):
+def relu_trunk(hidden_sizes: Sequence[int], batch_norm: Optional[Dict] = None):
+    """Dense -> ReLU per hidden size, each then batch-renormalised with `batch_norm`
+    (BatchRenorm's arguments)."""
+    dense = partial(keras.layers.Dense, kernel_initializer=_kernel_init(batch_norm))
+    layers = []
+    for i, h in enumerate(hidden_sizes):
+        layers.append(dense(h, activation="relu", name=f"hidden_{i}"))
+        if batch_norm:
+            layers.append(BatchRenorm(**batch_norm, name=f"batch_norm_{i}"))
+    return keras.Sequential(layers, name="trunk")
+
+
+class Critic(EnsembleCritic):
     """An ensemble of `num_critics` Q(s, a) networks; returns Q values of shape [n, B], or
     with `outputs` > 1 that many values each, [n, B, outputs] (TQC's quantiles).
 
@@ -41,8 +54,6 @@ class Critic(keras.Model):
     arguments) the input and each hidden layer's output are batch-renormalised, CrossQ's
     critic, its kernels LeCun normal as the paper's code and SBX: behind a batch norm a
     kernel's scale sets how fast Adam's fixed-size steps turn it.
-
-    `members` (indices, without batch norm) evaluates only those critics: [len(members), B].
     """
 
     def __init__(
@@ -56,9 +67,7 @@ class Critic(keras.Model):
         normalizer: Optional[keras.layers.Layer] = None,
         **kw,
     ):
-        super().__init__(**kw)
-        self.num_critics, self.outputs = num_critics, outputs
-        self.normalizer = normalizer  # the actor's, shared
+        super().__init__(num_critics, outputs, normalizer, **kw)
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         dense = partial(EnsembleDense, kernel_init=_kernel_init(batch_norm))
         layers = []
@@ -79,18 +88,11 @@ class Critic(keras.Model):
         self.trunk = keras.Sequential(layers, name="trunk")
         self.head = dense(num_critics, outputs, name="q")
 
-    def call(self, observations, actions, training=None, members=None):
-        if self.normalizer is not None:
-            observations = self.normalizer(observations)
-        x = tf.concat([observations, actions], axis=-1)
-        if self.input_norm is not None:  # each member renormalises (and scales) on its own
-            check_no_members(members)
-            x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
-        q = self.head(call_sequential(self.trunk, x, training, members), members=members)
-        return tf.squeeze(q, axis=-1) if self.outputs == 1 else q
+    def features(self, x, training, members):
+        return call_sequential(self.trunk, x, training, members)
 
 
-class Actor(keras.Model):
+class Actor(ActorFrame):
     """Observation -> (mean, log_std) of the pre-tanh Gaussian, log_std clipped to bounds.
     With `batch_norm` (BatchRenorm's arguments) the observation and each hidden layer's
     output are batch-renormalised, CrossQ's actor (kernels LeCun normal, as its critic's).
@@ -106,19 +108,11 @@ class Actor(keras.Model):
         normalizer: Optional[keras.layers.Layer] = None,
         **kw,
     ):
-        super().__init__(**kw)
-        self.normalizer = normalizer  # first: its statistics lead get_weights()
-        self.action_dim, self.depth = action_dim, len(hidden_sizes)
-        self.log_std_min = log_std_min
-        self.log_std_max = log_std_max
+        super().__init__(action_dim, (log_std_min, log_std_max), normalizer, **kw)
+        self.depth = len(hidden_sizes)
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
+        self.trunk = relu_trunk(hidden_sizes, batch_norm)
         dense = partial(keras.layers.Dense, kernel_initializer=_kernel_init(batch_norm))
-        layers = []
-        for i, h in enumerate(hidden_sizes):
-            layers.append(dense(h, activation="relu", name=f"hidden_{i}"))
-            if batch_norm:
-                layers.append(BatchRenorm(**batch_norm, name=f"batch_norm_{i}"))
-        self.trunk = keras.Sequential(layers, name="trunk")
         self.mean = dense(action_dim, name="mean")
         self.log_std = dense(action_dim, name="log_std")
 
@@ -132,13 +126,8 @@ class Actor(keras.Model):
         hidden = [kind for _ in range(self.depth) for kind in ["dense_relu", *renorm]]
         return [*normalize, *renorm, *hidden]
 
-    def call(self, observations, training=None):
-        x = observations if self.normalizer is None else self.normalizer(observations)
-        if self.input_norm is not None:
-            x = self.input_norm(x, training=training)
-        x = self.trunk(x, training=training)
-        log_std = tf.clip_by_value(self.log_std(x), self.log_std_min, self.log_std_max)
-        return self.mean(x), log_std
+    def features(self, x, training):
+        return self.trunk(x, training=training)
 
 
 class GSDEActor(keras.Model):
@@ -161,13 +150,7 @@ class GSDEActor(keras.Model):
         super().__init__(**kw)
         self.action_dim = action_dim
         self.clip_mean = clip_mean
-        self.trunk = keras.Sequential(
-            [
-                keras.layers.Dense(h, activation="relu", name=f"hidden_{i}")
-                for i, h in enumerate(hidden_sizes)
-            ],
-            name="trunk",
-        )
+        self.trunk = relu_trunk(hidden_sizes)
         self.mean = keras.layers.Dense(action_dim, name="mean")
         self.log_std = self.add_weight(
             name="log_std",
@@ -205,13 +188,7 @@ class ValueNetwork(keras.Model):
     ):
         super().__init__(**kw)
         self.normalizer = normalizer
-        self.trunk = keras.Sequential(
-            [
-                keras.layers.Dense(h, activation="relu", name=f"hidden_{i}")
-                for i, h in enumerate(hidden_sizes)
-            ],
-            name="trunk",
-        )
+        self.trunk = relu_trunk(hidden_sizes)
         self.head = keras.layers.Dense(1, name="v")
 
     def call(self, observations):
@@ -276,15 +253,14 @@ def build_networks(
     check_custom_actor(config, actor_fn, architecture is MLP, normalizer is not None)
     actor = build_actor(obs_dim, action_dim, config, actor_fn, normalizer)
     outputs, batch_norm = variant.critic_outputs(config), variant.batch_norm(config)
+    make_target = critic_fn
     if critic_fn is None:
 
         def critic_fn(obs_dim, action_dim, name="critic"):
             return architecture.build_critic(config, name, outputs, batch_norm, normalizer)
 
-        critic = critic_fn(obs_dim, action_dim)
         make_target = partial(critic_fn, name="target_critic")
-    else:
-        critic, make_target = critic_fn(obs_dim, action_dim), critic_fn
+    critic = critic_fn(obs_dim, action_dim)
     target_critic = make_target(obs_dim, action_dim) if variant.has_target_critic else None
     check_models(actor, critic, target_critic)
     check_outputs(actor, (critic, target_critic), obs_dim, action_dim, config.num_critics, outputs)

@@ -13,11 +13,9 @@ from tfsac.data.running_moments import combine_moments
 
 class ObservationNormalizer(keras.layers.Layer):
     """(s - mean) / sqrt(var + 1e-8), clipped to [-10, 10], with the running mean and
-    variance of every observation the run has collected (SimBa's RSNorm). New observations
-    are folded in on the host (`update`), or inside a compiled call from their `moments`
-    (`merge`: the learner's update call, which saves a training step six eager variable
-    operations). The statistics are non-trainable weights, so they travel with the actor's
-    weights to env runners, into checkpoints and into every export."""
+    variance of every observation the run has collected. New observations are folded in on
+    the host (`update`), or inside a compiled call from their `moments` (`merge`: the
+    learner's update call, which saves a training step six eager variable operations)."""
 
     epsilon = 1e-8
     # SB3's VecNormalize clip_obs: a feature that barely varied so far (Ant's contact

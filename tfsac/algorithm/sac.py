@@ -154,21 +154,22 @@ class SAC:
         }
 
     # ------------------------------------------------------------------- policy
-    def sample_with_log_prob(self, observation, seed, training=None):
-        """a ~ pi(.|s) (reparameterised) and log pi(a|s), through the Tanh bijector."""
+    def _policy(self, observation, training):
         bounds = (self.config.log_std_min, self.config.log_std_max)
         loc, log_std = policy_params(self.actor, observation, bounds, training)
-        return tanh_normal(loc, tf.exp(log_std)).experimental_sample_and_log_prob(seed=seed)
+        return tanh_normal(loc, tf.exp(log_std))
+
+    def sample_with_log_prob(self, observation, seed, training=None):
+        """a ~ pi(.|s) (reparameterised) and log pi(a|s), through the Tanh bijector."""
+        return self._policy(observation, training).experimental_sample_and_log_prob(seed=seed)
 
     def log_prob(self, observation, action, training=None):
         """log pi(a|s) of given actions in [-1, 1] (recorded ones: AWAC's, IQL's weighted
         likelihood), moved inside (-1, 1) by float32's resolution first: at a bound the
         Tanh's inverse is infinite."""
-        bounds = (self.config.log_std_min, self.config.log_std_max)
-        loc, log_std = policy_params(self.actor, observation, bounds, training)
         edge = 1.0 - float(np.finfo(np.float32).epsneg)
         action = tf.clip_by_value(action, -edge, edge)
-        return tanh_normal(loc, tf.exp(log_std)).log_prob(action)
+        return self._policy(observation, training).log_prob(action)
 
     def mean_action(self, observation, training=None):
         """tanh of the policy's mean: the deterministic action in [-1, 1]."""

@@ -7,18 +7,19 @@ normaliser is shared by the actor and the critics."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Dict, Optional
 
 import keras
-import tensorflow as tf
 
 from tfsac.algorithm.layers import (
+    ActorFrame,
     BatchRenorm,
+    EnsembleCritic,
     EnsembleDense,
     EnsembleLayerNorm,
     call_layer,
     call_sequential,
-    check_no_members,
 )
 from tfsac.algorithm.observation_normalizer import ObservationNormalizer
 
@@ -39,16 +40,11 @@ class ResidualBlock(keras.layers.Layer):
         super().__init__(**kwargs)
         self.norm = _norm(batch_norm, ensemble, "norm")
         if ensemble:
-            self.expand = EnsembleDense(
-                ensemble, 4 * width, "relu", kernel_init="he_normal", name="expand"
-            )
-            self.project = EnsembleDense(ensemble, width, kernel_init="he_normal", name="project")
+            dense = partial(EnsembleDense, ensemble, kernel_init="he_normal")
         else:
-            he = keras.initializers.HeNormal()
-            self.expand = keras.layers.Dense(
-                4 * width, "relu", kernel_initializer=he, name="expand"
-            )
-            self.project = keras.layers.Dense(width, kernel_initializer=he, name="project")
+            dense = partial(keras.layers.Dense, kernel_initializer=keras.initializers.HeNormal())
+        self.expand = dense(4 * width, "relu", name="expand")
+        self.project = dense(width, name="project")
 
     takes_members = True  # passed on to an ensemble's layers
 
@@ -57,7 +53,7 @@ class ResidualBlock(keras.layers.Layer):
         return x + call_layer(self.project, h, None, members)
 
 
-class SimbaActor(keras.Model):
+class SimbaActor(ActorFrame):
     """Observation -> (mean, log_std), log_std clipped: the normaliser, an embedding of
     width hidden_sizes[0], one residual block per hidden size, a last Norm, the heads."""
 
@@ -70,9 +66,7 @@ class SimbaActor(keras.Model):
         batch_norm: Optional[Dict] = None,
         **kw,
     ):
-        super().__init__(**kw)
-        self.action_dim, self.log_std_bounds = action_dim, log_std_bounds
-        self.normalizer = normalizer
+        super().__init__(action_dim, log_std_bounds, normalizer, **kw)
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         self.embed = keras.layers.Dense(hidden_sizes[0], name="embed")
         self.blocks = keras.Sequential(
@@ -87,8 +81,7 @@ class SimbaActor(keras.Model):
         self.log_std = keras.layers.Dense(action_dim, name="log_std")
 
     def numpy_plan(self) -> list:
-        """Its layers as tfsac.scale.numpy_actor runs them, in `get_weights()` order; None
-        for a subclass with a `call` of its own (env runners then act through TF)."""
+        """As networks.Actor.numpy_plan."""
         if type(self).call is not SimbaActor.call:
             return None
         normalize = ["normalize"] if self.normalizer is not None else []
@@ -97,15 +90,11 @@ class SimbaActor(keras.Model):
         blocks = [f"block:{norm}"] * len(self.blocks.layers)
         return [*normalize, *renorm, "dense", *blocks, norm]
 
-    def call(self, observations, training=None):
-        x = observations if self.normalizer is None else self.normalizer(observations)
-        if self.input_norm is not None:
-            x = self.input_norm(x, training=training)
-        x = self.out_norm(self.blocks(self.embed(x), training=training), training=training)
-        return self.mean(x), tf.clip_by_value(self.log_std(x), *self.log_std_bounds)
+    def features(self, x, training):
+        return self.out_norm(self.blocks(self.embed(x), training=training), training=training)
 
 
-class SimbaCritic(keras.Model):
+class SimbaCritic(EnsembleCritic):
     """The critic ensemble with SimBa members: Q values [n, B] (or [n, B, outputs])."""
 
     def __init__(
@@ -117,9 +106,7 @@ class SimbaCritic(keras.Model):
         batch_norm: Optional[Dict] = None,
         **kw,
     ):
-        super().__init__(**kw)
-        self.num_critics, self.outputs = num_critics, outputs
-        self.normalizer = normalizer
+        super().__init__(num_critics, outputs, normalizer, **kw)
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         self.embed = EnsembleDense(num_critics, hidden_sizes[0], name="embed")
         self.blocks = keras.Sequential(
@@ -132,13 +119,6 @@ class SimbaCritic(keras.Model):
         self.out_norm = _norm(batch_norm, num_critics, "out_norm")
         self.head = EnsembleDense(num_critics, outputs, name="q")
 
-    def call(self, observations, actions, training=None, members=None):
-        if self.normalizer is not None:
-            observations = self.normalizer(observations)
-        x = tf.concat([observations, actions], axis=-1)
-        if self.input_norm is not None:
-            check_no_members(members)
-            x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
+    def features(self, x, training, members):
         x = call_sequential(self.blocks, self.embed(x, members=members), training, members)
-        q = self.head(call_layer(self.out_norm, x, training, members), members=members)
-        return tf.squeeze(q, axis=-1) if self.outputs == 1 else q
+        return call_layer(self.out_norm, x, training, members)

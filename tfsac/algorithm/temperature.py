@@ -88,5 +88,4 @@ class DirectAlphaTemperature(Temperature):
         self.alpha_value.assign(tf.maximum(self.alpha_value, 1e-8))
 
 
-# By the config's use_log_alpha.
 TEMPERATURES = {True: Temperature, False: DirectAlphaTemperature}  # by use_log_alpha

@@ -27,9 +27,6 @@ class FixedNorm(keras.constraints.Constraint):
         length = tf.sqrt(tf.reduce_sum(tf.square(w), axis=self.axes, keepdims=True))
         return w * (self.norm / tf.maximum(length, 1e-8))
 
-    def get_config(self):
-        return {"axes": self.axes, "norm": self.norm}
-
 
 class UnitDense(keras.layers.Layer):
     """x @ W (+ b): each output unit's weight vector of unit norm (W's input axis), kept
@@ -65,14 +62,6 @@ class UnitDense(keras.layers.Layer):
     def call(self, x):
         out = tf.matmul(x, self.kernel)
         return out if self.bias is None else out + self.bias
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "units": self.units,
-            "ensemble": self.ensemble,
-            "use_bias": self.use_bias,
-        }
 
 
 def _affine_shape(input_shape, rows: int):
@@ -121,9 +110,6 @@ class UnitBatchNorm(keras.layers.Layer):
         scale = scale * tf.math.rsqrt(variance + self.epsilon)
         return x * scale + (offset - mean * scale)
 
-    def get_config(self):
-        return {**super().get_config(), "momentum": self.momentum, "epsilon": self.epsilon}
-
 
 class UnitRMSNorm(keras.layers.Layer):
     """x / sqrt(mean(x^2) + eps) * scale over the last axis; the scale keeps the norm
@@ -146,9 +132,6 @@ class UnitRMSNorm(keras.layers.Layer):
         mean_square = tf.reduce_mean(tf.square(x), axis=-1, keepdims=True)
         return x * tf.math.rsqrt(mean_square + self.epsilon) * self.scale
 
-    def get_config(self):
-        return {**super().get_config(), "epsilon": self.epsilon}
-
 
 class InvertedResidualBlock(keras.layers.Layer):
     """FlashSAC's block, x + ReLU(BN(W2 ReLU(BN(W1 x)))): W1 widens `width` by
@@ -156,7 +139,6 @@ class InvertedResidualBlock(keras.layers.Layer):
 
     def __init__(self, width: int, ensemble: int = 0, expansion: int = 4, **kwargs):
         super().__init__(**kwargs)
-        self.width, self.ensemble, self.expansion = width, ensemble, expansion
         self.expand = UnitDense(expansion * width, ensemble, name="expand")
         self.expand_norm = UnitBatchNorm(name="expand_norm")
         self.project = UnitDense(width, ensemble, name="project")
@@ -165,11 +147,3 @@ class InvertedResidualBlock(keras.layers.Layer):
     def call(self, x, training=None):
         h = tf.nn.relu(self.expand_norm(self.expand(x), training=training))
         return x + tf.nn.relu(self.project_norm(self.project(h), training=training))
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "width": self.width,
-            "ensemble": self.ensemble,
-            "expansion": self.expansion,
-        }

@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import keras
-import tensorflow as tf
 
-from tfsac.algorithm.layers import BatchRenorm, check_no_members
+from tfsac.algorithm.layers import ActorFrame, BatchRenorm, EnsembleCritic
 from tfsac.algorithm.unit_layers import UnitDense
 
 # BatchRenorm counts its training calls in float32, which stops at 2^24: a warm-up this
@@ -39,7 +38,7 @@ def trunk(hidden_sizes: Sequence[int], ensemble: int) -> keras.Sequential:
     return keras.Sequential(layers, name="trunk")
 
 
-class XQCActor(keras.Model):
+class XQCActor(ActorFrame):
     """Observation -> (mean, log_std): the trunk, then unit-norm heads with biases; log_std
     clipped to the authors' [-10, 2]."""
 
@@ -50,27 +49,18 @@ class XQCActor(keras.Model):
         normalizer: Optional[keras.layers.Layer] = None,
         **kw,
     ):
-        super().__init__(**kw)
-        self.normalizer = normalizer
-        self.action_dim = action_dim
+        super().__init__(action_dim, (-10.0, 2.0), normalizer, **kw)
         self.input_norm = batch_norm("input_norm")
         self.trunk = trunk(hidden_sizes, 0)
         self.mean = UnitDense(action_dim, use_bias=True, name="mean")
         self.log_std = UnitDense(action_dim, use_bias=True, name="log_std")
 
-    def numpy_plan(self):
-        """None: env runners act with this actor through TF (tfsac.scale.runners)."""
-        return None
-
-    def call(self, observations, training=None):
-        x = observations if self.normalizer is None else self.normalizer(observations)
-        x = self.trunk(self.input_norm(x, training=training), training=training)
-        return self.mean(x), tf.clip_by_value(self.log_std(x), -10.0, 2.0)
+    def features(self, x, training):
+        return self.trunk(x, training=training)
 
 
-class XQCCritic(keras.Model):
-    """The ensemble of XQC critics: [n, B] values, or [n, B, outputs] (a categorical
-    critic's logits). Each member batch-normalises (s, a) on its own."""
+class XQCCritic(EnsembleCritic):
+    """The ensemble of XQC critics (EnsembleCritic's frame)."""
 
     def __init__(
         self,
@@ -80,18 +70,10 @@ class XQCCritic(keras.Model):
         normalizer: Optional[keras.layers.Layer] = None,
         **kw,
     ):
-        super().__init__(**kw)
-        self.num_critics, self.outputs = num_critics, outputs
-        self.normalizer = normalizer
+        super().__init__(num_critics, outputs, normalizer, **kw)
         self.input_norm = batch_norm("input_norm")
         self.trunk = trunk(hidden_sizes, num_critics)
         self.head = UnitDense(outputs, num_critics, use_bias=True, name="q")
 
-    def call(self, observations, actions, training=None, members=None):
-        check_no_members(members)
-        if self.normalizer is not None:
-            observations = self.normalizer(observations)
-        x = tf.concat([observations, actions], axis=-1)
-        x = self.input_norm(tf.tile(x[None], [self.num_critics, 1, 1]), training=training)
-        q = self.head(self.trunk(x, training=training))
-        return tf.squeeze(q, axis=-1) if self.outputs == 1 else q
+    def features(self, x, training, members):
+        return self.trunk(x, training=training)

@@ -39,6 +39,10 @@ def test_an_actor_subclass_with_a_call_of_its_own_has_no_numpy_plan(network):
             mean, log_std = super().call(observations, training=training)
             return 2.0 * mean, log_std
 
+    class Squashed(base):  # its own hidden features, through the built-in frame's call
+        def features(self, x, training):
+            return tf.tanh(super().features(x, training))
+
     class Named(base):
         pass
 
@@ -46,6 +50,7 @@ def test_an_actor_subclass_with_a_call_of_its_own_has_no_numpy_plan(network):
     if network == "simba":
         kwargs["normalizer"] = None
     assert Doubled(**kwargs).numpy_plan() is None
+    assert Squashed(**kwargs).numpy_plan() is None
     assert Named(**kwargs).numpy_plan() == base(**kwargs).numpy_plan() is not None
 
 

@@ -50,6 +50,12 @@ class ActorFrame(keras.Model):
         """None: env runners act with this actor through TF (tfsac.scale.runners)."""
         return None
 
+    def forward_replaced(self, base) -> bool:
+        """Whether this actor's class replaces a step of `base`'s forward pass, which
+        base's numpy plan would then not mirror."""
+        steps = ("call", "features", "bound_log_std")
+        return any(getattr(type(self), step) is not getattr(base, step) for step in steps)
+
     def bound_log_std(self, log_std):
         return tf.clip_by_value(log_std, *self.log_std_bounds)
 

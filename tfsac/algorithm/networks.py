@@ -118,8 +118,8 @@ class Actor(ActorFrame):
 
     def numpy_plan(self) -> list:
         """Its layers as tfsac.scale.numpy_actor runs them, in `get_weights()` order; None
-        for a subclass with a `call` of its own (env runners then act through TF)."""
-        if type(self).call is not Actor.call:
+        for a subclass with a forward pass of its own (env runners then act through TF)."""
+        if self.forward_replaced(Actor):
             return None
         normalize = ["normalize"] if self.normalizer is not None else []
         renorm = ["batch_renorm"] if self.input_norm is not None else []

@@ -82,7 +82,7 @@ class SimbaActor(ActorFrame):
 
     def numpy_plan(self) -> list:
         """As networks.Actor.numpy_plan."""
-        if type(self).call is not SimbaActor.call:
+        if self.forward_replaced(SimbaActor):
             return None
         normalize = ["normalize"] if self.normalizer is not None else []
         renorm = ["batch_renorm"] if self.input_norm is not None else []

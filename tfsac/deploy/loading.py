@@ -243,11 +243,16 @@ class CheckpointReader:
         return prefix + ".extra"
 
     def read_state(self, prefix: str) -> Dict:
-        try:
-            with open(os.path.join(self.extra_dir(prefix), STATE_FILE)) as f:
-                return json.load(f)
-        except (OSError, ValueError) as e:
-            raise Fault(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
+        return read_checkpoint_state(prefix)
+
+
+def read_checkpoint_state(prefix: str) -> Dict:
+    """Checkpoint `prefix`'s state.json (TF-free); Fault where it does not read."""
+    try:
+        with open(os.path.join(CheckpointReader.extra_dir(prefix), STATE_FILE)) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise Fault(f"checkpoint {prefix!r} is incomplete or corrupt: {e}") from None
 
 
 class CheckpointMismatch(TfsacError):

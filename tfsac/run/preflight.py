@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import os
 import random
 import time
@@ -37,10 +36,9 @@ from tfsac.data.offline_data import check_checkpoint_data, load_recorded
 from tfsac.data.recorded_data import RecordedData
 from tfsac.data.spaces import EnvSpec, read_env_spec
 from tfsac.deploy.formats import parse_formats
-from tfsac.deploy.loading import check_available
+from tfsac.deploy.loading import check_available, read_checkpoint_state
 from tfsac.errors import Fault, TfsacError
 from tfsac.files import (
-    CHECKPOINT_STATE_FILE,
     CHECKPOINTS_DIR,
     VIDEOS_DIR,
     RunDir,
@@ -266,9 +264,8 @@ def _check_checkpoint_state(run_dir: str, config: SACConfig, recorded) -> None:
     for step in checkpoint_steps(folder):
         prefix = os.path.join(folder, f"ckpt-{step}")
         try:
-            with open(os.path.join(prefix + ".extra", CHECKPOINT_STATE_FILE)) as f:
-                state = json.load(f)
-        except (OSError, ValueError):
+            state = read_checkpoint_state(prefix)
+        except Fault:
             continue
         check_checkpoint(state["config"], config, prefix, variant_of(config).resume_keeps)
         saved = state.get(STATE_KEY)

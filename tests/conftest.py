@@ -161,6 +161,33 @@ def tiny_config(tmp_path, env_id, name="run", **overrides):
     return SACConfig(**config)
 
 
+def tf_runner_policy(algorithm: str):
+    """The env runners' policy of a tiny `algorithm` learner (3 observations, 2 actions)
+    whose actor has no numpy plan: a TFPolicy holding the learner's actor weights."""
+    import gymnasium as gym
+
+    from tfsac.algorithm.learner import SACLearner
+    from tfsac.algorithm.resolve import resolve
+    from tfsac.config import SACConfig
+    from tfsac.data.spaces import EnvSpec, space_to_json
+    from tfsac.scale.runners import TFPolicy, runner_policy
+
+    space = space_to_json(gym.spaces.Box(-1.0, 1.0, (3,), np.float32))
+    spec = EnvSpec("T-v0", 3, 2, (-1.0, -1.0), (1.0, 1.0), "Box(3)", "Box(2)", "none", space)
+    config = resolve(
+        SACConfig(
+            algorithm=algorithm, hidden_sizes=(8,), critic_hidden_sizes=(8,), num_actors=1,
+            envs_per_actor=2, chunk_steps=64, jit_compile=False,
+        )
+    )  # fmt: skip
+    learner = SACLearner(3, 2, config)
+    assert learner.actor.numpy_plan() is None
+    policy = runner_policy(spec, config, None, 0, plan=learner.actor.numpy_plan())
+    assert isinstance(policy, TFPolicy)
+    policy.set_weights(learner.actor.get_weights())
+    return policy
+
+
 def env_without_ray(tmp_path):
     """Environment variables for a subprocess in which `import ray` fails (a stand-in
     package first on PYTHONPATH), as on a machine without the `ray` extra."""

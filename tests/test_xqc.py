@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import tf_runner_policy
 
 from tfsac.algorithm.layers import BatchRenorm
 from tfsac.algorithm.learner import SACLearner
@@ -178,24 +179,7 @@ def test_the_linear_schedule_falls_to_its_factor_over_its_steps():
 
 
 def test_env_runners_act_with_the_xqc_actor_through_tf():
-    import gymnasium as gym
-
-    from tfsac.data.spaces import EnvSpec, space_to_json
-    from tfsac.scale.runners import TFPolicy, runner_policy
-
-    space = space_to_json(gym.spaces.Box(-1.0, 1.0, (3,), np.float32))
-    spec = EnvSpec("T-v0", 3, 2, (-1.0, -1.0), (1.0, 1.0), "Box(3)", "Box(2)", "none", space)
-    config = resolve(
-        SACConfig(
-            algorithm="xqc", hidden_sizes=(8,), critic_hidden_sizes=(8,), num_actors=1,
-            envs_per_actor=2, chunk_steps=64, jit_compile=False,
-        )
-    )  # fmt: skip
-    learner = SACLearner(3, 2, config)
-    assert learner.actor.numpy_plan() is None
-    policy = runner_policy(spec, config, None, 0, plan=None)
-    assert isinstance(policy, TFPolicy)
-    policy.set_weights(learner.actor.get_weights())
+    policy = tf_runner_policy("xqc")
     actions = np.stack([policy.sample(np.zeros((2, 3), np.float32)) for _ in range(20)])
     assert actions.shape == (20, 2, 2) and np.abs(actions).max() < 1
     assert np.all(actions[1:] != actions[:-1])  # a new draw every step: no held noise

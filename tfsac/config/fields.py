@@ -8,6 +8,7 @@ import functools
 import math
 import numbers
 import os
+import types
 import typing
 from typing import Any, Callable, Optional
 
@@ -58,14 +59,27 @@ def interval(low: float, high: float, ends: str) -> Check:
     return Check(lambda v: above(v) and below(v), f"in {ends[0]}{low}, {high}{ends[1]}")
 
 
-def option(default, help: str, group: str, *, flag=None, choices=None, text=None, check=None):
-    """A config field with what its flag needs: `flag` (default: the field's name),
-    `choices` for an enum, `text`, the flag's default for fields with a string form, and
-    `check`, the values it takes (None passes where None is the default)."""
+def option(default, help: str, group=None, *, flag=None, choices=None, text=None, check=None):
+    """A config field with what its flag needs: `group` (default: its class's, `options`),
+    `flag` (default: the field's name), `choices` for an enum, `text`, the flag's default
+    for fields with a string form, and `check`, the values it takes (None passes where None
+    is the default)."""
     metadata = dict(help=help, group=group, flag=flag, choices=choices, text=text, check=check)
     if callable(default):
         return dataclasses.field(default_factory=default, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def options(group: str):
+    """A dataclass of options, those that name no group of their own in help group `group`."""
+
+    def make(cls):
+        for value in vars(cls).values():
+            if isinstance(value, dataclasses.Field) and value.metadata["group"] is None:
+                value.metadata = types.MappingProxyType({**value.metadata, "group": group})
+        return dataclasses.dataclass(cls)
+
+    return make
 
 
 def field_errors(config) -> Optional[str]:

@@ -3,7 +3,6 @@ checkpoints and env runners on Ray."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Optional
 
@@ -13,6 +12,7 @@ from tfsac.config.fields import (
     Check,
     at_least,
     option,
+    options,
 )
 from tfsac.config.options import DIST, OFFLINE, OUTPUT, STOP
 from tfsac.paths import PLAIN_NAME, is_plain_name
@@ -25,7 +25,7 @@ def _formats_ok(text) -> bool:
     return bool(names) and all(n in EXPORT_FORMATS for n in names)
 
 
-@dataclasses.dataclass
+@options(OFFLINE)
 class OfflineOptions:
     """Recorded transitions beside the online ones (tfsac/data/offline_data.py)."""
 
@@ -34,21 +34,18 @@ class OfflineOptions:
         None,
         "recorded transitions: a Minari dataset id or path, a tfsac run directory, or a "
         "folder of .npz episodes (default: none)",
-        OFFLINE,
     )
     # 0.5 is RLPD's symmetric sampling (arXiv:2302.02948).
     offline_ratio: Optional[float] = option(
         0.5,
         "share of every minibatch drawn from offline_data (exact per batch; 0: online only, "
         "1: recorded only), or 'size': uniform over recorded and online rows together",
-        OFFLINE,
         text="0.5",
         check=Check(lambda v: v is None or 0.0 <= v <= 1.0, "in [0, 1] or 'size'"),
     )
     offline_updates: int = option(
         0,
         "with total_steps=0: gradient steps on offline_data alone (offline SAC, a baseline)",
-        OFFLINE,
         check=at_least(0),
     )
     init_from: Optional[str] = option(
@@ -56,65 +53,56 @@ class OfflineOptions:
         "start a new run from another run's networks, targets and learned temperature (to "
         "fine-tune an offline-only run online, say): its run directory (newest checkpoint) "
         "or <run_dir>/checkpoints/ckpt-<step> (default: fresh networks)",
-        OFFLINE,
     )
 
 
-@dataclasses.dataclass
+@options(OUTPUT)
 class OutputOptions:
     """Evaluation, logs, the run directory, exports and checkpoints."""
 
     eval_every: int = option(
-        5_000, "env steps between deterministic evaluations", OUTPUT, check=POSITIVE_INT
+        5_000, "env steps between deterministic evaluations", check=POSITIVE_INT
     )
-    eval_episodes: int = option(10, "episodes per evaluation", OUTPUT, check=EPISODES)
-    log_every: int = option(1_000, "env steps between progress lines", OUTPUT, check=POSITIVE_INT)
+    eval_episodes: int = option(10, "episodes per evaluation", check=EPISODES)
+    log_every: int = option(1_000, "env steps between progress lines", check=POSITIVE_INT)
     video_every: int = option(
         0,
         "record one episode every N evaluations to <run_dir>/videos (0: never)",
-        OUTPUT,
         check=at_least(0),
     )
     progress_bar: Optional[bool] = option(
-        None, "progress bar on stderr: auto (in a terminal), true or false", OUTPUT, text="auto"
+        None, "progress bar on stderr: auto (in a terminal), true or false", text="auto"
     )
-    tensorboard: bool = option(True, "TensorBoard summaries in <run_dir>/tensorboard", OUTPUT)
+    tensorboard: bool = option(True, "TensorBoard summaries in <run_dir>/tensorboard")
     run_dir: Optional[str] = option(
-        None, "run directory (default runs/<model_name>-seed<seed>-<time>)", OUTPUT
+        None, "run directory (default runs/<model_name>-seed<seed>-<time>)"
     )
-    export_dir: str = option(
-        "saved_models", "SavedModels go to <export_dir>/<model_name>/<n>", OUTPUT
-    )
+    export_dir: str = option("saved_models", "SavedModels go to <export_dir>/<model_name>/<n>")
     model_name: Optional[str] = option(
         None,
         "model name under export_dir (default from env)",
-        OUTPUT,
         check=Check(is_plain_name, PLAIN_NAME, "{!r}"),
     )
     export: bool = option(
         True,
         "export the policy as a SavedModel at the end (a new version of <export_dir>/"
         "<model_name>, which TF Serving then serves); false for trial runs",
-        OUTPUT,
     )
     export_formats: str = option(
         "saved_model",
         "what an export writes into its version folder, a comma list of saved_model (always "
         "written), tflite (policy.tflite) and onnx (policy.onnx)",
-        OUTPUT,
         check=Check(_formats_ok, f"a comma list of {', '.join(EXPORT_FORMATS)}", "{!r}"),
     )
 
     # Checkpoints under <run_dir>/checkpoints (also at the end and on SIGINT/SIGTERM).
     checkpoint_every: int = option(
-        5_000, "env steps between checkpoints (0: end only)", OUTPUT, check=at_least(0)
+        5_000, "env steps between checkpoints (0: end only)", check=at_least(0)
     )
-    keep_checkpoints: int = option(
-        3, "how many recent checkpoints to keep", OUTPUT, check=at_least(1)
-    )
+    keep_checkpoints: int = option(3, "how many recent checkpoints to keep", check=at_least(1))
 
 
-@dataclasses.dataclass
+@options(STOP)
 class StopOptions:
     """Stopping a run cleanly before total_steps, and the best policy's export (the callbacks
     of tfsac/run/stopping.py)."""
@@ -123,31 +111,27 @@ class StopOptions:
         None,
         "stop once an evaluation's mean return reaches this (SB3's "
         "StopTrainingOnRewardThreshold; default: never)",
-        STOP,
         check=Check(math.isfinite, "a finite number"),
     )
     stop_after_no_improvement: int = option(
         0,
         "stop when more than this many evaluations in a row bring no new best return (SB3's "
         "StopTrainingOnNoModelImprovement max_no_improvement_evals; 0: never)",
-        STOP,
         check=at_least(0),
     )
     min_evaluations: int = option(
         0,
         "evaluations before stop_after_no_improvement starts counting (SB3's min_evals)",
-        STOP,
         check=at_least(0),
     )
     keep_best: bool = option(
         False,
         "export the policy at each new best evaluation return as the next version of "
         "<run_dir>/best (SB3's EvalCallback best_model_save_path)",
-        STOP,
     )
 
 
-@dataclasses.dataclass
+@options(DIST)
 class DistOptions:
     """Env runners on Ray."""
 
@@ -155,27 +139,22 @@ class DistOptions:
     num_actors: int = option(
         0,
         "env runner processes on Ray feeding this learner (0: envs step in this process)",
-        DIST,
         check=Check(lambda v: isinstance(v, int) and v >= 0, ">= 0 (0: no env runners)"),
     )
-    envs_per_actor: int = option(
-        1, "env copies each runner steps together", DIST, check=POSITIVE_INT
-    )
+    envs_per_actor: int = option(1, "env copies each runner steps together", check=POSITIVE_INT)
     chunk_steps: int = option(
         64,
         "env steps per chunk a runner sends (all its env copies' steps count)",
-        DIST,
         check=POSITIVE_INT,
     )
     weight_sync_every: int = option(
-        64, "updates between sending the actor's weights to the runners", DIST, check=POSITIVE_INT
+        64, "updates between sending the actor's weights to the runners", check=POSITIVE_INT
     )
     runner_mode: str = option(
         "async",
         "async: runners collect while the learner updates; sync: in lockstep, reproducible",
-        DIST,
         choices=("sync", "async"),
     )
     ray_address: Optional[str] = option(
-        None, "Ray cluster to join (<host>:<port> or auto; default: a local Ray)", DIST
+        None, "Ray cluster to join (<host>:<port> or auto; default: a local Ray)"
     )

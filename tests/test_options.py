@@ -156,7 +156,7 @@ def test_droq_critics_layer_norm_and_dropout():
 
 
 def test_schedules_parse_and_shape_the_rate():
-    from tfsac.config.new_run import check_new_run
+    from tfsac.config.sac_config import check_new_run
     from tfsac.config.schedules import parse_schedule
 
     linear = parse_schedule("linear")
@@ -176,7 +176,7 @@ def test_schedules_parse_and_shape_the_rate():
 def test_a_fixed_alpha_beside_a_learned_ones_options_warns_and_a_saved_run_loads():
     """A tester's: --alpha=0.1 --target_entropy=-2 said nothing. A new run says which
     options it does not read; a run saved so before this loads (resume, evaluate)."""
-    from tfsac.config.new_run import check_new_run
+    from tfsac.config.sac_config import check_new_run
 
     config = resolve(SACConfig(alpha=0.1, target_entropy=-3.0, use_log_alpha=False))
     assert check_new_run(config) == [
@@ -189,7 +189,7 @@ def test_a_fixed_alpha_beside_a_learned_ones_options_warns_and_a_saved_run_loads
 def test_options_that_act_only_as_the_runs_end_does_are_said():
     """keep_best without an evaluation before the end keeps the final policy, as the export
     does; an interval past total_steps acts only at the end (a default one says nothing)."""
-    from tfsac.config.new_run import check_new_run, evaluations_before_end
+    from tfsac.config.sac_config import check_new_run, evaluations_before_end
 
     short = dict(total_steps=3000, learning_starts=100)
     assert check_new_run(resolve(SACConfig(**short))) == []

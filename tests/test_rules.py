@@ -10,8 +10,8 @@ from test_bad_inputs import CASES
 
 from tfsac.config import SACConfig
 from tfsac.config.fields import field_errors
-from tfsac.config.new_run import check_new_run
 from tfsac.config.rules import NEEDS, NEW_RUN_NEEDS, NEW_RUN_RULES, RULES
+from tfsac.config.sac_config import check_new_run
 from tfsac.errors import TfsacError
 
 ALL_RULES = {**RULES, **NEW_RUN_RULES}

@@ -42,6 +42,7 @@ POSITIVE_INT = Check(lambda v: _is_int(v) and v > 0, "a positive integer", "{!r}
 POSITIVE_FINITE = Check(lambda v: 0 < v < math.inf, "positive and finite")
 NON_EMPTY_TEXT = Check(lambda v: isinstance(v, str) and bool(v), "a non-empty string", "")
 RATE = Check(lambda v: 0 < v < 1, "in (0, 1)")
+WIDTHS = Check(lambda v: v and all(h > 0 for h in v), "one or more positive integers")
 # What numpy's and gymnasium's seeding take.
 SEED = Check(lambda v: _is_int(v) and 0 <= v < 2**32, "in [0, 2**32 - 1]")
 # An evaluation keeps every episode's seed and return (and prints the returns).
@@ -59,15 +60,25 @@ def interval(low: float, high: float, ends: str) -> Check:
     return Check(lambda v: above(v) and below(v), f"in {ends[0]}{low}, {high}{ends[1]}")
 
 
-def option(default, help: str, group=None, *, flag=None, choices=None, text=None, check=None):
-    """A config field with what its flag needs: `group` (default: its class's, `options`),
-    `flag` (default: the field's name), `choices` for an enum, `text`, the flag's default
-    for fields with a string form, and `check`, the values it takes (None passes where None
-    is the default)."""
+def option(default, help: str, check=None, *, group=None, flag=None, choices=None, text=None):
+    """A config field with what its flag needs: `check`, the values it takes (None passes
+    where None is the default), `group` (default: its class's, `options`), `flag` (default:
+    the field's name), `choices` for an enum and `text`, the flag's default for fields with
+    a string form."""
     metadata = dict(help=help, group=group, flag=flag, choices=choices, text=text, check=check)
     if callable(default):
         return dataclasses.field(default_factory=default, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def auto_option(help: str, check=None, **kwargs):
+    """An option whose default, None, its flag writes 'auto'."""
+    return option(None, help, check, text="auto", **kwargs)
+
+
+def json_option(help: str):
+    """An option holding a JSON object, {} by default."""
+    return option(dict, help, Check(lambda v: isinstance(v, dict), "a dict", "{!r}"), text="{}")
 
 
 def options(group: str):
@@ -142,6 +153,9 @@ def _typed(hint, value):
     raise TypeError(_KINDS[kind])
 
 
+_hints = functools.cache(typing.get_type_hints)
+
+
 def check_field_types(config) -> None:
     """Checks every field of the dataclass `config` against its type hint; TfsacError names
     the first of another type. Numpy scalars become Python's."""
@@ -158,11 +172,6 @@ def check_field_types(config) -> None:
             ) from None
         if typed is not value:
             setattr(config, field.name, typed)
-
-
-@functools.cache
-def _hints(cls) -> dict:
-    return typing.get_type_hints(cls)
 
 
 # The arguments of the callbacks a user makes (SaveBestPolicy, StopTraining*), checked as

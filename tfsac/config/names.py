@@ -15,56 +15,39 @@ from typing import Dict, Iterable, Optional, Tuple
 from tfsac.errors import TfsacError
 
 CLI, PYTHON = "cli", "python"
+SB3, SU = "Stable-Baselines3", "Spinning Up"
 
 # Other libraries' SAC arguments and what tfsac calls them; `render` says each `name=value`.
 OTHER_NAMES: Dict[str, Tuple[str, str]] = {
-    "ent_coef": ("Stable-Baselines3", "`alpha` (a number, auto or auto_<initial value>)"),
-    "net_arch": (
-        "Stable-Baselines3",
-        "`hidden_sizes=256,256` (`critic_hidden_sizes` for the critics alone)",
-    ),
+    "ent_coef": (SB3, "`alpha` (a number, auto or auto_<initial value>)"),
+    "net_arch": (SB3, "`hidden_sizes=256,256` (`critic_hidden_sizes` for the critics alone)"),
     "policy_kwargs": (
-        "Stable-Baselines3",
+        SB3,
         "`hidden_sizes`, `network`, `critic_layer_norm` (custom networks: `algorithm`/"
         "`network` of a module of yours, docs/guide/custom-env-and-networks.md)",
     ),
-    "tensorboard_log": (
-        "Stable-Baselines3",
-        "`tensorboard` (TensorBoard logs under the run directory)",
-    ),
-    "n_sampled_goal": ("Stable-Baselines3", "`her_goals_per_transition` (with `her`)"),
-    "goal_selection_strategy": ("Stable-Baselines3", "`her_strategy` (with `her`)"),
-    "replay_buffer_class": (
-        "Stable-Baselines3",
-        "`her` (HerReplayBuffer) or `n_steps` (NStepReplayBuffer)",
-    ),
+    "tensorboard_log": (SB3, "`tensorboard` (TensorBoard logs under the run directory)"),
+    "n_sampled_goal": (SB3, "`her_goals_per_transition` (with `her`)"),
+    "goal_selection_strategy": (SB3, "`her_strategy` (with `her`)"),
+    "replay_buffer_class": (SB3, "`her` (HerReplayBuffer) or `n_steps` (NStepReplayBuffer)"),
     "verbose": (
-        "Stable-Baselines3",
+        SB3,
         "`progress_bar` and `log_every` (progress; the scripts' --verbosity: absl's logging)",
     ),
-    "start_steps": (
-        "Spinning Up",
-        "`learning_starts` (random actions until then; updates start after it)",
-    ),
+    "start_steps": (SU, "`learning_starts` (random actions until then; updates start after it)"),
     "update_after": (
-        "Spinning Up",
+        SU,
         "`learning_starts` (updates start after it, with random actions until then)",
     ),
-    "update_every": (
-        "Spinning Up",
-        "`train_freq=N` and `gradient_steps=N` (N updates every N env steps)",
-    ),
-    "epochs": ("Spinning Up", "`total_steps` (env steps in all)"),
-    "steps_per_epoch": (
-        "Spinning Up",
-        "`log_every` (a progress row every N env steps) and `eval_every`",
-    ),
-    "num_test_episodes": ("Spinning Up", "`eval_episodes`"),
-    "max_ep_len": ("Spinning Up", '`env_kwargs={"max_episode_steps": N}`'),
-    "save_freq": ("Spinning Up", "`checkpoint_every`"),
-    "replay_size": ("Spinning Up", "`buffer_size`"),
-    "polyak": ("Spinning Up", "`tau` (1 - polyak)"),
-    "lr": ("Spinning Up", "`learning_rate`"),
+    "update_every": (SU, "`train_freq=N` and `gradient_steps=N` (N updates every N env steps)"),
+    "epochs": (SU, "`total_steps` (env steps in all)"),
+    "steps_per_epoch": (SU, "`log_every` (a progress row every N env steps) and `eval_every`"),
+    "num_test_episodes": (SU, "`eval_episodes`"),
+    "max_ep_len": (SU, '`env_kwargs={"max_episode_steps": N}`'),
+    "save_freq": (SU, "`checkpoint_every`"),
+    "replay_size": (SU, "`buffer_size`"),
+    "polyak": (SU, "`tau` (1 - polyak)"),
+    "lr": (SU, "`learning_rate`"),
 }
 
 _OPTION = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:=([^`]*))?`")

@@ -9,27 +9,12 @@ from tfsac.errors import TfsacError
 from tfsac.user_modules import split
 
 # Each change is said in one line as the run resumes.
-RESUME_ADJUSTABLE = (
-    "total_steps",
-    "eval_every",
-    "eval_episodes",
-    "log_every",
-    "video_every",
-    "progress_bar",
-    "tensorboard",
-    "checkpoint_every",
-    "keep_checkpoints",
-    "export",
-    "export_dir",
-    "export_formats",
-    "model_name",
-    "stop_at_return",
-    "stop_after_no_improvement",
-    "min_evaluations",
-    "keep_best",
+RESUME_ADJUSTABLE = tuple(
+    "total_steps eval_every eval_episodes log_every video_every progress_bar tensorboard "
+    "checkpoint_every keep_checkpoints export export_dir export_formats model_name "
+    "stop_at_return stop_after_no_improvement min_evaluations keep_best "
     # Env runners hold no state: their mode and cluster may change (their number: below).
-    "runner_mode",
-    "ray_address",
+    "runner_mode ray_address".split()
 )
 
 
@@ -119,31 +104,15 @@ _DECIDED_ELSEWHERE = {
 # What a run continued from a checkpoint (a resume's own, init_from's) must share with it.
 # Config fields that change the shape of the saved state: a checkpoint made with other
 # values cannot be restored into this run.
-STRUCTURAL_FIELDS = (
-    "env_id",
-    "hidden_sizes",
-    "num_critics",
-    "critic_layer_norm",
-    "use_log_alpha",
-    "buffer_size",
-    "use_sde",
-    "algorithm",
-    "network",
-    "critic_hidden_sizes",
+STRUCTURAL_FIELDS = tuple(
+    "env_id hidden_sizes num_critics critic_layer_norm use_log_alpha buffer_size use_sde "
+    "algorithm network critic_hidden_sizes".split()
 )
 # Settings that decide the learned state's variables or what they mean: init_from's
 # source run must have had this run's values.
-MATCHED_FIELDS = (
-    "algorithm",
-    "variant",
-    "network",
-    "hidden_sizes",
-    "critic_hidden_sizes",
-    "num_critics",
-    "critic_layer_norm",
-    "normalize_observations",
-    "use_sde",
-    "use_log_alpha",
+MATCHED_FIELDS = tuple(
+    "algorithm variant network hidden_sizes critic_hidden_sizes num_critics critic_layer_norm "
+    "normalize_observations use_sde use_log_alpha".split()
 )
 
 

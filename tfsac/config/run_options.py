@@ -11,6 +11,7 @@ from tfsac.config.fields import (
     POSITIVE_INT,
     Check,
     at_least,
+    auto_option,
     option,
     options,
 )
@@ -27,8 +28,7 @@ def _formats_ok(text) -> bool:
 
 @options(OFFLINE)
 class OfflineOptions:
-    """Recorded transitions beside the online ones (tfsac/data/offline_data.py)."""
-
+    # tfsac/data/offline_data.py
     # Read-only: a checkpoint names it and its checksum, never copies it.
     offline_data: Optional[str] = option(
         None,
@@ -40,13 +40,13 @@ class OfflineOptions:
         0.5,
         "share of every minibatch drawn from offline_data (exact per batch; 0: online only, "
         "1: recorded only), or 'size': uniform over recorded and online rows together",
+        Check(lambda v: v is None or 0.0 <= v <= 1.0, "in [0, 1] or 'size'"),
         text="0.5",
-        check=Check(lambda v: v is None or 0.0 <= v <= 1.0, "in [0, 1] or 'size'"),
     )
     offline_updates: int = option(
         0,
         "with total_steps=0: gradient steps on offline_data alone (offline SAC, a baseline)",
-        check=at_least(0),
+        at_least(0),
     )
     init_from: Optional[str] = option(
         None,
@@ -58,20 +58,14 @@ class OfflineOptions:
 
 @options(OUTPUT)
 class OutputOptions:
-    """Evaluation, logs, the run directory, exports and checkpoints."""
-
-    eval_every: int = option(
-        5_000, "env steps between deterministic evaluations", check=POSITIVE_INT
-    )
-    eval_episodes: int = option(10, "episodes per evaluation", check=EPISODES)
-    log_every: int = option(1_000, "env steps between progress lines", check=POSITIVE_INT)
+    eval_every: int = option(5_000, "env steps between deterministic evaluations", POSITIVE_INT)
+    eval_episodes: int = option(10, "episodes per evaluation", EPISODES)
+    log_every: int = option(1_000, "env steps between progress lines", POSITIVE_INT)
     video_every: int = option(
-        0,
-        "record one episode every N evaluations to <run_dir>/videos (0: never)",
-        check=at_least(0),
+        0, "record one episode every N evaluations to <run_dir>/videos (0: never)", at_least(0)
     )
-    progress_bar: Optional[bool] = option(
-        None, "progress bar on stderr: auto (in a terminal), true or false", text="auto"
+    progress_bar: Optional[bool] = auto_option(
+        "progress bar on stderr: auto (in a terminal), true or false"
     )
     tensorboard: bool = option(True, "TensorBoard summaries in <run_dir>/tensorboard")
     run_dir: Optional[str] = option(
@@ -81,7 +75,7 @@ class OutputOptions:
     model_name: Optional[str] = option(
         None,
         "model name under export_dir (default from env)",
-        check=Check(is_plain_name, PLAIN_NAME, "{!r}"),
+        Check(is_plain_name, PLAIN_NAME, "{!r}"),
     )
     export: bool = option(
         True,
@@ -92,37 +86,35 @@ class OutputOptions:
         "saved_model",
         "what an export writes into its version folder, a comma list of saved_model (always "
         "written), tflite (policy.tflite) and onnx (policy.onnx)",
-        check=Check(_formats_ok, f"a comma list of {', '.join(EXPORT_FORMATS)}", "{!r}"),
+        Check(_formats_ok, f"a comma list of {', '.join(EXPORT_FORMATS)}", "{!r}"),
     )
 
     # Checkpoints under <run_dir>/checkpoints (also at the end and on SIGINT/SIGTERM).
     checkpoint_every: int = option(
-        5_000, "env steps between checkpoints (0: end only)", check=at_least(0)
+        5_000, "env steps between checkpoints (0: end only)", at_least(0)
     )
-    keep_checkpoints: int = option(3, "how many recent checkpoints to keep", check=at_least(1))
+    keep_checkpoints: int = option(3, "how many recent checkpoints to keep", at_least(1))
 
 
 @options(STOP)
 class StopOptions:
-    """Stopping a run cleanly before total_steps, and the best policy's export (the callbacks
-    of tfsac/run/stopping.py)."""
-
+    # The callbacks of tfsac/run/stopping.py.
     stop_at_return: Optional[float] = option(
         None,
         "stop once an evaluation's mean return reaches this (SB3's "
         "StopTrainingOnRewardThreshold; default: never)",
-        check=Check(math.isfinite, "a finite number"),
+        Check(math.isfinite, "a finite number"),
     )
     stop_after_no_improvement: int = option(
         0,
         "stop when more than this many evaluations in a row bring no new best return (SB3's "
         "StopTrainingOnNoModelImprovement max_no_improvement_evals; 0: never)",
-        check=at_least(0),
+        at_least(0),
     )
     min_evaluations: int = option(
         0,
         "evaluations before stop_after_no_improvement starts counting (SB3's min_evals)",
-        check=at_least(0),
+        at_least(0),
     )
     keep_best: bool = option(
         False,
@@ -133,22 +125,18 @@ class StopOptions:
 
 @options(DIST)
 class DistOptions:
-    """Env runners on Ray."""
-
     # The updates per env step (train_freq, gradient_steps) hold for any number of runners.
     num_actors: int = option(
         0,
         "env runner processes on Ray feeding this learner (0: envs step in this process)",
-        check=Check(lambda v: isinstance(v, int) and v >= 0, ">= 0 (0: no env runners)"),
+        Check(lambda v: isinstance(v, int) and v >= 0, ">= 0 (0: no env runners)"),
     )
-    envs_per_actor: int = option(1, "env copies each runner steps together", check=POSITIVE_INT)
+    envs_per_actor: int = option(1, "env copies each runner steps together", POSITIVE_INT)
     chunk_steps: int = option(
-        64,
-        "env steps per chunk a runner sends (all its env copies' steps count)",
-        check=POSITIVE_INT,
+        64, "env steps per chunk a runner sends (all its env copies' steps count)", POSITIVE_INT
     )
     weight_sync_every: int = option(
-        64, "updates between sending the actor's weights to the runners", check=POSITIVE_INT
+        64, "updates between sending the actor's weights to the runners", POSITIVE_INT
     )
     runner_mode: str = option(
         "async",

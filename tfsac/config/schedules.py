@@ -20,23 +20,17 @@ def parse_schedule(spec: str) -> Schedule:
         return lambda step, total: 1.0
     if text == "linear":
         return lambda step, total: max(0.0, 1.0 - step / total)
-    if text.startswith("linear:"):
+    if text.startswith(("linear:", "cosine:")):
         end, horizon = _end_points(text[7:])
         if 0 < end < math.inf and (horizon is None or horizon > 0):
 
-            def linear(step, total):
-                return 1.0 - (1.0 - end) * min(1.0, step / (horizon or total))
-
-            return linear
-    if text.startswith("cosine:"):
-        end, horizon = _end_points(text[7:])
-        if 0 < end < math.inf and (horizon is None or horizon > 0):
-
-            def cosine(step, total):
+            def decayed(step, total):
                 progress = min(1.0, step / (horizon or total))
+                if text.startswith("linear"):
+                    return 1.0 - (1.0 - end) * progress
                 return end + (1.0 - end) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
-            return cosine
+            return decayed
     if text.startswith("piecewise:"):
         points = _piecewise_points(text)
         if points and all(0 < f < math.inf for _, f in points):
@@ -58,10 +52,7 @@ def parse_schedule(spec: str) -> Schedule:
 
 def duplicate_steps(spec: str) -> list:
     """The steps a piecewise schedule gives more than one factor from (a new run refuses them)."""
-    text = spec.strip().lower()
-    if not text.startswith("piecewise:"):
-        return []
-    steps = [step for step, _ in _piecewise_points(text)]
+    steps = schedule_steps(spec)
     return sorted({s for s in steps if steps.count(s) > 1})
 
 

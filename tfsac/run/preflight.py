@@ -17,8 +17,8 @@ from absl import logging
 from tfsac.algorithm.resolve import mark_resolved, resolve  # TF-free, as the variants'
 from tfsac.algorithm.variants import variant_of
 from tfsac.config import SACConfig
-from tfsac.config.new_run import check_new_run
 from tfsac.config.resume import Change, check_checkpoint, check_matches
+from tfsac.config.sac_config import check_new_run
 from tfsac.data.env_checks import CUSTOM_ENV, check_batched_reward, check_env_api, reward_function
 from tfsac.data.envs import (
     EnvFn,

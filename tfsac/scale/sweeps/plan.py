@@ -15,8 +15,7 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Protocol
 from tfsac.algorithm.resolve import resolve
 from tfsac.config import SACConfig
 from tfsac.config.names import CLI, flag_names, unknown_name_hint
-from tfsac.config.new_run import check_new_run
-from tfsac.config.sac_config import KEYWORD_OPTIONS
+from tfsac.config.sac_config import KEYWORD_OPTIONS, check_new_run
 from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError

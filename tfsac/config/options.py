@@ -164,7 +164,7 @@ class OptimOptions:
     gamma: float = option(0.99, "discount factor", OPTIM, check=interval(0, 1, "[]"))
     # n-step returns (as SBX's and SB3's `n_steps`): the TD target sums up to n rewards of
     # the stored episode, stopping at a termination or a truncation, and bootstraps with
-    # gamma to the power of the steps taken (tfsac/data/n_step.py).
+    # gamma to the power of the steps taken (tfsac/data/replay.py).
     n_steps: int = option(
         1,
         "n-step returns: rewards summed in the TD target (1: one step)",

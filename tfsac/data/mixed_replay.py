@@ -8,9 +8,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from tfsac.data.n_step import n_step_returns
 from tfsac.data.recorded_data import RecordedData
-from tfsac.data.replay import ReplayBuffer, packed_width
+from tfsac.data.replay import ReplayBuffer, n_step_returns, packed_width
 
 STATE_KEY = "offline_data"  # in a checkpoint's state.json
 

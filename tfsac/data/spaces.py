@@ -36,7 +36,6 @@ def goal_columns(space: gym.Space) -> Optional[GoalColumns]:
 
 
 def column(columns: GoalColumns, key: str) -> slice:
-    """The columns of `key` in the flat observation."""
     return next(slice(first, stop) for name, first, stop in columns if name == key)
 
 
@@ -90,7 +89,6 @@ class EnvSpec:
     env_fn: Optional[str] = None
 
     def to_dict(self) -> dict:
-        """As JSON holds it (a run directory's env_spec.json)."""
         return dataclasses.asdict(self)
 
     @classmethod
@@ -133,7 +131,7 @@ def _bounds_array(text, shape: tuple, dtype) -> np.ndarray:
 
 
 def space_to_json(space: gym.Space) -> Optional[dict]:
-    """The observation spaces SAC trains on as JSON (None for another kind of space)."""
+    """An observation space SAC trains on as JSON (None for another kind)."""
     if isinstance(space, gym.spaces.Box):
         return {
             "type": "Box",
@@ -160,8 +158,8 @@ def space_to_json(space: gym.Space) -> Optional[dict]:
 
 
 def unsupported_part(space: gym.Space, where: str = "") -> Optional[str]:
-    """Which part of an observation space SAC cannot train on, as "['s'][1] is a Sequence";
-    None where every part is one of space_to_json's kinds."""
+    """Which part of an observation space SAC cannot train on, as "['s'][1] is a Sequence"
+    (None: none)."""
     if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
         for key, part in items:
@@ -174,7 +172,6 @@ def unsupported_part(space: gym.Space, where: str = "") -> Optional[str]:
 
 
 def space_from_json(data: dict) -> gym.Space:
-    """The space that space_to_json described."""
     kind = data["type"]
     if kind == "Box":
         shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
@@ -194,8 +191,7 @@ def space_from_json(data: dict) -> gym.Space:
 
 
 def read_env_spec(run_dir: str) -> Optional[EnvSpec]:
-    """The run directory's env_spec.json, or None where an older tfsac wrote none; a Fault
-    where it does not read as a spec."""
+    """The run directory's env_spec.json (None: an older tfsac wrote none)."""
     path = os.path.join(run_dir, ENV_SPEC_FILE)
     data = read_json(path)
     return None if data is None else EnvSpec.from_dict(data, path)

@@ -32,7 +32,7 @@ from absl import flags  # noqa: E402
 from tfsac.config.fields import SEED  # noqa: E402 - TF-free
 from tfsac.data import recording  # noqa: E402 - TF-free
 from tfsac.data.env_checks import check_env_fits, check_env_id  # noqa: E402
-from tfsac.data.offline_data import FORMATS, check_output  # noqa: E402
+from tfsac.data.recording import FORMATS, check_output  # noqa: E402
 from tfsac.deploy.loading import check_saved_model  # noqa: E402 - TF-free
 from tfsac.deploy.metadata import read_metadata  # noqa: E402 - TF-free
 from tfsac.errors import TfsacError  # noqa: E402

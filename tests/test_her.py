@@ -239,7 +239,7 @@ def test_her_relabels_with_the_wrappers_compute_reward_and_refuses_non_finite_re
 
     from tfsac import TfsacError
     from tfsac.data.env_checks import reward_function
-    from tfsac.data.goals import batched_rewards
+    from tfsac.data.spaces import batched_rewards
 
     class Dense(gym.Wrapper):
         def compute_reward(self, achieved_goal, desired_goal, info):

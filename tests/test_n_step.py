@@ -1,5 +1,5 @@
-"""n-step returns (tfsac.data.n_step) on numbers computed by hand: an episode that ends in a
-termination, one that ends in a truncation, two env copies added step by step."""
+"""n-step returns (tfsac.data.replay.n_step_returns) on numbers computed by hand: an episode
+that ends in a termination, one that ends in a truncation, two env copies added step by step."""
 
 import numpy as np
 import pytest

@@ -17,8 +17,7 @@ from tfsac import SACConfig, SACLearner, TfsacError, Trainer
 from tfsac.algorithm import losses
 from tfsac.data.envs import env_spec, make_env
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
-from tfsac.data.offline_data import load_recorded
-from tfsac.data.recorded_data import NPZ_FORMAT, RecordedData
+from tfsac.data.offline_data import NPZ_FORMAT, RecordedData, load_recorded
 from tfsac.data.recording import record_episodes
 from tfsac.data.replay import ReplayBuffer
 
@@ -134,8 +133,7 @@ def test_a_transition_floor_records_whole_episodes_until_it_is_reached():
 
 def test_actions_are_rescaled_to_the_unit_box_and_checked_against_the_bounds(tmp_path):
     episodes = record_episodes("Pendulum-v1", 1, seed=0, env_kwargs={"max_episode_steps": 5})
-    from tfsac.data.offline_data import checked
-    from tfsac.data.recorded_data import Episodes
+    from tfsac.data.offline_data import Episodes, checked
 
     data = checked("rec", Episodes("npz", "Pendulum-v1", None, None, episodes), _spec())
     np.testing.assert_allclose(data.action, episodes[0]["actions"] / 2.0, atol=1e-6)  # [-2, 2]
@@ -491,8 +489,7 @@ def test_episode_values_a_tester_found_taken_are_refused_in_one_line(tmp_path, m
     missing Minari id made Minari's datasets folder (outside every path named)."""
     import warnings
 
-    from tfsac.data.offline_data import checked
-    from tfsac.data.recorded_data import Episodes
+    from tfsac.data.offline_data import Episodes, checked
 
     def episodes(**changes):
         found = record_episodes("Pendulum-v1", 1, seed=0, env_kwargs={"max_episode_steps": 5})

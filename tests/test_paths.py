@@ -183,7 +183,7 @@ def test_a_mujoco_env_writes_no_log_file_where_the_user_stands(tmp_path, monkeyp
 
 
 def test_a_datasets_id_keeps_it_inside_the_output_folder(tmp_path):
-    from tfsac.data.offline_data import check_output
+    from tfsac.data.recording import check_output
 
     out = tmp_path / "out"
     hostile = ["../x-v0", "ab/../../x-v0", "/abs/x-v0", f"{tmp_path}/x-v0", "..-v0"]

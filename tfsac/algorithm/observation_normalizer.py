@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfsac.data.running_moments import combine_moments
+from tfsac.data.return_normalizer import combine_moments
 
 
 class ObservationNormalizer(keras.layers.Layer):

@@ -133,7 +133,7 @@ class OptimOptions:
         Check(lambda v: bool(parse_schedule(v)), "a schedule"),
     )
     gamma: float = option(0.99, "discount factor", interval(0, 1, "[]"))
-    # As SBX's and SB3's `n_steps` (tfsac/data/n_step.py).
+    # As SBX's and SB3's `n_steps` (tfsac/data/replay.py).
     n_steps: int = option(
         1, "n-step returns: rewards summed in the TD target (1: one step)", POSITIVE_INT
     )

@@ -42,15 +42,13 @@ class Transitions:
             return "observation"
         return None
 
-    def as_tuple(self):
-        """The arguments of `ReplayBuffer.add`."""
+    def as_tuple(self):  # ReplayBuffer.add's arguments
         return self.observation, self.action, self.reward, self.next_observation, self.terminated
 
 
 class Collector:
-    """Steps `num_envs` copies of `env_fn`'s env together with actions in [-1, 1]^d (None:
-    seeded uniform warm-up actions). A transition keeps an episode's true final
-    observation, so that a time-limit truncation bootstraps from it."""
+    """Steps `num_envs` copies of `env_fn`'s env with actions in [-1, 1]^d (None: seeded
+    uniform warm-up ones), keeping an episode's true final observation for a truncation."""
 
     def __init__(
         self, env_fn: EnvFn, spec: EnvSpec, num_envs: int, mode: str, seed: int, gamma: float = 0.99
@@ -103,7 +101,6 @@ class Collector:
         return transitions
 
     def state(self) -> Dict[str, Any]:
-        """What a checkpoint needs to continue the warm-up actions and the episodes' sums."""
         return {
             "action_rng": self.warmup_rng.bit_generator.state,
             "episode_returns": self._returns.tolist(),
@@ -112,13 +109,13 @@ class Collector:
         }
 
     def load_state(self, state: Dict[str, Any], snapshot: Optional[bytes] = None) -> None:
-        """Takes a checkpoint's `state()` and `snapshot()`; `start` continues from them."""
+        """Takes a checkpoint's `state()` and `snapshot()`, for `start`."""
         self.warmup_rng.bit_generator.state = state["action_rng"]
         self._saved = (state, snapshot)
 
     def snapshot(self) -> Optional[bytes]:
-        """The env copies mid-episode and the current observation, pickled, so that a resume
-        continues their episodes exactly; None where that cannot be done."""
+        """The env copies mid-episode and the current observation, pickled for a resume;
+        None where that cannot be done."""
         if not isinstance(self.env, gym.vector.SyncVectorEnv) or self.observation is None:
             return None
         # EzPickle envs (MuJoCo, Box2D) pickle their constructor arguments only: unpickled,
@@ -131,8 +128,8 @@ class Collector:
             return None
 
     def start(self, seed: int) -> bool:
-        """Continues the episodes given to `load_state` where its snapshot restores, else
-        starts new ones seeded with `seed`; returns whether they were continued."""
+        """Continues the episodes of `load_state`'s snapshot where it restores, else starts
+        new ones seeded with `seed`; returns whether they were continued."""
         state, snapshot = self._saved
         self._saved = ({}, None)
         if snapshot is not None and "episode_returns" in state:

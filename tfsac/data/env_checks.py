@@ -11,10 +11,15 @@ from typing import Callable, Dict, Optional
 import gymnasium as gym
 import numpy as np
 
-from tfsac.data.goals import VECTORISED, GoalColumns, batched_rewards, column
-from tfsac.data.spaces import space_from_json, unsupported_part
+from tfsac.data.spaces import (
+    VECTORISED,
+    GoalColumns,
+    batched_rewards,
+    column,
+    space_from_json,
+    unsupported_part,
+)
 from tfsac.errors import TfsacError, first_line
-from tfsac.files import ENV_SPEC_FILE
 
 OLD_GYM = " (the old gym API's 4: split done into terminated and truncated)"
 # How a run names an env that an env_fn made without a gymnasium id: no script can make it.
@@ -30,16 +35,6 @@ def check_env_id(env_id: str) -> None:
     ids are left to make_env."""
     if ":" not in env_id:
         made(env_id, None, lambda: gym.spec(env_id))
-
-
-def _id_hint(env_id: str) -> str:
-    """gymnasium-robotics' envs are registered only once their module is imported."""
-    if not env_id.startswith(ROBOTICS_PREFIXES):
-        return ""
-    return (
-        " (gymnasium-robotics' envs are named with their module: "
-        f"--env=gymnasium_robotics:{env_id}, with pip install -e '.[robotics]')"
-    )
 
 
 def check_makeable(env_id: str, render_mode) -> None:
@@ -65,12 +60,17 @@ def check_makeable(env_id: str, render_mode) -> None:
 
 
 def made(env_id: str, module: Optional[str], make: Callable[[], gym.Env]) -> gym.Env:
-    """`make()`, its errors (an unknown id, a missing module, rejected arguments) one line
-    each."""
+    """`make()`, its errors (an unknown id, a missing module, rejected arguments) in one line."""
     try:
         return make()
     except gym.error.Error as e:
-        raise TfsacError(f"cannot make environment {env_id!r}: {e}{_id_hint(env_id)}") from None
+        hint = ""  # gymnasium-robotics' envs are registered once their module is imported
+        if env_id.startswith(ROBOTICS_PREFIXES):
+            hint = (
+                " (gymnasium-robotics' envs are named with their module: "
+                f"--env=gymnasium_robotics:{env_id}, with pip install -e '.[robotics]')"
+            )
+        raise TfsacError(f"cannot make environment {env_id!r}: {e}{hint}") from None
     except ModuleNotFoundError as e:
         # gymnasium re-raises the import's error with its own text: the name is the cause's.
         name = e.name or getattr(e.__cause__, "name", None) or ""
@@ -129,17 +129,6 @@ def check_spaces(env: gym.Env, name: str) -> None:
     raise TfsacError(name + why)
 
 
-def check_remakable(run_dir: str, env_id: str) -> None:
-    """Refuses to remake by id the env of an env_fn's run without an env_spec.json."""
-    if env_id.startswith(CUSTOM_ENV):
-        raise TfsacError(
-            f"{run_dir!r} trained on an env made by an env_fn "
-            f"({env_id[len(CUSTOM_ENV) :]}) and has no {ENV_SPEC_FILE} (an earlier "
-            "tfsac wrote none): use the run's SavedModel export instead (scripts: "
-            "--saved_model=<version folder>; Python: tfsac.Policy.load(<version folder>))"
-        )
-
-
 def _called(name: str, what: str, call):
     try:
         return call()
@@ -163,8 +152,8 @@ def _check_observation(name: str, env: gym.Env, observation, where: str) -> None
 
 
 def check_env_api(env: gym.Env, name: str) -> None:
-    """One reset and one step of `env` (the run's evaluation env, which each evaluation
-    reseeds); refuses the first break of the gymnasium API."""
+    """One reset and one step of `env` (the run's evaluation env, reseeded by each
+    evaluation); refuses the first break of the gymnasium API."""
     out = _called(name, "reset(seed=0)", lambda: env.reset(seed=0))
     if not (isinstance(out, tuple) and len(out) == 2):
         raise TfsacError(
@@ -188,8 +177,8 @@ def check_env_api(env: gym.Env, name: str) -> None:
 
 
 def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> Callable:
-    """A goal env's `compute_reward`, the outermost wrapper's that has one, so that a wrapper
-    that changes the reward relabels with its own."""
+    """A goal env's `compute_reward`, the outermost wrapper's (a wrapper that changes the
+    reward relabels with its own)."""
     try:
         compute = env.get_wrapper_attr("compute_reward")
     except AttributeError:
@@ -206,7 +195,7 @@ def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> 
 
 def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> None:
     """Refuses a `compute` that does not take a batch of goals, tried on a batch whose size is
-    not the goal's width (a reward summed over the wrong axis gives the width)."""
+    not the goal's width (which a reward summed over the wrong axis gives)."""
     goals = column(columns, "achieved_goal")
     width = goals.stop - goals.start
     n = max(3, width + 1)
@@ -223,9 +212,8 @@ def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> 
 
 
 def check_env_fits(env_id: str, spec, info: Dict) -> None:
-    """TfsacError where the observations or action bounds of `env_id` (its EnvSpec, `spec`)
-    are not those of the policy that `info` (a policy's metadata) describes: the env a user
-    names to evaluate or record a saved policy on."""
+    """Refuses an env (`spec`) to evaluate or record a saved policy on whose observations or
+    action bounds are not those of the policy (`info`: its metadata)."""
     if "observation_dim" not in info:  # nothing to compare with
         return
     if spec.obs_dim != info["observation_dim"]:
@@ -251,8 +239,7 @@ def check_env_fits(env_id: str, spec, info: Dict) -> None:
 
 
 def _layout(space_json: Dict):
-    """A space's description (tfsac.data.spaces.space_to_json) without a Box's bounds or
-    any dtype: what decides how its observations flatten into the policy's columns."""
+    """A space's JSON without a Box's bounds or any dtype: what decides how it flattens."""
     kind = space_json.get("type")
     if kind == "Box":
         return kind, tuple(space_json["shape"])

@@ -13,9 +13,10 @@ import gymnasium as gym
 import numpy as np
 from absl import logging
 
-from tfsac.data.env_checks import check_makeable, check_remakable, check_spaces, factory_env, made
-from tfsac.data.goals import goal_columns
-from tfsac.data.spaces import EnvSpec, read_env_spec, space_to_json
+from tfsac.data.env_checks import CUSTOM_ENV, check_makeable, check_spaces, factory_env, made
+from tfsac.data.spaces import EnvSpec, goal_columns, read_env_spec, space_to_json
+from tfsac.errors import TfsacError
+from tfsac.files import ENV_SPEC_FILE
 from tfsac.logs import mujoco_warnings_logged
 from tfsac.user_modules import find_in_current_directory, split
 
@@ -61,8 +62,7 @@ _TERMINAL_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _say_once(message: str) -> None:
-    """A warning of making an env as one plain line, once per process, not two coloured
-    lines per env copy."""
+    """A warning of making an env as one plain line, once per process."""
     text = _TERMINAL_COLOURS.sub("", message).removeprefix("WARN: ").strip()
     if text not in _SAID:
         _SAID.add(text)
@@ -75,17 +75,15 @@ def _checked(env: gym.Env, name: str) -> gym.Env:
 
 
 class Flattened(gym.wrappers.FlattenObservation):
-    """tfsac's own flattening, told apart from a user's: the env inside it has the space a
-    Policy takes."""
+    """tfsac's own flattening, told apart from a user's."""
 
 
 def users_env(env: gym.Env) -> gym.Env:
-    """`env` without tfsac's own flattening: as the user's factory made it."""
     return env.env if isinstance(env, Flattened) else env
 
 
 def unflattened(env: gym.Env) -> gym.Env:
-    """`env` inside any flattening, tfsac's or the user's: both give the same vector."""
+    """`env` inside any flattening (tfsac's or the user's give the same vector)."""
     env = users_env(env)
     return env.env if isinstance(env, gym.wrappers.FlattenObservation) else env
 
@@ -133,9 +131,8 @@ def checked_env(env_fn: EnvFn, name: str = "the env factory's env") -> gym.Env:
 
 
 class LeanSyncVectorEnv(gym.vector.SyncVectorEnv):
-    """gymnasium's SyncVectorEnv (same-step autoreset) keeping only what the collector reads,
-    `info["final_obs"]` among it: merging the envs' infos cost more than HalfCheetah's
-    physics."""
+    """gymnasium's SyncVectorEnv keeping only what the collector reads (`final_obs`):
+    merging the envs' infos cost more than HalfCheetah's physics."""
 
     def step(self, actions):
         final_obs = None
@@ -195,12 +192,17 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
 
 
 def run_env_spec(run_dir: str, env_id: str, env_kwargs: Optional[dict] = None) -> EnvSpec:
-    """The env a run's networks saw: its env_spec.json, or for an older run without one, its
-    env made again."""
+    """The env a run's networks saw: its env_spec.json, or (an older run) its env remade."""
     spec = read_env_spec(run_dir)
     if spec is not None:
         return spec
-    check_remakable(run_dir, env_id)
+    if env_id.startswith(CUSTOM_ENV):
+        raise TfsacError(
+            f"{run_dir!r} trained on an env made by an env_fn "
+            f"({env_id[len(CUSTOM_ENV) :]}) and has no {ENV_SPEC_FILE} (an earlier "
+            "tfsac wrote none): use the run's SavedModel export instead (scripts: "
+            "--saved_model=<version folder>; Python: tfsac.Policy.load(<version folder>))"
+        )
     return remade_env_spec(env_id, env_kwargs)
 
 

@@ -7,8 +7,8 @@ from typing import Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from tfsac.data.goals import GoalColumns, batched_rewards, column
 from tfsac.data.replay import ReplayBuffer, _checked, row_fields
+from tfsac.data.spaces import GoalColumns, batched_rewards, column
 from tfsac.errors import Fault
 
 # Open episodes kept before the oldest one is stored as it is: a stream that restarted (a
@@ -17,14 +17,11 @@ MAX_OPEN_EPISODES = 1024
 
 
 class HerReplayBuffer(ReplayBuffer):
-    """A `ReplayBuffer` whose rows go into the ring an episode at a time, once it ends, so
-    each episode is a range of slots (`episode_start`, `episode_length`); only finished
-    episodes are sampled.
-
-    Streams arrive interleaved: a row continues the open episode whose last next
-    observation is bitwise its observation. Of each batch the first her_ratio share of
-    rows gets the next achieved goal of a transition of its episode (by `strategy`) as
-    desired goal, and the env's reward for it, computed with empty infos as SB3 does.
+    """A `ReplayBuffer` that stores an episode once it ends, as one range of slots
+    (`episode_start`, `episode_length`); a row continues the open episode whose last next
+    observation is bitwise its observation. The first her_ratio share of each batch gets
+    the next achieved goal of a transition of its episode (by `strategy`) as desired goal,
+    and the env's reward for it (empty infos, as SB3's).
     """
 
     def __init__(
@@ -53,7 +50,7 @@ class HerReplayBuffer(ReplayBuffer):
 
     @classmethod
     def bytes_per_row(cls, obs_dim: int, action_dim: int) -> int:
-        """The ring's bytes per slot and its episode's first slot and length (two int64)."""
+        """The ring's bytes per slot and its episode's first slot and length."""
         return super().bytes_per_row(obs_dim, action_dim) + 16
 
     def add_transitions(self, transitions) -> None:
@@ -79,7 +76,7 @@ class HerReplayBuffer(ReplayBuffer):
             self._store(self._take(next(iter(self._open))))
 
     def _take(self, key: bytes) -> List[tuple]:
-        """The oldest open episode that ends at observation `key`, removed, or a new one."""
+        """The oldest open episode ending at observation `key`, removed, or a new one."""
         waiting = self._open.get(key)
         if not waiting:
             return []
@@ -89,7 +86,6 @@ class HerReplayBuffer(ReplayBuffer):
         return episode
 
     def _open_list(self) -> List[List[tuple]]:
-        """The open episodes, in the order their keys were opened."""
         return [episode for waiting in self._open.values() for episode in waiting]
 
     def cut_episodes(self) -> None:
@@ -99,15 +95,13 @@ class HerReplayBuffer(ReplayBuffer):
         self._open.clear()
 
     def _store(self, episode: List[tuple]) -> None:
-        """Puts one episode's rows into the ring as one range of slots."""
         cursor, length = self.cursor, len(episode)
         super().add(*(np.stack(field) for field in zip(*episode, strict=True)))
         kept = min(length, self.capacity)  # an episode longer than the ring keeps its end
         first = (cursor + length - kept) % self.capacity
         slots = (first + np.arange(kept)) % self.capacity
         self.episode_start[slots], self.episode_length[slots] = first, kept
-        # The oldest row left is where the ring writes next: an episode whose first rows
-        # were just overwritten starts there now.
+        # An episode whose first rows were just overwritten starts at the oldest row now.
         oldest = self.cursor
         start = int(self.episode_start[oldest])
         if kept < self.capacity and oldest < self.size and start != oldest:
@@ -117,11 +111,10 @@ class HerReplayBuffer(ReplayBuffer):
 
     @property
     def open_transitions(self) -> int:
-        """Transitions of episodes under way (not sampled until their episode ends)."""
         return sum(len(e) for e in self._open_list())
 
     def goal_slots(self, slots: np.ndarray) -> np.ndarray:
-        """The slot whose next achieved goal becomes the new desired goal of each of `slots`."""
+        """The slot whose next achieved goal becomes each of `slots`' new desired goal."""
         start, length = self.episode_start[slots], self.episode_length[slots]
         if self.strategy == "final":
             step = length - 1
@@ -165,8 +158,8 @@ class HerReplayBuffer(ReplayBuffer):
         arrays = super().state_arrays()
         episodes = self._open_list()
         rows = [row for episode in episodes for row in episode]
-        packed = np.zeros((len(rows), self.row_width(self.obs_dim, self.action_dim)), np.float32)
-        fields = row_fields(packed, self.obs_dim)  # as the ring's rows
+        packed = np.zeros((len(rows), self._rows.shape[1]), np.float32)
+        fields = row_fields(packed, self.obs_dim)
         next_obs = np.zeros((len(rows), self.obs_dim), np.float32)
         for i, (obs, action, reward, nxt, terminated) in enumerate(rows):
             fields["observation"][i], fields["action"][i] = obs, action
@@ -197,7 +190,7 @@ class HerReplayBuffer(ReplayBuffer):
         rows, nxt = _checked(
             arrays,
             {
-                "open_rows": (total, self.row_width(self.obs_dim, self.action_dim)),
+                "open_rows": (total, self._rows.shape[1]),
                 "open_next_observation": (total, self.obs_dim),
             },
         )

@@ -8,9 +8,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from tfsac.data.n_step import n_step_returns
-from tfsac.data.recorded_data import RecordedData
-from tfsac.data.replay import ReplayBuffer, packed_width
+from tfsac.data.offline_data import RecordedData
+from tfsac.data.replay import ReplayBuffer, n_step_returns, pack_batch, packed_width
 
 STATE_KEY = "offline_data"  # in a checkpoint's state.json
 
@@ -20,8 +19,7 @@ class RecordedReplay:
 
     def __init__(self, data: RecordedData, n_steps: int, gamma: float):
         self.data, self.n_steps, self.gamma = data, int(n_steps), float(gamma)
-        self.size = self.capacity = len(data)
-        # What n_step_returns reads.
+        self.size = self.capacity = len(data)  # and below: what n_step_returns reads
         self.reward, self.terminated = data.reward, data.terminated
         self.next_index = data.next_index
 
@@ -30,20 +28,15 @@ class RecordedReplay:
 
     def packed(self, slots: np.ndarray) -> np.ndarray:
         """The transitions in `slots` (any shape) as packed rows [..., width]."""
-        d = self.data
-        reward, last = d.reward[slots], slots
-        discount = np.full(np.shape(slots), self.gamma, np.float32)
+        d, fields = self.data, {"reward": self.data.reward[slots]}
+        last = slots
         if self.n_steps > 1:
-            reward, last, discount = n_step_returns(self, slots, self.n_steps, self.gamma)
-        columns = (
-            d.observation[slots],
-            d.action[slots],
-            reward[..., None],
-            d.next_observation[last],
-            d.terminated[last][..., None],
-            discount[..., None],
-        )
-        return np.concatenate(columns, axis=-1, dtype=np.float32)
+            fields["reward"], last, fields["discount"] = n_step_returns(
+                self, slots, self.n_steps, self.gamma
+            )
+        fields.update(observation=d.observation[slots], action=d.action[slots])
+        fields.update(next_observation=d.next_observation[last], terminated=d.terminated[last])
+        return pack_batch(fields, self.gamma)
 
 
 class MixedReplay:
@@ -58,7 +51,6 @@ class MixedReplay:
         self.rng = np.random.default_rng([seed, 1])
 
     def recorded_rows(self, batch_size: int) -> int:
-        """Rows of each batch drawn from the recorded data (for a fixed ratio)."""
         return int(round(self.ratio * batch_size))
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:

@@ -1,38 +1,80 @@
-"""Recorded transitions (`--offline_data`) from a Minari dataset, a tfsac run's replay or
-.npz episodes, checked against the env once at the start; and the checks of a dataset that
-scripts/collect.py would write."""
+"""Recorded transitions (`--offline_data`): what a source holds (`Episodes`, env units) and
+the checked, read-only transitions a run samples (`RecordedData`, replay units), from a Minari
+dataset, a tfsac run's replay or .npz episodes (docs/guide/recorded-data.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
+import hashlib
 import json
 import os
-import re
 import zipfile
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import gymnasium as gym
 import numpy as np
 from absl import logging
 
-from tfsac.data.recorded_data import (
-    BOUNDS_SLACK,
-    EPISODE_FIELDS,
-    NPZ_FORMAT,
-    NPZ_META_FILE,
-    Episodes,
-    RecordedData,
-)
-from tfsac.data.replay import TRANSITION_ARRAYS, saved_transitions
+from tfsac.data.replay import FIELDS, TRANSITION_ARRAYS, saved_transitions
 from tfsac.data.spaces import EnvSpec, space_from_json
 from tfsac.errors import TfsacError
-from tfsac.files import (
-    CHECKPOINT_STATE_FILE,
-    CHECKPOINTS_DIR,
-    CONFIG_FILE,
-    check_writable,
-    checkpoint_steps,
-)
+from tfsac.files import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR, CONFIG_FILE, checkpoint_steps
+
+NPZ_FORMAT = "tfsac-episodes/1"
+NPZ_META_FILE = "dataset.json"
+EPISODE_FIELDS = ("observations", "actions", "rewards", "terminations", "truncations")
+# Recorded actions may sit this far outside the bounds (float rounding of a clip).
+BOUNDS_SLACK = 1e-5
+
+
+@dataclasses.dataclass
+class Episodes:
+    """What a source holds, in the env's units: episodes of Minari's fields, and what it
+    says about the env (None: nothing)."""
+
+    kind: str  # "minari", "npz" or "run"
+    env_id: Optional[str]
+    action_low: Optional[np.ndarray]
+    action_high: Optional[np.ndarray]
+    episodes: Sequence[Dict[str, np.ndarray]]
+
+
+@dataclasses.dataclass
+class RecordedData:
+    """Transitions in replay units, read-only; `next_index[i]` is the row that continues row
+    i's episode (len: none). Its SHA-256 checksum is what a checkpoint keeps of it."""
+
+    source: str
+    kind: str
+    observation: np.ndarray
+    action: np.ndarray  # in [-1, 1]
+    reward: np.ndarray
+    next_observation: np.ndarray
+    terminated: np.ndarray
+    next_index: np.ndarray
+    checksum: str = ""
+
+    def __post_init__(self):
+        for name in FIELDS:
+            getattr(self, name).flags.writeable = False
+        if not self.checksum:
+            digest = hashlib.sha256()
+            for name in FIELDS:
+                digest.update(np.ascontiguousarray(getattr(self, name)).tobytes())
+            digest.update(np.asarray(self.next_index, np.int64).tobytes())
+            self.checksum = digest.hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.reward)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(np.asarray(getattr(self, name)).nbytes for name in (*FIELDS, "next_index"))
+
+    def reference(self) -> Dict:
+        """What a checkpoint keeps of it."""
+        return {"source": self.source, "transitions": len(self), "checksum": self.checksum}
 
 
 def load_recorded(source: str, spec: EnvSpec) -> RecordedData:
@@ -44,16 +86,12 @@ def load_recorded(source: str, spec: EnvSpec) -> RecordedData:
         episodes = _read_dir(source)
     elif os.path.exists(source):
         raise TfsacError(f"offline_data {source!r} is a file, not a folder of recorded data")
-    elif os.sep in source and not _looks_like_id(source):
+    # Minari ids have slashes too: a relative name whose first part is no folder here.
+    elif os.sep in source and (os.path.isabs(source) or os.path.isdir(source.split(os.sep)[0])):
         raise TfsacError(f"offline_data {source!r}: no such folder")
     else:
         episodes = _minari(source, None)
     return checked(source, episodes, spec)
-
-
-def _looks_like_id(source: str) -> bool:
-    """A relative name whose first part is no folder here: Minari ids have slashes too."""
-    return not os.path.isabs(source) and not os.path.isdir(source.split(os.sep)[0])
 
 
 def _read_dir(source: str) -> Episodes:
@@ -140,7 +178,8 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
 
 
 def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
-    """The replay of a tfsac run's newest checkpoint that reads, memory-mapped."""
+    """The replay of a tfsac run's newest checkpoint that reads (as a resume takes it),
+    memory-mapped."""
     try:
         with open(os.path.join(source, CONFIG_FILE)) as f:
             env_id = json.load(f)["env_id"]
@@ -152,7 +191,7 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
     if not steps:
         raise TfsacError(f"offline_data {source!r}: a tfsac run without checkpoints")
     errors = []
-    for step in steps:  # the newest whose replay files read, as a resume takes it
+    for step in steps:
         try:
             fields, ref = _checkpoint_replay(folder, step, spec)
             break
@@ -180,8 +219,7 @@ def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
 
 
 def _checkpoint_replay(folder: str, step: int, spec: EnvSpec):
-    """(the transitions by field, next_index: len(ref) where no row holds the next
-    observation) of checkpoint `step`'s replay; damaged files raise."""
+    """(fields, next_index: len where no row continues) of checkpoint `step`'s replay."""
     extra = os.path.join(folder, f"ckpt-{step}.extra")
     with open(os.path.join(extra, CHECKPOINT_STATE_FILE)) as f:
         capacity = int(json.load(f)["replay"]["capacity"])
@@ -203,8 +241,7 @@ def _arrays(value):
 
 
 def _flat_observations(where: str, obs, space: Optional[gym.Space], steps: int) -> np.ndarray:
-    """Observations as the networks take them: Dict or Tuple ones flattened step by step, as
-    make_env flattens the env's own."""
+    """Observations as the networks take them (Dict or Tuple ones flattened as make_env's)."""
     if isinstance(obs, (dict, tuple)):
         if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
             raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
@@ -273,7 +310,7 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
 
 def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None):
     """(observations, actions, rewards, next observations, [terminated, ended]) of one
-    episode, checked; `space`: the env's observation space before flattening."""
+    episode, checked; `space`: the env's unflattened observation space."""
     where = f"offline_data {source!r}, episode {n}"
     for name in EPISODE_FIELDS:
         dtype = getattr(episode[name], "dtype", np.dtype(object))
@@ -320,7 +357,7 @@ def _text(bounds) -> str:
 
 
 def check_checkpoint_data(data: RecordedData, saved: Optional[Dict], prefix: str) -> None:
-    """Refuses a resume whose offline_data is not the data (`saved`: the reference, or
+    """Refuses a resume whose offline_data is not the data (`saved`: its reference, or
     None) that checkpoint `prefix` trained with."""
     if saved is None or saved["checksum"] != data.checksum:
         what = "no recorded data"
@@ -331,48 +368,3 @@ def check_checkpoint_data(data: RecordedData, saved: Optional[Dict], prefix: str
             f"holds {len(data)} ({data.checksum[:12]}): restore that data or start a new run "
             "directory"
         )
-
-
-# What scripts/collect.py writes (tfsac.data.recording), checked before it records.
-FORMATS = ("minari", "npz")
-# Minari's '[namespace/]name-v<version>' of letters, digits, '_' and '-': no '.' or '..' and
-# nothing absolute, so the dataset's folder stays inside the output folder.
-MINARI_ID = re.compile(r"(?:[\w-][\w/-]*[\w-]/)?[\w-]+-v\d+")
-
-
-def check_output(
-    output: str, fmt: str, dataset_id: Optional[str], episodes: Optional[list] = None
-) -> str:
-    """The dataset folder a recording of `episodes` would make, refused where the format
-    is unknown or not installed, the id missing or not Minari's, the folder taken."""
-    if fmt not in FORMATS:
-        raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if episodes is not None and not episodes:
-        raise TfsacError("no episodes to write")
-    if fmt == "minari":
-        if not dataset_id:
-            raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
-        if "//" in dataset_id or not MINARI_ID.fullmatch(dataset_id):
-            raise TfsacError(
-                "dataset_id must be Minari's '[namespace/]name-v<version>' of letters, digits, "
-                f"'_' and '-' (e.g. halfcheetah/medium-v0), got {dataset_id!r}"
-            )
-        try:
-            import minari  # noqa: F401 - the optional extra .[offline]
-        except ImportError:
-            raise TfsacError(
-                "a Minari dataset needs minari (pip install 'tfsac[offline]', or -e "
-                '".[offline]" in a checkout), or use npz'
-            ) from None
-    target = output if fmt == "npz" else os.path.join(output, dataset_id)
-    parts = [] if fmt == "npz" else dataset_id.split("/")[:-1]
-    for n in range(1, len(parts) + 1):  # 'a/b-v0/c-v1' would go inside the dataset 'a/b-v0'
-        folder = os.path.join(output, *parts[:n])
-        if os.path.isfile(os.path.join(folder, "data", "metadata.json")):
-            raise TfsacError(f"{folder!r} is a Minari dataset: a dataset id cannot go inside it")
-    if os.path.lexists(target) and (not os.path.isdir(target) or os.listdir(target)):
-        raise TfsacError(f"{target!r} already exists; choose another output or dataset id")
-    if os.path.islink(target):  # the dataset replaces the folder: a link's would be lost
-        raise TfsacError(f"{target!r} is a symbolic link: name the folder itself, or a new one")
-    check_writable(target)  # a folder in the way is a file, not writable, ...: one line
-    return target

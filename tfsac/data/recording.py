@@ -1,26 +1,71 @@
 """Recording episodes of a policy and writing them as a dataset that `--offline_data` reads
 (Minari or .npz), through a hidden folder renamed into place so that a failed or killed
-recording leaves no dataset behind. scripts/collect.py is its front end."""
+recording leaves no dataset behind; and the checks of its output (scripts/collect.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
 import tempfile
 import warnings
 from typing import Callable, Dict, List, Optional
+from unittest import mock
 
 import numpy as np
 
 from tfsac.data.envs import make_env, unit_to_bounds
-from tfsac.data.offline_data import check_output
-from tfsac.data.recorded_data import EPISODE_FIELDS, NPZ_FORMAT, NPZ_META_FILE
-from tfsac.errors import Fault
+from tfsac.data.offline_data import EPISODE_FIELDS, NPZ_FORMAT, NPZ_META_FILE
+from tfsac.errors import Fault, TfsacError
+from tfsac.files import check_writable
 
 Policy = Callable[[np.ndarray], np.ndarray]  # a batch of observations -> env-unit actions
+
+
+FORMATS = ("minari", "npz")
+# Minari's '[namespace/]name-v<version>' of letters, digits, '_' and '-': no '.' or '..' and
+# nothing absolute, so the dataset's folder stays inside the output folder.
+MINARI_ID = re.compile(r"(?:[\w-][\w/-]*[\w-]/)?[\w-]+-v\d+")
+
+
+def check_output(
+    output: str, fmt: str, dataset_id: Optional[str], episodes: Optional[list] = None
+) -> str:
+    """The dataset folder a recording of `episodes` would make, checked before it records:
+    refused where the format is unknown or not installed, the id bad, the folder taken."""
+    if fmt not in FORMATS:
+        raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if episodes is not None and not episodes:
+        raise TfsacError("no episodes to write")
+    if fmt == "minari":
+        if not dataset_id:
+            raise TfsacError("a Minari dataset needs a dataset id (e.g. halfcheetah/medium-v0)")
+        if "//" in dataset_id or not MINARI_ID.fullmatch(dataset_id):
+            raise TfsacError(
+                "dataset_id must be Minari's '[namespace/]name-v<version>' of letters, digits, "
+                f"'_' and '-' (e.g. halfcheetah/medium-v0), got {dataset_id!r}"
+            )
+        try:
+            import minari  # noqa: F401 - the optional extra .[offline]
+        except ImportError:
+            raise TfsacError(
+                "a Minari dataset needs minari (pip install 'tfsac[offline]', or -e "
+                '".[offline]" in a checkout), or use npz'
+            ) from None
+    target = output if fmt == "npz" else os.path.join(output, dataset_id)
+    parts = [] if fmt == "npz" else dataset_id.split("/")[:-1]
+    for n in range(1, len(parts) + 1):  # 'a/b-v0/c-v1' would go inside the dataset 'a/b-v0'
+        folder = os.path.join(output, *parts[:n])
+        if os.path.isfile(os.path.join(folder, "data", "metadata.json")):
+            raise TfsacError(f"{folder!r} is a Minari dataset: a dataset id cannot go inside it")
+    if os.path.lexists(target) and (not os.path.isdir(target) or os.listdir(target)):
+        raise TfsacError(f"{target!r} already exists; choose another output or dataset id")
+    if os.path.islink(target):  # the dataset replaces the folder: a link's would be lost
+        raise TfsacError(f"{target!r} is a symbolic link: name the folder itself, or a new one")
+    check_writable(target)  # a folder in the way is a file, not writable, ...: one line
+    return target
 
 
 def record_episodes(
@@ -32,9 +77,9 @@ def record_episodes(
     env_kwargs: Optional[dict] = None,
     transitions: int = 0,
 ) -> List[Dict[str, np.ndarray]]:
-    """`episodes` episodes of `policy` (None: uniform random actions) with Gaussian noise of
-    std `noise` in [-1, 1] units, in Minari's fields. With `transitions` > 0, whole episodes
-    until at least that many transitions instead (D4RL-style sizes)."""
+    """`episodes` episodes (`transitions` > 0: whole episodes up to that many transitions)
+    of `policy` (None: uniform random actions) with Gaussian noise of std `noise` in [-1, 1]
+    units, in Minari's fields."""
     env = make_env(env_id, env_kwargs=env_kwargs)
     low, high = env.action_space.low, env.action_space.high
     rng = np.random.default_rng(seed)
@@ -130,15 +175,7 @@ def _write_minari(episodes, env, root: str, dataset_id: str, description: str) -
     from minari.data_collector import EpisodeBuffer
 
     buffers = [
-        EpisodeBuffer(
-            id=n,
-            observations=e["observations"],
-            actions=e["actions"],
-            rewards=e["rewards"],
-            terminations=e["terminations"],
-            truncations=e["truncations"],
-        )
-        for n, e in enumerate(episodes)
+        EpisodeBuffer(id=n, **{k: e[k] for k in EPISODE_FIELDS}) for n, e in enumerate(episodes)
     ]
     # The spec under the registered id: Minari cannot import 'module:Id-v0' itself.
     spec = env.spec
@@ -160,15 +197,6 @@ def _write_minari(episodes, env, root: str, dataset_id: str, description: str) -
         )
 
 
-@contextlib.contextmanager
 def _minari_root(root: str):
     """Minari writes under $MINARI_DATASETS_PATH: pointed at `root` while it writes."""
-    old = os.environ.get("MINARI_DATASETS_PATH")
-    os.environ["MINARI_DATASETS_PATH"] = root
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["MINARI_DATASETS_PATH"]
-        else:
-            os.environ["MINARI_DATASETS_PATH"] = old
+    return mock.patch.dict(os.environ, MINARI_DATASETS_PATH=root)

@@ -1,4 +1,5 @@
-"""A preallocated ring buffer of transitions that stores each next observation once."""
+"""A preallocated ring buffer of transitions that stores each next observation once, and
+the n-step returns walked along its links."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ from typing import Dict, List, Mapping, Tuple
 
 import numpy as np
 
-from tfsac.data.n_step import n_step_returns
-
 # What a transition stores; a packed row adds `discount`.
 FIELDS = ("observation", "action", "reward", "next_observation", "terminated")
 # One value per transition (the others are vectors).
@@ -16,21 +15,13 @@ SCALAR_FIELDS = ("reward", "terminated", "discount")
 
 
 def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], ...]:
-    """(field, width) of each column block of a packed row, the one tensor the learner's
-    compiled update takes. With n-step returns `reward` is the discounted sum of up to n
-    rewards and `discount` gamma to the power of the steps taken."""
-    return (
-        ("observation", obs_dim),
-        ("action", action_dim),
-        ("reward", 1),
-        ("next_observation", obs_dim),
-        ("terminated", 1),
-        ("discount", 1),
-    )
+    """(field, width) of each column block of a packed row, the learner's one input; with
+    n-step returns `reward` sums up to n rewards and `discount` is gamma^steps."""
+    widths = {"observation": obs_dim, "action": action_dim, "next_observation": obs_dim}
+    return tuple((name, widths.get(name, 1)) for name in (*FIELDS, "discount"))
 
 
 def packed_width(obs_dim: int, action_dim: int) -> int:
-    """Floats in a packed transition row (`transition_layout`)."""
     return sum(w for _, w in transition_layout(obs_dim, action_dim))
 
 
@@ -47,44 +38,33 @@ def pack_batch(batches: Mapping[str, np.ndarray], gamma: float = 0.99) -> np.nda
     return np.concatenate(columns, axis=-1)
 
 
+def n_step_returns(buffer, slots: np.ndarray, n_steps: int, gamma: float):
+    """(sum_k gamma^k r_{t+k} over the next m <= n rewards, the m-th transition's slot,
+    gamma^m) for `slots`, walked along `buffer.next_index` (>= capacity: no row) to a
+    termination or a missing link; off-policy where streams meet, as in SBX and SB3."""
+    slots = np.asarray(slots)
+    total = buffer.reward[slots].astype(np.float64)
+    last = slots.copy()
+    discount = np.full(slots.shape, gamma)
+    going = _continues(buffer, last)
+    for k in range(1, n_steps):
+        if not going.any():
+            break
+        following = np.where(going, buffer.next_index[last], last)
+        total += np.where(going, gamma**k * buffer.reward[following], 0.0)
+        discount = np.where(going, gamma ** (k + 1), discount)
+        last = following
+        going &= _continues(buffer, last)
+    return total.astype(np.float32), last, discount.astype(np.float32)
+
+
+def _continues(buffer, slots: np.ndarray) -> np.ndarray:
+    return (buffer.terminated[slots] == 0.0) & (buffer.next_index[slots] < buffer.capacity)
+
+
 def _row_keys(rows: np.ndarray) -> List[bytes]:
     """The bytes of each row of a C-contiguous float32 [n, d] array (exact: bitwise)."""
     return rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist()
-
-
-def _rows_to_add(buffer: ReplayBuffer, *transitions) -> tuple:
-    """ReplayBuffer.add's arguments as (n, rows skipped, the arrays of the rows kept), every
-    shape checked before any row is written so that a refused call changes nothing."""
-    capacity, obs_dim, action_dim = buffer.capacity, buffer.obs_dim, buffer.action_dim
-    observation, action, reward, next_observation, terminated = transitions
-    if np.ndim(observation) < 2:  # one transition (a scalar's too): rows of one
-        observation, action, next_observation = (
-            np.reshape(np.asarray(x, np.float32), (1, -1))
-            for x in (observation, action, next_observation)
-        )
-        reward, terminated = np.reshape(reward, -1), np.reshape(terminated, -1)
-    n = len(observation)
-    skip = max(n - capacity, 0)  # rows that later rows of this call overwrite: never stored
-    obs, next_obs, action = (
-        np.ascontiguousarray(np.asarray(x, np.float32)[skip:])
-        for x in (observation, next_observation, action)
-    )
-    reward = np.asarray(reward, np.float32)
-    if (
-        obs.shape != (n - skip, obs_dim)
-        or next_obs.shape != obs.shape
-        or action.shape != (n - skip, action_dim)
-        or reward.shape != (n,)
-        or np.shape(terminated) not in ((), (n,))
-    ):
-        names = ("observations", "actions", "rewards", "next observations", "terminated")
-        shapes = ", ".join(f"{k} {np.shape(x)}" for k, x in zip(names, transitions, strict=True))
-        raise ValueError(
-            f"transitions of {shapes}; the buffer takes one row or N rows of observations "
-            f"[{obs_dim}], actions [{action_dim}] and one reward and terminated flag each"
-        )
-    terminated = np.broadcast_to(np.asarray(terminated, np.float32), (n,))[skip:]
-    return n, skip, obs, action, reward[skip:], next_obs, terminated
 
 
 def row_fields(rows: np.ndarray, obs_dim: int) -> Dict[str, np.ndarray]:
@@ -104,8 +84,8 @@ TRANSITION_ARRAYS = ("rows", "next_index", "side_observation")
 def saved_transitions(
     arrays: Mapping[str, np.ndarray], capacity: int, obs_dim: int, action_dim: int
 ) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
-    """The fields (next_observation among them) and next_index of `state_arrays()`, read
-    without a buffer so memory-mapped arrays stay so. ValueError where they do not fit."""
+    """The fields and next_index of `state_arrays()`, read without a buffer so memory-mapped
+    arrays stay so. ValueError where they do not fit."""
     rows, ref, side = (arrays[n] for n in TRANSITION_ARRAYS)
     if rows.shape != (len(ref), ReplayBuffer.row_width(obs_dim, action_dim)):
         raise ValueError(f"rows of shape {rows.shape} for this env")
@@ -125,8 +105,7 @@ class ReplayBuffer:
 
     Each row's `next_index` is the row whose observation is (bitwise) its next one, or
     `capacity` + i for slot i of a small side array, where it waits, keyed by its bytes,
-    until a later row of any stream has it. Actions are in the learner's [-1, 1] units;
-    `n_steps` and `gamma` shape each sampled return.
+    until a later row of any stream has it. Actions are in the learner's [-1, 1] units.
     """
 
     def __init__(
@@ -156,10 +135,9 @@ class ReplayBuffer:
         self.size = 0
         self.rng = np.random.default_rng(seed)
 
-    # Usable without a buffer: the memory check sizes one before it is made.
     @staticmethod
     def row_width(obs_dim: int, action_dim: int) -> int:
-        """Floats in a stored row: [observation | action | reward | terminated]."""
+        """Floats in a stored row (static: the memory check sizes a buffer before it is made)."""
         return obs_dim + action_dim + 2
 
     @classmethod
@@ -179,20 +157,47 @@ class ReplayBuffer:
 
     @property
     def side_slots(self) -> int:
-        """Next observations held in the side array (at most one per live row)."""
         return self._side_top - len(self._free)
 
     def add(self, observation, action, reward, next_observation, terminated) -> None:
-        """Adds one transition, or N in order with a leading axis. `next_observation` is the
-        true successor (at a truncation the final observation, not the next episode's
-        first)."""
-        n, skip, obs, action, reward, next_obs, terminated = _rows_to_add(
-            self, observation, action, reward, next_observation, terminated
+        """Adds one transition, or N in order with a leading axis; `next_observation` is the
+        true successor (at a truncation the final observation). Every shape is checked
+        before a row is written, so that a refused call changes nothing."""
+        transitions = (observation, action, reward, next_observation, terminated)
+        if np.ndim(observation) < 2:  # one transition (a scalar's too): rows of one
+            observation, action, next_observation = (
+                np.reshape(np.asarray(x, np.float32), (1, -1))
+                for x in (observation, action, next_observation)
+            )
+            reward, terminated = np.reshape(reward, -1), np.reshape(terminated, -1)
+        n = len(observation)
+        skip = max(n - self.capacity, 0)  # rows that later rows of this call overwrite
+        obs, next_obs, action = (
+            np.ascontiguousarray(np.asarray(x, np.float32)[skip:])
+            for x in (observation, next_observation, action)
         )
+        reward = np.asarray(reward, np.float32)
+        if (
+            obs.shape != (n - skip, self.obs_dim)
+            or next_obs.shape != obs.shape
+            or action.shape != (n - skip, self.action_dim)
+            or reward.shape != (n,)
+            or np.shape(terminated) not in ((), (n,))
+        ):
+            names = ("observations", "actions", "rewards", "next observations", "terminated")
+            shapes = ", ".join(
+                f"{k} {np.shape(x)}" for k, x in zip(names, transitions, strict=True)
+            )
+            raise ValueError(
+                f"transitions of {shapes}; the buffer takes one row or N rows of observations "
+                f"[{self.obs_dim}], actions [{self.action_dim}] and one reward and terminated "
+                "flag each"
+            )
+        terminated = np.broadcast_to(np.asarray(terminated, np.float32), (n,))[skip:]
         slots = (self.cursor + skip + np.arange(n - skip)) % self.capacity
         self.observation[slots] = obs
         self.action[slots] = action
-        self.reward[slots] = reward
+        self.reward[slots] = reward[skip:]
         self.terminated[slots] = terminated
         # Last: the links need not be undone when a row above does not fit.
         self._link(slots, obs, next_obs, terminated)
@@ -200,15 +205,13 @@ class ReplayBuffer:
         self.size = min(self.size + n, self.capacity)
 
     def add_transitions(self, transitions) -> None:
-        """Adds a collector's `Transitions`."""
         self.add(*transitions.as_tuple())
 
     def cut_episodes(self) -> None:
         """The streams start new episodes (nothing to do here: a link waits harmlessly)."""
 
     def _link(self, slots, obs, next_obs, terminated) -> None:
-        """Links the new rows in `slots` and the waiting rows whose next observation they
-        have; the rest wait in side slots."""
+        """Links the new rows and the waiting rows whose next observation they have."""
         pending, next_index, free, cap = self._pending, self.next_index, self._free, self.capacity
         keys, next_keys = _row_keys(obs), _row_keys(next_obs)
         ended = terminated.tolist()
@@ -245,11 +248,9 @@ class ReplayBuffer:
             self._free.append(side)
 
     def _next_rows(self, slots: np.ndarray) -> np.ndarray:
-        """Rows whose first obs_dim columns are the next observations of `slots` (the other
-        columns are not theirs)."""
+        """Rows whose first obs_dim columns are the next observations of `slots`."""
         ref = self.next_index[slots]
-        # One gather from the ring for all (clipped: side refs read some row), then the
-        # few next observations that are in the side array.
+        # One gather from the ring (clipped: side refs read some row), then the side's.
         rows = np.take(self._rows, ref, axis=0, mode="clip")
         in_side = ref >= self.capacity
         if in_side.any():
@@ -284,7 +285,6 @@ class ReplayBuffer:
         return self.packed(self.rng.integers(0, self.size, size=(num_batches, batch_size)))
 
     def unpack(self, packed: np.ndarray) -> Dict[str, np.ndarray]:
-        """Views of packed rows [..., width] by field."""
         return {name: packed[..., column] for name, column in self._columns.items()}
 
     def sample(self, batch_size: int, num_batches: int = 1) -> Dict[str, np.ndarray]:
@@ -292,8 +292,8 @@ class ReplayBuffer:
         return self.unpack(self.sample_packed(batch_size, num_batches))
 
     def state_arrays(self) -> Dict[str, np.ndarray]:
-        """The filled rows as a checkpoint saves them, side slots renumbered in row order and
-        waiting rows sorted so that the same state saves the same files."""
+        """The filled rows for a checkpoint, side slots renumbered in row order and waiting
+        rows sorted, so that the same state saves the same files."""
         ref = self.next_index[: self.size].copy()
         in_side = np.flatnonzero(ref >= self.capacity)
         side = self._side[ref[in_side] - self.capacity]

@@ -1,6 +1,7 @@
 """Reward normalisation by (1 - gamma) times the running std of the discounted return, so
 that a step's reward is of order 1, the scale SAC's temperature defaults are made for (SB3's
-std(G) alone leaves rewards of order 1 - gamma: docs/options.md)."""
+std(G) alone leaves rewards of order 1 - gamma: docs/options.md); and the running moments
+the observation normaliser shares."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from typing import Dict
 
 import numpy as np
 
-from tfsac.data.running_moments import combine_moments
+
+def combine_moments(count, mean, variance, n, batch_mean, batch_var):
+    """The running (count, mean, variance) with a batch's (n, mean, variance) folded in (Chan
+    et al.'s parallel update), in float64, on numpy arrays or TF tensors alike. With count 0
+    it is the batch's own: the initial variance of 1 is a neutral start, not data."""
+    total = count + n
+    delta = batch_mean - mean
+    new_mean = mean + delta * n / total
+    new_var = (count * variance + n * batch_var + delta**2 * count * n / total) / total
+    return total, new_mean, new_var
 
 
 class ReturnNormalizer:

@@ -1,18 +1,70 @@
 """What the networks and the exported policy know about an env (`EnvSpec`, also a run
-directory's env_spec.json), and the observation spaces tfsac trains on as JSON."""
+directory's env_spec.json), the observation spaces tfsac trains on as JSON, and goal envs
+(gymnasium-robotics' GoalEnv API): where a Dict's goal keys lie once flattened, and a batched
+`compute_reward`."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
 
-from tfsac.data.goals import GoalColumns
 from tfsac.errors import Fault
 from tfsac.files import ENV_SPEC_FILE, read_json
+
+GOAL_KEYS = ("achieved_goal", "desired_goal")
+# (key, first column, end column) of each key of the flat observation, in its order.
+GoalColumns = Tuple[Tuple[str, int, int], ...]
+
+
+def goal_columns(space: gym.Space) -> Optional[GoalColumns]:
+    """Where each key of a goal env's Dict observation lies in the flat vector; None unless
+    the space is a Dict of flat Boxes holding both goal keys of one width."""
+    if not isinstance(space, gym.spaces.Dict) or not all(k in space.spaces for k in GOAL_KEYS):
+        return None
+    columns, start = [], 0
+    for key, part in space.spaces.items():
+        if not (isinstance(part, gym.spaces.Box) and len(part.shape) == 1):
+            return None
+        columns.append((key, start, start + part.shape[0]))
+        start += part.shape[0]
+    widths = {stop - first for key, first, stop in columns if key in GOAL_KEYS}
+    return tuple(columns) if len(widths) == 1 else None
+
+
+def column(columns: GoalColumns, key: str) -> slice:
+    return next(slice(first, stop) for name, first, stop in columns if name == key)
+
+
+VECTORISED = "her needs it vectorised over the batch (as gymnasium-robotics' envs)"
+
+
+def batched_rewards(compute: Callable, achieved: np.ndarray, desired: np.ndarray) -> np.ndarray:
+    """`compute(achieved, desired, infos)` over a batch of goals, with empty infos as SB3's:
+    its n rewards, or a Fault where it does not give them."""
+    n = len(achieved)
+    reward = np.asarray(compute(achieved, desired, [{} for _ in range(n)]), np.float32)
+    if reward.shape != (n,):
+        raise Fault(
+            f"compute_reward returned shape {reward.shape} for a batch of {n} goals; {VECTORISED}"
+        )
+    if not np.isfinite(reward).all():  # a relabelled goal the env's own steps never meet
+        bad = int(np.flatnonzero(~np.isfinite(reward))[0])
+        raise Fault(
+            f"compute_reward returned {reward[bad]} for a relabelled goal (achieved "
+            f"{achieved[bad].tolist()}, desired {desired[bad].tolist()}): her needs finite "
+            "rewards for every goal, the achieved goal itself too ('future' includes it)"
+        )
+    return reward
+
+
+def episode_limit(env: gym.Env) -> Optional[int]:
+    """The env's TimeLimit (max_episode_steps), where its spec has one."""
+    spec = getattr(env, "spec", None)
+    return getattr(spec, "max_episode_steps", None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +89,6 @@ class EnvSpec:
     env_fn: Optional[str] = None
 
     def to_dict(self) -> dict:
-        """As JSON holds it (a run directory's env_spec.json)."""
         return dataclasses.asdict(self)
 
     @classmethod
@@ -80,7 +131,7 @@ def _bounds_array(text, shape: tuple, dtype) -> np.ndarray:
 
 
 def space_to_json(space: gym.Space) -> Optional[dict]:
-    """The observation spaces SAC trains on as JSON (None for another kind of space)."""
+    """An observation space SAC trains on as JSON (None for another kind)."""
     if isinstance(space, gym.spaces.Box):
         return {
             "type": "Box",
@@ -107,8 +158,8 @@ def space_to_json(space: gym.Space) -> Optional[dict]:
 
 
 def unsupported_part(space: gym.Space, where: str = "") -> Optional[str]:
-    """Which part of an observation space SAC cannot train on, as "['s'][1] is a Sequence";
-    None where every part is one of space_to_json's kinds."""
+    """Which part of an observation space SAC cannot train on, as "['s'][1] is a Sequence"
+    (None: none)."""
     if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
         for key, part in items:
@@ -121,7 +172,6 @@ def unsupported_part(space: gym.Space, where: str = "") -> Optional[str]:
 
 
 def space_from_json(data: dict) -> gym.Space:
-    """The space that space_to_json described."""
     kind = data["type"]
     if kind == "Box":
         shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
@@ -141,8 +191,7 @@ def space_from_json(data: dict) -> gym.Space:
 
 
 def read_env_spec(run_dir: str) -> Optional[EnvSpec]:
-    """The run directory's env_spec.json, or None where an older tfsac wrote none; a Fault
-    where it does not read as a spec."""
+    """The run directory's env_spec.json (None: an older tfsac wrote none)."""
     path = os.path.join(run_dir, ENV_SPEC_FILE)
     data = read_json(path)
     return None if data is None else EnvSpec.from_dict(data, path)

@@ -19,9 +19,8 @@ STATE = ("pending_env_steps", "rollout_steps", "rollout_episodes")
 
 @dataclasses.dataclass
 class UpdateSchedule:
-    """The update-to-data bookkeeping: after each phase of `train_freq` env steps (or
-    `episodes_per_rollout` episodes) the `gradient_steps` owed (-1: one per env step) run.
-    Steps count every env copy, so the updates per env step do not depend on `num_envs`."""
+    """After each phase of `train_freq` env steps (or `episodes_per_rollout` episodes) the
+    `gradient_steps` owed (-1: one per env step) run; steps count every env copy."""
 
     learning_starts: int
     train_freq: int = 1
@@ -38,7 +37,6 @@ class UpdateSchedule:
 
     @classmethod
     def from_config(cls, config: SACConfig) -> UpdateSchedule:
-        """The schedule of `config`, whose options bear the settings' names."""
         settings = [f.name for f in dataclasses.fields(cls) if f.name not in STATE]
         return cls(**{name: getattr(config, name) for name in settings})
 
@@ -49,8 +47,8 @@ class UpdateSchedule:
     def after_env_step(
         self, step_before: int, step: int, finished_episodes: int
     ) -> Tuple[bool, int]:
-        """Books the env steps in (step_before, step] and the episodes they finished; returns
-        whether a collection phase ended and how many gradient steps are now due."""
+        """Books the env steps in (step_before, step] and their finished episodes; returns
+        whether a collection phase ended and the gradient steps now due."""
         self.rollout_steps += step - step_before
         self.rollout_episodes += finished_episodes
         learning_steps = step - max(step_before, self.learning_starts)

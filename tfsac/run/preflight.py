@@ -30,11 +30,9 @@ from tfsac.data.envs import (
     remade_env_spec,
     unflattened,
 )
-from tfsac.data.goals import episode_limit
 from tfsac.data.mixed_replay import STATE_KEY
-from tfsac.data.offline_data import check_checkpoint_data, load_recorded
-from tfsac.data.recorded_data import RecordedData
-from tfsac.data.spaces import EnvSpec, read_env_spec
+from tfsac.data.offline_data import RecordedData, check_checkpoint_data, load_recorded
+from tfsac.data.spaces import EnvSpec, episode_limit, read_env_spec
 from tfsac.deploy.formats import parse_formats
 from tfsac.deploy.loading import check_available, read_checkpoint_state
 from tfsac.errors import Fault, TfsacError

@@ -99,9 +99,8 @@ def build_run(
     on_evaluation: Optional[Callable] = None,
     callbacks: Sequence[Callback] = (),
 ) -> RunParts:
-    """The run's parts (the arguments are `Trainer`'s; a CheckedRun holds export, resume and
-    env_fn), restored from the newest checkpoint that restores on a resume; writes the run's
-    config.json once the start is sure. The run directory's lock (run/run_lock.py) is held
+    """The run's parts (from `Trainer`'s arguments), restored from the newest checkpoint on
+    a resume; writes config.json once the start is sure. The run directory's lock is held
     from before the restore until the parts are made; `Trainer.run` takes it again."""
     hooks = check_hooks(on_log, on_evaluation, callbacks)
     start = check_run(config, export, resume, env_fn)
@@ -134,13 +133,11 @@ def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> Ru
         if restore is not None:
             loop, resumed_from, restored = restore
     _start_learner(start, learner, mixed, restored)
-    # A run its stop options stopped goes on where a resume changes them: the stop that
-    # ended it may be the one turned off.
+    # A resume that changes a stop option may have turned off the stop that ended the run.
     stop_changed = any(change.name in STOP_OPTIONS for change in start.resume_changes)
     finished = _finished(loop.step, config.total_steps, files.read_summary(), stop_changed)
     if not finished and not type(learner.sac.variant).__module__.startswith("tfsac."):
-        # A user's variant: its update traced before anything is written, so that its
-        # mistakes come before learning_starts env steps and a config.json.
+        # A user's variant's update, traced before anything is written: its mistakes first.
         learner.trace_update(acting=config.num_actors == 0 and config.total_steps > 0)
     source = None
     if not finished:

@@ -40,11 +40,8 @@ def memory_estimates(
     critic = _mlp_parameters([obs_dim + action_dim, *config.critic_hidden_sizes, critic_out])
     widest = max([*config.hidden_sizes, *config.critic_hidden_sizes])
     # The critics' sizes are the actor's unless set apart ('auto').
-    critic_option = (
-        "critic_hidden_sizes"
-        if tuple(config.critic_hidden_sizes) != tuple(config.hidden_sizes)
-        else "hidden_sizes"
-    )
+    same = tuple(config.critic_hidden_sizes) == tuple(config.hidden_sizes)
+    critic_option = "hidden_sizes" if same else "critic_hidden_sizes"
     widest_option = "hidden_sizes" if max(config.hidden_sizes) == widest else critic_option
     estimates = [
         (

@@ -213,8 +213,7 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
         files.read_summary()
     own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
     if own_checkpoints and saved is not None and config.init_from != saved.get("init_from"):
-        # Not read: the run goes on from its own checkpoints, and its config.json keeps the
-        # source it started from.
+        # Its config.json keeps the source it started from.
         logging.info("init_from is not read by this resume: the run continues from its own")
         config = dataclasses.replace(config, init_from=saved.get("init_from"))
     changes = config.resume_changes(saved) if saved is not None else []

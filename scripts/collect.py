@@ -116,7 +116,7 @@ def _check_env(env_id: str, kwargs) -> None:
     import gymnasium as gym
 
     from tfsac.data.envs import env_spec, make_env
-    from tfsac.run.preflight import check_recording
+    from tfsac.run.memory_check import check_recording
 
     env = make_env(env_id, env_kwargs=kwargs)
     try:

@@ -435,8 +435,7 @@ def test_a_forked_case_is_what_a_new_process_of_the_script_gives(outcomes):
 def test_the_memory_estimate_refuses_only_what_clearly_cannot_fit():
     from tfsac import SACConfig
     from tfsac.algorithm.resolve import resolve
-    from tfsac.run.memory_check import memory_estimates
-    from tfsac.run.preflight import check_memory
+    from tfsac.run.memory_check import check_memory, memory_estimates
 
     gib = 2**30
     default = resolve(SACConfig())

@@ -1,4 +1,4 @@
-"""init_from (tfsac/run/warm_start.py): a new run starts from another run's learned state,
+"""init_from (tfsac/run/builder.py): a new run starts from another run's learned state,
 and from nothing else of it."""
 
 import json

@@ -97,7 +97,7 @@ class SACLearner:
         """The checkpoint objects that hold what was learned (the networks and their targets,
         a variant's networks, the observation statistics, a learned temperature unless
         not `temperature`), without a run's course (optimizers, random streams, reward
-        statistics, gSDE noise): what `init_from` (tfsac/run/warm_start.py) carries into a
+        statistics, gSDE noise): what `init_from` (tfsac/run/builder.py) carries into a
         new run."""
         course = ("reward_divisor", "exploration")
         optimizers = {id(o) for o in self.sac.optimizers().values()}  # a variant's too

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from functools import partial
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import keras
 import tensorflow as tf
@@ -22,14 +22,9 @@ from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.spaces import EnvSpec
 from tfsac.data.update_schedule import UpdateSchedule
-from tfsac.files import (
-    CHECKPOINTS_DIR,
-    CONFIG_FILE,
-    ENV_SPEC_FILE,
-    VIDEOS_DIR,
-    RunDir,
-    write_json,
-)
+from tfsac.deploy.loading import restore_checkpoint
+from tfsac.errors import Fault, TfsacError
+from tfsac.files import CHECKPOINTS_DIR, CONFIG_FILE, ENV_SPEC_FILE, VIDEOS_DIR, RunDir, write_json
 from tfsac.run.callbacks import Callback, CallbackList
 from tfsac.run.checkpointing import Checkpointer
 from tfsac.run.evaluation import Evaluator
@@ -40,7 +35,6 @@ from tfsac.run.run_lock import RunLock
 from tfsac.run.source import CollectionSource, LocalSource, env_runners
 from tfsac.run.stopping import config_callbacks
 from tfsac.run.updates import NonFiniteError, Updates
-from tfsac.run.warm_start import warm_start
 
 ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
 
@@ -105,11 +99,10 @@ def build_run(
     on_evaluation: Optional[Callable] = None,
     callbacks: Sequence[Callback] = (),
 ) -> RunParts:
-    """The run's parts (the arguments are `Trainer`'s; a CheckedRun holds export, resume and
-    env_fn), restored from the newest checkpoint that restores on a resume; writes the run's
-    config.json once the start is sure. The run directory's lock (run/run_lock.py) is held
+    """The run's parts (from `Trainer`'s arguments), restored from the newest checkpoint on
+    a resume; writes config.json once the start is sure. The run directory's lock is held
     from before the restore until the parts are made; `Trainer.run` takes it again."""
-    hooks = check_hooks(on_log, on_evaluation, callbacks)  # [functions, *callbacks]
+    hooks = check_hooks(on_log, on_evaluation, callbacks)
     start = check_run(config, export, resume, env_fn)
     if start.config.deterministic:
         tf.config.experimental.enable_op_determinism()
@@ -136,18 +129,15 @@ def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> Ru
     updates = Updates(learner, mixed or buffer, config, partial(_nonfinite, checkpointer))
     loop, resumed_from, restored = LoopState(), None, None
     if start.resume:
-        parts = (checkpointer, buffer, schedule, updates, mixed)
-        restore = _restore_latest(start.run_dir, *parts)
+        restore = _restore_latest(start.run_dir, checkpointer, buffer, schedule, updates, mixed)
         if restore is not None:
             loop, resumed_from, restored = restore
     _start_learner(start, learner, mixed, restored)
-    # A run its stop options stopped goes on where a resume changes them: the stop that
-    # ended it may be the one turned off.
+    # A resume that changes a stop option may have turned off the stop that ended the run.
     stop_changed = any(change.name in STOP_OPTIONS for change in start.resume_changes)
     finished = _finished(loop.step, config.total_steps, files.read_summary(), stop_changed)
     if not finished and not type(learner.sac.variant).__module__.startswith("tfsac."):
-        # A user's variant: its update traced before anything is written, so that its
-        # mistakes come before learning_starts env steps and a config.json.
+        # A user's variant's update, traced before anything is written: its mistakes first.
         learner.trace_update(acting=config.num_actors == 0 and config.total_steps > 0)
     source = None
     if not finished:
@@ -155,31 +145,29 @@ def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> Ru
         if restored is not None:
             source.load_state(*restored)
     calls = CallbackList([hooks[0], *config_callbacks(config), *hooks[1:]])
-    progress = _open_run_dir(start, learner, source, calls, loop.step, lock)
+    progress = _open_run_dir(start, files, learner, source, calls, loop.step, lock)
     return RunParts(
-        config=config,
-        run_dir=start.run_dir,
-        spec=spec,
-        files=files,
-        callbacks=calls,
-        learner=learner,
-        evaluator=evaluator,
-        buffer=buffer,
-        checkpointer=checkpointer,
-        schedule=schedule,
-        updates=updates,
-        loop=loop,
-        resumed_from=resumed_from,
-        source=source,
-        progress=progress,
-        lock=lock,
-        mixed=mixed,
+        config,
+        start.run_dir,
+        spec,
+        files,
+        calls,
+        learner,
+        evaluator,
+        buffer,
+        checkpointer,
+        schedule,
+        updates,
+        loop,
+        resumed_from,
+        source,
+        progress,
+        lock,
+        mixed,
     )
 
 
 def _replay_buffer(start: CheckedRun) -> ReplayBuffer:
-    """With her, whole episodes relabelled as sampled (by the goal env's compute_reward),
-    else the plain ring."""
     config, spec = start.config, start.spec
     if config.her:
         compute = reward_function(start.eval_env, spec.goal_columns, config.env_id)
@@ -189,8 +177,7 @@ def _replay_buffer(start: CheckedRun) -> ReplayBuffer:
 
 
 def _mixed_replay(start: CheckedRun, buffer: ReplayBuffer) -> Optional[MixedReplay]:
-    """With offline_data, the sampler over it and `buffer` (the data alone offline only,
-    total_steps=0)."""
+    """With offline_data, the sampler over it and `buffer` (the data alone at total_steps=0)."""
     config, data = start.config, start.recorded
     if data is None:
         return None
@@ -201,20 +188,16 @@ def _mixed_replay(start: CheckedRun, buffer: ReplayBuffer) -> Optional[MixedRepl
     mixed = MixedReplay(buffer, recorded, ratio, config.seed)
     rows = None if ratio is None else mixed.recorded_rows(config.batch_size)
     if ratio is not None and 0 < ratio < 1 and rows in (0, config.batch_size):
+        what = (ratio, config.batch_size, rows, "online" if rows == 0 else "recorded")
         logging.warning(
-            "offline_ratio %g of a batch of %d is %d recorded rows per batch: %s",
-            ratio,
-            config.batch_size,
-            rows,
-            "online rows only" if rows == 0 else "recorded rows only",
+            "offline_ratio %g of a batch of %d is %d recorded rows per batch: %s rows only", *what
         )
     return mixed
 
 
 def _start_learner(start: CheckedRun, learner, mixed: Optional[MixedReplay], restored):
-    """A new run's learned state: init_from's (its observation statistics kept: its
-    networks expect them), or fresh networks whose statistics start from the recorded rows
-    its updates sample. A resume (`restored`) has the checkpoint's."""
+    """A new run's learned state: init_from's, or fresh networks whose observation
+    statistics start from the recorded rows its updates sample. A resume has the checkpoint's."""
     if restored is not None:
         return
     config = start.config
@@ -225,21 +208,17 @@ def _start_learner(start: CheckedRun, learner, mixed: Optional[MixedReplay], res
 
 
 def _finished(step: int, total_steps: int, summary: dict, stop_changed: bool) -> bool:
-    """Whether the run has nothing left to train: its summary.json is written, at
-    total_steps or at a stop under this total_steps and these stop options."""
+    """Whether summary.json is written, at total_steps or at a stop that still stands."""
     if not summary:
         return False
     stopped = summary.get("stop") and summary.get("total_steps") == total_steps
     return step >= total_steps or bool(stopped and not stop_changed)
 
 
-def _open_run_dir(
-    start: CheckedRun, learner, source, calls: CallbackList, step: int, lock: RunLock
-) -> ProgressLog:
+def _open_run_dir(start: CheckedRun, files: RunDir, learner, source, calls, step, lock):
     """The run directory with the progress log open, once the start can no longer be
-    refused; a finished run's files stay as they were. A resume's rows after `step` (a
-    killed session's) are cut here, its TensorBoard scalars when it runs."""
-    config, files = start.config, RunDir(start.run_dir)
+    refused; a resume's rows after `step` (a killed session's) are cut."""
+    config = start.config
     os.makedirs(start.run_dir, exist_ok=True)
     lock.hold()  # a new run directory's, before its first file
     progress = ProgressLog(
@@ -275,9 +254,8 @@ def _make_source(start: CheckedRun, learner, schedule, actor_fn, resumes) -> Col
 
 
 def _restore_latest(run_dir, checkpointer, buffer, schedule, updates, mixed):
-    """Restores the newest checkpoint that restores into the learner, `buffer`, `schedule`,
-    `updates` and `mixed`; returns (the loop's state, the checkpoint, the source's part of
-    it: state and env snapshot), or None when there is none."""
+    """(loop state, checkpoint, (source state, env snapshot)) of the newest checkpoint that
+    restores, or None."""
     restored = checkpointer.restore_newest(buffer)
     if restored is None:
         logging.info("no checkpoint in %s: starting a new run", run_dir)
@@ -291,3 +269,30 @@ def _restore_latest(run_dir, checkpointer, buffer, schedule, updates, mixed):
         mixed.load_state(state)
     logging.info("resumed from %s at step %d (%d episodes)", prefix, loop.step, loop.episodes)
     return loop, prefix, (state, checkpointer.read_blob(prefix, ENVS_FILE))
+
+
+def warm_start(learner, config: SACConfig, source: Tuple[SACConfig, List[str]]) -> str:
+    """Restores init_from's learned state (networks, targets, observation statistics and a
+    learned temperature; not a run's course) into a new run's `learner` from check_source's
+    `source`; returns the checkpoint restored."""
+    source_config, prefixes = source
+    learned = learner.learned_objects(temperature=source_config.learned_alpha)
+    errors = []
+    for prefix in prefixes:
+        try:
+            restore_checkpoint(tf.train.Checkpoint(**learned), prefix, "model")
+        except TfsacError as e:
+            errors.append(str(e))
+            if len(prefixes) > 1:
+                logging.warning("init_from: skipping a checkpoint that does not restore: %s", e)
+            continue
+        logging.info(
+            "init_from %s: networks, targets%s and observation statistics; optimizers, "
+            "random streams and the replay start afresh",
+            prefix,
+            ", temperature" if source_config.learned_alpha and config.learned_alpha else "",
+        )
+        return prefix
+    raise Fault(
+        f"init_from {config.init_from!r}: no checkpoint restores into this run ({errors[0]})"
+    )

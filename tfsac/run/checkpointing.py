@@ -3,17 +3,13 @@ replay buffer and the loop's Python state in a sidecar folder per checkpoint.
 
 Layout of <run_dir>/checkpoints/:
   checkpoint                    CheckpointManager's state file (names the latest)
-  ckpt-<step>.index/.data-*     actor, critics, targets (V and target V for v1), optimizers
-                                with slots, log-alpha, gSDE noise, TF RNG states, step counter
-  ckpt-<step>.extra/            replay arrays (.npy, the filled rows only: the buffer's
-                                state_arrays, named in state.json), state.json
-
+  ckpt-<step>.index/.data-*     networks, targets, optimizers, log-alpha, gSDE noise, TF RNGs
+  ckpt-<step>.extra/            the buffer's state_arrays (.npy, filled rows only), state.json
   broken/                       checkpoints that could not be restored, set aside (kept)
 
 A save is atomic: the sidecar is fsynced in a temp folder and renamed into place, then the
 manager writes the TF files (the index last), then its state file. A resume takes the
-newest checkpoint that restores, whatever the state file says, and rewrites it to match;
-the next save removes a killed save's orphans.
+newest checkpoint that restores and rewrites the state file to match.
 """
 
 from __future__ import annotations
@@ -55,7 +51,6 @@ def _fsync_dir(path: str) -> None:
 
 
 def _write_synced(path: str, data) -> None:
-    """`data` (bytes, or an array) in a new file at `path`, fsynced."""
     with open(path, "wb") as f:
         if isinstance(data, bytes):
             f.write(data)
@@ -85,8 +80,7 @@ class Checkpointer(CheckpointReader):
         return self.manager.latest_checkpoint
 
     def check_newest(self, known: Optional[str]) -> None:
-        """A Fault unless the newest complete checkpoint is `known` (the one this
-        process restored or saved last, or None): another process trained the run since."""
+        """A Fault unless the newest complete checkpoint is `known` (this process's last)."""
         newest = next(iter(self.candidates()), None)
         names = [p and os.path.basename(p) for p in (newest, known)]
         if names[0] != names[1]:
@@ -97,10 +91,8 @@ class Checkpointer(CheckpointReader):
             )
 
     def restore_newest(self, buffer: ReplayBuffer) -> Optional[Tuple[str, Dict]]:
-        """Restores the newest checkpoint that restores into the learner and `buffer`;
-        returns (prefix, its saved state), or None when there is none. Each damaged one
-        tried before is said in one line and moved to broken/ (kept, never deleted); then
-        the state file is rewritten to name the restored one and the complete ones before."""
+        """(prefix, saved state) of the newest checkpoint that restores into the learner and
+        `buffer`, or None; each damaged one before it is moved to broken/."""
         for prefix in self.candidates():
             try:
                 state = self.restore(prefix, buffer)
@@ -126,8 +118,8 @@ class Checkpointer(CheckpointReader):
         logging.warning("skipping a damaged checkpoint: %s; moved to %s", error, broken)
 
     def _write_index(self, latest: Optional[str]) -> None:
-        """Makes the state file name `latest` and the complete checkpoints before it (all
-        kept: a later save prunes them to max_to_keep), or removes it for None."""
+        """Makes the state file name `latest` and the complete checkpoints before it, or
+        removes it for None."""
         path = os.path.join(self.directory, INDEX_FILE)
         if latest is None:
             os.remove(path)
@@ -155,8 +147,7 @@ class Checkpointer(CheckpointReader):
         self, step: int, buffer: ReplayBuffer, state: Dict, blobs: Optional[Dict] = None
     ) -> str:
         """Writes the checkpoint for `step` (with `blobs`, {file name: bytes}, in its
-        sidecar); returns its prefix. A Fault on I/O failure, leaving the previous checkpoint
-        as the latest. Checked again first: a variant's network built at its first call."""
+        sidecar); returns its prefix. A Fault on I/O failure keeps the previous one."""
         check_saved(self.learner, f"cannot checkpoint step {step}")
         prefix = os.path.join(self.directory, f"ckpt-{step}")
         extra = self.extra_dir(prefix)
@@ -197,8 +188,7 @@ class Checkpointer(CheckpointReader):
         return path
 
     def _remove_orphans(self) -> None:
-        """Deletes sidecars whose TF files are gone (pruned by the manager, or never
-        written by a killed save) and temp folders of killed saves."""
+        """Deletes sidecars whose TF files are gone, and temp folders of killed saves."""
         names = os.listdir(self.directory)
         for name in names:
             match = re.fullmatch(r"(ckpt-\d+)\.extra", name)
@@ -206,7 +196,6 @@ class Checkpointer(CheckpointReader):
                 shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
 
     def read_blob(self, prefix: str, name: str) -> Optional[bytes]:
-        """A file `save` wrote from `blobs`, or None when the checkpoint has none."""
         try:
             with open(os.path.join(self.extra_dir(prefix), name), "rb") as f:
                 return f.read()
@@ -214,7 +203,6 @@ class Checkpointer(CheckpointReader):
             return None
 
     def restore(self, prefix: str, buffer: ReplayBuffer) -> Dict:
-        """Restores learner and buffer from `prefix`; returns the saved loop state."""
         state = self.read_state(prefix)
         restore_checkpoint(self.checkpoint, prefix, "all")
         replay = state["replay"]
@@ -225,7 +213,6 @@ class Checkpointer(CheckpointReader):
             )
         extra = self.extra_dir(prefix)
         try:
-            # Memory-mapped reads, copied straight into the preallocated arrays.
             arrays = {
                 name: np.load(os.path.join(extra, f"{name}.npy"), mmap_mode="r")
                 for name in replay["arrays"]

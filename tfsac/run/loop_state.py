@@ -15,7 +15,7 @@ from tfsac import __version__
 
 @dataclasses.dataclass
 class LoopState:
-    """The training loop's Python state; checkpoints save `to_dict()` (JSON)."""
+    """The training loop's Python state; checkpoints save `to_dict()`."""
 
     step: int = 0
     episodes: int = 0
@@ -27,9 +27,8 @@ class LoopState:
     )
     evaluations: List[Dict] = dataclasses.field(default_factory=list)
     wall_time_s: float = 0.0  # of the sessions before this one
-    # Learning-phase throughput over all sessions: env steps from learning_starts on and
-    # their wall time, evaluations and checkpoints left out; each session counts from its
-    # first update call (XLA compiles in it), so a rate, not a count of the run's steps.
+    # Learning-phase throughput over all sessions (evaluations and checkpoints left out),
+    # each counted from its first update call: a rate, not a count of the run's steps.
     learning_steps: int = 0
     learning_time_s: float = 0.0
     resumes: int = 0  # sessions after the first (env runners seed from it)
@@ -60,8 +59,8 @@ class LoopState:
 
 
 def run_summary(config, loop: LoopState, wall_time: float, learning_time: float, **paths) -> Dict:
-    """summary.json of a finished run; `paths`: stop (where and why a callback stopped it,
-    or None), resumed_from, checkpoint, saved_model_path."""
+    """summary.json of a finished run; `paths`: stop, resumed_from, checkpoint and
+    saved_model_path."""
     final = loop.evaluations[-1]
     return {
         "env": config.env_id,
@@ -72,7 +71,7 @@ def run_summary(config, loop: LoopState, wall_time: float, learning_time: float,
         "episodes": loop.episodes,
         "eval_return_mean": final["return_mean"],
         "eval_return_std": final["return_std"],
-        # Goal envs only (info["is_success"]); other envs' summaries are as before.
+        # Goal envs only (info["is_success"]).
         **({"eval_success_rate": final["success_rate"]} if "success_rate" in final else {}),
         "eval_episodes": config.eval_episodes,
         "evaluations": loop.evaluations,
@@ -90,8 +89,7 @@ def run_summary(config, loop: LoopState, wall_time: float, learning_time: float,
 
 
 def log_summary(summary: Dict, run_dir: str) -> None:
-    """The run's last line: its final evaluation, wall time and speed, and where its
-    summary is."""
+    """The run's last line: its final evaluation, wall time, speed and summary's place."""
     final = summary["evaluations"][-1]
     rate = final.get("success_rate")
     logging.info(

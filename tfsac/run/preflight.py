@@ -47,14 +47,14 @@ from tfsac.files import (
     source_checkpoints,
 )
 from tfsac.run.callbacks import Callback, FunctionCallback
-from tfsac.run.memory_check import SHARE, memory_estimates, physical_memory
+from tfsac.run.memory_check import check_memory
 from tfsac.run.run_lock import check_run_dir_free
 from tfsac.run.source import env_runners
 
 
 def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
-    """The run directory (default: runs/<model>-seed<seed>-<local time>), checked with what
-    a run there needs (its export folder too); writes nothing."""
+    """The run directory (default: runs/<model>-seed<seed>-<local time>), checked with its
+    export folder; writes nothing."""
     if resume and not config.run_dir:
         raise TfsacError("resume needs the run directory of the run to continue (run_dir)")
     if env_fn is not None and config.video_every:
@@ -83,8 +83,7 @@ def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
 
 def _env_name(env) -> str:
     """An env_fn env's name: its gymnasium id where that id remakes the env the policy saw,
-    else custom:<name> (a class of its own, or an id inside wrappers that change its
-    observations or actions, which the id alone would not remake)."""
+    else custom:<name> (its class, or its id and the wrappers the id would not remake)."""
     spec = getattr(env, "spec", None)
     if spec is None or not spec.id:
         return f"{CUSTOM_ENV}{type(env.unwrapped).__name__}"
@@ -100,14 +99,13 @@ def _env_name(env) -> str:
     return f"{CUSTOM_ENV}{spec.id}+" + "+".join(wrappers)
 
 
-# What gymnasium.make puts around the env its registration makes: the walk stops there
-# (the id remakes whatever is inside).
+# What gymnasium.make puts around its env: the walk stops there (the id remakes the rest).
 _MAKES = (gym.wrappers.OrderEnforcing, gym.wrappers.PassiveEnvChecker)
 
 
 def _changes_observations_or_actions(env) -> bool:
     """Whether an observation or action wrapper other than a flattening sits around
-    gymnasium.make's env (its values change even where its space does not)."""
+    gymnasium.make's env."""
     while isinstance(env, gym.Wrapper) and not isinstance(env, _MAKES):
         flattening = isinstance(env, gym.wrappers.FlattenObservation)
         if isinstance(env, (gym.ObservationWrapper, gym.ActionWrapper)) and not flattening:
@@ -117,8 +115,7 @@ def _changes_observations_or_actions(env) -> bool:
 
 
 def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:
-    """HER needs a goal env, and a finished episode of every stream before learning starts
-    (it samples finished episodes only, as SB3's HerReplayBuffer)."""
+    """HER needs a goal env, and a finished episode of every stream before learning starts."""
     compute = reward_function(env, spec.goal_columns, config.env_id)
     check_batched_reward(compute, spec.goal_columns, config.env_id)
     limit = episode_limit(env)
@@ -138,8 +135,7 @@ def check_her(config: SACConfig, env: gym.Env, spec: EnvSpec) -> None:
 
 
 def _check_same_factory(run_dir: str, spec: EnvSpec) -> None:
-    """Refuses a resume without the env_fn that made the run's envs: by its id alone it
-    would evaluate on gymnasium.make's env, without the factory's wrappers."""
+    """Refuses a resume without the env_fn that made the run's envs."""
     saved = read_env_spec(run_dir)
     if saved is not None and saved.env_fn and not spec.env_fn:
         raise TfsacError(
@@ -158,9 +154,8 @@ def _check_same_factory(run_dir: str, spec: EnvSpec) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class CheckedRun:
-    """A run's start as check_run checked it, taken as it is by the code below: the config
-    resolved and naming its env, the probed env (the evaluation env, closed with the run),
-    and what was read once. One start's: it trains once."""
+    """A run's start as check_run checked it: the resolved config, the probed env (the
+    evaluation env, closed with the run), and what was read once. It trains once."""
 
     config: SACConfig
     run_dir: str
@@ -170,15 +165,14 @@ class CheckedRun:
     spec: EnvSpec
     resume_changes: Tuple[Change, ...] = ()
     recorded: Optional[RecordedData] = None
-    # init_from's run: its config and checkpoint prefixes, newest first (check_source).
     init_source: Optional[Tuple[SACConfig, List[str]]] = None
 
 
 def check_run(
     config, export: Optional[bool] = None, resume: bool = False, env_fn=None
 ) -> CheckedRun:
-    """The checks that can refuse a run's start (TfsacError), before anything is written,
-    once per start: `Trainer`'s arguments, as a CheckedRun (which passes through as it is)."""
+    """`Trainer`'s arguments as a CheckedRun (which passes through as it is), or the
+    TfsacError that refuses the start, before anything is written."""
     if isinstance(config, CheckedRun):
         if export is not None or resume or env_fn is not None:
             raise TfsacError(
@@ -217,8 +211,7 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
         files.read_summary()
     own_checkpoints = resume and checkpoint_steps(os.path.join(run_dir, CHECKPOINTS_DIR))
     if own_checkpoints and saved is not None and config.init_from != saved.get("init_from"):
-        # Not read: the run goes on from its own checkpoints, and its config.json keeps the
-        # source it started from.
+        # Its config.json keeps the source it started from.
         logging.info("init_from is not read by this resume: the run continues from its own")
         config = dataclasses.replace(config, init_from=saved.get("init_from"))
     changes = config.resume_changes(saved) if saved is not None else []
@@ -241,12 +234,12 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
     check_memory(
         config, spec.obs_dim, spec.action_dim, recorded_bytes=recorded.nbytes if recorded else 0
     )
+    if config.num_actors and env_runners("check") is None:
+        raise TfsacError(
+            "env runners (num_actors > 0) come with tfsac.scale: import "
+            "tfsac.scale.runner_source first (tfsac.train and tfsac.Trainer do)"
+        )
     if config.num_actors:
-        if env_runners("check") is None:
-            raise TfsacError(
-                "env runners (num_actors > 0) come with tfsac.scale: import "
-                "tfsac.scale.runner_source first (tfsac.train and tfsac.Trainer do)"
-            )
         env_runners("check")(config)
     config = mark_resolved(config)  # its env_id and init_from, set here, are checked too
     return CheckedRun(
@@ -255,9 +248,8 @@ def _checked_with_env(config, resume, env_fn, make_env, eval_env) -> CheckedRun:
 
 
 def _check_checkpoint_state(run_dir: str, config: SACConfig, recorded) -> None:
-    """Refuses a resume whose newest readable checkpoint (the one it restores; an
-    unreadable one is set aside then) was made with other settings or other recorded data.
-    Older ones need no look: each resume that saved them passed this check."""
+    """Refuses a resume whose newest readable checkpoint (the one it restores) was made
+    with other settings or other recorded data."""
     folder = os.path.join(run_dir, CHECKPOINTS_DIR)
     for step in checkpoint_steps(folder):
         prefix = os.path.join(folder, f"ckpt-{step}")
@@ -278,10 +270,8 @@ def _check_checkpoint_state(run_dir: str, config: SACConfig, recorded) -> None:
 
 
 def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]]:
-    """(init_from's run's config, its checkpoint prefixes to try, newest first); TfsacError
-    where it is no tfsac run with checkpoints, or was trained with other networks' settings
-    or on other sizes than `spec`'s (as its env_spec.json says, else as its env made again;
-    passed over where neither can say)."""
+    """(init_from's run's config, its checkpoint prefixes, newest first); TfsacError where
+    it is no run with checkpoints, or has other networks or other sizes than `spec`'s."""
     source_config, prefixes = source_checkpoints(config.init_from)
     check_matches(source_config, config, config.init_from, variant_of(config).resume_keeps)
     if (source_config.env_id, source_config.env_kwargs) == (config.env_id, config.env_kwargs):
@@ -301,7 +291,6 @@ def check_source(config: SACConfig, spec: EnvSpec) -> Tuple[SACConfig, List[str]
     return source_config, prefixes
 
 
-# train()'s arguments beside the config.
 def check_options(options, allowed) -> None:
     """TfsacError for an option `train` does not take (`allowed`: Trainer's parameters)."""
     for name in options:
@@ -313,8 +302,7 @@ def check_options(options, allowed) -> None:
 
 
 def check_hooks(on_log, on_evaluation, callbacks) -> List[Callback]:
-    """`train`'s hooks as callbacks: the functions as one, then `callbacks`; TfsacError
-    (before anything is written) for a hook that is not a function or a Callback."""
+    """`train`'s hooks as callbacks: the functions as one, then `callbacks`."""
     for name, function in (("on_log", on_log), ("on_evaluation", on_evaluation)):
         if function is not None and not callable(function):
             raise TfsacError(f"{name} must be a function of one dict, got {function!r:.60}")
@@ -329,53 +317,3 @@ def check_hooks(on_log, on_evaluation, callbacks) -> List[Callback]:
                 f"as on_log= and on_evaluation=), got {callback!r:.60}"
             )
     return [FunctionCallback(on_log, on_evaluation), *callbacks]
-
-
-# The memory a run, or a recording (scripts/collect.py), needs.
-def check_memory(
-    config,
-    obs_dim: int,
-    action_dim: int,
-    memory: Optional[int] = None,
-    recorded_bytes: int = 0,
-) -> None:
-    """TfsacError, naming the option behind the largest allocation and the estimated bytes,
-    where the run's estimated memory (memory_check) exceeds SHARE of `memory` (default:
-    this machine's physical memory; nothing is refused where that is unknown)."""
-    memory = physical_memory() if memory is None else memory
-    if not memory:
-        return
-    estimates = memory_estimates(config, obs_dim, action_dim, recorded_bytes)
-    total = sum(size for _, size, _ in estimates)
-    if total <= SHARE * memory:
-        return
-    name, size, what = max(estimates, key=lambda e: e[1])
-    value = getattr(config, name)
-    shown = ",".join(map(str, value)) if isinstance(value, tuple) else repr(value)
-    raise TfsacError(
-        f"{name}={shown} needs about {_bytes(size)} for {what}; the run "
-        f"needs about {_bytes(total)}, more than {SHARE:.0%} of this machine's "
-        f"{_bytes(memory)} of memory"
-    )
-
-
-def _bytes(n: float) -> str:
-    """'37.3 TiB'."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024:
-            return f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} PiB"
-
-
-def check_recording(steps: int, obs_dim: int, action_dim: int, what: str) -> None:
-    """TfsacError where recording `steps` transitions (scripts/collect.py: float64 fields,
-    held until written, then copied once more) clearly cannot fit in this machine's memory;
-    `what` names the option that asked for them."""
-    memory = physical_memory()
-    size = 2 * steps * 8 * (obs_dim + action_dim + 3)
-    if memory and size > SHARE * memory:
-        raise TfsacError(
-            f"{what} needs about {_bytes(size)} to record, more than {SHARE:.0%} of this "
-            f"machine's {_bytes(memory)} of memory"
-        )

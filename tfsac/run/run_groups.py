@@ -17,22 +17,8 @@ from tfsac.errors import TfsacError
 # Config fields that do not make runs different experiments: the seed (a group's runs
 # differ in it) and where and how a run reports and writes.
 NOT_COMPARED = frozenset(
-    {
-        "seed",
-        "run_dir",
-        "export_dir",
-        "model_name",
-        "export",
-        "export_formats",
-        "progress_bar",
-        "tensorboard",
-        "video_every",
-        "log_every",
-        "checkpoint_every",
-        "keep_checkpoints",
-        "keep_best",
-        "ray_address",
-    }
+    "seed run_dir export_dir model_name export export_formats progress_bar tensorboard "
+    "video_every log_every checkpoint_every keep_checkpoints keep_best ray_address".split()
 )
 
 
@@ -42,9 +28,8 @@ class RunGroup:
 
     label: str
     runs: List[Dict]
-    # Every compared config field in which the groups differ: its name as labels give it
-    # -> this group's value (its runs' values joined by " / " where a given label joined
-    # runs that differ).
+    # Each compared field in which the groups differ (as labels name it) -> this group's
+    # value (its runs' values joined by " / " where a given label joined runs that differ).
     settings: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     def names_all_settings(self) -> bool:
@@ -53,8 +38,7 @@ class RunGroup:
         return all(_said(name, value) in parts for name, value in self.settings.items())
 
     def legend(self, runs: List[Dict]) -> str:
-        """The label with how many runs (seeds) a curve of the group averages, `runs`, and
-        how many of those are unfinished (no summary.json)."""
+        """The label with how many runs (seeds) a curve averages, and how many are unfinished."""
         unfinished = sum(not run.get("finished", True) for run in runs)
         state = f", {unfinished} unfinished" if unfinished else ""
         return f"{self.label} ({len(runs)} seed{'s' if len(runs) != 1 else ''}{state})"
@@ -78,11 +62,13 @@ def _text(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def _key(config: Dict, names: Sequence[str]) -> Tuple[str, ...]:
+    return tuple(_text(config.get(n)) for n in names)
+
+
 def differing_fields(configs: Sequence[Dict]) -> List[str]:
-    """The compared config fields whose values are not the same in all `configs`, in the
-    config's order: the fields set by the user first (those whose default is a value), then
-    those the algorithm fills in when left 'auto' (default None), which follow from
-    others more often than not."""
+    """The compared config fields whose values differ among `configs`, in the config's
+    order: the user's first (a default value), then those 'auto' fills in (default None)."""
     defaults = _defaults()
     configs = [_expanded(c) for c in configs]
     names = list(defaults) + sorted({n for c in configs for n in c} - set(defaults))
@@ -128,14 +114,13 @@ def label_fields(configs: Sequence[Dict], fields: Sequence[str]) -> List[str]:
     """The fewest of `fields`, taken in their order, whose values still tell all groups
     (`configs`, one per group) apart: a sweep over two options is labelled by both, SAC
     against CrossQ by `algorithm` alone (not also by the defaults CrossQ changes)."""
-    wanted = len({tuple(_text(c.get(n)) for n in fields) for c in configs})
+    wanted = len({_key(c, fields) for c in configs})
     chosen: List[str] = []
     for name in fields:
-        distinct = len({tuple(_text(c.get(n)) for n in chosen) for c in configs})
+        distinct = len({_key(c, chosen) for c in configs})
         if distinct == wanted:
             break
-        with_it = len({tuple(_text(c.get(n)) for n in [*chosen, name]) for c in configs})
-        if with_it > distinct:
+        if len({_key(c, [*chosen, name]) for c in configs}) > distinct:
             chosen.append(name)
     return chosen
 
@@ -145,9 +130,8 @@ def _count(number: int, noun: str) -> str:
 
 
 def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List[RunGroup]:
-    """`runs` (read_run's) in groups of one configuration each, in the order of their
-    first runs. `labels`: one per group (that order) or one per run (runs of the same label
-    form one group) instead of the labels made of the differing config fields."""
+    """`runs` (read_run's) in groups of one configuration each, in the order of their first
+    runs. `labels`: one per group or one per run (one label, one group) instead of made ones."""
     if labels is not None and not all(label.strip() for label in labels):
         raise TfsacError(f"labels: an empty label in {','.join(labels)!r}")
     defaults = _defaults()
@@ -160,7 +144,7 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
         )
 
     per_run = labels is not None and len(labels) == len(runs)
-    keys = labels if per_run else [tuple(_text(c.get(n)) for n in fields) for c in configs]
+    keys = labels if per_run else [_key(c, fields) for c in configs]
     keyed: Dict = {}  # a label, or the compared fields' values -> its runs' indices
     for index, key in enumerate(keys):
         keyed.setdefault(key, []).append(index)
@@ -188,9 +172,8 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
 
 
 def settings_table(env_rows: Sequence[Tuple[str, List[RunGroup]]]) -> Optional[Tuple]:
-    """Every setting in which a figure's groups (by env) differ, for a table beside it:
-    (the settings' names, [(a group's heading, its index within its env, its value of
-    each)]), or None where every label names all of its settings already."""
+    """(setting names, [(a group's heading, its index within its env, its values)]) for a
+    table beside a figure, or None where every label names all of its settings already."""
     groups = [group for _, env_groups in env_rows for group in env_groups]
     if all(group.names_all_settings() for group in groups):
         return None
@@ -214,9 +197,8 @@ Y_AXES = {"all": None, "return": "eval_return", "success_rate": "eval_success_ra
 
 
 def check_plot(run_dirs: Sequence[str], out_path: str, x: str, y: str) -> str:
-    """The plot a user asks, before any run is read: the image (a file in a folder that
-    exists, in a format matplotlib writes), the axes, and the run directories (each a run's,
-    each once). Returns the image's path (.png where its name has none, as matplotlib)."""
+    """The plot a user asks, checked before any run is read: the image, the axes, and the
+    run directories (each a run's, each once). Returns the image's path (.png by default)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     if os.path.isdir(out_path) or out_path.endswith(os.sep):
@@ -265,9 +247,8 @@ def check_curves(y: str, panels: List, timed: Optional[List[bool]]) -> None:
 
 
 def env_groups(runs: List[Dict], labels) -> List[Tuple[str, List[RunGroup]]]:
-    """(env, its groups) for each env of `runs`, in the order of their first runs: runs of
-    other envs are never averaged, labelled or drawn on one axes together. Refused where
-    the labels do not fit or no run has anything to draw yet."""
+    """(env, its groups) for each env of `runs`, in the order of their first runs; refused
+    where the labels do not fit or no run has anything to draw yet."""
     envs = list(dict.fromkeys(run["env"] for run in runs))
     if len(envs) == 1:
         rows = [(envs[0], group_runs(runs, labels))]

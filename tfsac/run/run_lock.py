@@ -1,11 +1,7 @@
 """One training run per run directory (and one driver per sweep folder): a second one is
-refused in one line before it restores, moves or writes anything there.
-
-An `fcntl.flock` on <run_dir>/run.lock through a descriptor of its own: it belongs to that
-open file, so the system drops it however the process ends, a second lock conflicts in this
-process too, and a user's code opening and closing the file does not let it go (as POSIX
-`lockf` would). A forked child closes its copy at once. Without `fcntl` (Windows), no lock.
-"""
+refused before it restores, moves or writes anything there. An `fcntl.flock` on run.lock
+through a descriptor of its own (dropped however the process ends, conflicting in this
+process too, unlike `lockf`); a forked child closes its copy. Without `fcntl`, no lock."""
 
 from __future__ import annotations
 
@@ -41,8 +37,8 @@ def _in_use(path: str, what: str, fd: int) -> Fault:
 
 
 def _lock(path: str, what: str, create: bool) -> Optional[int]:
-    """A descriptor of path's run.lock holding its lock, or None (no fcntl, no such file
-    where not `create`, a file system without locks); a Fault where it is taken."""
+    """A descriptor of path's run.lock holding its lock, or None where there is no lock to
+    take; a Fault where it is taken."""
     if fcntl is None:
         return None
     flags = (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY  # flock needs no write access
@@ -66,8 +62,7 @@ def _lock(path: str, what: str, create: bool) -> Optional[int]:
 
 
 def check_run_dir_free(path: str, what: str = "run directory") -> None:
-    """A Fault where a run trains in `path` (its run.lock is held); writes nothing (for
-    the checks before a start, and before a sweep's trial writes its record)."""
+    """A Fault where a run trains in `path` (its run.lock is held); writes nothing."""
     fd = _lock(path, what, create=False)
     if fd is not None:
         os.close(fd)  # closing the only descriptor of this open file lets the lock go
@@ -75,7 +70,7 @@ def check_run_dir_free(path: str, what: str = "run directory") -> None:
 
 class RunLock:
     """The lock of one run directory (or sweep folder), held from `hold` until `release`,
-    the object's deletion or the process's end; `hold` takes it again after a release."""
+    the object's deletion or the process's end."""
 
     def __init__(self, path: str, what: str = "run directory"):
         self.path, self.what = path, what
@@ -83,8 +78,7 @@ class RunLock:
         self._close: Optional[weakref.finalize] = None
 
     def hold(self) -> None:
-        """Takes the lock where the directory exists (a new one's once it is made) and says
-        in run.lock who holds it; while held, does nothing."""
+        """Takes the lock where the directory exists and says in run.lock who holds it."""
         if (self._close is not None and self._close.alive) or not os.path.isdir(self.path):
             return
         self._fd = fd = _lock(self.path, self.what, create=True)
@@ -95,7 +89,6 @@ class RunLock:
         _LIVE.add(self)
 
     def release(self) -> None:
-        """Lets another run take the directory."""
         if self._close is not None:
             self._close()
 

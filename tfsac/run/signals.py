@@ -24,8 +24,7 @@ class Interrupted(TfsacError):
 
 
 class StartInterrupted(Interrupted):
-    """SIGINT or SIGTERM while a run's env runners started (held until Ray was up, which a
-    KeyboardInterrupt would cut); they were stopped again before training."""
+    """SIGINT or SIGTERM while a run's env runners started: stopped before training."""
 
     def __init__(self, signum: int, what: str):
         TfsacError.__init__(
@@ -43,8 +42,7 @@ class StopSignals:
     ):
         self.received: Optional[int] = None
         self.on_signal = on_signal
-        # A second signal raises KeyboardInterrupt at once (where the code that polls the
-        # flag may wait long: a runner that does not start).
+        # A second signal raises KeyboardInterrupt at once (for a poller that may wait long).
         self.second_interrupts = second_interrupts
         self._old_handlers = {}
 
@@ -55,8 +53,7 @@ class StopSignals:
         return self
 
     def take_back(self) -> None:
-        """Handles the signals again where a library replaced the handlers meanwhile (ray.init
-        puts its own on SIGTERM), and restores the library's at the end."""
+        """Handles the signals again where a library (ray.init) replaced the handlers."""
         for sig in self._old_handlers:
             current = signal.getsignal(sig)
             if current != self._handle:

@@ -1,6 +1,5 @@
-"""Where a run's env steps come from: the one interface the trainer collects through, and
-its local implementation. Env runners on Ray live in tfsac.scale (above this layer), which
-registers them here."""
+"""Where a run's env steps come from: the interface the trainer collects through, and its
+local implementation. tfsac.scale registers its env runners on Ray here."""
 
 from __future__ import annotations
 
@@ -25,38 +24,34 @@ def env_runners(part: str) -> Optional[Callable]:
 
 
 class CollectionSource(Protocol):
-    """What the trainer needs from a source of env steps."""
+    """What the trainer needs from a source of env steps. `chunks` yields (transitions, env
+    steps) until total_steps; `after_updates` gets the update count and the actions the
+    update call picked; `state` (JSON) and `snapshot` go into a checkpoint, `load_state`
+    takes them back; `stats` gives the `stats_fields` progress columns since its last call."""
 
     # Updates per compiled call: None takes each chunk's owed updates in one call (any
     # number; the call also picks the next actions where `observation` is not None).
     updates_per_call: Optional[int]
 
     @property
-    def observation(self) -> Optional[np.ndarray]:
-        """The observations the next actions are for, where the update call picks them."""
+    def observation(self) -> Optional[np.ndarray]: ...
 
     def start(self, loop, updates: int) -> bool:
-        """Begins collecting at `loop.step`, after `updates` updates of the learner; returns
-        whether it continues the episodes of a restored checkpoint."""
+        """Begins collecting at `loop.step`; returns whether it continues restored episodes."""
 
-    def chunks(self, loop) -> Iterator[Tuple[Transitions, int]]:
-        """(transitions, env steps) until `total_steps`; reads `loop.step` as it goes."""
+    def chunks(self, loop) -> Iterator[Tuple[Transitions, int]]: ...
 
-    def after_updates(self, updates: int, next_action: Optional[np.ndarray]) -> None:
-        """After each update call: the learner's update count and the actions it picked."""
+    def after_updates(self, updates: int, next_action: Optional[np.ndarray]) -> None: ...
 
-    def after_chunk(self, phase_ended: bool, updates_due: int) -> None:
-        """After each chunk's updates (or none)."""
+    def after_chunk(self, phase_ended: bool, updates_due: int) -> None: ...
 
-    def state(self) -> Dict[str, Any]:
-        """JSON-able state for a checkpoint; `load_state` takes it back with `snapshot()`."""
+    def state(self) -> Dict[str, Any]: ...
 
     def snapshot(self) -> Optional[bytes]: ...
 
     def load_state(self, state: Dict[str, Any], snapshot: Optional[bytes]) -> None: ...
 
-    def stats_fields(self) -> List[str]:
-        """Extra columns of the progress log; `stats()` gives their values since last call."""
+    def stats_fields(self) -> List[str]: ...
 
     def stats(self) -> Optional[Dict[str, Optional[float]]]: ...
 
@@ -80,8 +75,7 @@ class LocalSource:
         return self.collector.observation
 
     def start(self, loop, updates: int) -> bool:
-        # A resumed run continues the checkpoint's episodes where its envs pickle, and
-        # starts new ones where they do not.
+        # A resumed run continues the checkpoint's episodes where its envs pickle.
         return self.collector.start(seed=self.seed + loop.episodes)
 
     def chunks(self, loop) -> Iterator[Tuple[Transitions, int]]:

@@ -1,5 +1,4 @@
-"""Keeping the best evaluated policy as an export of its own, as Stable-Baselines3's
-`EvalCallback(best_model_save_path=...)` keeps best_model.zip."""
+"""Keeping the best evaluated policy as an export of its own."""
 
 from __future__ import annotations
 
@@ -86,8 +85,7 @@ class SaveBestPolicy(Callback):
 
     def on_training_end(self) -> None:
         """The run's export_formats beyond the SavedModel, into the highest version where
-        it lacks them (this session's newest best, or an earlier session's that a signal
-        ended before they were written)."""
+        it lacks them."""
         versions = model_versions(self.model_dir)
         if not versions:
             return
@@ -107,5 +105,4 @@ class SaveBestPolicy(Callback):
 
 
 def _last_name(path: str) -> str:
-    """The folder name a model folder's versions go under ('a/best/' -> 'best')."""
     return os.path.basename(os.path.normpath(path)) if path else path

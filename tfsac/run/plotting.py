@@ -48,7 +48,6 @@ TABLE_ROW_INCHES = 0.25
 
 
 def _json_object(path: str, broken: str) -> Dict:
-    """The JSON object in `path`; where it does not read as one, a Fault that says `broken`."""
     try:
         with open(path) as f:
             value = json.load(f)
@@ -126,7 +125,6 @@ def _progress_curves(progress: str) -> Dict[str, tuple]:
 
 
 def mean_std(series: List[tuple]):
-    """Mean and std across runs on the steps all of them share."""
     common = sorted(set.intersection(*(set(s.tolist()) for s, _ in series)))
     stacked = np.array(
         [[dict(zip(s.tolist(), v, strict=True))[x] for x in common] for s, v in series]
@@ -177,8 +175,7 @@ def _panels(runs: List[Dict], x: str, y: str) -> List[tuple]:
 
 
 def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool]:
-    """For each run, whether its evaluations record their wall-clock time (the others said
-    in `notes`)."""
+    """For each run, whether its evaluations record their wall-clock time."""
     timed = []
     for run in runs:
         drawn = [name for name, _ in panels if name in run["curves"]]
@@ -194,8 +191,7 @@ def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool
 
 
 def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
-    """What a figure draws: the runs read (those with wall-clock times on that axis), the
-    panels and the groups."""
+    """What a figure draws: the runs, the panels and the groups."""
     runs = [read_run(run_dir) for run_dir in run_dirs]
     panels = _panels(runs, x, y)
     timed = _timed(runs, panels, notes) if x == "wall_clock" else None
@@ -222,8 +218,7 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
 
 
 def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str) -> None:
-    """One env's panels on the axes `cells` (a legend on the first with curves); the
-    groups whose runs cover different env steps said in `notes`."""
+    """One env's panels on the axes `cells`, a legend on the first with curves."""
     from matplotlib.ticker import MaxNLocator
 
     unlike = defaultdict(list)  # a group's index -> panels whose runs cover different steps
@@ -253,8 +248,7 @@ def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str)
 
 
 def figure(plt, env_rows: Sequence[Tuple[str, List[RunGroup]]], widths: Sequence[int]):
-    """(the figure, its panels' axes [row, column]) for `env_rows` whose rows hold
-    `widths` panels each; the settings table drawn beneath where there is one."""
+    """(the figure, its panels' axes [row, column]), the settings table beneath."""
     width = max(widths)
     if len(env_rows) == 1:  # its panels in one or two rows
         rows = 1 if width <= 2 else 2
@@ -275,8 +269,7 @@ def figure(plt, env_rows: Sequence[Tuple[str, List[RunGroup]]], widths: Sequence
 
 
 def draw_table(ax, table: tuple) -> None:
-    """run_groups.settings_table on `ax`: a row per setting, a column per group, headed by
-    its label in its curves' colour."""
+    """run_groups.settings_table on `ax`, each group's label in its curves' colour."""
     names, columns = table
     ax.axis("off")
     cells = [[values[row] for _, _, values in columns] for row in range(len(names))]

@@ -27,14 +27,12 @@ FOLDER = Check(
 
 class SaveBestPolicy(Callback):
     """Exports the policy each time an evaluation's mean return beats every earlier one, as
-    SB3's `EvalCallback(best_model_save_path=...)` does. The config's `keep_best` makes one.
+    SB3's `EvalCallback(best_model_save_path=...)`. The config's `keep_best` makes one.
 
-    Each new best is the next version of the model folder, so its highest version, the one
-    TF Serving serves, is the best policy so far; its tfsac_metadata.json names the
-    evaluation (`training_steps`, `eval_return_mean`, `eval_seed`). Each version is a
-    SavedModel at once (training pauses a second or a few); the run's other export_formats
-    go into the highest version once, when the session's training ends (their conversions
-    take tens of seconds). On a resume, the run's earlier evaluations count.
+    Each new best is the next version of the model folder (the highest, which TF Serving
+    serves, is the best so far), its tfsac_metadata.json naming the evaluation. The run's
+    other export_formats go into the highest version when the session's training ends.
+    On a resume, the run's earlier evaluations count.
 
     Args:
         path: the model folder; None puts it at `<run_dir>/best`.

@@ -1,5 +1,4 @@
-"""Keeping the best evaluated policy as an export of its own, as Stable-Baselines3's
-`EvalCallback(best_model_save_path=...)` keeps best_model.zip."""
+"""Keeping the best evaluated policy as an export of its own."""
 
 from __future__ import annotations
 
@@ -28,14 +27,12 @@ FOLDER = Check(
 
 class SaveBestPolicy(Callback):
     """Exports the policy each time an evaluation's mean return beats every earlier one, as
-    SB3's `EvalCallback(best_model_save_path=...)` does. The config's `keep_best` makes one.
+    SB3's `EvalCallback(best_model_save_path=...)`. The config's `keep_best` makes one.
 
-    Each new best is the next version of the model folder, so its highest version, the one
-    TF Serving serves, is the best policy so far; its tfsac_metadata.json names the
-    evaluation (`training_steps`, `eval_return_mean`, `eval_seed`). Each version is a
-    SavedModel at once (training pauses a second or a few); the run's other export_formats
-    go into the highest version once, when the session's training ends (their conversions
-    take tens of seconds). On a resume, the run's earlier evaluations count.
+    Each new best is the next version of the model folder (the highest, which TF Serving
+    serves, is the best so far), its tfsac_metadata.json naming the evaluation. The run's
+    other export_formats go into the highest version when the session's training ends.
+    On a resume, the run's earlier evaluations count.
 
     Args:
         path: the model folder; None puts it at `<run_dir>/best`.
@@ -86,8 +83,7 @@ class SaveBestPolicy(Callback):
 
     def on_training_end(self) -> None:
         """The run's export_formats beyond the SavedModel, into the highest version where
-        it lacks them (this session's newest best, or an earlier session's that a signal
-        ended before they were written)."""
+        it lacks them."""
         versions = model_versions(self.model_dir)
         if not versions:
             return
@@ -107,5 +103,4 @@ class SaveBestPolicy(Callback):
 
 
 def _last_name(path: str) -> str:
-    """The folder name a model folder's versions go under ('a/best/' -> 'best')."""
     return os.path.basename(os.path.normpath(path)) if path else path

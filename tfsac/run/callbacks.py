@@ -109,9 +109,8 @@ class CallbackList(Callback):
         return False if stop else None
 
     def _asks_to_stop(self, callback: Callback, method: str, answer) -> bool:
-        """False (numpy's too) stops; True and None go on. Any other answer goes on too,
-        said once per hook: a one-line logger's `f.write` returns a number, and ending a
-        long run over it would lose more than it protects."""
+        """False (numpy's too) stops; anything else goes on, a non-bool said once per hook
+        (a one-line logger's `f.write` returns a number)."""
         if answer is None or isinstance(answer, (bool, np.bool_)):
             return answer is not None and not answer
         if (id(callback), method) not in self._warned:

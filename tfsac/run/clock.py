@@ -45,8 +45,7 @@ class Stopwatch:
 
 
 class LearningSpeed:
-    """Learning-phase env steps/s between a session's log lines (not the warm-up's), and
-    once, at its first figure, a warning when the steps left take more than an hour."""
+    """Learning-phase env steps/s between log lines; at the first, a warning for a long run."""
 
     def __init__(self, clock: Stopwatch, learning_steps: int, total_steps: int):
         self.clock, self.total_steps = clock, total_steps
@@ -70,8 +69,7 @@ class LearningSpeed:
 
 
 def long_run_notice(steps_left: int, steps_per_s: float, limit_s: float = 3600.0) -> Optional[str]:
-    """One line when `steps_left` env steps at `steps_per_s` take longer than `limit_s`
-    (evaluations and checkpoints not counted), else None."""
+    """A line when `steps_left` env steps at `steps_per_s` take longer than `limit_s`."""
     if steps_per_s <= 0 or steps_left / steps_per_s <= limit_s:
         return None
     hours = steps_left / steps_per_s / 3600

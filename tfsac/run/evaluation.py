@@ -34,14 +34,11 @@ def run_episodes(
     seed: Optional[int] = None,
     successes: Optional[List] = None,
 ) -> List[float]:
-    """Runs `episodes` full episodes and returns their returns in episode order; fills
-    `successes` (a list, where given) with each episode's `info["is_success"]` (or
-    `info["success"]`) at its last step, None where the env reports none.
+    """The returns of `episodes` full episodes, in order; fills `successes` (where given)
+    with each one's last `info["is_success"]` (or `"success"`), None where there is none.
 
-    `envs`: one env, or copies of it that run episodes side by side, with one `policy` call
-    per step for all of them ([B, obs_dim] -> [B, action_dim]). An env of structured
-    observations is flattened as training flattened it. Episode i starts from a reset seeded
-    with `episode_seeds(seed, episodes)[i]`, whichever copy runs it.
+    `envs`: one env, or copies of it run side by side with one batched `policy` call per
+    step. Episode i's reset is seeded with `episode_seeds(seed, episodes)[i]`.
     """
     envs = list(envs) if isinstance(envs, (list, tuple)) else [envs]
     envs = [Flattened(e) if needs_flattening(e.observation_space) else e for e in envs]
@@ -102,13 +99,10 @@ def record_video(
     progress: Optional[bool] = None,
     stop: Optional[Callable[[], bool]] = None,
 ) -> List[float]:
-    """Runs `episodes` episodes of `env_id` rendered in a worker process
-    (tfsac.run.rendering) and writes `<folder>/<name_prefix>-episode-<i>.mp4`; returns the
-    returns. The policy runs here, the env, its renderer and the encoder there.
-
-    `progress`: a bar of frames on stderr (default: when stderr is a terminal). `stop`:
-    polled at every frame; once true, the video being recorded is removed and no other
-    starts (a MuJoCo video takes about a minute: longer than a preemption's notice).
+    """Writes `<folder>/<name_prefix>-episode-<i>.mp4` of `episodes` episodes rendered in a
+    worker process (tfsac.run.rendering); returns their returns. `progress`: a bar of frames
+    (default: when stderr is a terminal). `stop`: polled every frame; once true, the video
+    being recorded is removed and no other starts.
     """
     try:
         os.makedirs(folder, exist_ok=True)
@@ -151,10 +145,8 @@ def record_video(
 
 
 class Evaluator:
-    """A training run's evaluations: deterministic episodes of the learner on envs of its
-    own (`env` and up to EVAL_COPIES - 1 copies from `make_env`, side by side), seeded as
-    `seed()` says (recorded with them, so that scripts/evaluate.py can repeat them), and a
-    video of every `video_every`-th one in `videos_dir`."""
+    """A run's evaluations: deterministic episodes on `env` and up to EVAL_COPIES - 1 copies
+    from `make_env`, seeded as `seed()` says, and a video of every `video_every`-th one."""
 
     def __init__(
         self,
@@ -173,7 +165,6 @@ class Evaluator:
         self.stop_requested: Callable[[], bool] = lambda: False
 
     def envs(self) -> List[gym.Env]:
-        """`env` and the copies (of `make_env`) that run its episodes beside it."""
         if self._make_env is not None and not self._copies:
             count = min(self.config.eval_episodes, EVAL_COPIES) - 1
             self._copies = [self._make_env() for _ in range(count)]
@@ -184,15 +175,13 @@ class Evaluator:
         return unit_to_bounds(unit, self.spec.action_low, self.spec.action_high)
 
     def seed(self, step: int, scheduled: bool) -> int:
-        """seed + 100 + k for the k-th evaluation of the eval_every schedule, and for one off
-        it the next one's k: by step, so that a run continued past its end evaluates as the
-        run trained at once."""
+        """seed + 100 + k for the k-th scheduled evaluation (one off it: the next one's k),
+        by step, so that a continued run evaluates as one trained at once."""
         every = self.config.eval_every
         k = (step // every - (1 if scheduled else 0)) if every else 0
         return self.config.seed + 100 + max(0, k)
 
     def evaluate(self, step: int, count: int, scheduled: bool = True) -> Dict:
-        """Evaluation number `count` (from 0) at env step `step`, as a history entry."""
         cfg, seed, successes = self.config, self.seed(step, scheduled), []
         returns = run_episodes(self.envs(), self.policy, cfg.eval_episodes, seed, successes)
         mean, std = float(np.mean(returns)), float(np.std(returns))

@@ -1,23 +1,22 @@
 """Learning curves from run directories (progress.csv and summary.json's evaluations): a
-group of runs (tfsac.run.run_groups, which checks the request) drawn as its mean +- std, a
-table beneath the panels (tfsac.run.plot_layout) where the labels do not say every field
-that differs. The x axis is env steps, or the wall-clock minutes each evaluation records
-(`wall_time_s`: the run's time so far, across resumes)."""
+group of runs (tfsac.run.run_groups) drawn as its mean +- std, with a table beneath where
+the labels do not say every field that differs. The x axis is env steps, or the wall-clock
+minutes each evaluation records (`wall_time_s`, across resumes)."""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from collections import defaultdict
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from tfsac.errors import Fault
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
 from tfsac.files import CHECKPOINTS_DIR, SUMMARY_FILE, checkpoint_steps
-from tfsac.run.plot_layout import figure
 from tfsac.run.run_groups import (
     X_AXES,
     Y_AXES,
@@ -26,6 +25,7 @@ from tfsac.run.run_groups import (
     check_plot,
     differing_fields,
     env_groups,
+    settings_table,
 )
 
 PANELS = (
@@ -44,10 +44,10 @@ EVALUATION_KEYS = {"eval_return": "return_mean", "eval_success_rate": "success_r
 PROGRESS_CURVES = [name for name, _ in PANELS if name not in EVALUATION_KEYS]
 # A group's runs drawn one line each share its colour: these tell them apart.
 LINE_STYLES, MARKERS = ("-", "--", ":", "-."), ("o", "s", "^", "v", "D")
+TABLE_ROW_INCHES = 0.25
 
 
 def _json_object(path: str, broken: str) -> Dict:
-    """The JSON object in `path`; where it does not read as one, a Fault that says `broken`."""
     try:
         with open(path) as f:
             value = json.load(f)
@@ -125,7 +125,6 @@ def _progress_curves(progress: str) -> Dict[str, tuple]:
 
 
 def mean_std(series: List[tuple]):
-    """Mean and std across runs on the steps all of them share."""
     common = sorted(set.intersection(*(set(s.tolist()) for s, _ in series)))
     stacked = np.array(
         [[dict(zip(s.tolist(), v, strict=True))[x] for x in common] for s, v in series]
@@ -176,8 +175,7 @@ def _panels(runs: List[Dict], x: str, y: str) -> List[tuple]:
 
 
 def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool]:
-    """For each run, whether its evaluations record their wall-clock time (the others said
-    in `notes`)."""
+    """For each run, whether its evaluations record their wall-clock time."""
     timed = []
     for run in runs:
         drawn = [name for name, _ in panels if name in run["curves"]]
@@ -193,8 +191,7 @@ def _timed(runs: List[Dict], panels: List[tuple], notes: List[str]) -> List[bool
 
 
 def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
-    """What a figure draws: the runs read (those with wall-clock times on that axis), the
-    panels and the groups."""
+    """What a figure draws: the runs, the panels and the groups."""
     runs = [read_run(run_dir) for run_dir in run_dirs]
     panels = _panels(runs, x, y)
     timed = _timed(runs, panels, notes) if x == "wall_clock" else None
@@ -221,8 +218,7 @@ def _select(run_dirs, labels, x: str, y: str, notes: List[str]):
 
 
 def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str) -> None:
-    """One env's panels on the axes `cells` (a legend on the first with curves); the
-    groups whose runs cover different env steps said in `notes`."""
+    """One env's panels on the axes `cells`, a legend on the first with curves."""
     from matplotlib.ticker import MaxNLocator
 
     unlike = defaultdict(list)  # a group's index -> panels whose runs cover different steps
@@ -249,6 +245,41 @@ def _draw_panels(cells, panels, groups: List[RunGroup], x: str, notes, env: str)
             f"{', '.join(map(str, ends))}), so {', '.join(labels)} show one line per "
             "run, not a mean +- std"
         )
+
+
+def figure(plt, env_rows: Sequence[Tuple[str, List[RunGroup]]], widths: Sequence[int]):
+    """(the figure, its panels' axes [row, column]), the settings table beneath."""
+    width = max(widths)
+    if len(env_rows) == 1:  # its panels in one or two rows
+        rows = 1 if width <= 2 else 2
+        columns = math.ceil(width / rows)
+    else:  # a row of panels per env
+        rows, columns = len(env_rows), width
+    # Labels name the fewest settings that tell the groups apart; the table, every one.
+    table = settings_table(env_rows)
+    heights = [4] * rows
+    if table is not None:
+        heights.append(TABLE_ROW_INCHES * (len(table[0]) + 1) + 0.4)
+    fig = plt.figure(figsize=(5 * columns, sum(heights)))
+    grid = fig.add_gridspec(len(heights), columns, height_ratios=heights)
+    axes = np.array([[fig.add_subplot(grid[r, c]) for c in range(columns)] for r in range(rows)])
+    if table is not None:
+        draw_table(fig.add_subplot(grid[rows, :]), table)
+    return fig, axes
+
+
+def draw_table(ax, table: tuple) -> None:
+    """run_groups.settings_table on `ax`, each group's label in its curves' colour."""
+    names, columns = table
+    ax.axis("off")
+    cells = [[values[row] for _, _, values in columns] for row in range(len(names))]
+    heads = [head for head, _, _ in columns]
+    drawn = ax.table(cells, rowLabels=names, colLabels=heads, loc="center", cellLoc="left")
+    drawn.auto_set_font_size(False)
+    drawn.set_fontsize(9)
+    drawn.auto_set_column_width(list(range(len(columns))))
+    for column, (_, index, _) in enumerate(columns):
+        drawn[0, column].get_text().set_color(f"C{index % 10}")
 
 
 def plot_runs(

@@ -40,9 +40,8 @@ _SHOWN = ("critic_loss", "actor_loss", "alpha", "entropy")  # SAC's, on the prog
 
 
 def _drop_events_after(folder: str, step: int) -> None:
-    """Rewrites the event files in `folder` without their summaries after `step`: TensorBoard
-    would draw a killed session's points beside the resumed session's. A file cut short by
-    the kill keeps its whole records; one that cannot be rewritten is said, not fatal."""
+    """Rewrites the event files in `folder` without their summaries after `step` (a killed
+    session's); a file that cannot be rewritten is said, not fatal."""
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "events.out.tfevents.*"))):
         records, cut = [], False
         try:
@@ -105,8 +104,7 @@ class ProgressLog:
         )
 
     def truncate(self, step: int, events: bool = True) -> None:
-        """Drops progress rows and, with `events`, TensorBoard scalars after `step`: a killed
-        session's, after the checkpoint a resume continues from."""
+        """Drops progress rows and, with `events`, TensorBoard scalars after `step`."""
         if events:
             if self.writer is not None:
                 self.writer.flush()  # its own file whole: read, it is left as it is
@@ -198,14 +196,12 @@ class ProgressLog:
             self.on_log(record)
 
     def offline_updates(self, count: int, total: int, metrics: Dict) -> None:
-        """Offline-only training's line after `count` of `total` updates, and TensorBoard's
-        learner curves by update (the env step stays 0)."""
+        """Offline-only training's line and TensorBoard curves after `count` updates."""
         text = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
         logging.info("offline update %d of %d: %s", count, total, text)
         self.scalars(count, {f"learner/{k}": metrics[k] for k in self.metric_names})
 
     def scalars(self, step: int, scalars: Dict[str, Optional[float]]) -> None:
-        """TensorBoard scalars at env step `step` (None values are skipped)."""
         if self.writer is None:
             return
         with self.writer.as_default(step=step):
@@ -214,7 +210,6 @@ class ProgressLog:
                     tf.summary.scalar(name, value)
 
     def evaluation(self, evaluation: Dict) -> None:
-        """An evaluation's numbers as TensorBoard scalars eval/<name> at its env step."""
         names = ("return_mean", "return_std", "success_rate")
         scalars = {f"eval/{k}": evaluation[k] for k in names if k in evaluation}
         self.scalars(evaluation["step"], scalars)

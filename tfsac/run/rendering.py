@@ -1,12 +1,7 @@
-"""Rendering in a separate process that never loads TensorFlow.
-
-Mesa's software OpenGL (llvmpipe, which MuJoCo's EGL backend uses on machines without a
-GPU) and TensorFlow each carry their own LLVM; loaded into one process they crash on the
-first frame. So videos come from `python -m tfsac.run.rendering`, a worker that holds the env,
-answers reset/step requests over its stdin/stdout with pickled messages, and streams each
-frame to an ffmpeg process that encodes the MP4. Frames never cross the pipe: the parent
-sends actions and gets observations back.
-"""
+"""Rendering in a worker process that never loads TensorFlow: Mesa's software OpenGL
+(llvmpipe) and TensorFlow each carry their own LLVM and crash together on the first frame.
+The worker (`python -m tfsac.run.rendering`) holds the env, answers pickled reset/step
+requests on stdin/stdout and streams its frames to ffmpeg; frames never cross the pipe."""
 
 from __future__ import annotations
 
@@ -25,9 +20,8 @@ import numpy as np
 from tfsac.data.envs import make_env
 from tfsac.errors import Fault
 
-# MuJoCo's defaults (a 4096x4096 shadow map, 4x multisampling) dominate a frame's cost in a
-# software renderer; a smaller map without multisampling looks nearly the same at a
-# fraction of it (figures in docs/performance.md).
+# MuJoCo's 4096x4096 shadow map and 4x multisampling dominate a software renderer's frame;
+# a smaller map without multisampling looks nearly the same (docs/performance.md).
 SOFTWARE_GL_SHADOW_SIZE = 1024
 
 
@@ -93,9 +87,8 @@ class RenderedEnv:
 
 
 def _fit_to_software_gl(env: gym.Env) -> None:
-    """Cheaper MuJoCo rendering settings where MuJoCo renders through Mesa's software
-    rasterizer (asked of a 1x1 context of its backend); before the first frame, because
-    MuJoCo reads them when it creates its render context."""
+    """Cheaper MuJoCo rendering settings where it renders through Mesa's software
+    rasterizer; before the first frame, which creates the render context."""
     if "mujoco" not in sys.modules:  # not a MuJoCo env
         return
     import mujoco
@@ -124,8 +117,7 @@ def _fit_to_software_gl(env: gym.Env) -> None:
 
 
 class _Video:
-    """An MP4 file fed frame by frame to ffmpeg (H.264), which encodes in its own process
-    while the worker renders the next frames."""
+    """An MP4 file fed frame by frame to ffmpeg (H.264), encoding in its own process."""
 
     def __init__(self, path: str, fps: float, first_frame: np.ndarray):
         import imageio_ffmpeg
@@ -166,8 +158,6 @@ class _Video:
 
 
 class _Worker:
-    """The worker's env and the video being recorded."""
-
     def __init__(self):
         self.env = self.video = None
         self.fps = 30

@@ -20,8 +20,7 @@ COUNT = Check(
 
 class StopTrainingOnRewardThreshold(Callback):
     """Stops the run at the first evaluation whose mean return is at least
-    `reward_threshold`, as SB3's callback of that name does in EvalCallback's
-    `callback_on_new_best`. The config's `stop_at_return` makes one.
+    `reward_threshold`, as SB3's callback of that name. The config's `stop_at_return` makes one.
 
     Args:
         reward_threshold: the mean evaluation return to stop at.
@@ -47,11 +46,8 @@ class StopTrainingOnRewardThreshold(Callback):
 class StopTrainingOnNoModelImprovement(Callback):
     """Stops the run when more than `max_no_improvement_evals` evaluations in a row bring no
     new best mean return, counted after the first `min_evals`, as SB3's callback of that
-    name does. The config's `stop_after_no_improvement` and `min_evaluations` make one.
-
-    Only evaluations of the `eval_every` schedule count (SB3's EvalCallback makes no
-    others), so a finished run continued to more steps stops where a run trained to them
-    at once does. A resumed run counts its earlier evaluations too.
+    name. The config's `stop_after_no_improvement` and `min_evaluations` make one. Only
+    scheduled evaluations count, a resumed run's earlier ones too.
 
     Args:
         max_no_improvement_evals: evaluations without a new best that are tolerated; 0
@@ -101,8 +97,7 @@ class StopTrainingOnNoModelImprovement(Callback):
 
 
 def config_callbacks(config) -> List[Callback]:
-    """The callbacks the config's options ask for (keeping the best first, so that it sees a
-    stop's evaluation)."""
+    """The callbacks the config's options ask for (keeping the best first: it sees a stop's)."""
     callbacks: List[Callback] = []
     if config.keep_best:
         callbacks.append(SaveBestPolicy())  # in <run_dir>/best

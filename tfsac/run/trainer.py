@@ -78,15 +78,7 @@ class Trainer:
         callbacks: Sequence[Callback] = (),
     ):
         self.parts = build_run(
-            config,
-            export,
-            resume,
-            on_log=on_log,
-            actor_fn=actor_fn,
-            critic_fn=critic_fn,
-            env_fn=env_fn,
-            on_evaluation=on_evaluation,
-            callbacks=callbacks,
+            config, export, resume, on_log, actor_fn, critic_fn, env_fn, on_evaluation, callbacks
         )
         for field in dataclasses.fields(self.parts):  # trainer.config, .learner, .loop, ...
             setattr(self, field.name, getattr(self.parts, field.name))
@@ -114,8 +106,7 @@ class Trainer:
         logging.info("checkpoint at step %d: %s", self.loop.step, path)
 
     def _evaluate_and_record(self, scheduled: bool) -> None:
-        """Evaluates the policy now, off the learning clock, into the loop state and the logs;
-        `scheduled`: one of eval_every's (not the end's or a stop's)."""
+        """An evaluation now, off the learning clock; `scheduled`: one of eval_every's."""
         loop = self.loop
         with self.learning_clock.paused():
             evaluation = self.evaluator.evaluate(loop.step, len(loop.evaluations), scheduled)
@@ -154,7 +145,6 @@ class Trainer:
             reason = (summary.get("stop") or {}).get("reason")
             return self._result(summary, reason, already_finished=True)
         cfg, loop = self.config, self.loop
-        # What a killed session (or another run since the build) wrote after this state.
         self.progress.truncate(loop.step)
         self.session_clock = Stopwatch(before=loop.wall_time_s)
         self.session_clock.start()
@@ -168,15 +158,13 @@ class Trainer:
                     self._collect_and_learn(stop)
                 else:
                     self._learn_offline(stop)
-            # Closing the runners, the logs and the export are not the learning phase.
             self.learning_clock.stop()
         finally:
             self.source.close()
         return self._finish()
 
     def _collect_and_learn(self, stop: StopSignals) -> None:
-        """Chunks of env steps from the source, each followed by the updates it owes and
-        by what is due at its step (evaluation, logging, checkpoints, a stop request)."""
+        """Chunks of env steps, each followed by the updates it owes and what is due."""
         loop, source, updates = self.loop, self.source, self.updates
         continued = source.start(loop, updates.start())
         if self.resumed_from is not None and not continued:
@@ -201,8 +189,7 @@ class Trainer:
                 break  # a callback stopped the run: what remains of the source is dropped
 
     def _learn_offline(self, stop: StopSignals) -> None:
-        """Offline-only training (total_steps=0): `offline_updates` updates on the recorded
-        data, a line every log_every of them, then the end's evaluation and checkpoint."""
+        """Offline-only training (total_steps=0), then the end's evaluation and checkpoint."""
         updates, total, every = self.updates, self.config.offline_updates, self.config.log_every
         self.source.start(self.loop, updates.start())
         while updates.count < total:
@@ -215,8 +202,7 @@ class Trainer:
         self._after_step(0, None)
 
     def _record(self, transitions, steps: int) -> tuple:
-        """Books `steps` env steps' transitions; returns (whether a collection phase ended,
-        the gradient steps now due)."""
+        """Books the transitions; returns (whether a collection phase ended, updates due)."""
         loop = self.loop
         step_before, loop.step = loop.step, loop.step + steps
         bad = transitions.first_nonfinite()
@@ -232,10 +218,9 @@ class Trainer:
         return self.schedule.after_env_step(step_before, loop.step, finished)
 
     def _after_step(self, step_before: int, stop: Optional[int]) -> bool:
-        """The evaluation, progress row and checkpoint whose intervals the env steps from
-        `step_before` crossed (all at the end; a row and a checkpoint on a stop request),
-        then the callbacks, then the stop; returns whether a callback stopped the run here
-        (after its final evaluation and checkpoint)."""
+        """The evaluation, row and checkpoint whose intervals the steps from `step_before`
+        crossed (all at the end), the callbacks, then the stop; returns whether a callback
+        stopped the run."""
         cfg, step, calls = self.config, self.loop.step, self.callbacks
         at_end = step >= cfg.total_steps
         scheduled = crossed(step_before, step, cfg.eval_every)
@@ -243,7 +228,7 @@ class Trainer:
         if evaluated:
             self._evaluate_and_record(scheduled)
         logged = at_end or stop is not None or crossed(step_before, step, cfg.log_every)
-        if logged:  # after the step's evaluation, as the checkpoint
+        if logged:
             self._log()
         if calls.stop_reason is not None and not evaluated:  # asked by on_log
             self._evaluate_and_record(scheduled=False)
@@ -293,8 +278,7 @@ class Trainer:
 
 
 def _stop_entry(step: int, callbacks) -> Dict:
-    """summary.json's "stop": its step and reason, and the config's stop option that asked
-    for it, if one did (what a resume turns off to continue the run)."""
+    """summary.json's "stop": step, reason and the config's stop option that asked, if one did."""
     stop = {"step": step, "reason": callbacks.stop_reason}
     option = getattr(callbacks.stopped_by, "asked_by", None)
     if option in STOP_OPTIONS:

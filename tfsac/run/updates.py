@@ -48,7 +48,6 @@ class Updates:
         )
 
     def observe_returns(self, discounted_returns: Optional[np.ndarray]) -> None:
-        """Folds collected steps' discounted returns into the reward normaliser (if any)."""
         if self.returns is not None and discounted_returns is not None:
             self.returns.update(discounted_returns)
 
@@ -82,11 +81,10 @@ class Updates:
         observation: Optional[np.ndarray],
         observed: Optional[np.ndarray],
     ) -> Iterator[Optional[np.ndarray]]:
-        """Runs the owed updates in calls of `per_call` updates (None: all owed, in one call;
-        the run's last call may be shorter: a new size, compiled off the clock) and yields
-        after each the actions it picked for `observation` (None without one). The clock
-        starts after the session's first call, leaving XLA's compilation out. `observed`,
-        the chunk's new observations, goes into the normaliser before any update."""
+        """Runs the owed updates in calls of `per_call` (None: all in one; a shorter last call
+        is compiled off the clock), yielding each call's actions for `observation`. The clock
+        starts after the first call (XLA's compilation left out); `observed` is normalised
+        first."""
         at_end = step >= self.config.total_steps
         while self.owed and (per_call is None or self.owed >= per_call or at_end):
             count = self.owed if per_call is None else min(per_call, self.owed)
@@ -105,16 +103,14 @@ class Updates:
             self.check_finite(step)
 
     def pay_offline(self, clock: Stopwatch, total: int, every: int) -> None:
-        """One compiled call of offline-only training: up to OFFLINE_CALL updates towards
-        `total`, ending at the next multiple of `every` (log_every), whose line it makes."""
+        """Up to OFFLINE_CALL updates towards `total`, ending at the next multiple of `every`."""
         before = self.count
         self.owed = min(OFFLINE_CALL, total - before, every - before % every)
         for _ in self.pay(0, clock, self.owed, None, None):
             pass
 
     def _call(self, gradient_steps: int, step: int, observation, observed) -> Optional[np.ndarray]:
-        """Runs `gradient_steps` updates; with `observation`, also returns the next step's
-        actions, picked by the updated policy in the same compiled call."""
+        """Runs `gradient_steps` updates; with `observation`, returns the next actions too."""
         factor = self.lr_schedule(step, self.config.total_steps)
         # The rates are variables read by the compiled update: set them only when they move.
         if abs(factor - self.lr_factor) > 1e-3 * max(self.lr_factor, 1e-12):
@@ -123,9 +119,8 @@ class Updates:
         if self.returns is not None:
             self.learner.set_reward_divisor(self.returns.divisor)
         batches = self.buffer.sample_packed(self.config.batch_size, gradient_steps)
-        action = None
         if observation is None:
-            self.metrics = self.learner.update(batches, observed)
+            self.metrics, action = self.learner.update(batches, observed), None
         else:
             self.metrics, action = self.learner.update_and_act(batches, observation, observed)
         if not self.metrics["finite"]:
@@ -133,8 +128,7 @@ class Updates:
         return action
 
     def check_finite(self, step: int, metrics=None, flagged: bool = False) -> None:
-        """Raises naming the metrics and variables that hold a NaN or Inf (after a call's flag,
-        before a checkpoint and at the end: the flag leaves the critics to the next loss)."""
+        """Raises naming the metrics and variables that hold a NaN or Inf."""
         names = self.learner.nonfinite_quantities(metrics)
         if names or flagged:
             names = ", ".join(names[:6]) or "the update"

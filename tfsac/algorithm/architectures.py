@@ -1,6 +1,5 @@
-"""The networks' architecture, the `network` option (mlp, simba, flashsac, xqc). Like a
-variant, an architecture declares its option defaults and checks TF-free (the start checks
-read them) and builds its actor and critics."""
+"""The `network` option's architectures: TF-free defaults and checks, and the builders of
+their actor and critics."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ observation_normalizer = lazy_module("tfsac.algorithm.observation_normalizer")
 
 
 class MLP:
-    """ReLU MLPs: the Gaussian actor and the critic ensemble (DroQ's dropout and layer
-    norm, a variant's batch renormalisation, the observation normaliser when asked)."""
+    """ReLU MLPs (tfsac.algorithm.networks)."""
 
     name = "mlp"
     peer_policy = "MlpPolicy"  # SB3's and SBX's policy class
@@ -73,9 +71,7 @@ class MLP:
 
 
 class SimBa(MLP):
-    """SimBa (Lee et al. 2025, arXiv:2410.09754): a running observation normaliser shared
-    by the actor and critics (on unless normalize_observations=false), then residual
-    pre-layer-norm blocks; AdamW (SBX's weight decay of 1e-4)."""
+    """SimBa (arXiv:2410.09754, tfsac.algorithm.simba); AdamW (SBX's weight decay 1e-4)."""
 
     name = "simba"
     peer_policy = "SimbaPolicy"
@@ -119,9 +115,7 @@ class SimBa(MLP):
 
 
 class FlashSAC(SimBa):
-    """FlashSAC's networks (arXiv:2604.04539, tfsac.algorithm.flashnet): batch-normed
-    inputs, inverted-residual blocks of unit-norm weights, an RMS-normalised output; one
-    block per hidden size (FlashSAC: actor 128,128, critics 256,256)."""
+    """FlashSAC's networks (arXiv:2604.04539, tfsac.algorithm.flashnet)."""
 
     name = "flashsac"
     peer_policy = None
@@ -153,9 +147,7 @@ class FlashSAC(SimBa):
 
 
 class XQC(FlashSAC):
-    """XQC's networks (ICLR 2026, tfsac.algorithm.xqcnet): batch-normed inputs, then per
-    hidden size a bias-free unit-norm layer, a batch norm and a ReLU (XQC: actor 4 x 256,
-    critics 4 x 512); FlashSAC's checks, without its one width per block."""
+    """XQC's networks (ICLR 2026, tfsac.algorithm.xqcnet); FlashSAC's checks but any widths."""
 
     name = "xqc"
     block = None
@@ -174,15 +166,12 @@ ARCHITECTURES = {cls.name: cls for cls in (MLP, SimBa, FlashSAC, XQC)}
 
 
 def register_architecture(cls):
-    """Makes `cls` selectable as `network=cls.name` (a class decorator). Subclass MLP and
-    override what differs: `build_actor`, `build_critic`, `defaults`, `check`, and `peers`
-    (the SB3/SBX twins of benchmark.py --peers; () where there is none)."""
+    """Makes `cls` (a subclass of MLP) selectable as `network=cls.name` (a class decorator)."""
     return add(ARCHITECTURES, cls, "an architecture")
 
 
 def architecture_of(config: SACConfig):
-    """The architecture that `config.network` names: a registered name, or '<module>:<name>'
-    of one that the module registers when imported."""
+    """The architecture that `config.network` names (registered, or '<module>:<name>')."""
     how = "@tfsac.algorithm.architectures.register_architecture on its class"
     name = config.network
     if name is None:  # 'auto' in a config not resolved yet: the variant's choice

@@ -1,7 +1,5 @@
-"""The layers tfsac's networks are made of beyond Keras' own: an ensemble's dense layer (n
-critics as one batched matmul), batch renormalisation over the batch axis (CrossQ; one set
-of statistics per ensemble member), layer normalisation per member (DroQ, SimBa), and the
-frames every built-in actor and critic ensemble share."""
+"""Layers beyond Keras' own (ensemble dense and layer norm, batch renormalisation) and the
+frames of the built-in actors and critic ensembles."""
 
 from __future__ import annotations
 
@@ -17,17 +15,14 @@ def member_weights(members, *weights):
 
 
 def call_layer(layer, x, training=None, members=None):
-    """`layer(x)`, with `members` passed to the ensemble layers that take it (a subset of
-    the members, as a target over a random 2 of 10 critics needs) and `training` to the
-    others (dropout, batch norm)."""
+    """`layer(x)`, with `members` passed to the ensemble layers that take it."""
     if getattr(layer, "takes_members", False):
         return layer(x, training=training, members=members)
     return layer(x, training=training)
 
 
 def call_sequential(sequential, x, training=None, members=None):
-    """`sequential(x)`, or with `members` its layers one by one through call_layer (a
-    Keras Sequential passes no extra arguments to its layers)."""
+    """`sequential(x)`, or with `members` its layers one by one through call_layer."""
     if members is None:
         return sequential(x, training=training)
     for layer in sequential.layers:
@@ -36,10 +31,8 @@ def call_sequential(sequential, x, training=None, members=None):
 
 
 class ActorFrame(keras.Model):
-    """The frame of the built-in actors: observation -> (mean, log_std) of the pre-tanh
-    Gaussian. The observation, normalised by `normalizer` where there is one, goes through
-    `input_norm` (None: none) and the subclass's `features` into the `mean` and `log_std`
-    heads, log_std clipped to `log_std_bounds` (`bound_log_std`)."""
+    """The built-in actors' frame: observation -> `normalizer`, `input_norm`, the subclass's
+    `features`, the `mean` and `log_std` heads (the latter through `bound_log_std`)."""
 
     def __init__(self, action_dim: int, log_std_bounds, normalizer, **kw):
         super().__init__(**kw)
@@ -47,12 +40,11 @@ class ActorFrame(keras.Model):
         self.action_dim, self.log_std_bounds = action_dim, tuple(log_std_bounds)
 
     def numpy_plan(self):
-        """None: env runners act with this actor through TF (tfsac.scale.runners)."""
+        """None: env runners act with this actor through TF."""
         return None
 
     def forward_replaced(self, base) -> bool:
-        """Whether this actor's class replaces a step of `base`'s forward pass, which
-        base's numpy plan would then not mirror."""
+        """Whether this actor's class replaces a step of `base`'s forward pass."""
         steps = ("call", "features", "bound_log_std")
         return any(getattr(type(self), step) is not getattr(base, step) for step in steps)
 
@@ -68,12 +60,9 @@ class ActorFrame(keras.Model):
 
 
 class EnsembleCritic(keras.Model):
-    """The frame of the built-in critic ensembles: Q values [n, B], or with `outputs` > 1
-    [n, B, outputs] (TQC's quantiles, a categorical critic's logits). (s, a), its
-    observation normalised by the `normalizer` the actor shares, goes through `input_norm`
-    (a batch norm per member, so (s, a) is tiled to [n, B, d]; None: none), the subclass's
-    `features` and `head`. `members` (indices) evaluates only those; a batch-normalised
-    ensemble is evaluated whole (its members share one set of batch statistics)."""
+    """The built-in critic ensembles' frame: (s, a) -> `normalizer`, `input_norm` (per
+    member, on [n, B, d]), `features`, `head` -> Q [n, B] (or [n, B, outputs]); `members`
+    (indices) evaluates only those."""
 
     def __init__(self, num_critics: int, outputs: int, normalizer, **kw):
         super().__init__(**kw)
@@ -91,14 +80,9 @@ class EnsembleCritic(keras.Model):
 
 
 class EnsembleDense(keras.layers.Layer):
-    """`n` independent dense layers evaluated as one batched matmul.
-
-    Input [B, in] (shared by all members, computed as one wide matmul) or [n, B, in];
-    output [n, B, units]. Each member's [in, units] kernel is initialised on its own, as a
-    Keras `Dense` would be (`kernel_init`: 'glorot_uniform', Keras' default; 'he_normal'
-    or 'lecun_normal', truncated normals of variance 2 / in and 1 / in), with zero bias,
-    so n critics start independent. `members` (indices) evaluates only those members.
-    """
+    """`n` independent dense layers as one batched matmul: [B, in] or [n, B, in] ->
+    [n, B, units], each kernel initialised as a Keras `Dense`'s (`kernel_init`: glorot_uniform,
+    he_normal or lecun_normal), zero bias; `members` (indices) evaluates only those."""
 
     takes_members = True
 
@@ -136,7 +120,6 @@ class EnsembleDense(keras.layers.Layer):
     def call(self, inputs, members=None):
         kernel, bias = member_weights(members, self.kernel, self.bias)
         if len(inputs.shape) == 2:
-            # One [B, in] x [in, n*units] matmul instead of n narrow ones.
             n, fan_in, units = kernel.shape
             wide = tf.reshape(tf.transpose(kernel, [1, 0, 2]), [fan_in, n * units])
             out = tf.matmul(inputs, wide)
@@ -147,19 +130,9 @@ class EnsembleDense(keras.layers.Layer):
 
 
 class BatchRenorm(keras.layers.Layer):
-    """Batch renormalisation (Ioffe 2017, arXiv:1702.03275), as CrossQ uses it.
-
-    Normalises over the batch axis (-2): inputs [B, units] or an ensemble's [n, B, units],
-    with statistics, scale and offset per member. In training (`training=True`),
-
-        x_hat = (x - mu_B) / sigma_B * r + d,  r = clip(sigma_B / sigma, 1/r_max, r_max),
-                                               d = clip((mu_B - mu) / sigma, -d_max, d_max)
-
-    (r and d without gradient; mu and sigma the moving statistics), plain batch norm
-    (r = 1, d = 0) for the first `warmup_steps` training calls, and the moving statistics
-    move towards the batch's. Otherwise (evaluation, acting, exports) it normalises with the
-    moving statistics only and changes nothing.
-    """
+    """Batch renormalisation (arXiv:1702.03275), as CrossQ's, over the batch axis (-2) with
+    statistics per member: in training (x - mu_B) / sigma_B * r + d, r and d clipped and
+    without gradient (plain batch norm for `warmup_steps` calls); else the moving statistics."""
 
     def __init__(
         self,
@@ -202,16 +175,13 @@ class BatchRenorm(keras.layers.Layer):
         return self._affine(inputs, mean, std, r, d)
 
     def _affine(self, inputs, mean, std, r, d):
-        """((x - mean) / std * r + d) * gamma + beta as x * scale + offset: the per-unit
-        vectors are computed once, so the [.., B, units] activations are read once (and
-        their gradient takes one pass plus the statistics' reductions)."""
+        """((x - mean) / std * r + d) * gamma + beta as x * scale + offset (one pass)."""
         scale = self.gamma * r / std
         return inputs * scale + (self.beta + self.gamma * d - mean * scale)
 
 
 class EnsembleLayerNorm(keras.layers.Layer):
-    """Layer normalisation over the last axis of [n, B, units], with a scale and offset
-    per ensemble member (so that the members stay independent)."""
+    """Layer normalisation of [n, B, units] with a scale and offset per member."""
 
     takes_members = True
 

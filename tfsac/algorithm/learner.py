@@ -1,11 +1,5 @@
-"""The compiled learner: `SAC`'s gradient step in XLA, several per call, plus acting.
-
-Batches arrive packed, one tensor per call (`replay.transition_layout`); one call runs K
-gradient steps and returns a finite flag with the metrics; `update_and_act` also picks the
-next env step's actions (and folds new observations into a normaliser), so a training step
-costs one dispatch; acting draws from its own random stream, so evaluation never shifts the
-update's noise.
-"""
+"""The compiled learner: K of `SAC`'s gradient steps per XLA call on packed batches, and
+acting (from its own random stream, so evaluation never shifts the update's noise)."""
 
 from __future__ import annotations
 
@@ -24,9 +18,7 @@ from tfsac.data.replay import SCALAR_FIELDS, packed_width, transition_layout
 
 
 class SACLearner:
-    """`update(batches)` runs one `SAC.update` per leading index of `batches` in one compiled
-    call and returns the last step's metrics as floats with a `finite` flag; `act` picks
-    actions in [-1, 1]^d. The networks, optimizers and temperature are `sac`'s."""
+    """Compiled `SAC.update`s (`update`) and actions in [-1, 1]^d (`act`) on `sac`'s state."""
 
     def __init__(
         self,
@@ -36,8 +28,6 @@ class SACLearner:
         actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
         critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     ):
-        """`actor_fn`/`critic_fn` build your own Keras models (see networks.build_networks
-        for their contracts and docs/guide/custom-env-and-networks.md for an example)."""
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.sac = SAC(obs_dim, action_dim, config, actor_fn, critic_fn)
         self.config = config = self.sac.config  # resolved: the variant's defaults filled in
@@ -54,8 +44,7 @@ class SACLearner:
         self._row_width = packed_width(obs_dim, action_dim)
         batches = tf.TensorSpec([None, None, self._row_width], tf.float32)  # [steps, batch, row]
         obs = tf.TensorSpec([None, obs_dim], tf.float32)
-        # With an observation normaliser (SimBa's), update calls also take the moments of
-        # the observations collected since the last call and fold them in first.
+        # With an observation normaliser, update calls also take new observations' moments.
         self._normalizer = self.sac.obs_normalizer
         moments = [tf.TensorSpec([3, obs_dim], tf.float64)] if self._normalizer else []
         jit = config.jit_compile
@@ -68,13 +57,11 @@ class SACLearner:
         self._sample = tf.function(self.exploration.sample, input_signature=[obs], jit_compile=jit)
         self._mode = tf.function(self._mode_fn, input_signature=[obs], jit_compile=jit)
         self._reset_noise = tf.function(self.exploration.reset, input_signature=[])
-        # Traced on first use; the concrete functions are called directly, as
-        # tf.function's argument matching costs Python time on every call.
+        # Concrete functions, called directly (tf.function's argument matching is slow).
         self._concrete = {}
         if config.use_sde:
             self.reset_noise()
 
-    # Names the rest of tfsac (and users) reach the state by.
     actor = property(lambda self: self.sac.actor)
     critic = property(lambda self: self.sac.critic)
     target_critic = property(lambda self: self.sac.target_critic)
@@ -94,11 +81,9 @@ class SACLearner:
         return objects
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:
-        """The checkpoint objects that hold what was learned (the networks and their targets,
-        a variant's networks, the observation statistics, a learned temperature unless
-        not `temperature`), without a run's course (optimizers, random streams, reward
-        statistics, gSDE noise): what `init_from` (tfsac/run/builder.py) carries into a
-        new run."""
+        """The checkpoint objects that hold what was learned, without optimizers, random
+        streams, reward statistics and noise (a learned temperature with `temperature`): what `init_from`
+        (tfsac/run/builder.py) carries into a new run."""
         course = ("reward_divisor", "exploration")
         optimizers = {id(o) for o in self.sac.optimizers().values()}  # a variant's too
         learned = {
@@ -124,26 +109,23 @@ class SACLearner:
         self.sac.observe(observations)
 
     def set_reward_divisor(self, divisor: float) -> None:
-        """What the update divides rewards by (normalize_rewards; an error without)."""
+        """What the update divides rewards by (normalize_rewards only)."""
         self.sac.reward_divisor.assign(np.float32(divisor))
 
     def trace_counts(self) -> Dict[str, int]:
-        """How often the update and the sampling policy were traced. Each trace is a new
-        XLA compilation; more than one means the calls' shapes kept changing."""
+        """How often the update and the sampling policy were traced (XLA compilations)."""
         return {
             "update": self._update.experimental_get_tracing_count(),
             "act": self._sample.experimental_get_tracing_count(),
         }
 
     def trace_update(self, acting: bool) -> None:
-        """Traces the update (`acting`: the one that also acts) now, as its first call would:
-        a run traces a user variant's update before its first env step, so a variant whose
-        update cannot be built (an undeclared metric, a non-scalar loss, seeds past
-        seeds_needed) is refused before anything is collected or written."""
+        """Traces the update (`acting`: the one that also acts) now, so that a variant whose
+        update cannot be built is refused before anything is collected."""
         self._traced(self._update_act if acting else self._update)
 
     def _traced(self, fn):
-        """`fn`'s concrete function (traced at its first use) and its arguments' dtypes."""
+        """`fn`'s concrete function and its arguments' dtypes."""
         if fn not in self._concrete:
             dtypes = [spec.dtype for spec in fn.input_signature]
             self._concrete[fn] = fn.get_concrete_function(), dtypes
@@ -154,8 +136,7 @@ class SACLearner:
         return concrete(*[tf.convert_to_tensor(a, d) for a, d in zip(arrays, dtypes, strict=True)])
 
     def set_learning_rate_factor(self, factor: float) -> None:
-        """Sets every optimizer's rate to its rate before any schedule (SAC.base_rates)
-        times `factor` (float32, as the optimizers hold them)."""
+        """Sets every optimizer's rate to its base rate times `factor`."""
         optimizers = self.sac.optimizers()
         for part, rate in self.sac.base_rates.items():
             optimizers[part].learning_rate = float(np.float32(rate * factor))
@@ -178,8 +159,7 @@ class SACLearner:
             self._run(self._reset_noise)
 
     # ------------------------------------------------------------------ updating
-    # `moments` is empty without a normaliser: a parameter the input signature lacks makes
-    # every call of the concrete function fail to bind (slowly) before it falls back.
+    # `moments` is empty without a normaliser (an unused parameter would slow every call).
     def _update_fn(self, packed, *moments):
         if moments:
             self._normalizer.merge(moments[0])
@@ -192,9 +172,7 @@ class SACLearner:
         metrics = {name: tf.zeros([]) for name in self.metric_names}
         for i in tf.range(tf.shape(batches["reward"])[0]):
             metrics = self.sac.update({k: v[i] for k, v in batches.items()})
-        # A NaN/Inf in any loss or in the actor's variables stops training at once. The
-        # critics are left out (reading them costs a share of each call): a non-finite
-        # critic makes the next critic loss non-finite.
+        # The critics are left out (costly): a non-finite critic makes the next loss so.
         finite = tf.reduce_all(
             [
                 tf.reduce_all(tf.math.is_finite(x))
@@ -205,7 +183,6 @@ class SACLearner:
 
     def _update_act_fn(self, packed, observation, *moments):
         values, finite = self._update_fn(packed, *moments)
-        # Each collection phase starts with new gSDE noise, drawn from the updated log-std.
         if isinstance(self.exploration, GSDEExploration):
             with tf.control_dependencies([values]):
                 self.exploration.reset()
@@ -226,27 +203,22 @@ class SACLearner:
         return [self._normalizer.moments([] if observed is None else observed, self.obs_dim)]
 
     def update(self, batches, observed: Optional[np.ndarray] = None) -> Dict[str, float]:
-        """One SAC gradient step per leading index of `batches`, in one compiled call;
-        returns the last step's metrics as floats, plus `finite` (True when every loss and
-        every variable of the actor is finite). `batches` is a dict of [steps, batch, ...]
-        arrays (as `ReplayBuffer.sample` returns) or, fastest, packed rows [steps, batch,
-        width] (`ReplayBuffer.sample_packed`). `observed`, new observations [B, obs_dim],
-        goes into the observation normaliser first, as `observe` would (ignored without one)."""
+        """One SAC step per leading index of `batches` (fields or packed rows [steps, batch,
+        width]) after observing `observed`; the last step's metrics and `finite` (every loss
+        and actor variable finite)."""
         packed = self._as_packed(batches)
         return self._metrics(*self._run(self._update, packed, *self._moments(observed)))
 
     def update_and_act(self, batches, observation: np.ndarray, observed=None):
-        """`update(batches, observed)`, then `act(observation)` with the updated actor, in
-        one compiled call: the same result as the two calls, with one dispatch per step
-        (under gSDE it also draws new exploration noise, as a collection phase starts)."""
+        """`update(batches, observed)`, then `act(observation)`, in one compiled call (under
+        gSDE with new exploration noise)."""
         packed, moments = self._as_packed(batches), self._moments(observed)
         observation = checked_observations(observation, self.obs_dim)
         values, finite, action = self._run(self._update_act, packed, observation, *moments)
         return self._metrics(values, finite), action.numpy()
 
     def nonfinite_quantities(self, metrics: Optional[Mapping[str, float]] = None) -> list:
-        """Names of the metrics and variables (every one an update or acting reads) that
-        hold a NaN or Inf."""
+        """Names of the metrics and variables that hold a NaN or Inf."""
         metrics = metrics or {}
         names = [k for k, v in metrics.items() if k != "finite" and not np.isfinite(float(v))]
         variables = {id(v): v for v in [*self.sac.trainable_state(), *self.actor.variables]}

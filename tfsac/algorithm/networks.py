@@ -1,6 +1,5 @@
-"""Keras models: the Gaussian actor and the critic ensemble (twin critics by default), gSDE's
-actor, v1's V network, and the builders that make a config's networks (its architecture's,
-tfsac.algorithm.architectures; SimBa's models are in tfsac.algorithm.simba)."""
+"""The MLP models (the Gaussian actor, the critic ensemble, gSDE's actor, v1's V) and the
+builders of a config's networks."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ def _kernel_init(batch_norm: Optional[Dict]) -> str:
 
 
 def relu_trunk(hidden_sizes: Sequence[int], batch_norm: Optional[Dict] = None):
-    """Dense -> ReLU per hidden size, each then batch-renormalised with `batch_norm`
-    (BatchRenorm's arguments)."""
+    """Dense -> ReLU per hidden size, each then BatchRenorm(**batch_norm) where given."""
     dense = partial(keras.layers.Dense, kernel_initializer=_kernel_init(batch_norm))
     layers = []
     for i, h in enumerate(hidden_sizes):
@@ -46,15 +44,9 @@ def relu_trunk(hidden_sizes: Sequence[int], batch_norm: Optional[Dict] = None):
 
 
 class Critic(EnsembleCritic):
-    """An ensemble of `num_critics` Q(s, a) networks; returns Q values of shape [n, B], or
-    with `outputs` > 1 that many values each, [n, B, outputs] (TQC's quantiles).
-
-    With `layer_norm` and/or `dropout` each hidden layer is Dense -> Dropout -> LayerNorm
-    -> ReLU, the DroQ critic (arXiv:2110.02034). With `batch_norm` (BatchRenorm's
-    arguments) the input and each hidden layer's output are batch-renormalised, CrossQ's
-    critic, its kernels LeCun normal as the paper's code and SBX: behind a batch norm a
-    kernel's scale sets how fast Adam's fixed-size steps turn it.
-    """
+    """An ensemble of `num_critics` Q(s, a) MLPs: Q values [n, B] (or [n, B, outputs]).
+    `layer_norm`/`dropout`: DroQ's Dense -> Dropout -> LayerNorm -> ReLU (arXiv:2110.02034);
+    `batch_norm`: CrossQ's, input and hidden layers batch-renormalised."""
 
     def __init__(
         self,
@@ -83,8 +75,7 @@ class Critic(EnsembleCritic):
                 layers.append(keras.layers.ReLU(name=f"relu_{i}"))
             if batch_norm:
                 layers.append(BatchRenorm(**batch_norm, name=f"batch_norm_{i}"))
-        # A Sequential, not a Python list: tf.train.Checkpoint does not see Keras 3 layers
-        # held in a list attribute.
+        # A Sequential: tf.train.Checkpoint does not see Keras 3 layers in a list attribute.
         self.trunk = keras.Sequential(layers, name="trunk")
         self.head = dense(num_critics, outputs, name="q")
 
@@ -93,10 +84,8 @@ class Critic(EnsembleCritic):
 
 
 class Actor(ActorFrame):
-    """Observation -> (mean, log_std) of the pre-tanh Gaussian, log_std clipped to bounds.
-    With `batch_norm` (BatchRenorm's arguments) the observation and each hidden layer's
-    output are batch-renormalised, CrossQ's actor (kernels LeCun normal, as its critic's).
-    With `normalizer` (an ObservationNormalizer) observations are normalised first."""
+    """The MLP actor: observation -> (mean, log_std), log_std clipped; batch-renormalised
+    with `batch_norm` (CrossQ's)."""
 
     def __init__(
         self,
@@ -118,7 +107,7 @@ class Actor(ActorFrame):
 
     def numpy_plan(self) -> list:
         """Its layers as tfsac.scale.numpy_actor runs them, in `get_weights()` order; None
-        for a subclass with a forward pass of its own (env runners then act through TF)."""
+        for a subclass with a forward pass of its own."""
         if self.forward_replaced(Actor):
             return None
         normalize = ["normalize"] if self.normalizer is not None else []
@@ -131,13 +120,8 @@ class Actor(ActorFrame):
 
 
 class GSDEActor(keras.Model):
-    """The actor of gSDE (Raffin et al. 2021, arXiv:2005.05719).
-
-    Its exploration noise is eps(s) = z(s) @ E, z(s) the last hidden features and
-    E ~ N(0, sigma^2) a [features, action_dim] matrix the learner resamples; sigma =
-    exp(`log_std`) is learned. As eps(s) ~ N(0, z(s)^2 @ sigma^2), `call` returns that
-    per-state Gaussian's (mean, log_std), used as any actor's.
-    """
+    """gSDE's actor (arXiv:2005.05719): noise eps(s) = z(s) @ E, E ~ N(0, exp(log_std)^2)
+    resampled by the learner; `call` returns the per-state Gaussian's (mean, log_std)."""
 
     def __init__(
         self,
@@ -176,9 +160,7 @@ class GSDEActor(keras.Model):
 
 
 class ValueNetwork(keras.Model):
-    """The state-value network V(s) of SAC v1 (arXiv:1801.01290); returns [B]. With
-    `normalizer` (the actor's and critics' ObservationNormalizer) observations are
-    normalised first."""
+    """SAC v1's state-value network V(s) (arXiv:1801.01290): [B]."""
 
     def __init__(
         self,
@@ -198,9 +180,7 @@ class ValueNetwork(keras.Model):
 
 
 def build_value_networks(obs_dim: int, config, normalizer=None) -> tuple[keras.Model, keras.Model]:
-    """V and its Polyak-averaged target (a copy), for variant 'v1': the critics' sizes, and
-    their observation `normalizer` (shared, as theirs: V(s') is the critics' whole
-    bootstrap)."""
+    """V and its target (a copy) for sac_v1, of the critics' sizes and `normalizer`."""
     sizes = config.critic_hidden_sizes
     value = ValueNetwork(sizes, normalizer, name="value")
     target_value = ValueNetwork(sizes, normalizer, name="target_value")
@@ -218,9 +198,7 @@ def build_actor(
     actor_fn: Optional[Callable[[int, int], keras.Model]] = None,
     normalizer=None,
 ) -> keras.Model:
-    """The actor alone (as env runners hold it): gSDE's, `actor_fn(obs_dim, action_dim)`'s
-    (see build_networks for the contract), or the config's architecture's (reading
-    `normalizer`, or a new one where the architecture normalises observations)."""
+    """The actor alone (as env runners hold it): gSDE's, `actor_fn`'s or the architecture's."""
     if config.use_sde:
         return GSDEActor(action_dim, config.hidden_sizes, config.log_std_init, name="actor")
     if actor_fn is not None:
@@ -239,15 +217,9 @@ def build_networks(
     critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     normalizer=None,
 ) -> tuple[keras.Model, keras.Model, keras.Model]:
-    """The actor, the critic ensemble and its target (a copy; None for a variant without
-    target critics), sharing `normalizer` (or a new one where the architecture has one).
-
-    `actor_fn(obs_dim, action_dim)` and `critic_fn(obs_dim, action_dim)` replace the
-    built-in models (network_checks holds them to it): the actor maps [B, obs_dim] to
-    (mean, log_std), each [B, action_dim] (log_std clipped to the config's bounds); the
-    critic maps ([B, obs_dim], [B, action_dim], training=...) to Q values [n_critics, B],
-    n_critics >= 2, and with `target_subset` takes `members=` (indices) for those only.
-    """
+    """The actor, the critic ensemble and its target (a copy, or None), sharing
+    `normalizer`. `actor_fn(obs_dim, action_dim)` returns a model of [B, obs_dim] ->
+    (mean, log_std), `critic_fn` one of (obs, action, training=) -> Q [n_critics >= 2, B]."""
     architecture, variant = architecture_of(config), variant_of(config)
     normalizer = normalizer or architecture.normalizer(config)
     check_custom_actor(config, actor_fn, architecture is MLP, normalizer is not None)

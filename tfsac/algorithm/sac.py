@@ -1,12 +1,5 @@
-"""Soft Actor-Critic: the training state and one gradient step.
-
-`SAC.update(batch)` is the whole algorithm of Haarnoja et al. 2018 (arXiv:1812.05905), read
-top to bottom: the critic step on the TD target, the actor and temperature steps (every
-`policy_delay` critic steps), the Polyak step (every `target_update_interval`). The variant
-(tfsac/algorithm/variants/, by `algorithm`) gives the critic rule and what it adds; the
-temperature (temperature.py, by `use_log_alpha`) is fixed or learned. Compilation is
-tfsac.algorithm.learner's.
-"""
+"""Soft Actor-Critic (arXiv:1812.05905): the training state and one gradient step, the
+critic rule the variant's (tfsac/algorithm/variants/), the temperature temperature.py's."""
 
 from __future__ import annotations
 
@@ -51,12 +44,8 @@ def apply_gradients(optimizer, tape, loss, variables) -> None:
 
 
 class SAC:
-    """The networks, their optimizers, the temperature and one gradient step.
-
-    Actions live in [-1, 1]^d here; the map onto an env's bounds happens at the env
-    boundary and in the exported policy, so the entropy target does not depend on the
-    action units.
-    """
+    """The networks, their optimizers, the temperature and one gradient step; actions in
+    [-1, 1]^d (the env's bounds are applied outside)."""
 
     metric_names = UPDATE_METRICS
 
@@ -70,11 +59,8 @@ class SAC:
     ):
         check_sizes(obs_dim, action_dim)
         config = SACConfig() if config is None else config
-        # A run's config comes checked (tfsac.run.preflight); one given by hand is resolved.
         self.config = config = config if is_resolved(config) else resolve(config)
         self.obs_dim, self.action_dim = obs_dim, action_dim
-        # The running observation statistics (normalize_observations), shared by the
-        # actor and the critics; None without.
         self.obs_normalizer = architecture_of(config).normalizer(config)
         # Built first and in this order: their initial weights come from the global seed.
         self.actor, self.critic, self.target_critic = build_networks(
@@ -92,8 +78,7 @@ class SAC:
         count = 3 + len(self.variant.actor_metric_names)
         self._last_actor_metrics = [tf.Variable(0.0, trainable=False) for _ in range(count)]
         self.update_rng = tf.random.Generator.from_seed(config.seed)
-        # What the update divides rewards by (normalize_rewards: the run sets it from the
-        # running std of the discounted return); None without.
+        # What the update divides rewards by (normalize_rewards); None without.
         self.reward_divisor = (
             tf.Variable(1.0, trainable=False, name="reward_divisor")
             if config.normalize_rewards
@@ -107,8 +92,7 @@ class SAC:
         self.base_rates = base_rates(self)
 
     def make_optimizer(self, part: str) -> keras.optimizers.Optimizer:
-        """Adam (AdamW with `weight_decay`) at the config's rate for `part` (actor, critic,
-        alpha, value), with its beta_1 and gradient clip: what a variant's own may use."""
+        """The config's optimizer for `part` (actor, critic, alpha, value)."""
         return make_optimizer(self.config, part)
 
     # --------------------------------------------------------------------- state
@@ -134,8 +118,7 @@ class SAC:
             self.obs_normalizer.update(observations)
 
     def trainable_state(self) -> List[tf.Variable]:
-        """Every variable an update writes: the networks' (with their normalisation
-        statistics), the variant's, the temperature."""
+        """Every variable an update writes."""
         models = (self.actor, self.critic, self.target_critic)
         return [
             *(v for model in models if model is not None for v in model.variables),
@@ -144,8 +127,7 @@ class SAC:
         ]
 
     def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
-        """Each part's optimizer, by its learning-rate part: actor, critic, alpha and the
-        variant's (v1's value)."""
+        """Each part's optimizer, by its learning-rate part."""
         return {
             "actor": self.actor_optimizer,
             "critic": self.critic_optimizer,
@@ -164,9 +146,8 @@ class SAC:
         return self._policy(observation, training).experimental_sample_and_log_prob(seed=seed)
 
     def log_prob(self, observation, action, training=None):
-        """log pi(a|s) of given actions in [-1, 1] (recorded ones: AWAC's, IQL's weighted
-        likelihood), moved inside (-1, 1) by float32's resolution first: at a bound the
-        Tanh's inverse is infinite."""
+        """log pi(a|s) of given actions in [-1, 1], moved inside (-1, 1) first (at a bound
+        the Tanh's inverse is infinite)."""
         edge = 1.0 - float(np.finfo(np.float32).epsneg)
         action = tf.clip_by_value(action, -edge, edge)
         return self._policy(observation, training).log_prob(action)
@@ -195,21 +176,17 @@ class SAC:
         if self.reward_divisor is not None:
             reward = reward / self.reward_divisor
 
-        # Critic step (Eq. 5) on the variant's target (SAC's: Eqs. 2-3), then the
-        # variant's own step against the updated critics (v1's V).
+        # Critic step (Eq. 5), then the variant's own step (v1's V).
         variables = self.critic.trainable_variables
         with tf.GradientTape() as tape:
             critic_loss, q, extra = self.variant.critic_objective(batch, reward, alpha, seeds)
             critic_loss = checked_loss(self.variant, "critic_objective", critic_loss)
         apply_gradients(self.critic_optimizer, tape, critic_loss, variables)
-        # A step of its own that reports nothing may return None.
         after = self.variant.after_critic_step(obs, alpha, seeds) or {}
         check_metric_dicts(self.variant, extra, after)
         methods = "critic_objective and after_critic_step"
         extra = checked_metrics(self.variant, methods, {**extra, **after}, "metric_names")
 
-        # Actor and temperature every `policy_delay` critic steps, targets every
-        # `target_update_interval` (counted by the critic optimizer's step counter).
         critic_steps = self.critic_optimizer.iterations
         actor_loss, alpha_loss, entropy, *actor_extra = self._every(
             cfg.policy_delay,
@@ -237,17 +214,14 @@ class SAC:
 
     @staticmethod
     def _every(interval: int, count, step, skip):
-        """`step()` when `count` is a multiple of `interval`, else `skip()`. An interval of
-        1 adds no conditional to the graph."""
+        """`step()` when `count` is a multiple of `interval`, else `skip()`."""
         if interval == 1:
             return step()
         return tf.cond(count % interval == 0, step, skip)
 
     def _actor_and_temperature_step(self, batch, alpha, seeds):
-        """The actor step (Eq. 7, reparameterised as Eq. 11) against the critics just
-        updated, then the temperature step (Eq. 18) on the same sampled actions. Returns the
-        actor loss, the alpha loss, the policy entropy estimate and the variant's actor
-        metrics."""
+        """The actor step (Eqs. 7, 11), then the temperature step (Eq. 18) on the same
+        actions: the actor loss, alpha loss, entropy and the variant's actor metrics."""
         obs = batch["observation"]
         variables = self.actor.trainable_variables
         with tf.GradientTape() as tape:
@@ -265,18 +239,14 @@ class SAC:
         return metrics
 
     def hold_actor_metrics(self, metrics: Dict[str, float]) -> None:
-        """Sets the actor metrics that the steps skipping the actor report (policy_delay)
-        to a checkpoint's last ones: a resumed run's rows repeat them as the uninterrupted
-        run's do, not zeros."""
+        """Sets the actor metrics that steps skipping the actor report to a checkpoint's."""
         names = ("actor_loss", "alpha_loss", "entropy", *self.variant.actor_metric_names)
         for variable, name in zip(self._last_actor_metrics, names, strict=True):
             variable.assign(metrics.get(name, 0.0))
 
     def _polyak_step(self):
-        """Polyak-averages the parameters into the targets, and copies their other float
-        state as is (a custom critic's batch-norm moving statistics, as SB3 copies its
-        `batch_norm_stats`; the target evaluated its own initial ones). A shared layer's
-        variables (the observation normaliser) and integer state (dropout's seeds) stay."""
+        """Polyak-averages the parameters into the targets and copies their other float
+        state (batch-norm statistics, as SB3); shared and integer variables stay."""
         for target, online in self.variant.polyak_pairs():
             polyak_update(target.trainable_variables, online.trainable_variables, self.config.tau)
             pairs = zip(target.non_trainable_variables, online.non_trainable_variables, strict=True)
@@ -287,9 +257,7 @@ class SAC:
 
 
 def target_entropy(config: SACConfig, action_dim: int) -> float:
-    """The learned alpha's entropy target: `target_entropy`, or with `target_std` sigma the
-    entropy of a Gaussian of std sigma per action dimension, dim(A) / 2 log(2 pi e sigma^2)
-    (FlashSAC, arXiv:2604.04539), else -dim(A) (arXiv:1812.05905, Sec. 5)."""
+    """`target_entropy`, or dim(A) / 2 log(2 pi e target_std^2) (FlashSAC), else -dim(A)."""
     if config.target_std:
         return 0.5 * action_dim * math.log(2.0 * math.pi * math.e * config.target_std**2)
     return float(-action_dim if config.target_entropy is None else config.target_entropy)

@@ -1,12 +1,5 @@
-"""Weight-normalised layers, as FlashSAC (arXiv:2604.04539) and XQC build their networks:
-linear layers whose weights stay unit vectors along the input axis, batch normalisation
-and RMS normalisation whose scales stay at the norm sqrt(d), and FlashSAC's
-inverted-residual block made of them. The norms are restored after every optimizer step
-(a Keras optimizer applies each variable's `constraint` after its update), so a weight's
-size cannot grow and the effective learning rate stays put.
-
-Each layer takes [B, d] or an ensemble's [n, B, d] (with `ensemble` = n: weights and
-statistics per member)."""
+"""FlashSAC's (arXiv:2604.04539) and XQC's weight-normalised layers, their norms restored
+after every optimizer step (a variable's `constraint`); each takes [B, d] or [n, B, d]."""
 
 from __future__ import annotations
 
@@ -29,9 +22,7 @@ class FixedNorm(keras.constraints.Constraint):
 
 
 class UnitDense(keras.layers.Layer):
-    """x @ W (+ b): each output unit's weight vector of unit norm (W's input axis), kept
-    so after every step; orthogonal at the start, each ensemble member on its own. The
-    bias, where there is one, is free."""
+    """x @ W (+ a free b): each unit's weight vector of unit norm, orthogonal at the start."""
 
     def __init__(self, units: int, ensemble: int = 0, use_bias: bool = False, **kwargs):
         super().__init__(**kwargs)
@@ -70,10 +61,8 @@ def _affine_shape(input_shape, rows: int):
 
 
 class UnitBatchNorm(keras.layers.Layer):
-    """Batch normalisation over the batch axis (-2), before an activation: in training the
-    batch's statistics (the moving ones move towards them, the variance unbiased), else the
-    moving statistics. Its scale and offset together keep the norm sqrt(d) per member (one
-    variable, `affine`: row 0 the scale, row 1 the offset)."""
+    """Batch normalisation over axis -2 (moving variance unbiased); its scale and offset
+    (`affine`'s rows 0 and 1) together keep the norm sqrt(d) per member."""
 
     def __init__(self, momentum: float = 0.99, epsilon: float = 1e-5, **kwargs):
         super().__init__(**kwargs)
@@ -112,8 +101,7 @@ class UnitBatchNorm(keras.layers.Layer):
 
 
 class UnitRMSNorm(keras.layers.Layer):
-    """x / sqrt(mean(x^2) + eps) * scale over the last axis; the scale keeps the norm
-    sqrt(d) per member."""
+    """x / sqrt(mean(x^2) + eps) * scale, the scale of norm sqrt(d) per member."""
 
     def __init__(self, epsilon: float = 1e-6, **kwargs):
         super().__init__(**kwargs)
@@ -134,8 +122,7 @@ class UnitRMSNorm(keras.layers.Layer):
 
 
 class InvertedResidualBlock(keras.layers.Layer):
-    """FlashSAC's block, x + ReLU(BN(W2 ReLU(BN(W1 x)))): W1 widens `width` by
-    `expansion` (256 -> 1024 -> 256 in its critics), both unit-norm and without bias."""
+    """FlashSAC's block x + ReLU(BN(W2 ReLU(BN(W1 x)))), W1 widening by `expansion`."""
 
     def __init__(self, width: int, ensemble: int = 0, expansion: int = 4, **kwargs):
         super().__init__(**kwargs)

@@ -82,8 +82,8 @@ class SACLearner:
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:
         """The checkpoint objects that hold what was learned, without optimizers, random
-        streams, reward statistics and noise (a learned temperature with `temperature`): what `init_from`
-        (tfsac/run/builder.py) carries into a new run."""
+        streams, reward statistics and noise (a learned temperature with `temperature`):
+        what `init_from` (tfsac/run/builder.py) carries into a new run."""
         course = ("reward_divisor", "exploration")
         optimizers = {id(o) for o in self.sac.optimizers().values()}  # a variant's too
         learned = {

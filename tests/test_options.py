@@ -70,7 +70,7 @@ def test_clipped_update_moves_like_adam_and_stays_finite():
         "next_observation": rng.normal(size=(1, 32, 3)).astype(np.float32),
         "terminated": np.zeros((1, 32), np.float32),
     }
-    learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), max_grad_norm=1.0))
+    learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), max_grad_norm=1.0, jit_compile=False))
     before = learner.critic.head.bias.numpy().copy()
     assert learner.update(batch)["finite"]
     # Adam's first step moves each parameter by at most the learning rate.
@@ -102,7 +102,7 @@ def _batch(g=1, seed=0):
 
 
 def test_policy_delay_updates_actor_and_alpha_every_k_critic_steps():
-    learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), policy_delay=2))
+    learner = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), policy_delay=2, jit_compile=False))
     log_alphas = []
     for _ in range(4):
         metrics = learner.update(_batch())
@@ -115,7 +115,7 @@ def test_policy_delay_updates_actor_and_alpha_every_k_critic_steps():
     assert log_alphas[2] == log_alphas[1] and log_alphas[3] != log_alphas[2]
     assert metrics["finite"] and metrics["actor_loss"] != 0.0
     # Four updates in one compiled call behave the same.
-    fused = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), policy_delay=2))
+    fused = SACLearner(3, 1, SACConfig(hidden_sizes=(8,), policy_delay=2, jit_compile=False))
     fused.update(_batch(g=4))
     assert int(fused.sac.actor_optimizer.iterations.numpy()) == 2
 
@@ -132,7 +132,9 @@ def test_target_update_interval():
 
 
 def test_droq_critics_layer_norm_and_dropout():
-    config = SACConfig(hidden_sizes=(8, 8), critic_layer_norm=True, critic_dropout=0.5)
+    config = SACConfig(
+        hidden_sizes=(8, 8), critic_layer_norm=True, critic_dropout=0.5, jit_compile=False
+    )
     learner = SACLearner(3, 1, config)
     names = [layer.name for layer in learner.critic.trunk.layers]
     assert names == [
@@ -248,7 +250,11 @@ def test_alpha_optimised_directly():
         3,
         1,
         SACConfig(
-            hidden_sizes=(8,), use_log_alpha=False, initial_alpha=0.5, alpha_learning_rate=0.1
+            hidden_sizes=(8,),
+            use_log_alpha=False,
+            initial_alpha=0.5,
+            alpha_learning_rate=0.1,
+            jit_compile=False,
         ),
     )
     assert learner.sac.temperature.variable.name.startswith("alpha")

@@ -76,8 +76,8 @@ def check_available(formats: Sequence[str]) -> None:
 
 
 def check_export(export_dir: str, model_name: str) -> str:
-    """The model folder an export writes its next version into, checked: a plain name, a
-    writable folder, and room for a version TF Serving reads (an int64)."""
+    """The model folder an export writes into, checked: a plain name, writable, and room for
+    a version TF Serving reads (an int64)."""
     model_dir = os.path.join(export_dir, check_plain_name("model_name", model_name))
     check_writable(model_dir)
     highest = max(map(int, model_versions(model_dir)), default=0)
@@ -91,7 +91,7 @@ def check_export(export_dir: str, model_name: str) -> str:
 
 def predict_input(space, obs_dim: int, observation: Any, deterministic) -> Tuple[np.ndarray, bool]:
     """What `Policy.predict` was handed, checked: ([N, obs_dim] float32, whether it was one
-    observation). Non-finite values are refused: the exported files would answer NaN."""
+    observation). Non-finite values are refused (the exported files would answer NaN)."""
     if not isinstance(deterministic, (bool, np.bool_)):
         raise TfsacError(f"deterministic must be True or False, got {deterministic!r}")
     batch, single = _flat_batch(space, obs_dim, observation)
@@ -136,8 +136,7 @@ def _flat_batch(space: Optional[gym.Space], obs_dim: int, observation: Any):
 
 
 def _dict_mismatch(space: gym.Space, observation: Any) -> Optional[str]:
-    """What is wrong with a dict given for a Dict space, by key (a large space's text names
-    neither); None where the fault is not one of a key."""
+    """What is wrong, by key, with a dict given for a Dict space; None where it is no key's."""
     if not (isinstance(space, gym.spaces.Dict) and isinstance(observation, dict)):
         return None
     missing = sorted(set(space.spaces) - set(observation))
@@ -221,8 +220,7 @@ def _integers(observation, shape) -> bool:
 
 
 class CheckpointReader:
-    """The checkpoints under `directory` as a reader sees them, and a tf.train.Checkpoint of
-    the learner's variables to restore one into."""
+    """The checkpoints under `directory`, and a tf.train.Checkpoint of the learner's variables."""
 
     def __init__(self, directory: str, learner):
         import tensorflow as tf
@@ -256,14 +254,12 @@ def read_checkpoint_state(prefix: str) -> Dict:
 
 
 class CheckpointMismatch(TfsacError):
-    """A checkpoint that reads but holds other variables than its model: refused, never
-    skipped as damaged."""
+    """A checkpoint that reads but holds other variables than its model: never skipped."""
 
 
 def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
-    """Restores `prefix` into a tf.train.Checkpoint; `match`: 'all' (a resume) or 'model'
-    (the checkpoint may hold more: evaluation, init_from). Fault for files that do not
-    read, CheckpointMismatch for other variables."""
+    """Restores `prefix`; `match` 'all' (a resume) or 'model' (it may hold more). Fault for
+    files that do not read, CheckpointMismatch for other variables."""
     import tensorflow as tf
 
     try:
@@ -275,11 +271,10 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
         return
     except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as e:
         # Other shapes, objects or dtypes are another model's files; anything else is damage.
-        other = isinstance(e, (ValueError, AssertionError)) or (
-            isinstance(e, tf.errors.InvalidArgumentError) and "dtype" in str(e)
-        )
         error = Fault(f"checkpoint {prefix!r} cannot be restored: {first_line(e)}")
-        if other:
+        if isinstance(e, (ValueError, AssertionError)) or (
+            isinstance(e, tf.errors.InvalidArgumentError) and "dtype" in str(e)
+        ):
             error = CheckpointMismatch(
                 f"checkpoint {prefix!r} holds other variables than this run's model "
                 f"({first_line(e)}): other settings, networks or algorithm code made it (an "
@@ -287,7 +282,9 @@ def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
                 "critic_fn networks, which train(..., resume=True) takes again and its "
                 "SavedModel holds)"
             )
-    _quiet_unrestored_values()
+    logger = logging_module.getLogger("tensorflow")
+    if not any(isinstance(f, _UnrestoredValues) for f in logger.filters):
+        logger.addFilter(_UnrestoredValues())
     raise error
 
 
@@ -300,19 +297,12 @@ class _UnrestoredValues(logging_module.Filter):
         return not any(text in record.getMessage() for text in self.TEXTS)
 
 
-def _quiet_unrestored_values() -> None:
-    logger = logging_module.getLogger("tensorflow")
-    if not any(isinstance(f, _UnrestoredValues) for f in logger.filters):
-        logger.addFilter(_UnrestoredValues())
-
-
 # The signatures every tfsac export has, each `observation` [batch, width] -> `action`.
 POLICY_SIGNATURES = ("serving_default", "sample")
 
 
 def load_policy(path: str):
-    """The SavedModel of an exported policy; TfsacError where it is not a tfsac policy,
-    Fault where it does not load."""
+    """The loaded SavedModel; TfsacError where it is no tfsac policy, Fault if it won't load."""
     import tensorflow as tf
 
     check_saved_model(path)
@@ -335,9 +325,8 @@ def load_policy(path: str):
 
 
 def checkpoint_learner(run_dir: str, step: Optional[int] = None):
-    """(learner, env spec, info) from a run directory's checkpoint of env step `step`, or its
-    newest that restores; info: the run's config, spaces, checkpoint, and the evaluation of
-    those weights where one was made at that step."""
+    """(learner, env spec, info) from the run's checkpoint of env step `step` (default: the
+    newest that restores); info: config, spaces, checkpoint, and that step's evaluation."""
     from tfsac.algorithm.learner import SACLearner
 
     config = run_config(run_dir, need_checkpoint=step is not None, step=step)
@@ -366,13 +355,10 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
         checkpoint_step=state["step"],
         **({"env_fn": spec.env_fn} if spec.env_fn else {}),
     )
-    evaluations = state.get("evaluations") or []
+    last = (state.get("evaluations") or [{"step": None}])[-1]
     # The evaluation of these weights, for scripts/evaluate.py to repeat: not an earlier one.
-    if evaluations and evaluations[-1]["step"] == state["step"]:
-        info.update(
-            eval_seed=evaluations[-1]["seed"],
-            eval_return_mean=evaluations[-1]["return_mean"],
-        )
-        if "success_rate" in evaluations[-1]:  # a goal env's
-            info["eval_success_rate"] = evaluations[-1]["success_rate"]
+    if last["step"] == state["step"]:
+        info.update(eval_seed=last["seed"], eval_return_mean=last["return_mean"])
+        if "success_rate" in last:  # a goal env's
+            info["eval_success_rate"] = last["success_rate"]
     return learner, spec, info

@@ -20,13 +20,8 @@ ActFn = Callable[[np.ndarray, bool], np.ndarray]
 
 
 class Policy:
-    """Actions in the env's bounds for raw observations of the space it was trained on.
-
-    Attributes:
-        metadata: what the export or run records (env id, spaces, bounds, algorithm, steps).
-        obs_dim: the width of the flat observation the networks take.
-        observation_space: the env's observation space, where the metadata records it.
-    """
+    """Actions in the env's bounds for raw observations of the space it was trained on;
+    `metadata` is what the export or run records, `obs_dim` the networks' input width."""
 
     def __init__(self, act: ActFn, obs_dim: int, space: Optional[gym.Space], metadata: Dict):
         self._act, self.obs_dim, self.observation_space = act, obs_dim, space
@@ -34,17 +29,9 @@ class Policy:
 
     @classmethod
     def load(cls, path: str, step: Optional[int] = None) -> Policy:
-        """Loads a policy from a SavedModel version folder, a model folder of versions (its
-        highest, as TF Serving serves) or a run directory.
-
-        Args:
-            path: the folder.
-            step: for a run directory, the env step of the checkpoint to load; None loads
-                the newest that restores.
-
-        Raises:
-            TfsacError: the path is none of the three, or its files do not read.
-        """
+        """A policy from a SavedModel version folder, a model folder of versions (its highest,
+        as TF Serving serves) or a run directory (its checkpoint of env step `step`, default
+        the newest that restores); TfsacError where `path` is none of these or does not read."""
         path, saved_model = policy_source(path, step)
         return cls._from_saved_model(path) if saved_model else cls._from_run_dir(path, step)
 
@@ -72,19 +59,9 @@ class Policy:
         return cls(act, spec.obs_dim, _space(info), info)
 
     def predict(self, observation: Any, deterministic: bool = True) -> np.ndarray:
-        """Actions for one observation or a batch, flattened as training flattened them.
-
-        Args:
-            observation: one observation of the env's space or a batch of them (a leading
-                axis, or a list).
-            deterministic: True takes the policy's mode (the squashed mean); False samples.
-
-        Returns:
-            float32 actions in the env's bounds, [action_dim] or [N, action_dim].
-
-        Raises:
-            TfsacError: an observation not of the space, or holding NaN or Inf.
-        """
+        """float32 actions in the env's bounds ([action_dim] or [N, action_dim]) for one
+        observation of the env's space or a batch (a leading axis, or a list); deterministic
+        takes the mode (the squashed mean). TfsacError for one not of the space, or NaN/Inf."""
         space, dim = self.observation_space, self.obs_dim
         batch, single = predict_input(space, dim, observation, deterministic)
         actions = np.asarray(self._act(batch, deterministic))

@@ -78,7 +78,15 @@ class Trainer:
         callbacks: Sequence[Callback] = (),
     ):
         self.parts = build_run(
-            config, export, resume, on_log, actor_fn, critic_fn, env_fn, on_evaluation, callbacks
+            config,
+            export=export,
+            resume=resume,
+            on_log=on_log,
+            actor_fn=actor_fn,
+            critic_fn=critic_fn,
+            env_fn=env_fn,
+            on_evaluation=on_evaluation,
+            callbacks=callbacks,
         )
         for field in dataclasses.fields(self.parts):  # trainer.config, .learner, .loop, ...
             setattr(self, field.name, getattr(self.parts, field.name))

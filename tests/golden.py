@@ -124,6 +124,8 @@ SKETCH = 4
 # another CPU's rounding stays well within it, a changed loss goes far beyond it (the
 # figures are in tests/test_golden.py).
 TOLERANCE = 5e-3
+# The smallest scale an array is measured against, as a share of its group's largest.
+GROUP_FLOOR = 0.05
 
 
 def _sketch(value) -> Dict[str, object]:
@@ -161,25 +163,33 @@ def sketch(config_overrides: Optional[Dict] = None) -> Dict[str, List[Dict]]:
         }
 
 
-def _difference(expected: Dict, actual: Dict) -> float:
-    """The largest difference of two sketches, relative to the recorded root mean square
-    (absolute for an array of zeros)."""
+def _difference(expected: Dict, actual: Dict, floor: float = 0.0) -> float:
+    """The largest difference of two sketches, relative to the recorded root mean square or
+    `floor`, whichever is larger (absolute for an array of zeros)."""
     if len(expected["values"]) != len(actual["values"]):
         return math.inf
     pairs = zip(
         [expected["rms"], *expected["values"]], [actual["rms"], *actual["values"]], strict=True
     )
-    return max(abs(e - a) for e, a in pairs) / (expected["rms"] or 1.0)
+    return max(abs(e - a) for e, a in pairs) / (max(expected["rms"], floor) or 1.0)
 
 
 def differences(expected: Dict[str, List], actual: Dict[str, List]) -> Dict[str, float]:
     """{group: its largest relative difference} for every recorded group (infinite where
-    the run lacks the group or has other arrays in it)."""
+    the run lacks the group or has other arrays in it). An array near zero beside larger
+    ones (a bias or batch-norm shift that stays at rounding noise) is measured against
+    GROUP_FLOOR of its group's largest root mean square: its own would make noise a change."""
     out = {}
     for name, sketches in expected.items():
         got = actual.get(name, [])
-        same_arrays = len(got) == len(sketches)
-        out[name] = max(map(_difference, sketches, got), default=0.0) if same_arrays else math.inf
+        floor = GROUP_FLOOR * max((s["rms"] for s in sketches), default=0.0)
+        if len(got) != len(sketches):
+            out[name] = math.inf
+        else:
+            out[name] = max(
+                (_difference(e, a, floor) for e, a in zip(sketches, got, strict=True)),
+                default=0.0,
+            )
     return out
 
 

@@ -11,15 +11,15 @@ import signal
 import time
 from typing import Dict, List, Optional
 
+from tfsac.config import SACConfig
 from tfsac.errors import Fault, TfsacError, first_line
-from tfsac.files import write_json
-from tfsac.run.run_lock import RunLock
+from tfsac.files import read_json, write_json
+from tfsac.run.run_lock import LOCK_FILE, RunLock
 from tfsac.run.signals import StopSignals
 from tfsac.scale.ray_cluster import start_ray
-from tfsac.scale.sweeps.plan import Plan, check_definition
+from tfsac.scale.sweeps.plan import Plan
 from tfsac.scale.sweeps.results import trial_outcome, write_results
-from tfsac.scale.sweeps.state import SWEEP_FILE, SweepState
-from tfsac.scale.sweeps.trial import TAG_LENGTH, config_tag, run_trial
+from tfsac.scale.sweeps.trial import SWEEP_FILE, TAG_LENGTH, SweepState, config_tag, run_trial
 
 SWEEP_DIR = "sweep directory"  # its lock's name in the line that refuses a second driver
 
@@ -172,6 +172,47 @@ def _error_file_line(trial) -> str:
     latest = text.rsplit("Failure # ", 1)[-1].splitlines()[1:]
     line = next((x.strip() for x in latest if x.strip()), "").split(". ")[0].rstrip(".")
     return f"the trial failed: {line}" if line else "the trial failed"
+
+
+def check_definition(plan: Plan, resume: bool) -> None:
+    """TfsacError unless the sweep folder is new, empty, or holds this sweep to --resume."""
+    path = os.path.join(plan.sweep_dir, SWEEP_FILE)
+    old = read_json(path, None)
+    if old is None:
+        # What a start killed before sweep.json leaves; hidden files are a tool's.
+        leftovers = {LOCK_FILE, SWEEP_FILE + ".tmp"}
+        names = os.listdir(plan.sweep_dir) if os.path.isdir(plan.sweep_dir) else []
+        others = sorted(n for n in names if n not in leftovers and n[0] != ".")
+        if others:
+            raise TfsacError(
+                f"--sweep_dir {plan.sweep_dir} holds files but no sweep ({SWEEP_FILE} is "
+                f"missing; it holds {', '.join(others[:3])}{' ...' if len(others) > 3 else ''}): "
+                "name a new or empty folder"
+            )
+        if resume:  # the docs' loops resume each time: a mistyped folder starts afresh, said
+            print(f"no sweep to resume in {plan.sweep_dir}: starting it", flush=True)
+        return
+    new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
+    if "base" in old and "base" in new:
+        # An earlier tfsac's sweep lacks the fields added since, which held their defaults.
+        defaults = json.loads(json.dumps(SACConfig().to_dict()))
+        added = {k: defaults[k] for k in new["base"] if k not in old["base"] and k in defaults}
+        old["base"] = {**added, **old["base"]}
+    if not resume:
+        raise TfsacError(
+            f"{plan.sweep_dir} already holds a sweep; continue it with --resume or choose "
+            "another --sweep_dir"
+        )
+    if old != new:
+        keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+        if "base" in keys:
+            a, b = old.get("base", {}), new["base"]
+            fields = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
+            keys = [f"base config ({', '.join(fields)})" if k == "base" else k for k in keys]
+        raise TfsacError(
+            f"--resume with other settings than the sweep in {plan.sweep_dir} "
+            f"(different: {', '.join(keys)})"
+        )
 
 
 def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = False) -> Dict:

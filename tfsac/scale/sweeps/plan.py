@@ -19,11 +19,8 @@ from tfsac.config.sac_config import KEYWORD_OPTIONS, check_new_run
 from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
-from tfsac.files import check_outside_exports, check_writable, read_json
+from tfsac.files import check_outside_exports, check_writable
 from tfsac.run.preflight import check_source
-from tfsac.run.run_lock import LOCK_FILE
-from tfsac.scale.sweeps.search_space import Dimension, split_values
-from tfsac.scale.sweeps.state import SWEEP_FILE
 from tfsac.scale.sweeps.trial import TrialFactory, config_tag
 
 SEARCH_METHODS = ("optuna",)
@@ -37,6 +34,57 @@ RESERVED_FLAGS = {
     "progress_bar": "trials run without a progress bar",
     "ray_address": "give the cluster of the whole sweep with --ray_address",
 }
+
+
+# ---------------------------------------------------------------------- searched flags
+def split_values(text: str) -> List[str]:
+    """'a,b,c' -> ['a', 'b', 'c']; values that hold commas are separated by ';' instead
+    (hidden_sizes=64,64;256,256)."""
+    return [v.strip() for v in text.split(";" if ";" in text else ",")]
+
+
+@dataclasses.dataclass(frozen=True)
+class Dimension:
+    """One searched flag: a range (uniform, loguniform, int, logint; bounds inclusive) or a
+    choice between values."""
+
+    name: str
+    kind: str
+    low: float = 0.0
+    high: float = 0.0
+    choices: tuple = ()
+
+    KINDS = ("uniform", "loguniform", "int", "logint", "choice")
+
+    def text(self, value) -> str:
+        """The flag value for a sampled value (floats to 4 significant digits)."""
+        if self.kind in ("uniform", "loguniform"):
+            return f"{float(value):.4g}"
+        if self.kind in ("int", "logint"):
+            return str(int(value))
+        return str(value)
+
+    def probes(self) -> List[str]:
+        """Values to check before a search: every choice, or the range's ends and a point
+        inside (a fraction, so an int flag refuses a float range)."""
+        if self.kind == "choice":
+            return list(self.choices)
+        if self.kind.startswith("log"):
+            inside = self.low * (self.high / self.low) ** 0.37
+        else:
+            inside = self.low + 0.37 * (self.high - self.low)
+        return [self.text(self.low), self.text(inside), self.text(self.high)]
+
+    def distribution(self):
+        from optuna import distributions
+
+        if self.kind == "choice":
+            return distributions.CategoricalDistribution(list(self.choices))
+        if self.kind in ("int", "logint"):
+            return distributions.IntDistribution(
+                int(self.low), int(self.high), log=self.kind == "logint"
+            )
+        return distributions.FloatDistribution(self.low, self.high, log=self.kind == "loguniform")
 
 
 # ---------------------------------------------------------------------- configs, trials
@@ -338,45 +386,3 @@ def _parse_space(entries: Iterable[str], configs: ConfigSource) -> Dict[str, Dim
             raise TfsacError(f"--space {name}: {kind} needs integer bounds, got {rest!r}")
         space[name] = Dimension(name, kind, low, high)
     return space
-
-
-# ---------------------------------------------------------------------- the sweep folder
-def check_definition(plan: Plan, resume: bool) -> None:
-    """TfsacError unless the sweep folder is new, empty, or holds this sweep to --resume."""
-    path = os.path.join(plan.sweep_dir, SWEEP_FILE)
-    old = read_json(path, None)
-    if old is None:
-        # What a start killed before sweep.json leaves; hidden files are a tool's.
-        leftovers = {LOCK_FILE, SWEEP_FILE + ".tmp"}
-        names = os.listdir(plan.sweep_dir) if os.path.isdir(plan.sweep_dir) else []
-        others = sorted(n for n in names if n not in leftovers and n[0] != ".")
-        if others:
-            raise TfsacError(
-                f"--sweep_dir {plan.sweep_dir} holds files but no sweep ({SWEEP_FILE} is "
-                f"missing; it holds {', '.join(others[:3])}{' ...' if len(others) > 3 else ''}): "
-                "name a new or empty folder"
-            )
-        if resume:  # the docs' loops resume each time: a mistyped folder starts afresh, said
-            print(f"no sweep to resume in {plan.sweep_dir}: starting it", flush=True)
-        return
-    new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
-    if "base" in old and "base" in new:
-        # An earlier tfsac's sweep lacks the fields added since, which held their defaults.
-        defaults = json.loads(json.dumps(SACConfig().to_dict()))
-        added = {k: defaults[k] for k in new["base"] if k not in old["base"] and k in defaults}
-        old["base"] = {**added, **old["base"]}
-    if not resume:
-        raise TfsacError(
-            f"{plan.sweep_dir} already holds a sweep; continue it with --resume or choose "
-            "another --sweep_dir"
-        )
-    if old != new:
-        keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
-        if "base" in keys:
-            a, b = old.get("base", {}), new["base"]
-            fields = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
-            keys = [f"base config ({', '.join(fields)})" if k == "base" else k for k in keys]
-        raise TfsacError(
-            f"--resume with other settings than the sweep in {plan.sweep_dir} "
-            f"(different: {', '.join(keys)})"
-        )

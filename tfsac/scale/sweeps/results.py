@@ -12,7 +12,7 @@ from typing import Dict, Iterable, List, Optional
 
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, new_file, read_json, write_atomic
 from tfsac.run.plotting import plot_runs, read_run
-from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
+from tfsac.scale.sweeps.trial import DONE, TRIAL_FILE, finished_run
 
 
 def trial_outcome(entry: Dict) -> Dict:

@@ -1,5 +1,5 @@
-"""The sweep's driver: runs a plan's trials on Ray Tune (a grid, or an Optuna search with
-ASHA), prints a line per trial event and writes the results. Importing it needs no Ray."""
+"""The sweep's driver: checks its folder, runs a plan's trials on Ray Tune (a grid, or an Optuna
+search with ASHA), prints a line per trial event, writes the results. Importing needs no Ray."""
 
 from __future__ import annotations
 
@@ -44,10 +44,10 @@ class ProgressLines:
         self.last_summary = time.monotonic()
 
     def on_trial_start(self, iteration, trials, trial, **info):
-        print(f"{trial.config['trial']['name']}: started", flush=True)
+        print(f"{_trial_name(trial)}: started", flush=True)
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        name, ret = trial.config["trial"]["name"], result.get("eval_return")
+        name, ret = _trial_name(trial), result.get("eval_return")
         if ret is None or not math.isfinite(ret):
             return
         if self.best is None or ret > self.best[0]:
@@ -96,7 +96,7 @@ class ProgressLines:
         print(f"[{self.ended}/{self.total}] {name}: failed: {error}", flush=True)
 
     def on_trial_recover(self, iteration, trials, trial, **info):
-        name, error = trial.config["trial"]["name"], _error_line(trial)
+        name, error = _trial_name(trial), _error_line(trial)
         print(f"{name}: {error}; retrying from its newest checkpoint", flush=True)
 
 
@@ -150,20 +150,15 @@ def _say_stopping(signum: int) -> None:
 
 
 def _error_line(trial) -> str:
-    """'<type>: <first line>' of a failed trial's error (a task error's cause)."""
+    """'<type>: <first line>' of a failed trial's error (a task error's cause), else the first
+    line of the latest failure in its error.txt (Tune pickles the error only for some)."""
     try:
         error = trial.get_pickled_error()
     except Exception:  # noqa: BLE001 - an unreadable error file says no more than this
         error = None
-    if error is None:
-        return _error_file_line(trial)
-    error = getattr(error, "cause", None) or error
-    return f"{type(error).__name__}: {first_line(error)}"
-
-
-def _error_file_line(trial) -> str:
-    """The first line of the latest failure in the trial's error.txt (Tune pickles the error
-    only for some failures)."""
+    if error is not None:
+        error = getattr(error, "cause", None) or error
+        return f"{type(error).__name__}: {first_line(error)}"
     try:
         with open(trial.error_file) as f:
             text = f.read()
@@ -222,24 +217,16 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
     check_definition(plan, resume)
     lock = RunLock(plan.sweep_dir, SWEEP_DIR)
     lock.hold()  # an existing folder's before Ray: a second driver is one line at once
+    todo, search_alg, started = [], None, False
     try:
-        return _run_sweep(plan, ray_address, resume, lock)
-    finally:
-        lock.release()
-
-
-def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLock) -> Dict:
-    state = SweepState(plan.sweep_dir)
-    searching = plan.method != "grid"
-    todo, search_alg = [], None
-    if searching:
-        count, search_alg = _search_setup(plan, state)
-    else:
-        todo = [t for t in plan.trials if not state.done(t)]
-        count = len(todo)
-    # Ray first: a sweep that cannot start or join it leaves nothing behind.
-    started = start_ray(ray_address) if count else False
-    try:
+        state = SweepState(plan.sweep_dir)
+        if plan.method != "grid":
+            count, search_alg = _search_setup(plan, state)
+        else:
+            todo = [t for t in plan.trials if not state.done(t)]
+            count = len(todo)
+        # Ray first: a sweep that cannot start or join it leaves nothing behind.
+        started = start_ray(ray_address) if count else False
         os.makedirs(plan.sweep_dir, exist_ok=True)
         lock.hold()  # a new sweep's folder, made now
         write_json(os.path.join(plan.sweep_dir, SWEEP_FILE), plan.definition)
@@ -259,6 +246,7 @@ def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLo
             import ray
 
             ray.shutdown()
+        lock.release()
     left = [name for name, entry in state.trials.items() if not state.done(entry["spec"])]
     return {"trials": state.trials, "files": files, "unfinished": left, "signal": stop.received}
 
@@ -314,10 +302,9 @@ def _fit(
                 grace_period=min(base["eval_every"], base["total_steps"]),
                 reduction_factor=3,
             )
-        param_space = {} if search_alg else {"trial": tune.grid_search(todo)}
         tuner = tune.Tuner(
             tune.with_resources(run_trial, {"cpu": plan.cpus_per_trial}),
-            param_space=param_space,
+            param_space={} if search_alg else {"trial": tune.grid_search(todo)},
             tune_config=tune.TuneConfig(
                 metric=plan.metric,
                 mode="max",

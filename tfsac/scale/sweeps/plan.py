@@ -1,6 +1,5 @@
-"""The check of the sweep a user asks, and its plan: flags, --grid and --space entries,
-every trial's config, the envs and the sweep folder, all checked before anything runs.
-Needs neither Ray nor TensorFlow."""
+"""The check of the sweep a user asks, and its plan: flags, --grid and --space entries, every
+trial's config, its envs and its folder, all checked before anything runs (no Ray, no TF)."""
 
 from __future__ import annotations
 
@@ -38,15 +37,13 @@ RESERVED_FLAGS = {
 
 # ---------------------------------------------------------------------- searched flags
 def split_values(text: str) -> List[str]:
-    """'a,b,c' -> ['a', 'b', 'c']; values that hold commas are separated by ';' instead
-    (hidden_sizes=64,64;256,256)."""
+    """'a,b,c' -> ['a', 'b', 'c']; ';' separates values that hold commas (64,64;256,256)."""
     return [v.strip() for v in text.split(";" if ";" in text else ",")]
 
 
 @dataclasses.dataclass(frozen=True)
 class Dimension:
-    """One searched flag: a range (uniform, loguniform, int, logint; bounds inclusive) or a
-    choice between values."""
+    """A searched flag: a range (uniform, loguniform, int, logint; bounds inclusive) or a choice."""
 
     name: str
     kind: str
@@ -122,16 +119,10 @@ def check_varied_name(names: FrozenSet[str], name: str, where: str) -> None:
 def keyed_overrides(overrides: Dict[str, str], current) -> Tuple[Dict[str, str], Dict[str, str]]:
     """({flag: text} of the plain overrides, {JSON option: its text with the varied keys
     set}); `current(option)` is an option's text before them. A key's text is JSON, else text."""
-
-    def keyed(name):
-        option, dot, _ = name.partition(".")
-        return dot and option in KEYWORD_OPTIONS
-
-    plain = {n: t for n, t in overrides.items() if not keyed(n)}
+    keyed = [n for n in overrides if "." in n and n.partition(".")[0] in KEYWORD_OPTIONS]
+    plain = {n: t for n, t in overrides.items() if n not in keyed}
     merged: Dict[str, dict] = {}
-    for name, text in overrides.items():
-        if not keyed(name):
-            continue
+    for name in keyed:
         option, _, key = name.partition(".")
         if option not in merged:
             base = plain.get(option, current(option)) or "{}"
@@ -140,15 +131,14 @@ def keyed_overrides(overrides: Dict[str, str], current) -> Tuple[Dict[str, str],
             except (ValueError, TypeError):
                 raise TfsacError(f"{option} is not a JSON object: {base!r}") from None
         try:
-            merged[option][key] = json.loads(text)
+            merged[option][key] = json.loads(overrides[name])
         except ValueError:  # a word: its text
-            merged[option][key] = text
+            merged[option][key] = overrides[name]
     return plain, {option: json.dumps(values) for option, values in merged.items()}
 
 
 def resolved_trial_config(config: SACConfig, overrides: Dict[str, str]) -> SACConfig:
-    """`config` resolved and checked as a new run's; a TfsacError says which of the
-    `overrides` made it."""
+    """`config` resolved and checked as a new run's; a refusal names the `overrides` behind it."""
     try:
         config = resolve(config)
         check_new_run(config)  # its refusals; its warnings come with each trial's start
@@ -284,9 +274,40 @@ def _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stop
         raise TfsacError("--search needs at least one --space=<flag>=<distribution>:...")
 
 
-def _plan_search(plan: Plan, configs: ConfigSource, space: List[str], base: Dict) -> None:
-    """The search space, each range checked at its ends and one point inside."""
-    plan.space = _parse_space(space, configs)
+def _plan_search(plan: Plan, configs: ConfigSource, entries: List[str], base: Dict) -> None:
+    """The search space of --space entries 'flag=kind:low:high' or 'flag=choice:v1,v2,...',
+    each range checked at its ends and one point inside."""
+    form = (
+        f"<training flag>=<{'|'.join(Dimension.KINDS[:4])}>:<low>:<high> or "
+        "<training flag>=choice:<value>,<value>,..."
+    )
+    for name, text in _named(entries, configs, "--space", form):
+        kind, _, rest = text.partition(":")
+        kind = kind.strip()
+        if kind not in Dimension.KINDS:
+            raise TfsacError(
+                f"--space {name}: unknown distribution {kind!r} "
+                f"(known: {', '.join(Dimension.KINDS)})"
+            )
+        if kind == "choice":
+            choices = split_values(rest)
+            if not all(choices) or len(set(choices)) < len(choices):
+                raise TfsacError(f"--space {name}: choice needs distinct, non-empty values")
+            plan.space[name] = Dimension(name, kind, choices=tuple(choices))
+            continue
+        try:
+            low, high = (float(b) for b in rest.split(":"))
+        except ValueError:
+            raise TfsacError(
+                f"--space {name}: {kind} needs <low>:<high> numbers, got {rest!r}"
+            ) from None
+        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+            raise TfsacError(f"--space {name}: need finite bounds with low < high, got {rest!r}")
+        if kind.startswith("log") and low <= 0:
+            raise TfsacError(f"--space {name}: {kind} needs a positive low bound, got {rest!r}")
+        if kind in ("int", "logint") and not (low.is_integer() and high.is_integer()):
+            raise TfsacError(f"--space {name}: {kind} needs integer bounds, got {rest!r}")
+        plan.space[name] = Dimension(name, kind, low, high)
     for dim in plan.space.values():
         for value in dim.probes():
             plan.factory("check", {dim.name: value}, plan.seed)
@@ -299,9 +320,17 @@ def _plan_search(plan: Plan, configs: ConfigSource, space: List[str], base: Dict
     }
 
 
-def _plan_grid(plan: Plan, configs: ConfigSource, grid: List[str], seeds, base: Dict) -> None:
-    """Every combination of the grid's values times every seed, as trials."""
-    values = _parse_grid(grid, configs)
+def _plan_grid(plan: Plan, configs: ConfigSource, entries: List[str], seeds, base: Dict) -> None:
+    """Every combination of the values of --grid entries 'flag=v1,v2,...' times every seed."""
+    values: Dict[str, List[str]] = {}
+    for name, text in _named(entries, configs, "--grid", "<training flag>=<value>,<value>,..."):
+        values[name] = split_values(text)
+        if not text.strip():
+            raise TfsacError(f"--grid {name}: no values (e.g. --grid={name}=<value>,<value>)")
+        if not all(values[name]):
+            raise TfsacError(f"--grid {name}: an empty value in {text!r}")
+        if len(set(values[name])) < len(values[name]):
+            raise TfsacError(f"--grid {name}: a value is given twice in {text!r}")
     seen: Dict[str, str] = {}
     for combo in itertools.product(*values.values()):
         overrides = dict(zip(values, combo, strict=True))
@@ -321,8 +350,7 @@ def _plan_grid(plan: Plan, configs: ConfigSource, grid: List[str], seeds, base: 
 
 
 def _named(entries: Iterable[str], configs: ConfigSource, where: str, form: str) -> Iterator:
-    """(name, text) of each '<name>=<text>' entry of `where` (--grid, --space), its name
-    checked once; `form` says the entry's form."""
+    """(name, text) of each '<name>=<text>' entry of `where`, its name checked; `form` if not."""
     seen = set()
     for entry in entries:
         name, sep, text = entry.partition("=")
@@ -334,55 +362,3 @@ def _named(entries: Iterable[str], configs: ConfigSource, where: str, form: str)
             raise TfsacError(f"{where}: {name} is given twice")
         seen.add(name)
         yield name, text
-
-
-def _parse_grid(entries: Iterable[str], configs: ConfigSource) -> Dict[str, List[str]]:
-    """--grid entries 'flag=v1,v2,...' -> {flag: [v1, v2, ...]}, in the order given."""
-    grid: Dict[str, List[str]] = {}
-    for name, text in _named(entries, configs, "--grid", "<training flag>=<value>,<value>,..."):
-        values = split_values(text)
-        if not text.strip():
-            raise TfsacError(f"--grid {name}: no values (e.g. --grid={name}=<value>,<value>)")
-        if not all(values):
-            raise TfsacError(f"--grid {name}: an empty value in {text!r}")
-        if len(set(values)) < len(values):
-            raise TfsacError(f"--grid {name}: a value is given twice in {text!r}")
-        grid[name] = values
-    return grid
-
-
-def _parse_space(entries: Iterable[str], configs: ConfigSource) -> Dict[str, Dimension]:
-    """--space entries 'flag=kind:low:high' or 'flag=choice:v1,v2,...' -> Dimensions."""
-    form = (
-        f"<training flag>=<{'|'.join(Dimension.KINDS[:4])}>:<low>:<high> or "
-        "<training flag>=choice:<value>,<value>,..."
-    )
-    space: Dict[str, Dimension] = {}
-    for name, text in _named(entries, configs, "--space", form):
-        kind, _, rest = text.partition(":")
-        kind = kind.strip()
-        if kind not in Dimension.KINDS:
-            raise TfsacError(
-                f"--space {name}: unknown distribution {kind!r} "
-                f"(known: {', '.join(Dimension.KINDS)})"
-            )
-        if kind == "choice":
-            choices = split_values(rest)
-            if not all(choices) or len(set(choices)) < len(choices):
-                raise TfsacError(f"--space {name}: choice needs distinct, non-empty values")
-            space[name] = Dimension(name, kind, choices=tuple(choices))
-            continue
-        try:
-            low, high = (float(b) for b in rest.split(":"))
-        except ValueError:
-            raise TfsacError(
-                f"--space {name}: {kind} needs <low>:<high> numbers, got {rest!r}"
-            ) from None
-        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
-            raise TfsacError(f"--space {name}: need finite bounds with low < high, got {rest!r}")
-        if kind.startswith("log") and low <= 0:
-            raise TfsacError(f"--space {name}: {kind} needs a positive low bound, got {rest!r}")
-        if kind in ("int", "logint") and not (low.is_integer() and high.is_integer()):
-            raise TfsacError(f"--space {name}: {kind} needs integer bounds, got {rest!r}")
-        space[name] = Dimension(name, kind, low, high)
-    return space

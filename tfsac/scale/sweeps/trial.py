@@ -3,6 +3,7 @@ on the driver (`TrialFactory`), and `run_trial`: one tfsac run in a Ray worker, 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import logging
@@ -104,28 +105,23 @@ def _paths_from_here(config: SACConfig) -> SACConfig:
     return dataclasses.replace(config, **paths) if paths else config
 
 
-def _thread_names() -> Dict[str, int]:
-    """This process's threads by name (Linux), recorded to show the thread limits held."""
-    counts: Dict[str, int] = {}
+def _usage() -> Dict[str, Any]:
+    """This process's threads by name (Linux: they show the thread limits held) and its CPU
+    seconds so far (imports included), where the OS tells them."""
+    threads: collections.Counter = collections.Counter()
     try:
         for tid in os.listdir("/proc/self/task"):
             with open(f"/proc/self/task/{tid}/comm") as f:
-                name = f.read().strip()
-            counts[name] = counts.get(name, 0) + 1
+                threads[f.read().strip()] += 1
     except OSError:
         pass
-    return counts
-
-
-def _cpu_seconds() -> Optional[float]:
-    """CPU time of this process so far (imports included), where the OS tells it."""
     try:
         import resource
 
         usage = resource.getrusage(resource.RUSAGE_SELF)
     except ImportError:
-        return None
-    return usage.ru_utime + usage.ru_stime
+        return {"threads_by_name": dict(threads), "cpu_s": None}
+    return {"threads_by_name": dict(threads), "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
 def _metrics(evaluations: List[Dict], finished: bool) -> Dict[str, Any]:
@@ -139,8 +135,7 @@ def _metrics(evaluations: List[Dict], finished: bool) -> Dict[str, Any]:
 
 
 class TrialRecord:
-    """The trial's record in its run directory: its attempts, evaluations, and an error or
-    its threads and CPU time."""
+    """The trial's record in its run directory: attempts, evaluations, an error or its usage."""
 
     def __init__(self, run_dir: str, name: str):
         self.path = os.path.join(run_dir, TRIAL_FILE)
@@ -150,25 +145,19 @@ class TrialRecord:
         )
         self.save()
 
-    def save(self) -> None:
+    def save(self, **fields) -> None:
+        self.data.update(fields)
         write_json(self.path, self.data)
 
     def evaluated(self, evaluation: Dict) -> List[Dict]:
-        """Records an evaluation; returns the evaluations so far (a retry's replace those
-        after its checkpoint)."""
+        """Records an evaluation (a retry's replace those after its checkpoint); returns all."""
         kept = [e for e in self.data["evaluations"] if e["step"] < evaluation["step"]]
-        self.data["evaluations"] = [*kept, evaluation]
-        self.save()
+        self.save(evaluations=[*kept, evaluation])
         return self.data["evaluations"]
 
-    def failed(self, error: str) -> None:
-        self.data["error"] = error
-        self.save()
-
     def finished(self, evaluations: List[Dict]) -> None:
-        self.data["evaluations"] = evaluations
-        self.data["attempts"][-1].update(threads_by_name=_thread_names(), cpu_s=_cpu_seconds())
-        self.save()
+        self.data["attempts"][-1].update(_usage())
+        self.save(evaluations=evaluations)
 
 
 def _log_to_file(run_dir: str, early: logging.handlers.MemoryHandler) -> None:
@@ -187,8 +176,7 @@ def _log_to_file(run_dir: str, early: logging.handlers.MemoryHandler) -> None:
 
 
 def run_trial(tune_config: Dict) -> None:
-    """The Tune trainable: one tfsac run, resumed from its own checkpoint on a retry,
-    reporting each evaluation to Tune."""
+    """The Tune trainable: one tfsac run, resumed on a retry, reporting each evaluation to Tune."""
     spec = tune_config["trial"]
     # Resolved and checked on the driver.
     config = mark_resolved(SACConfig.from_dict(spec["config"]))
@@ -225,7 +213,7 @@ def run_trial(tune_config: Dict) -> None:
         result = train(checked, on_evaluation=on_evaluation)
     except TfsacError as e:
         # A bad env, NaN losses, an unwritable disk: a retry would fail the same way.
-        record.failed(first_line(e))
+        record.save(error=first_line(e))
         tune.report({**failed, "error": record.data["error"]})
         return
     summary = result.summary

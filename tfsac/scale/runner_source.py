@@ -1,5 +1,4 @@
-"""Env runners on Ray as the trainer's collection source; importing this module registers
-them with the run layer."""
+"""Env runners on Ray as the trainer's collection source; importing this registers them."""
 
 from __future__ import annotations
 

@@ -53,8 +53,7 @@ class ProgressLines:
         if self.best is None or ret > self.best[0]:
             self.best = (ret, name)
         if not result.get("finished"):  # the final one is the trial's finished line
-            steps = result["env_steps"]
-            print(f"{name}: eval return {ret:.1f} at {steps} env steps", flush=True)
+            print(f"{name}: eval return {ret:.1f} at {result['env_steps']} env steps", flush=True)
 
     def on_step(self, iteration, trials, **info):
         if time.monotonic() - self.last_summary < SUMMARY_EVERY_S:

@@ -24,6 +24,7 @@ from tfsac.scale.sweeps.trial import TrialFactory, config_tag
 
 SEARCH_METHODS = ("optuna",)
 OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}
+SETTING_MINIMA = {"num_samples": 1, "cpus_per_trial": 1, "max_concurrent": 0, "max_failures": 0}
 # Flags that the sweep sets for each trial; a grid or search over them is refused.
 RESERVED_FLAGS = {
     "seed": "give the seeds with --seeds",
@@ -190,19 +191,7 @@ def plan_sweep(
     the ends of every searched range (search); raises TfsacError on the first problem."""
     grid, space, seeds = list(grid), list(space), list(seeds)
     _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping)
-    for name, value, least in (
-        ("num_samples", num_samples, 1),
-        ("cpus_per_trial", cpus_per_trial, 1),
-        ("max_concurrent", max_concurrent, 0),
-        ("max_failures", max_failures, 0),
-    ):
-        if value < least:
-            raise TfsacError(f"--{name} must be >= {least}, got {value}")
     sweep_dir = os.path.abspath(sweep_dir)
-    factory = TrialFactory(configs, sweep_dir, cpus_per_trial)
-    base = factory("base", {}, seeds[0])["config"]
-    for per_trial in ("seed", "run_dir", "export_dir"):
-        base.pop(per_trial)
     plan = Plan(
         sweep_dir,
         search or "grid",
@@ -214,8 +203,14 @@ def plan_sweep(
         cpus_per_trial=cpus_per_trial,
         max_concurrent=max_concurrent,
         max_failures=max_failures,
-        factory=factory,
+        factory=TrialFactory(configs, sweep_dir, cpus_per_trial),
     )
+    for name, least in SETTING_MINIMA.items():
+        if getattr(plan, name) < least:
+            raise TfsacError(f"--{name} must be >= {least}, got {getattr(plan, name)}")
+    base = plan.factory("base", {}, seeds[0])["config"]
+    for per_trial in ("seed", "run_dir", "export_dir"):
+        base.pop(per_trial)
     if search:
         _plan_search(plan, configs, space, base)
     else:

@@ -82,7 +82,12 @@ class TrialFactory:
             "export_dir": os.path.join(run_dir, "saved_models"),
             "progress_bar": "false",
         }
-        config = _paths_from_here(self.configs({**overrides, **per_trial}))
+        config = self.configs({**overrides, **per_trial})
+        paths = {}  # the paths it reads made absolute: trials run in Tune's folders
+        if config.init_from:
+            paths["init_from"] = os.path.abspath(config.init_from)
+        if config.offline_data and os.path.exists(config.offline_data):
+            paths["offline_data"] = os.path.abspath(config.offline_data)
         return {
             "name": f"{tag}/seed{seed}",
             "tag": tag,
@@ -90,19 +95,9 @@ class TrialFactory:
             "overrides": dict(overrides),
             "run_dir": run_dir,
             "threads": self.threads,
-            "config": config.to_dict(),
+            "config": dataclasses.replace(config, **paths).to_dict(),
             **extra,
         }
-
-
-def _paths_from_here(config: SACConfig) -> SACConfig:
-    """The config with the paths it reads made absolute: trials run in Tune's folders."""
-    paths = {}
-    if config.init_from:
-        paths["init_from"] = os.path.abspath(config.init_from)
-    if config.offline_data and os.path.exists(config.offline_data):
-        paths["offline_data"] = os.path.abspath(config.offline_data)
-    return dataclasses.replace(config, **paths) if paths else config
 
 
 def _usage() -> Dict[str, Any]:

@@ -260,9 +260,8 @@ class RunnerPool:
         steps = min(cfg.chunk_steps, cfg.total_steps - self._assigned)
         if steps <= 0:
             return None
-        n = cfg.envs_per_actor
         warmup = min(steps, max(0, cfg.learning_starts - self._assigned))
-        warmup = -(-warmup // n) * n  # whole vector steps
+        warmup = -(-warmup // cfg.envs_per_actor) * cfg.envs_per_actor  # whole vector steps
         ref = self.runners[runner].collect.remote(self.weights, steps, warmup)
         self._pending[ref] = runner
         self._assigned += steps
@@ -293,9 +292,7 @@ class RunnerPool:
         if self.config.runner_mode == "sync":
             while self._assigned < self.config.total_steps:
                 refs = [self._submit(runner) for runner in range(self.num_runners)]
-                for ref in refs:
-                    if ref is not None:
-                        yield self._take(ref)
+                yield from (self._take(ref) for ref in refs if ref is not None)
             return
         for runner in range(self.num_runners):
             self._submit(runner)

@@ -273,9 +273,8 @@ class RunnerPool:
         if chunk.pid != self.pids[runner]:
             self.restarts += 1
             logging.warning(
-                "env runner %d was restarted (process %d ended); its chunk was collected again",
-                runner,
-                self.pids[runner],
+                f"env runner {runner} was restarted (process {self.pids[runner]} ended); its "
+                "chunk was collected again"
             )
             self.pids[runner] = chunk.pid
         self._steps[runner] += chunk.steps

@@ -170,8 +170,7 @@ def _error_line(trial) -> str:
 
 def check_definition(plan: Plan, resume: bool) -> None:
     """TfsacError unless the sweep folder is new, empty, or holds this sweep to --resume."""
-    path = os.path.join(plan.sweep_dir, SWEEP_FILE)
-    old = read_json(path, None)
+    old = read_json(os.path.join(plan.sweep_dir, SWEEP_FILE), None)
     if old is None:
         # What a start killed before sweep.json leaves; hidden files are a tool's.
         leftovers = {LOCK_FILE, SWEEP_FILE + ".tmp"}
@@ -282,8 +281,7 @@ def _fit(
 ) -> None:
     """Runs `count` trials on Tune: the grid's `todo` specs, or `count` samples of the
     search algorithm; all end early once `stop` has received a signal."""
-    # Each run has its own files, and Progress prints the lines (Tune's reporter would
-    # print a table even at verbose=0).
+    # Runs write their own files, Progress the lines (Tune's reporter prints a table at verbose=0).
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # `stop` has them

@@ -173,8 +173,7 @@ def _log_to_file(run_dir: str, early: logging.handlers.MemoryHandler) -> None:
 def run_trial(tune_config: Dict) -> None:
     """The Tune trainable: one tfsac run, resumed on a retry, reporting each evaluation to Tune."""
     spec = tune_config["trial"]
-    # Resolved and checked on the driver.
-    config = mark_resolved(SACConfig.from_dict(spec["config"]))
+    config = mark_resolved(SACConfig.from_dict(spec["config"]))  # resolved, checked on the driver
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # in the trial's worker only
 

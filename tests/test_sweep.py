@@ -142,7 +142,7 @@ def test_the_summary_line_counts_trials_and_names_the_best(tmp_path, monkeypatch
 
     from tfsac.run.signals import StopSignals
     from tfsac.scale.sweeps import driver
-    from tfsac.scale.sweeps.state import SweepState
+    from tfsac.scale.sweeps.trial import SweepState
 
     Progress, _, _ = driver._tune_classes()
     progress = Progress(SweepState(str(tmp_path)), total=4, stop=StopSignals())
@@ -424,9 +424,9 @@ def test_a_sweep_of_an_earlier_tfsac_resumes_with_the_fields_added_since(tmp_pat
     defaults) is the same sweep; a lacking field set to another value is not."""
     from tfsac.config import SACConfig
     from tfsac.errors import TfsacError
+    from tfsac.scale.sweeps.driver import check_definition as _check_definition
     from tfsac.scale.sweeps.plan import Plan
-    from tfsac.scale.sweeps.plan import check_definition as _check_definition
-    from tfsac.scale.sweeps.state import SWEEP_FILE
+    from tfsac.scale.sweeps.trial import SWEEP_FILE
 
     base = json.loads(json.dumps(SACConfig(total_steps=400).to_dict()))
     for reserved in ("seed", "run_dir", "export_dir"):  # not in a sweep's base config
@@ -446,8 +446,8 @@ def test_a_folder_with_files_but_no_sweep_is_refused_before_anything_is_written(
     a finished run's folder rewrote its run.lock): a folder without sweep.json must be new,
     empty, or hold only the run.lock of a start killed before sweep.json was written."""
     from tfsac.errors import TfsacError
+    from tfsac.scale.sweeps.driver import check_definition as _check_definition
     from tfsac.scale.sweeps.plan import Plan
-    from tfsac.scale.sweeps.plan import check_definition as _check_definition
 
     definition = {"method": "grid", "base": {}, "grid": {}, "seeds": [0]}
     for resume in (False, True):

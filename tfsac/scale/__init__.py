@@ -1,2 +1,1 @@
-"""Scale-out on Ray: env runners that collect for one learner, and sweeps of whole runs on
-Ray Tune."""
+"""Scale-out on Ray: env runners collecting for one learner, and sweeps of runs on Ray Tune."""

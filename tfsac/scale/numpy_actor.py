@@ -1,6 +1,5 @@
-"""The built-in actors' forward pass in numpy, for env runners: a runner then acts without
-importing TensorFlow (seconds and hundreds of MB per process) and without TF's per-call cost.
-An actor is a plan, its layers in `get_weights()` order, from the actor model's `numpy_plan()`."""
+"""The built-in actors' forward pass in numpy: env runners act without importing TF (seconds and
+hundreds of MB) or its per-call cost. A `numpy_plan()` lists layers in `get_weights()` order."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Joining or starting Ray for sweeps and env runners. Ray is an optional extra: nothing
-here imports it at module level."""
+"""Joining or starting Ray for sweeps and env runners (an optional extra, imported lazily)."""
 
 from __future__ import annotations
 
@@ -21,10 +20,12 @@ from tfsac.run.signals import StartInterrupted
 def require_ray(
     what: str, address: Optional[str] = None, tune: bool = False, search: bool = False
 ) -> None:
-    """Raises TfsacError when Ray (with Tune, or Optuna for a search) is not installed.
-    Without an `address`, first arms token authentication for the local Ray to come."""
-    if not address:
-        _local_token()
+    """Raises TfsacError when Ray (with Tune, or Optuna for a search) is not installed. Without
+    an `address`, first gives the local Ray to come a token only this process and its children
+    know (its servers listen on all interfaces), unless the user set RAY_AUTH_MODE."""
+    if not address and "ray" not in sys.modules and "RAY_AUTH_MODE" not in os.environ:
+        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     try:
         import ray  # noqa: F401
 
@@ -34,15 +35,6 @@ def require_ray(
             import optuna  # noqa: F401
     except ImportError:
         raise TfsacError(f'{what} need Ray: pip install -e ".[ray]"') from None
-
-
-def _local_token() -> None:
-    """Makes the local Ray refuse connections without a token only this process and its
-    children know: Ray's servers listen on all interfaces. A user's RAY_AUTH_MODE is kept."""
-    if "ray" in sys.modules or "RAY_AUTH_MODE" in os.environ:
-        return
-    os.environ["RAY_AUTH_MODE"] = "token"
-    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
 
 
 def check_address(address: Optional[str], timeout: float = 5.0) -> None:
@@ -67,14 +59,12 @@ JOIN_TRIES = "5"
 
 
 def ray_options(ship_tfsac: bool = True) -> Dict[str, Any]:
-    """ray.init arguments: quiet; with `ship_tfsac`, this process's tfsac shipped to every
-    node's workers."""
+    """ray.init arguments: quiet; with `ship_tfsac`, this process's tfsac sent to every node."""
     import tfsac
 
     options = {"logging_level": logging.ERROR, "log_to_driver": False, "include_dashboard": False}
     if ship_tfsac:
-        env = {"py_modules": [tfsac], "env_vars": {"TF_CPP_MIN_LOG_LEVEL": "2"}}
-        options["runtime_env"] = env
+        options["runtime_env"] = {"py_modules": [tfsac], "env_vars": {"TF_CPP_MIN_LOG_LEVEL": "2"}}
     return options
 
 

@@ -1,5 +1,4 @@
-"""Env runners on Ray as the trainer's collection source; importing this module registers
-them with the run layer."""
+"""Env runners on Ray as the trainer's collection source; importing this registers them."""
 
 from __future__ import annotations
 
@@ -60,12 +59,9 @@ class RunnerSource:
             raise StartInterrupted(held.received, "the env runners started")
         self.updates = 0
         logging.info(
-            "%d env runner%s started (%s, %d env copies and %d-step chunks each)",
-            config.num_actors,
-            "s" if config.num_actors > 1 else "",
-            config.runner_mode,
-            config.envs_per_actor,
-            config.chunk_steps,
+            f"{config.num_actors} env runner{'s' if config.num_actors > 1 else ''} started "
+            f"({config.runner_mode}, {config.envs_per_actor} env copies and "
+            f"{config.chunk_steps}-step chunks each)"
         )
 
     def start(self, loop, updates: int) -> bool:

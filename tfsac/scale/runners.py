@@ -1,6 +1,5 @@
-"""Distributed collection on Ray: `EnvRunner` actors step env copies with a copy of the
-actor (numpy, or TF for an actor without a numpy plan), and the learner's `RunnerPool` hands
-them chunks of the step budget (docs/guide/env-runners.md gives sync, async and restarts)."""
+"""Distributed collection on Ray: `EnvRunner` actors step env copies with a copy of the actor
+(numpy, or TF for one without a numpy plan); the learner's `RunnerPool` hands them chunks."""
 
 from __future__ import annotations
 
@@ -43,15 +42,13 @@ class Chunk:
 
 
 def runner_seeds(seed: int, runner: int, resumes: int) -> List[int]:
-    """Seeds of a runner's warm-up actions, env resets and sampling, distinct per
-    (run seed, runner, session of a resumed run)."""
+    """Seeds of a runner's warm-up actions, env resets and sampling, per (seed, runner, session)."""
     sequence = np.random.SeedSequence([seed, runner, resumes])
     return [int(s) for s in sequence.generate_state(3) % (2**31 - 1)]
 
 
 class TFPolicy:
-    """The runner policy of an actor without a `numpy_plan`: its Keras model and
-    GaussianExploration, compiled."""
+    """The policy of an actor without a `numpy_plan`: its Keras model and exploration, compiled."""
 
     def __init__(self, spec: EnvSpec, cfg: SACConfig, actor_fn: Optional[Callable], seed: int):
         import tensorflow as tf
@@ -91,8 +88,7 @@ def runner_policy(
 
 
 class EnvRunner:
-    """Steps `envs_per_actor` env copies with a copy of the actor (plain Python until
-    `ray.remote` wraps it)."""
+    """Steps `envs_per_actor` env copies with a copy of the actor (plain Python till ray.remote)."""
 
     def __init__(
         self,
@@ -109,8 +105,7 @@ class EnvRunner:
         self.index = index
         cfg = SACConfig.from_dict(config)
         action_seed, reset_seed, policy_seed = runner_seeds(cfg.seed, index, resumes)
-        # Reported by `ready()` as a task error: a constructor's error reaches the caller
-        # only as text inside Ray's message.
+        # Raised by `ready()`: a constructor's error reaches the caller only as text in Ray's.
         self.error: Optional[TfsacError] = None
         try:
             self.collector = Collector(
@@ -146,9 +141,8 @@ class EnvRunner:
             self.policy.set_weights(ray.get(ref))
             self.version = version
         t0 = time.perf_counter()
-        n = self.collector.num_envs
         steps = []
-        for k in range(0, num_steps, n):
+        for k in range(0, num_steps, self.collector.num_envs):
             action = None if k < warmup_steps else self.policy.sample(self.collector.observation)
             try:
                 steps.append(self.collector.step(action))
@@ -223,9 +217,8 @@ class RunnerPool:
             )
         remote = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)
         runner_class = remote(EnvRunner)
-        config_dict = config.to_dict()
         self.runners = [
-            runner_class.remote(i, env_fn, spec, config_dict, actor_fn, resumes, plan)
+            runner_class.remote(i, env_fn, spec, config.to_dict(), actor_fn, resumes, plan)
             for i in range(self.num_runners)
         ]
         self._pending: Dict = {}  # ObjectRef -> runner
@@ -267,9 +260,8 @@ class RunnerPool:
         steps = min(cfg.chunk_steps, cfg.total_steps - self._assigned)
         if steps <= 0:
             return None
-        n = cfg.envs_per_actor
         warmup = min(steps, max(0, cfg.learning_starts - self._assigned))
-        warmup = -(-warmup // n) * n  # whole vector steps
+        warmup = -(-warmup // cfg.envs_per_actor) * cfg.envs_per_actor  # whole vector steps
         ref = self.runners[runner].collect.remote(self.weights, steps, warmup)
         self._pending[ref] = runner
         self._assigned += steps
@@ -281,9 +273,8 @@ class RunnerPool:
         if chunk.pid != self.pids[runner]:
             self.restarts += 1
             logging.warning(
-                "env runner %d was restarted (process %d ended); its chunk was collected again",
-                runner,
-                self.pids[runner],
+                f"env runner {runner} was restarted (process {self.pids[runner]} ended); its "
+                "chunk was collected again"
             )
             self.pids[runner] = chunk.pid
         self._steps[runner] += chunk.steps
@@ -300,9 +291,7 @@ class RunnerPool:
         if self.config.runner_mode == "sync":
             while self._assigned < self.config.total_steps:
                 refs = [self._submit(runner) for runner in range(self.num_runners)]
-                for ref in refs:
-                    if ref is not None:
-                        yield self._take(ref)
+                yield from (self._take(ref) for ref in refs if ref is not None)
             return
         for runner in range(self.num_runners):
             self._submit(runner)
@@ -334,9 +323,8 @@ class RunnerPool:
             "policy_lag": float(np.mean(lags)) if lags else None,
             "policy_lag_max": float(max(lags)) if lags else None,
         }
-        for i in range(self.num_runners):
-            seconds = self._seconds[i]
-            record[f"runner{i}_env_steps_per_s"] = self._steps[i] / seconds if seconds else None
+        for i, (steps, seconds) in enumerate(zip(self._steps, self._seconds, strict=True)):
+            record[f"runner{i}_env_steps_per_s"] = steps / seconds if seconds else None
         self._reset_stats()
         return record
 

@@ -1,2 +1,1 @@
-"""Sweeps of tfsac runs on Ray Tune: a grid of training-flag values times seeds, or an Optuna
-search with ASHA early stopping; each trial is one ordinary run under the sweep directory."""
+"""Sweeps on Ray Tune: a grid of flag values times seeds, or an Optuna search; a trial is a run."""

@@ -1,5 +1,5 @@
-"""The sweep's driver: runs a plan's trials on Ray Tune (a grid, or an Optuna search with
-ASHA), prints a line per trial event and writes the results. Importing it needs no Ray."""
+"""The sweep's driver: checks its folder, runs a plan's trials on Ray Tune (a grid, or an Optuna
+search with ASHA), prints a line per trial event, writes the results. Importing needs no Ray."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import signal
 import time
 from typing import Dict, List, Optional
 
+from tfsac.config import SACConfig
 from tfsac.errors import Fault, TfsacError, first_line
-from tfsac.files import write_json
-from tfsac.run.run_lock import RunLock
+from tfsac.files import read_json, write_json
+from tfsac.run.run_lock import LOCK_FILE, RunLock
 from tfsac.run.signals import StopSignals
 from tfsac.scale.ray_cluster import start_ray
-from tfsac.scale.sweeps.plan import Plan, check_definition
+from tfsac.scale.sweeps.plan import Plan
 from tfsac.scale.sweeps.results import trial_outcome, write_results
-from tfsac.scale.sweeps.state import SWEEP_FILE, SweepState
-from tfsac.scale.sweeps.trial import TAG_LENGTH, config_tag, run_trial
+from tfsac.scale.sweeps.trial import SWEEP_FILE, TAG_LENGTH, SweepState, config_tag, run_trial
 
 SWEEP_DIR = "sweep directory"  # its lock's name in the line that refuses a second driver
 
@@ -44,17 +44,16 @@ class ProgressLines:
         self.last_summary = time.monotonic()
 
     def on_trial_start(self, iteration, trials, trial, **info):
-        print(f"{trial.config['trial']['name']}: started", flush=True)
+        print(f"{_trial_name(trial)}: started", flush=True)
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        name, ret = trial.config["trial"]["name"], result.get("eval_return")
+        name, ret = _trial_name(trial), result.get("eval_return")
         if ret is None or not math.isfinite(ret):
             return
         if self.best is None or ret > self.best[0]:
             self.best = (ret, name)
         if not result.get("finished"):  # the final one is the trial's finished line
-            steps = result["env_steps"]
-            print(f"{name}: eval return {ret:.1f} at {steps} env steps", flush=True)
+            print(f"{name}: eval return {ret:.1f} at {result['env_steps']} env steps", flush=True)
 
     def on_step(self, iteration, trials, **info):
         if time.monotonic() - self.last_summary < SUMMARY_EVERY_S:
@@ -96,7 +95,7 @@ class ProgressLines:
         print(f"[{self.ended}/{self.total}] {name}: failed: {error}", flush=True)
 
     def on_trial_recover(self, iteration, trials, trial, **info):
-        name, error = trial.config["trial"]["name"], _error_line(trial)
+        name, error = _trial_name(trial), _error_line(trial)
         print(f"{name}: {error}; retrying from its newest checkpoint", flush=True)
 
 
@@ -150,20 +149,15 @@ def _say_stopping(signum: int) -> None:
 
 
 def _error_line(trial) -> str:
-    """'<type>: <first line>' of a failed trial's error (a task error's cause)."""
+    """'<type>: <first line>' of a failed trial's error (a task error's cause), else the first
+    line of the latest failure in its error.txt (Tune pickles the error only for some)."""
     try:
         error = trial.get_pickled_error()
     except Exception:  # noqa: BLE001 - an unreadable error file says no more than this
         error = None
-    if error is None:
-        return _error_file_line(trial)
-    error = getattr(error, "cause", None) or error
-    return f"{type(error).__name__}: {first_line(error)}"
-
-
-def _error_file_line(trial) -> str:
-    """The first line of the latest failure in the trial's error.txt (Tune pickles the error
-    only for some failures)."""
+    if error is not None:
+        error = getattr(error, "cause", None) or error
+        return f"{type(error).__name__}: {first_line(error)}"
     try:
         with open(trial.error_file) as f:
             text = f.read()
@@ -174,6 +168,46 @@ def _error_file_line(trial) -> str:
     return f"the trial failed: {line}" if line else "the trial failed"
 
 
+def check_definition(plan: Plan, resume: bool) -> None:
+    """TfsacError unless the sweep folder is new, empty, or holds this sweep to --resume."""
+    old = read_json(os.path.join(plan.sweep_dir, SWEEP_FILE), None)
+    if old is None:
+        # What a start killed before sweep.json leaves; hidden files are a tool's.
+        leftovers = {LOCK_FILE, SWEEP_FILE + ".tmp"}
+        names = os.listdir(plan.sweep_dir) if os.path.isdir(plan.sweep_dir) else []
+        others = sorted(n for n in names if n not in leftovers and n[0] != ".")
+        if others:
+            raise TfsacError(
+                f"--sweep_dir {plan.sweep_dir} holds files but no sweep ({SWEEP_FILE} is "
+                f"missing; it holds {', '.join(others[:3])}{' ...' if len(others) > 3 else ''}): "
+                "name a new or empty folder"
+            )
+        if resume:  # the docs' loops resume each time: a mistyped folder starts afresh, said
+            print(f"no sweep to resume in {plan.sweep_dir}: starting it", flush=True)
+        return
+    new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
+    if "base" in old and "base" in new:
+        # An earlier tfsac's sweep lacks the fields added since, which held their defaults.
+        defaults = json.loads(json.dumps(SACConfig().to_dict()))
+        added = {k: defaults[k] for k in new["base"] if k not in old["base"] and k in defaults}
+        old["base"] = {**added, **old["base"]}
+    if not resume:
+        raise TfsacError(
+            f"{plan.sweep_dir} already holds a sweep; continue it with --resume or choose "
+            "another --sweep_dir"
+        )
+    if old != new:
+        keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+        if "base" in keys:
+            a, b = old.get("base", {}), new["base"]
+            fields = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
+            keys = [f"base config ({', '.join(fields)})" if k == "base" else k for k in keys]
+        raise TfsacError(
+            f"--resume with other settings than the sweep in {plan.sweep_dir} "
+            f"(different: {', '.join(keys)})"
+        )
+
+
 def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = False) -> Dict:
     """Runs the plan's trials that are not done yet on Ray Tune, then writes the results.
     Returns {"trials": {name: entry}, "files": [...], "unfinished": [name, ...], "signal":
@@ -181,24 +215,16 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
     check_definition(plan, resume)
     lock = RunLock(plan.sweep_dir, SWEEP_DIR)
     lock.hold()  # an existing folder's before Ray: a second driver is one line at once
+    todo, search_alg, started = [], None, False
     try:
-        return _run_sweep(plan, ray_address, resume, lock)
-    finally:
-        lock.release()
-
-
-def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLock) -> Dict:
-    state = SweepState(plan.sweep_dir)
-    searching = plan.method != "grid"
-    todo, search_alg = [], None
-    if searching:
-        count, search_alg = _search_setup(plan, state)
-    else:
-        todo = [t for t in plan.trials if not state.done(t)]
-        count = len(todo)
-    # Ray first: a sweep that cannot start or join it leaves nothing behind.
-    started = start_ray(ray_address) if count else False
-    try:
+        state = SweepState(plan.sweep_dir)
+        if plan.method != "grid":
+            count, search_alg = _search_setup(plan, state)
+        else:
+            todo = [t for t in plan.trials if not state.done(t)]
+            count = len(todo)
+        # Ray first: a sweep that cannot start or join it leaves nothing behind.
+        started = start_ray(ray_address) if count else False
         os.makedirs(plan.sweep_dir, exist_ok=True)
         lock.hold()  # a new sweep's folder, made now
         write_json(os.path.join(plan.sweep_dir, SWEEP_FILE), plan.definition)
@@ -218,6 +244,7 @@ def _run_sweep(plan: Plan, ray_address: Optional[str], resume: bool, lock: RunLo
             import ray
 
             ray.shutdown()
+        lock.release()
     left = [name for name, entry in state.trials.items() if not state.done(entry["spec"])]
     return {"trials": state.trials, "files": files, "unfinished": left, "signal": stop.received}
 
@@ -254,8 +281,7 @@ def _fit(
 ) -> None:
     """Runs `count` trials on Tune: the grid's `todo` specs, or `count` samples of the
     search algorithm; all end early once `stop` has received a signal."""
-    # Each run has its own files, and Progress prints the lines (Tune's reporter would
-    # print a table even at verbose=0).
+    # Runs write their own files, Progress the lines (Tune's reporter prints a table at verbose=0).
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # `stop` has them
@@ -273,10 +299,9 @@ def _fit(
                 grace_period=min(base["eval_every"], base["total_steps"]),
                 reduction_factor=3,
             )
-        param_space = {} if search_alg else {"trial": tune.grid_search(todo)}
         tuner = tune.Tuner(
             tune.with_resources(run_trial, {"cpu": plan.cpus_per_trial}),
-            param_space=param_space,
+            param_space={} if search_alg else {"trial": tune.grid_search(todo)},
             tune_config=tune.TuneConfig(
                 metric=plan.metric,
                 mode="max",

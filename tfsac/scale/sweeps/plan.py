@@ -1,6 +1,5 @@
-"""The check of the sweep a user asks, and its plan: flags, --grid and --space entries,
-every trial's config, the envs and the sweep folder, all checked before anything runs.
-Needs neither Ray nor TensorFlow."""
+"""The check of the sweep a user asks, and its plan: flags, --grid and --space entries, every
+trial's config, its envs and its folder, all checked before anything runs (no Ray, no TF)."""
 
 from __future__ import annotations
 
@@ -19,15 +18,13 @@ from tfsac.config.sac_config import KEYWORD_OPTIONS, check_new_run
 from tfsac.data.envs import checked_env, env_factory, env_spec
 from tfsac.data.offline_data import load_recorded
 from tfsac.errors import TfsacError
-from tfsac.files import check_outside_exports, check_writable, read_json
+from tfsac.files import check_outside_exports, check_writable
 from tfsac.run.preflight import check_source
-from tfsac.run.run_lock import LOCK_FILE
-from tfsac.scale.sweeps.search_space import Dimension, split_values
-from tfsac.scale.sweeps.state import SWEEP_FILE
 from tfsac.scale.sweeps.trial import TrialFactory, config_tag
 
 SEARCH_METHODS = ("optuna",)
 OBJECTIVES = {"final": "eval_return", "best": "best_eval_return"}
+SETTING_MINIMA = {"num_samples": 1, "cpus_per_trial": 1, "max_concurrent": 0, "max_failures": 0}
 # Flags that the sweep sets for each trial; a grid or search over them is refused.
 RESERVED_FLAGS = {
     "seed": "give the seeds with --seeds",
@@ -37,6 +34,55 @@ RESERVED_FLAGS = {
     "progress_bar": "trials run without a progress bar",
     "ray_address": "give the cluster of the whole sweep with --ray_address",
 }
+
+
+# ---------------------------------------------------------------------- searched flags
+def split_values(text: str) -> List[str]:
+    """'a,b,c' -> ['a', 'b', 'c']; ';' separates values that hold commas (64,64;256,256)."""
+    return [v.strip() for v in text.split(";" if ";" in text else ",")]
+
+
+@dataclasses.dataclass(frozen=True)
+class Dimension:
+    """A searched flag: a range (uniform, loguniform, int, logint; bounds inclusive) or a choice."""
+
+    name: str
+    kind: str
+    low: float = 0.0
+    high: float = 0.0
+    choices: tuple = ()
+
+    KINDS = ("uniform", "loguniform", "int", "logint", "choice")
+
+    def text(self, value) -> str:
+        """The flag value for a sampled value (floats to 4 significant digits)."""
+        if self.kind in ("uniform", "loguniform"):
+            return f"{float(value):.4g}"
+        if self.kind in ("int", "logint"):
+            return str(int(value))
+        return str(value)
+
+    def probes(self) -> List[str]:
+        """Values to check before a search: every choice, or the range's ends and a point
+        inside (a fraction, so an int flag refuses a float range)."""
+        if self.kind == "choice":
+            return list(self.choices)
+        if self.kind.startswith("log"):
+            inside = self.low * (self.high / self.low) ** 0.37
+        else:
+            inside = self.low + 0.37 * (self.high - self.low)
+        return [self.text(self.low), self.text(inside), self.text(self.high)]
+
+    def distribution(self):
+        from optuna import distributions
+
+        if self.kind == "choice":
+            return distributions.CategoricalDistribution(list(self.choices))
+        if self.kind in ("int", "logint"):
+            return distributions.IntDistribution(
+                int(self.low), int(self.high), log=self.kind == "logint"
+            )
+        return distributions.FloatDistribution(self.low, self.high, log=self.kind == "loguniform")
 
 
 # ---------------------------------------------------------------------- configs, trials
@@ -74,16 +120,10 @@ def check_varied_name(names: FrozenSet[str], name: str, where: str) -> None:
 def keyed_overrides(overrides: Dict[str, str], current) -> Tuple[Dict[str, str], Dict[str, str]]:
     """({flag: text} of the plain overrides, {JSON option: its text with the varied keys
     set}); `current(option)` is an option's text before them. A key's text is JSON, else text."""
-
-    def keyed(name):
-        option, dot, _ = name.partition(".")
-        return dot and option in KEYWORD_OPTIONS
-
-    plain = {n: t for n, t in overrides.items() if not keyed(n)}
+    keyed = [n for n in overrides if "." in n and n.partition(".")[0] in KEYWORD_OPTIONS]
+    plain = {n: t for n, t in overrides.items() if n not in keyed}
     merged: Dict[str, dict] = {}
-    for name, text in overrides.items():
-        if not keyed(name):
-            continue
+    for name in keyed:
         option, _, key = name.partition(".")
         if option not in merged:
             base = plain.get(option, current(option)) or "{}"
@@ -92,15 +132,14 @@ def keyed_overrides(overrides: Dict[str, str], current) -> Tuple[Dict[str, str],
             except (ValueError, TypeError):
                 raise TfsacError(f"{option} is not a JSON object: {base!r}") from None
         try:
-            merged[option][key] = json.loads(text)
+            merged[option][key] = json.loads(overrides[name])
         except ValueError:  # a word: its text
-            merged[option][key] = text
+            merged[option][key] = overrides[name]
     return plain, {option: json.dumps(values) for option, values in merged.items()}
 
 
 def resolved_trial_config(config: SACConfig, overrides: Dict[str, str]) -> SACConfig:
-    """`config` resolved and checked as a new run's; a TfsacError says which of the
-    `overrides` made it."""
+    """`config` resolved and checked as a new run's; a refusal names the `overrides` behind it."""
     try:
         config = resolve(config)
         check_new_run(config)  # its refusals; its warnings come with each trial's start
@@ -152,19 +191,7 @@ def plan_sweep(
     the ends of every searched range (search); raises TfsacError on the first problem."""
     grid, space, seeds = list(grid), list(space), list(seeds)
     _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping)
-    for name, value, least in (
-        ("num_samples", num_samples, 1),
-        ("cpus_per_trial", cpus_per_trial, 1),
-        ("max_concurrent", max_concurrent, 0),
-        ("max_failures", max_failures, 0),
-    ):
-        if value < least:
-            raise TfsacError(f"--{name} must be >= {least}, got {value}")
     sweep_dir = os.path.abspath(sweep_dir)
-    factory = TrialFactory(configs, sweep_dir, cpus_per_trial)
-    base = factory("base", {}, seeds[0])["config"]
-    for per_trial in ("seed", "run_dir", "export_dir"):
-        base.pop(per_trial)
     plan = Plan(
         sweep_dir,
         search or "grid",
@@ -176,8 +203,14 @@ def plan_sweep(
         cpus_per_trial=cpus_per_trial,
         max_concurrent=max_concurrent,
         max_failures=max_failures,
-        factory=factory,
+        factory=TrialFactory(configs, sweep_dir, cpus_per_trial),
     )
+    for name, least in SETTING_MINIMA.items():
+        if getattr(plan, name) < least:
+            raise TfsacError(f"--{name} must be >= {least}, got {getattr(plan, name)}")
+    base = plan.factory("base", {}, seeds[0])["config"]
+    for per_trial in ("seed", "run_dir", "export_dir"):
+        base.pop(per_trial)
     if search:
         _plan_search(plan, configs, space, base)
     else:
@@ -236,9 +269,40 @@ def _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stop
         raise TfsacError("--search needs at least one --space=<flag>=<distribution>:...")
 
 
-def _plan_search(plan: Plan, configs: ConfigSource, space: List[str], base: Dict) -> None:
-    """The search space, each range checked at its ends and one point inside."""
-    plan.space = _parse_space(space, configs)
+def _plan_search(plan: Plan, configs: ConfigSource, entries: List[str], base: Dict) -> None:
+    """The search space of --space entries 'flag=kind:low:high' or 'flag=choice:v1,v2,...',
+    each range checked at its ends and one point inside."""
+    form = (
+        f"<training flag>=<{'|'.join(Dimension.KINDS[:4])}>:<low>:<high> or "
+        "<training flag>=choice:<value>,<value>,..."
+    )
+    for name, text in _named(entries, configs, "--space", form):
+        kind, _, rest = text.partition(":")
+        kind = kind.strip()
+        if kind not in Dimension.KINDS:
+            raise TfsacError(
+                f"--space {name}: unknown distribution {kind!r} "
+                f"(known: {', '.join(Dimension.KINDS)})"
+            )
+        if kind == "choice":
+            choices = split_values(rest)
+            if not all(choices) or len(set(choices)) < len(choices):
+                raise TfsacError(f"--space {name}: choice needs distinct, non-empty values")
+            plan.space[name] = Dimension(name, kind, choices=tuple(choices))
+            continue
+        try:
+            low, high = (float(b) for b in rest.split(":"))
+        except ValueError:
+            raise TfsacError(
+                f"--space {name}: {kind} needs <low>:<high> numbers, got {rest!r}"
+            ) from None
+        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
+            raise TfsacError(f"--space {name}: need finite bounds with low < high, got {rest!r}")
+        if kind.startswith("log") and low <= 0:
+            raise TfsacError(f"--space {name}: {kind} needs a positive low bound, got {rest!r}")
+        if kind in ("int", "logint") and not (low.is_integer() and high.is_integer()):
+            raise TfsacError(f"--space {name}: {kind} needs integer bounds, got {rest!r}")
+        plan.space[name] = Dimension(name, kind, low, high)
     for dim in plan.space.values():
         for value in dim.probes():
             plan.factory("check", {dim.name: value}, plan.seed)
@@ -251,9 +315,17 @@ def _plan_search(plan: Plan, configs: ConfigSource, space: List[str], base: Dict
     }
 
 
-def _plan_grid(plan: Plan, configs: ConfigSource, grid: List[str], seeds, base: Dict) -> None:
-    """Every combination of the grid's values times every seed, as trials."""
-    values = _parse_grid(grid, configs)
+def _plan_grid(plan: Plan, configs: ConfigSource, entries: List[str], seeds, base: Dict) -> None:
+    """Every combination of the values of --grid entries 'flag=v1,v2,...' times every seed."""
+    values: Dict[str, List[str]] = {}
+    for name, text in _named(entries, configs, "--grid", "<training flag>=<value>,<value>,..."):
+        values[name] = split_values(text)
+        if not text.strip():
+            raise TfsacError(f"--grid {name}: no values (e.g. --grid={name}=<value>,<value>)")
+        if not all(values[name]):
+            raise TfsacError(f"--grid {name}: an empty value in {text!r}")
+        if len(set(values[name])) < len(values[name]):
+            raise TfsacError(f"--grid {name}: a value is given twice in {text!r}")
     seen: Dict[str, str] = {}
     for combo in itertools.product(*values.values()):
         overrides = dict(zip(values, combo, strict=True))
@@ -273,8 +345,7 @@ def _plan_grid(plan: Plan, configs: ConfigSource, grid: List[str], seeds, base: 
 
 
 def _named(entries: Iterable[str], configs: ConfigSource, where: str, form: str) -> Iterator:
-    """(name, text) of each '<name>=<text>' entry of `where` (--grid, --space), its name
-    checked once; `form` says the entry's form."""
+    """(name, text) of each '<name>=<text>' entry of `where`, its name checked; `form` if not."""
     seen = set()
     for entry in entries:
         name, sep, text = entry.partition("=")
@@ -286,97 +357,3 @@ def _named(entries: Iterable[str], configs: ConfigSource, where: str, form: str)
             raise TfsacError(f"{where}: {name} is given twice")
         seen.add(name)
         yield name, text
-
-
-def _parse_grid(entries: Iterable[str], configs: ConfigSource) -> Dict[str, List[str]]:
-    """--grid entries 'flag=v1,v2,...' -> {flag: [v1, v2, ...]}, in the order given."""
-    grid: Dict[str, List[str]] = {}
-    for name, text in _named(entries, configs, "--grid", "<training flag>=<value>,<value>,..."):
-        values = split_values(text)
-        if not text.strip():
-            raise TfsacError(f"--grid {name}: no values (e.g. --grid={name}=<value>,<value>)")
-        if not all(values):
-            raise TfsacError(f"--grid {name}: an empty value in {text!r}")
-        if len(set(values)) < len(values):
-            raise TfsacError(f"--grid {name}: a value is given twice in {text!r}")
-        grid[name] = values
-    return grid
-
-
-def _parse_space(entries: Iterable[str], configs: ConfigSource) -> Dict[str, Dimension]:
-    """--space entries 'flag=kind:low:high' or 'flag=choice:v1,v2,...' -> Dimensions."""
-    form = (
-        f"<training flag>=<{'|'.join(Dimension.KINDS[:4])}>:<low>:<high> or "
-        "<training flag>=choice:<value>,<value>,..."
-    )
-    space: Dict[str, Dimension] = {}
-    for name, text in _named(entries, configs, "--space", form):
-        kind, _, rest = text.partition(":")
-        kind = kind.strip()
-        if kind not in Dimension.KINDS:
-            raise TfsacError(
-                f"--space {name}: unknown distribution {kind!r} "
-                f"(known: {', '.join(Dimension.KINDS)})"
-            )
-        if kind == "choice":
-            choices = split_values(rest)
-            if not all(choices) or len(set(choices)) < len(choices):
-                raise TfsacError(f"--space {name}: choice needs distinct, non-empty values")
-            space[name] = Dimension(name, kind, choices=tuple(choices))
-            continue
-        try:
-            low, high = (float(b) for b in rest.split(":"))
-        except ValueError:
-            raise TfsacError(
-                f"--space {name}: {kind} needs <low>:<high> numbers, got {rest!r}"
-            ) from None
-        if not (math.isfinite(low) and math.isfinite(high)) or not low < high:
-            raise TfsacError(f"--space {name}: need finite bounds with low < high, got {rest!r}")
-        if kind.startswith("log") and low <= 0:
-            raise TfsacError(f"--space {name}: {kind} needs a positive low bound, got {rest!r}")
-        if kind in ("int", "logint") and not (low.is_integer() and high.is_integer()):
-            raise TfsacError(f"--space {name}: {kind} needs integer bounds, got {rest!r}")
-        space[name] = Dimension(name, kind, low, high)
-    return space
-
-
-# ---------------------------------------------------------------------- the sweep folder
-def check_definition(plan: Plan, resume: bool) -> None:
-    """TfsacError unless the sweep folder is new, empty, or holds this sweep to --resume."""
-    path = os.path.join(plan.sweep_dir, SWEEP_FILE)
-    old = read_json(path, None)
-    if old is None:
-        # What a start killed before sweep.json leaves; hidden files are a tool's.
-        leftovers = {LOCK_FILE, SWEEP_FILE + ".tmp"}
-        names = os.listdir(plan.sweep_dir) if os.path.isdir(plan.sweep_dir) else []
-        others = sorted(n for n in names if n not in leftovers and n[0] != ".")
-        if others:
-            raise TfsacError(
-                f"--sweep_dir {plan.sweep_dir} holds files but no sweep ({SWEEP_FILE} is "
-                f"missing; it holds {', '.join(others[:3])}{' ...' if len(others) > 3 else ''}): "
-                "name a new or empty folder"
-            )
-        if resume:  # the docs' loops resume each time: a mistyped folder starts afresh, said
-            print(f"no sweep to resume in {plan.sweep_dir}: starting it", flush=True)
-        return
-    new = json.loads(json.dumps(plan.definition))  # as sweep.json holds it (tuples as lists)
-    if "base" in old and "base" in new:
-        # An earlier tfsac's sweep lacks the fields added since, which held their defaults.
-        defaults = json.loads(json.dumps(SACConfig().to_dict()))
-        added = {k: defaults[k] for k in new["base"] if k not in old["base"] and k in defaults}
-        old["base"] = {**added, **old["base"]}
-    if not resume:
-        raise TfsacError(
-            f"{plan.sweep_dir} already holds a sweep; continue it with --resume or choose "
-            "another --sweep_dir"
-        )
-    if old != new:
-        keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
-        if "base" in keys:
-            a, b = old.get("base", {}), new["base"]
-            fields = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
-            keys = [f"base config ({', '.join(fields)})" if k == "base" else k for k in keys]
-        raise TfsacError(
-            f"--resume with other settings than the sweep in {plan.sweep_dir} "
-            f"(different: {', '.join(keys)})"
-        )

@@ -12,13 +12,12 @@ from typing import Dict, Iterable, List, Optional
 
 from tfsac.files import CHECKPOINTS_DIR, checkpoint_steps, new_file, read_json, write_atomic
 from tfsac.run.plotting import plot_runs, read_run
-from tfsac.scale.sweeps.state import DONE, TRIAL_FILE, finished_run
+from tfsac.scale.sweeps.trial import DONE, TRIAL_FILE, finished_run
 
 
 def trial_outcome(entry: Dict) -> Dict:
     """A trial's final evaluation return, success rate, env steps and wall time."""
-    spec = entry["spec"]
-    run_dir = spec["run_dir"]
+    run_dir = entry["spec"]["run_dir"]
     summary = finished_run(run_dir)
     if summary is not None:
         status, evaluations = "finished", summary["evaluations"]

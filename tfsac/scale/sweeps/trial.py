@@ -1,8 +1,9 @@
-"""A sweep trial: its spec, made on the driver (`TrialFactory`), and `run_trial`, one
-ordinary tfsac run in a Ray worker reporting its evaluations to Tune."""
+"""A sweep's state files (sweep.json, trials.json, each run's trial.json), a trial's spec made
+on the driver (`TrialFactory`), and `run_trial`: one tfsac run in a Ray worker, told to Tune."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import logging
@@ -19,9 +20,36 @@ from tfsac.config import SACConfig
 from tfsac.errors import TfsacError, first_line
 from tfsac.files import check_plain_name, read_json, write_json
 from tfsac.logs import OwnInfoOnly
-from tfsac.scale.sweeps.state import TRIAL_FILE
 
+SWEEP_FILE = "sweep.json"  # what the sweep is: a --resume must ask for the same
+TRIALS_FILE = "trials.json"  # each trial's spec and status, as the driver saw them
+TRIAL_FILE = "trial.json"  # in a run directory: the trial's attempts and evaluations
+DONE = ("finished", "stopped")  # not run again by --resume
 TAG_LENGTH = 100
+
+
+class SweepState:
+    """trials.json: every trial's spec, status and outcome, rewritten on each change."""
+
+    def __init__(self, sweep_dir: str):
+        self.path = os.path.join(sweep_dir, TRIALS_FILE)
+        self.trials: Dict[str, Dict] = read_json(self.path, {})
+
+    def update(self, name: str, **fields) -> None:
+        self.trials.setdefault(name, {}).update(fields)
+        write_json(self.path, self.trials)
+
+    def done(self, spec: Dict) -> bool:
+        status = self.trials.get(spec["name"], {}).get("status")
+        return status in DONE or bool(finished_run(spec["run_dir"]))
+
+
+def finished_run(run_dir: str) -> Optional[Dict]:
+    """The summary.json of a run trained to its total_steps, else None."""
+    summary = read_json(os.path.join(run_dir, "summary.json"), None) or {}
+    config = read_json(os.path.join(run_dir, "config.json"), None) or {}
+    done = bool(summary) and summary.get("total_steps") == config.get("total_steps")
+    return summary if done else None
 
 
 def config_tag(overrides: Dict[str, str]) -> str:
@@ -54,7 +82,12 @@ class TrialFactory:
             "export_dir": os.path.join(run_dir, "saved_models"),
             "progress_bar": "false",
         }
-        config = _paths_from_here(self.configs({**overrides, **per_trial}))
+        config = self.configs({**overrides, **per_trial})
+        paths = {}  # the paths it reads made absolute: trials run in Tune's folders
+        if config.init_from:
+            paths["init_from"] = os.path.abspath(config.init_from)
+        if config.offline_data and os.path.exists(config.offline_data):
+            paths["offline_data"] = os.path.abspath(config.offline_data)
         return {
             "name": f"{tag}/seed{seed}",
             "tag": tag,
@@ -62,43 +95,28 @@ class TrialFactory:
             "overrides": dict(overrides),
             "run_dir": run_dir,
             "threads": self.threads,
-            "config": config.to_dict(),
+            "config": dataclasses.replace(config, **paths).to_dict(),
             **extra,
         }
 
 
-def _paths_from_here(config: SACConfig) -> SACConfig:
-    """The config with the paths it reads made absolute: trials run in Tune's folders."""
-    paths = {}
-    if config.init_from:
-        paths["init_from"] = os.path.abspath(config.init_from)
-    if config.offline_data and os.path.exists(config.offline_data):
-        paths["offline_data"] = os.path.abspath(config.offline_data)
-    return dataclasses.replace(config, **paths) if paths else config
-
-
-def _thread_names() -> Dict[str, int]:
-    """This process's threads by name (Linux), recorded to show the thread limits held."""
-    counts: Dict[str, int] = {}
+def _usage() -> Dict[str, Any]:
+    """This process's threads by name (Linux: they show the thread limits held) and its CPU
+    seconds so far (imports included), where the OS tells them."""
+    threads: collections.Counter = collections.Counter()
     try:
         for tid in os.listdir("/proc/self/task"):
             with open(f"/proc/self/task/{tid}/comm") as f:
-                name = f.read().strip()
-            counts[name] = counts.get(name, 0) + 1
+                threads[f.read().strip()] += 1
     except OSError:
         pass
-    return counts
-
-
-def _cpu_seconds() -> Optional[float]:
-    """CPU time of this process so far (imports included), where the OS tells it."""
     try:
         import resource
 
         usage = resource.getrusage(resource.RUSAGE_SELF)
     except ImportError:
-        return None
-    return usage.ru_utime + usage.ru_stime
+        return {"threads_by_name": dict(threads), "cpu_s": None}
+    return {"threads_by_name": dict(threads), "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
 def _metrics(evaluations: List[Dict], finished: bool) -> Dict[str, Any]:
@@ -112,8 +130,7 @@ def _metrics(evaluations: List[Dict], finished: bool) -> Dict[str, Any]:
 
 
 class TrialRecord:
-    """The trial's record in its run directory: its attempts, evaluations, and an error or
-    its threads and CPU time."""
+    """The trial's record in its run directory: attempts, evaluations, an error or its usage."""
 
     def __init__(self, run_dir: str, name: str):
         self.path = os.path.join(run_dir, TRIAL_FILE)
@@ -123,25 +140,19 @@ class TrialRecord:
         )
         self.save()
 
-    def save(self) -> None:
+    def save(self, **fields) -> None:
+        self.data.update(fields)
         write_json(self.path, self.data)
 
     def evaluated(self, evaluation: Dict) -> List[Dict]:
-        """Records an evaluation; returns the evaluations so far (a retry's replace those
-        after its checkpoint)."""
+        """Records an evaluation (a retry's replace those after its checkpoint); returns all."""
         kept = [e for e in self.data["evaluations"] if e["step"] < evaluation["step"]]
-        self.data["evaluations"] = [*kept, evaluation]
-        self.save()
+        self.save(evaluations=[*kept, evaluation])
         return self.data["evaluations"]
 
-    def failed(self, error: str) -> None:
-        self.data["error"] = error
-        self.save()
-
     def finished(self, evaluations: List[Dict]) -> None:
-        self.data["evaluations"] = evaluations
-        self.data["attempts"][-1].update(threads_by_name=_thread_names(), cpu_s=_cpu_seconds())
-        self.save()
+        self.data["attempts"][-1].update(_usage())
+        self.save(evaluations=evaluations)
 
 
 def _log_to_file(run_dir: str, early: logging.handlers.MemoryHandler) -> None:
@@ -160,11 +171,9 @@ def _log_to_file(run_dir: str, early: logging.handlers.MemoryHandler) -> None:
 
 
 def run_trial(tune_config: Dict) -> None:
-    """The Tune trainable: one tfsac run, resumed from its own checkpoint on a retry,
-    reporting each evaluation to Tune."""
+    """The Tune trainable: one tfsac run, resumed on a retry, reporting each evaluation to Tune."""
     spec = tune_config["trial"]
-    # Resolved and checked on the driver.
-    config = mark_resolved(SACConfig.from_dict(spec["config"]))
+    config = mark_resolved(SACConfig.from_dict(spec["config"]))  # resolved, checked on the driver
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # in the trial's worker only
 
@@ -198,7 +207,7 @@ def run_trial(tune_config: Dict) -> None:
         result = train(checked, on_evaluation=on_evaluation)
     except TfsacError as e:
         # A bad env, NaN losses, an unwritable disk: a retry would fail the same way.
-        record.failed(first_line(e))
+        record.save(error=first_line(e))
         tune.report({**failed, "error": record.data["error"]})
         return
     summary = result.summary

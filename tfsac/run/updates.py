@@ -32,10 +32,10 @@ class Updates:
         learner: SACLearner,
         buffer: ReplayBuffer,
         config: SACConfig,
-        nonfinite: Callable[[str], Exception],
+        last_good: Callable[[], Optional[str]],
     ):
         self.learner, self.buffer, self.config = learner, buffer, config
-        self.nonfinite = nonfinite  # makes the error to raise, from what was found
+        self.last_good = last_good  # the newest checkpoint, named by the errors
         self.lr_schedule = parse_schedule(config.lr_schedule)
         self.lr_factor = 1.0
         self.owed = 0
@@ -46,6 +46,10 @@ class Updates:
             if config.normalize_rewards
             else None
         )
+
+    def nonfinite(self, what: str) -> NonFiniteError:
+        latest = self.last_good() or "none"
+        return NonFiniteError(f"{what}; training stopped, last good checkpoint: {latest}")
 
     def observe_returns(self, discounted_returns: Optional[np.ndarray]) -> None:
         if self.returns is not None and discounted_returns is not None:

@@ -1,5 +1,4 @@
-"""Wiring a run (as acme's builders do): the parts a `Trainer` loops over, made from its
-checked start, with the newest checkpoint restored into them on a resume."""
+"""Wiring a run, as acme's builders do: the parts a `Trainer` loops over, from its checked start."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The training loop's Python state, as checkpoints keep it, and the summary of a
-finished run made from it, with its last line."""
+"""The training loop's Python state, as checkpoints keep it, and a finished run's summary."""
 
 from __future__ import annotations
 

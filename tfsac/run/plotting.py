@@ -1,7 +1,5 @@
-"""Learning curves from run directories (progress.csv and summary.json's evaluations): a
-group of runs (tfsac.run.run_groups) drawn as its mean +- std, with a table beneath where
-the labels do not say every field that differs. The x axis is env steps, or the wall-clock
-minutes each evaluation records (`wall_time_s`, across resumes)."""
+"""Learning curves from run directories (progress.csv and the evaluations): each group of runs
+(tfsac.run.run_groups) as its mean +- std over env steps or wall-clock minutes."""
 
 from __future__ import annotations
 

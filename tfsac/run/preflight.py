@@ -1,5 +1,5 @@
-"""The checks that can refuse a run's start, run once by check_run before anything is
-written and without TensorFlow (scripts/train.py runs it before importing TensorFlow)."""
+"""The checks that can refuse a run's start: check_run, before anything is written and
+without TensorFlow (scripts/train.py runs it before importing TensorFlow)."""
 
 from __future__ import annotations
 

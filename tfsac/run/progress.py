@@ -1,5 +1,4 @@
-"""The progress log: one record per log interval to progress.csv, TensorBoard, the
-console and a callback."""
+"""The progress log: a record per log interval to progress.csv, TensorBoard and the console."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Rendering in a worker process that never loads TensorFlow: Mesa's software OpenGL
-(llvmpipe) and TensorFlow each carry their own LLVM and crash together on the first frame.
-The worker (`python -m tfsac.run.rendering`) holds the env, answers pickled reset/step
-requests on stdin/stdout and streams its frames to ffmpeg; frames never cross the pipe."""
+"""Rendering in a worker process (`python -m tfsac.run.rendering`) that never loads TensorFlow:
+Mesa's llvmpipe and TensorFlow each carry an LLVM and crash together. It answers pickled
+requests on stdin/stdout and streams its frames to ffmpeg itself."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The runs a user names to plot or report: the plot's request checked (its run
-directories, axes, labels and image), and the runs grouped by configuration: runs whose
-config.json differ only in the seed (and in where and how they report) are one group,
-labelled by the config fields that tell the groups apart. TF-free."""
+"""The runs a user names to plot or report: the request checked, and the runs grouped by
+config.json (differing only in the seed and in how they report), labelled by the fields
+that tell the groups apart. TF-free."""
 
 from __future__ import annotations
 

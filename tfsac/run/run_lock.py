@@ -1,7 +1,6 @@
-"""One training run per run directory (and one driver per sweep folder): a second one is
-refused before it restores, moves or writes anything there. An `fcntl.flock` on run.lock
-through a descriptor of its own (dropped however the process ends, conflicting in this
-process too, unlike `lockf`); a forked child closes its copy. Without `fcntl`, no lock."""
+"""One training run per run directory (one driver per sweep folder), a second refused before it
+writes anything: an `fcntl.flock` on run.lock through a descriptor of its own (dropped however
+the process ends, conflicting in this process too, unlike `lockf`). Without `fcntl`, no lock."""
 
 from __future__ import annotations
 

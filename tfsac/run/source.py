@@ -1,5 +1,5 @@
-"""Where a run's env steps come from: the interface the trainer collects through, and its
-local implementation. tfsac.scale registers its env runners on Ray here."""
+"""Where a run's env steps come from: the trainer's interface, its local implementation, and
+the registry where tfsac.scale's env runners on Ray sign in."""
 
 from __future__ import annotations
 

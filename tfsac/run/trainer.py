@@ -1,6 +1,5 @@
-"""The training loop: `Trainer` runs the parts that tfsac.run.builder makes, alternating
-env steps and the updates they owe, with evaluation, logging, checkpoints and the
-SavedModel export around them."""
+"""The training loop: `Trainer` alternates env steps and the updates they owe, with evaluation,
+logging, checkpoints and the SavedModel export around them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The gradient steps a run owes and the compiled calls that pay them: batches sampled
-from the replay buffer, the learning-rate schedule applied, non-finite values refused."""
+"""The gradient steps a run owes and the compiled calls that pay them, non-finite values refused."""
 
 from __future__ import annotations
 

@@ -60,9 +60,6 @@ class RunParts:
     lock: RunLock  # the run directory's, held while the run trains
     mixed: Optional[MixedReplay] = None  # with offline_data: what the updates sample
 
-    def finished(self) -> bool:
-        return self.source is None
-
     def completed_summary(self) -> Dict:
         """A finished run's summary.json, after a line saying that the run is complete."""
         summary = self.files.read_summary()
@@ -236,8 +233,7 @@ def _make_source(start: CheckedRun, learner, schedule, actor_fn, resumes) -> Col
 
 
 def _restore_latest(run_dir, checkpointer, buffer, schedule, updates, mixed):
-    """(loop state, checkpoint, (source state, env snapshot)) of the newest checkpoint that
-    restores, or None."""
+    """(loop, prefix, (state, env snapshot)) of the newest checkpoint that restores, or None."""
     restored = checkpointer.restore_newest(buffer)
     if restored is None:
         logging.info("no checkpoint in %s: starting a new run", run_dir)

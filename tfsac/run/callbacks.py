@@ -29,8 +29,7 @@ class Callback:
         summary.json and the export; not after a signal or an exception."""
 
     def on_log(self, record: Dict) -> Optional[bool]:
-        """Runs with every progress record (the progress.csv row, every `log_every` env steps
-        and at the end)."""
+        """Runs with each progress record (the progress.csv row: every `log_every` steps)."""
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
         """Runs after each evaluation (`step`, `return_mean`, `return_std`, `seed`,

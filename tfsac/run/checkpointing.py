@@ -116,9 +116,8 @@ class Checkpointer(CheckpointReader):
             step = int(latest.rsplit("-", 1)[1])
             older = [p for p in reversed(self.candidates()) if int(p.rsplit("-", 1)[1]) < step]
             if self.manager.checkpoints != [*older, latest]:
-                # The CheckpointState text proto, with relative paths (the run dir can move)
-                # and timestamps (the manager prunes only checkpoints newer than
-                # last_preserved_timestamp).
+                # The CheckpointState text proto: relative paths (the run dir can move), and
+                # timestamps (the manager prunes only those after last_preserved_timestamp).
                 older.append(latest)
                 times = [os.path.getmtime(p + ".index") for p in older]
                 lines = [f'model_checkpoint_path: "{os.path.basename(latest)}"']

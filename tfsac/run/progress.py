@@ -178,8 +178,7 @@ class ProgressLog:
             },
         )
         ret = record["episode_return"]
-        # No learning-phase steps timed since the last line: the warm-up, unless updates ran
-        # (a line soon after the last: a stop's, or the first after learning_starts).
+        # No steps timed since the last line: the warm-up, unless updates ran (a stop's line).
         speed = "warm-up" if metrics is None else "- steps/s"
         logging.info(
             "step %d/%d | episodes %d | return %s | %s%s%s",

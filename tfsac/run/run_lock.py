@@ -36,8 +36,7 @@ def _in_use(path: str, what: str, fd: int) -> Fault:
 
 
 def _lock(path: str, what: str, create: bool) -> Optional[int]:
-    """A descriptor of path's run.lock holding its lock, or None where there is no lock to
-    take; a Fault where it is taken."""
+    """A descriptor of path's run.lock holding its lock (None: no lock to take); Fault if taken."""
     if fcntl is None:
         return None
     flags = (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY  # flock needs no write access

@@ -129,7 +129,7 @@ class Trainer:
             self.lock.release()
 
     def _run(self) -> TrainResult:
-        if self.parts.finished():
+        if self.source is None:  # the run is finished
             summary = self.parts.completed_summary()
             reason = (summary.get("stop") or {}).get("reason")
             return self._result(summary, reason, already_finished=True)

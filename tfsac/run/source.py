@@ -29,8 +29,7 @@ class CollectionSource(Protocol):
     update call picked; `state` (JSON) and `snapshot` go into a checkpoint, `load_state`
     takes them back; `stats` gives the `stats_fields` progress columns since its last call."""
 
-    # Updates per compiled call: None takes each chunk's owed updates in one call (any
-    # number; the call also picks the next actions where `observation` is not None).
+    # Updates per compiled call; None: a chunk's owed in one (acting where `observation` is set).
     updates_per_call: Optional[int]
 
     @property

@@ -84,10 +84,9 @@ class Updates:
         observation: Optional[np.ndarray],
         observed: Optional[np.ndarray],
     ) -> Iterator[Optional[np.ndarray]]:
-        """Runs the owed updates in calls of `per_call` (None: all in one; a shorter last call
-        is compiled off the clock), yielding each call's actions for `observation`. The clock
-        starts after the first call (XLA's compilation left out); `observed` is normalised
-        first."""
+        """Runs the owed updates in calls of `per_call` (None: all in one), yielding each call's
+        actions for `observation`, `observed` normalised first. Compilations are off the clock:
+        it starts after the first call, and a shorter last call is paused."""
         at_end = step >= self.config.total_steps
         while self.owed and (per_call is None or self.owed >= per_call or at_end):
             count = self.owed if per_call is None else min(per_call, self.owed)

@@ -26,17 +26,10 @@ FOLDER = Check(
 
 
 class SaveBestPolicy(Callback):
-    """Exports the policy each time an evaluation's mean return beats every earlier one, as
-    SB3's `EvalCallback(best_model_save_path=...)`. The config's `keep_best` makes one.
-
-    Each new best is the next version of the model folder (the highest, which TF Serving
-    serves, is the best so far), its tfsac_metadata.json naming the evaluation. The run's
-    other export_formats go into the highest version when the session's training ends.
-    On a resume, the run's earlier evaluations count.
-
-    Args:
-        path: the model folder; None puts it at `<run_dir>/best`.
-    """
+    """Exports the policy each time an evaluation's mean return beats every earlier one (a
+    resumed run's too), as SB3's `EvalCallback(best_model_save_path=...)`, as the next version
+    of the model folder `path` (default `<run_dir>/best`), the run's other export_formats
+    added to the highest at the end. The config's `keep_best` makes one."""
 
     def __init__(self, path: Optional[str] = None):
         # Checked here, not at the run's start: by then the run's first files are written.
@@ -82,8 +75,7 @@ class SaveBestPolicy(Callback):
         return None
 
     def on_training_end(self) -> None:
-        """The run's export_formats beyond the SavedModel, into the highest version where
-        it lacks them."""
+        """The run's export_formats beyond the SavedModel, into the highest version."""
         versions = model_versions(self.model_dir)
         if not versions:
             return

@@ -1,12 +1,11 @@
-"""Wiring a run (as acme's builders do): the parts a `Trainer` loops over, made from its
-checked start, with the newest checkpoint restored into them on a resume."""
+"""Wiring a run, as acme's builders do: the parts a `Trainer` loops over, from its checked start."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 from functools import partial
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import keras
 import tensorflow as tf
@@ -16,7 +15,7 @@ from tfsac.algorithm.learner import SACLearner
 from tfsac.config import SACConfig
 from tfsac.data.collector import Collector
 from tfsac.data.env_checks import reward_function
-from tfsac.data.envs import EnvFn, checked_env
+from tfsac.data.envs import checked_env
 from tfsac.data.her import her_buffer
 from tfsac.data.mixed_replay import MixedReplay, RecordedReplay
 from tfsac.data.replay import ReplayBuffer
@@ -25,16 +24,16 @@ from tfsac.data.update_schedule import UpdateSchedule
 from tfsac.deploy.loading import restore_checkpoint
 from tfsac.errors import Fault, TfsacError
 from tfsac.files import CHECKPOINTS_DIR, CONFIG_FILE, ENV_SPEC_FILE, VIDEOS_DIR, RunDir, write_json
-from tfsac.run.callbacks import Callback, CallbackList
+from tfsac.run.callbacks import CallbackList
 from tfsac.run.checkpointing import Checkpointer
 from tfsac.run.evaluation import Evaluator
 from tfsac.run.loop_state import LoopState
-from tfsac.run.preflight import CheckedRun, check_hooks, check_run, check_source
+from tfsac.run.preflight import CheckedRun, check_source
 from tfsac.run.progress import ProgressLog
 from tfsac.run.run_lock import RunLock
 from tfsac.run.source import CollectionSource, LocalSource, env_runners
 from tfsac.run.stopping import config_callbacks
-from tfsac.run.updates import NonFiniteError, Updates
+from tfsac.run.updates import Updates
 
 ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode
 
@@ -61,9 +60,6 @@ class RunParts:
     lock: RunLock  # the run directory's, held while the run trains
     mixed: Optional[MixedReplay] = None  # with offline_data: what the updates sample
 
-    def finished(self) -> bool:
-        return self.source is None
-
     def completed_summary(self) -> Dict:
         """A finished run's summary.json, after a line saying that the run is complete."""
         summary = self.files.read_summary()
@@ -88,22 +84,10 @@ STOP_OPTIONS = ("stop_at_return", "stop_after_no_improvement", "min_evaluations"
 STOP_OFF = {"stop_at_return": ("None", "none"), "stop_after_no_improvement": ("0", "0")}
 
 
-def build_run(
-    config: SACConfig | CheckedRun,
-    export: Optional[bool] = None,
-    resume: bool = False,
-    on_log: Optional[Callable] = None,
-    actor_fn: Optional[Callable] = None,
-    critic_fn: Optional[Callable] = None,
-    env_fn: Optional[EnvFn] = None,
-    on_evaluation: Optional[Callable] = None,
-    callbacks: Sequence[Callback] = (),
-) -> RunParts:
-    """The run's parts (from `Trainer`'s arguments), restored from the newest checkpoint on
-    a resume; writes config.json once the start is sure. The run directory's lock is held
-    from before the restore until the parts are made; `Trainer.run` takes it again."""
-    hooks = check_hooks(on_log, on_evaluation, callbacks)
-    start = check_run(config, export, resume, env_fn)
+def build_run(hooks: list, start: CheckedRun, actor_fn, critic_fn) -> RunParts:
+    """The parts of a checked run (`hooks`: check_hooks's), restored from the newest
+    checkpoint on a resume; writes config.json once the start is sure. The run directory's
+    lock is held from before the restore until the parts are made; `Trainer.run` takes it again."""
     if start.config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(start.config.seed)  # before the networks are made
@@ -126,7 +110,7 @@ def _make_parts(start: CheckedRun, hooks: list, actor_fn, critic_fn, lock) -> Ru
     mixed = _mixed_replay(start, buffer)
     checkpointer = Checkpointer(files.file(CHECKPOINTS_DIR), learner, config.keep_checkpoints)
     schedule = UpdateSchedule.from_config(config)
-    updates = Updates(learner, mixed or buffer, config, partial(_nonfinite, checkpointer))
+    updates = Updates(learner, mixed or buffer, config, lambda: checkpointer.latest)
     loop, resumed_from, restored = LoopState(), None, None
     if start.resume:
         restore = _restore_latest(start.run_dir, checkpointer, buffer, schedule, updates, mixed)
@@ -237,11 +221,6 @@ def _open_run_dir(start: CheckedRun, files: RunDir, learner, source, calls, step
     return progress
 
 
-def _nonfinite(checkpointer: Checkpointer, what: str) -> NonFiniteError:
-    latest = checkpointer.latest or "none"
-    return NonFiniteError(f"{what}; training stopped, last good checkpoint: {latest}")
-
-
 def _make_source(start: CheckedRun, learner, schedule, actor_fn, resumes) -> CollectionSource:
     config = start.config
     if config.num_actors:
@@ -254,8 +233,7 @@ def _make_source(start: CheckedRun, learner, schedule, actor_fn, resumes) -> Col
 
 
 def _restore_latest(run_dir, checkpointer, buffer, schedule, updates, mixed):
-    """(loop state, checkpoint, (source state, env snapshot)) of the newest checkpoint that
-    restores, or None."""
+    """(loop, prefix, (state, env snapshot)) of the newest checkpoint that restores, or None."""
     restored = checkpointer.restore_newest(buffer)
     if restored is None:
         logging.info("no checkpoint in %s: starting a new run", run_dir)

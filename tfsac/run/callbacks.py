@@ -12,48 +12,29 @@ class Callback:
     """A hook into a run: subclass it, override what you need, and pass
     `train(config, callbacks=[...])`; the callbacks are called in order.
 
-    Returning False from `on_log` or `on_evaluation` stops the run cleanly, as a
-    Stable-Baselines3 callback's `_on_step` does (at a log or evaluation step: no hook runs
-    every step): the final evaluation, the checkpoint, summary.json and the export are
-    written, and `train` returns the result with `stop_reason` (the callback's own, where it
-    set one). None or True continues. An exception ends training and propagates unchanged;
-    the run's newest checkpoint stays, and a resume continues from it.
-
-    Attributes:
-        stop_reason: set it before returning False to say why the run stopped.
+    Returning False from `on_log` or `on_evaluation` stops the run cleanly, as SB3's
+    `_on_step` does: the final evaluation, checkpoint, summary.json and export are written,
+    and the result's `stop_reason` is the one set here before returning False (or says which
+    hook stopped it). An exception propagates; a resume continues from the newest checkpoint.
     """
 
     stop_reason: Optional[str] = None
 
     def on_training_start(self, trainer) -> None:
-        """Runs once per session, before its first env step.
-
-        Args:
-            trainer: the `Trainer`: `trainer.config`, `trainer.learner`,
-                `trainer.run_dir`, and a resumed run's evaluations so far in
-                `trainer.loop.evaluations`.
-        """
+        """Runs once per session, before its first env step, with the `Trainer` (its
+        `config`, `learner`, `run_dir`, and a resumed run's `loop.evaluations` so far)."""
 
     def on_training_end(self) -> None:
         """Runs once when a session's training ends at total_steps or at a stop, before
         summary.json and the export; not after a signal or an exception."""
 
     def on_log(self, record: Dict) -> Optional[bool]:
-        """Runs at every progress record (every `log_every` env steps and at the end).
-
-        Args:
-            record: the progress.csv row: step, episodes, episode_return, env steps/s,
-                the learner's losses, alpha, entropy, mean Q.
-        """
+        """Runs with each progress record (the progress.csv row: every `log_every` steps)."""
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
-        """Runs after each evaluation, once that step's checkpoint, if one is due, is saved.
-
-        Args:
-            evaluation: `step`, `return_mean`, `return_std`, `seed`, `wall_time_s`,
-                `scheduled` (False for an evaluation off the `eval_every` steps: the run's
-                end or a stop) and, on goal envs, `success_rate`.
-        """
+        """Runs after each evaluation (`step`, `return_mean`, `return_std`, `seed`,
+        `wall_time_s`, `scheduled`: False off the `eval_every` steps, and on goal envs
+        `success_rate`), once that step's due checkpoint is saved."""
 
 
 class FunctionCallback(Callback):

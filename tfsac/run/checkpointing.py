@@ -1,16 +1,7 @@
-"""Checkpoints that survive kills: learner state through tf.train.CheckpointManager, the
-replay buffer and the loop's Python state in a sidecar folder per checkpoint.
-
-Layout of <run_dir>/checkpoints/:
-  checkpoint                    CheckpointManager's state file (names the latest)
-  ckpt-<step>.index/.data-*     networks, targets, optimizers, log-alpha, gSDE noise, TF RNGs
-  ckpt-<step>.extra/            the buffer's state_arrays (.npy, filled rows only), state.json
-  broken/                       checkpoints that could not be restored, set aside (kept)
-
-A save is atomic: the sidecar is fsynced in a temp folder and renamed into place, then the
-manager writes the TF files (the index last), then its state file. A resume takes the
-newest checkpoint that restores and rewrites the state file to match.
-"""
+"""Checkpoints that survive kills, in <run_dir>/checkpoints/: ckpt-<step>.index/.data-* (the
+learner's TF state, via tf.train.CheckpointManager, whose state file `checkpoint` names the
+latest), ckpt-<step>.extra/ (the replay buffer's .npy arrays and state.json, fsynced in a temp
+folder and renamed into place before the TF files) and broken/ (those that did not restore)."""
 
 from __future__ import annotations
 
@@ -51,7 +42,7 @@ def _fsync_dir(path: str) -> None:
 
 
 def _write_synced(path: str, data) -> None:
-    with open(path, "wb") as f:
+    with new_file(path, "wb") as f:
         if isinstance(data, bytes):
             f.write(data)
         else:
@@ -69,8 +60,7 @@ class Checkpointer(CheckpointReader):
         check_saved(learner, "cannot checkpoint this run")  # before it trains: networks built
         self._new_manager()
 
-    def _new_manager(self) -> None:
-        # The folder is made by the first save: a start refused after this leaves none.
+    def _new_manager(self) -> None:  # the folder is made by the first save
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, self.directory, max_to_keep=self.max_to_keep, checkpoint_name="ckpt"
         )
@@ -92,7 +82,7 @@ class Checkpointer(CheckpointReader):
 
     def restore_newest(self, buffer: ReplayBuffer) -> Optional[Tuple[str, Dict]]:
         """(prefix, saved state) of the newest checkpoint that restores into the learner and
-        `buffer`, or None; each damaged one before it is moved to broken/."""
+        `buffer` (each damaged one before it moved to broken/), or None."""
         for prefix in self.candidates():
             try:
                 state = self.restore(prefix, buffer)
@@ -118,8 +108,7 @@ class Checkpointer(CheckpointReader):
         logging.warning("skipping a damaged checkpoint: %s; moved to %s", error, broken)
 
     def _write_index(self, latest: Optional[str]) -> None:
-        """Makes the state file name `latest` and the complete checkpoints before it, or
-        removes it for None."""
+        """Makes the state file name `latest` and the checkpoints before it (None: removes it)."""
         path = os.path.join(self.directory, INDEX_FILE)
         if latest is None:
             os.remove(path)
@@ -127,19 +116,15 @@ class Checkpointer(CheckpointReader):
             step = int(latest.rsplit("-", 1)[1])
             older = [p for p in reversed(self.candidates()) if int(p.rsplit("-", 1)[1]) < step]
             if self.manager.checkpoints != [*older, latest]:
-                # The CheckpointState text proto, with relative paths (the run dir can move)
-                # and timestamps (the manager prunes only checkpoints newer than
-                # last_preserved_timestamp).
+                # The CheckpointState text proto: relative paths (the run dir can move), and
+                # timestamps (the manager prunes only those after last_preserved_timestamp).
                 older.append(latest)
                 times = [os.path.getmtime(p + ".index") for p in older]
                 lines = [f'model_checkpoint_path: "{os.path.basename(latest)}"']
                 lines += [f'all_model_checkpoint_paths: "{os.path.basename(p)}"' for p in older]
                 lines += [f"all_model_checkpoint_timestamps: {t!r}" for t in times]
                 lines.append(f"last_preserved_timestamp: {min(times) - 1.0!r}")
-                with new_file(path + ".tmp") as f:
-                    f.write("\n".join(lines) + "\n")
-                    f.flush()
-                    os.fsync(f.fileno())
+                _write_synced(path + ".tmp", ("\n".join(lines) + "\n").encode())
                 os.replace(path + ".tmp", path)
         self._new_manager()
 
@@ -184,16 +169,12 @@ class Checkpointer(CheckpointReader):
                 f"cannot write checkpoint for step {step} in {self.directory!r}: {reason}; "
                 f"the previous checkpoint ({self.latest or 'none'}) is kept"
             ) from None
-        self._remove_orphans()
-        return path
-
-    def _remove_orphans(self) -> None:
-        """Deletes sidecars whose TF files are gone, and temp folders of killed saves."""
-        names = os.listdir(self.directory)
+        names = os.listdir(self.directory)  # sidecars the manager pruned, killed saves' temps
         for name in names:
             match = re.fullmatch(r"(ckpt-\d+)\.extra", name)
             if (match and f"{match.group(1)}.index" not in names) or name.startswith(".tmp-ckpt-"):
                 shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+        return path
 
     def read_blob(self, prefix: str, name: str) -> Optional[bytes]:
         try:

@@ -34,12 +34,9 @@ def run_episodes(
     seed: Optional[int] = None,
     successes: Optional[List] = None,
 ) -> List[float]:
-    """The returns of `episodes` full episodes, in order; fills `successes` (where given)
-    with each one's last `info["is_success"]` (or `"success"`), None where there is none.
-
-    `envs`: one env, or copies of it run side by side with one batched `policy` call per
-    step. Episode i's reset is seeded with `episode_seeds(seed, episodes)[i]`.
-    """
+    """The returns of `episodes` episodes, in order, on one env or copies run side by side (one
+    batched `policy` call per step), episode i seeded `episode_seeds(seed, episodes)[i]`;
+    fills `successes` with each last `info["is_success"]` (or `"success"`), else None."""
     envs = list(envs) if isinstance(envs, (list, tuple)) else [envs]
     envs = [Flattened(e) if needs_flattening(e.observation_space) else e for e in envs]
     seeds, returns = episode_seeds(seed, episodes), [0.0] * episodes
@@ -99,11 +96,9 @@ def record_video(
     progress: Optional[bool] = None,
     stop: Optional[Callable[[], bool]] = None,
 ) -> List[float]:
-    """Writes `<folder>/<name_prefix>-episode-<i>.mp4` of `episodes` episodes rendered in a
-    worker process (tfsac.run.rendering); returns their returns. `progress`: a bar of frames
-    (default: when stderr is a terminal). `stop`: polled every frame; once true, the video
-    being recorded is removed and no other starts.
-    """
+    """Writes `<folder>/<name_prefix>-episode-<i>.mp4` of `episodes` episodes (tfsac.run.rendering);
+    returns their returns. `progress`: a bar of frames (default: on a terminal). `stop`: polled
+    every frame; once true, the video being recorded is removed and no other starts."""
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
@@ -197,8 +192,7 @@ class Evaluator:
                 progress=cfg.progress_bar,
                 stop=self.stop_requested,
             )
-        entry = {"step": step, "return_mean": mean, "return_std": std, "seed": seed}
-        entry["scheduled"] = scheduled
+        entry = dict(step=step, return_mean=mean, return_std=std, seed=seed, scheduled=scheduled)
         rate = success_rate(successes)
         if rate is not None:  # envs that report info["is_success"] (goal envs)
             entry["success_rate"] = rate

@@ -1,5 +1,4 @@
-"""The training loop's Python state, as checkpoints keep it, and the summary of a
-finished run made from it, with its last line."""
+"""The training loop's Python state, as checkpoints keep it, and a finished run's summary."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ class LoopState:
     )
     evaluations: List[Dict] = dataclasses.field(default_factory=list)
     wall_time_s: float = 0.0  # of the sessions before this one
-    # Learning-phase throughput over all sessions (evaluations and checkpoints left out),
-    # each counted from its first update call: a rate, not a count of the run's steps.
+    # Learning-phase throughput over all sessions, from each one's first update call.
     learning_steps: int = 0
     learning_time_s: float = 0.0
     resumes: int = 0  # sessions after the first (env runners seed from it)
@@ -59,8 +57,7 @@ class LoopState:
 
 
 def run_summary(config, loop: LoopState, wall_time: float, learning_time: float, **paths) -> Dict:
-    """summary.json of a finished run; `paths`: stop, resumed_from, checkpoint and
-    saved_model_path."""
+    """summary.json of a finished run; `paths`: stop, resumed_from, checkpoint, saved_model_path."""
     final = loop.evaluations[-1]
     return {
         "env": config.env_id,

@@ -1,6 +1,5 @@
-"""The memory a run (or a recording, scripts/collect.py) needs, estimated from its options
-and its env's sizes before anything is written, and refused where it clearly cannot fit in
-this machine's memory (TensorFlow would otherwise fail mid-build). TF-free."""
+"""The memory a run (or scripts/collect.py's recording) needs, estimated before anything is
+written and refused where it clearly cannot fit (TensorFlow would fail mid-build). TF-free."""
 
 from __future__ import annotations
 

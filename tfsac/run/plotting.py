@@ -1,7 +1,5 @@
-"""Learning curves from run directories (progress.csv and summary.json's evaluations): a
-group of runs (tfsac.run.run_groups) drawn as its mean +- std, with a table beneath where
-the labels do not say every field that differs. The x axis is env steps, or the wall-clock
-minutes each evaluation records (`wall_time_s`, across resumes)."""
+"""Learning curves from run directories (progress.csv and the evaluations): each group of runs
+(tfsac.run.run_groups) as its mean +- std over env steps or wall-clock minutes."""
 
 from __future__ import annotations
 
@@ -59,10 +57,9 @@ def _json_object(path: str, broken: str) -> Dict:
 
 
 def read_run(run_dir: str) -> Dict:
-    """A run's env, seed, config (config.json), summary (None while it is unfinished) and
-    curves: {name: (steps, values)}, with "minutes": {eval curve: wall-clock minutes at its
-    steps} where every evaluation recorded them. A file of it that does not read is a Fault.
-    An unfinished run's evaluations are its newest checkpoint's."""
+    """A run's env, seed, config, summary (None while unfinished: its evaluations are then its
+    newest checkpoint's), curves {name: (steps, values)} and "minutes" {eval curve: wall-clock
+    minutes at its steps}, where every evaluation recorded them; a Fault where a file fails."""
     config_file = os.path.join(run_dir, "config.json")
     config = _json_object(config_file, f"{run_dir!r} is not a tfsac run directory")
     curves = _progress_curves(os.path.join(run_dir, "progress.csv"))
@@ -133,10 +130,8 @@ def mean_std(series: List[tuple]):
 
 
 def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps") -> bool:
-    """Draws curve `name` of one group's runs: their mean +- std where all cover the same
-    steps (returns True), else one line per run over its own steps (returns False). A
-    curve of one point is a marker (with the std as an error bar). With x="wall_clock" a
-    mean sits at its seeds' mean minutes."""
+    """Draws curve `name` of one group's runs: their mean +- std (a single point: an error bar)
+    where all cover the same steps (returns True), else one line per run (returns False)."""
     runs = [r for r in group.runs if name in r["curves"]]
     series = [r["curves"][name] for r in runs]
 
@@ -163,8 +158,8 @@ def _draw_curves(ax, group: RunGroup, name: str, color: str, x: str = "env_steps
 
 
 def _panels(runs: List[Dict], x: str, y: str) -> List[tuple]:
-    """(curve, title) of each panel some run has a curve of: with --y one evaluation curve;
-    on the wall-clock axis only evaluation curves (only evaluations record their time)."""
+    """(curve, title) of each panel some run has: with --y one, on the wall-clock axis only
+    evaluation curves (only evaluations record their time)."""
     return [
         (name, title)
         for name, title in PANELS
@@ -263,23 +258,20 @@ def figure(plt, env_rows: Sequence[Tuple[str, List[RunGroup]]], widths: Sequence
     fig = plt.figure(figsize=(5 * columns, sum(heights)))
     grid = fig.add_gridspec(len(heights), columns, height_ratios=heights)
     axes = np.array([[fig.add_subplot(grid[r, c]) for c in range(columns)] for r in range(rows)])
-    if table is not None:
-        draw_table(fig.add_subplot(grid[rows, :]), table)
-    return fig, axes
-
-
-def draw_table(ax, table: tuple) -> None:
-    """run_groups.settings_table on `ax`, each group's label in its curves' colour."""
-    names, columns = table
+    if table is None:
+        return fig, axes
+    names, groups = table  # each group's heading in its curves' colour
+    ax = fig.add_subplot(grid[rows, :])
     ax.axis("off")
-    cells = [[values[row] for _, _, values in columns] for row in range(len(names))]
-    heads = [head for head, _, _ in columns]
+    cells = [[values[row] for _, _, values in groups] for row in range(len(names))]
+    heads = [head for head, _, _ in groups]
     drawn = ax.table(cells, rowLabels=names, colLabels=heads, loc="center", cellLoc="left")
     drawn.auto_set_font_size(False)
     drawn.set_fontsize(9)
-    drawn.auto_set_column_width(list(range(len(columns))))
-    for column, (_, index, _) in enumerate(columns):
+    drawn.auto_set_column_width(list(range(len(groups))))
+    for column, (_, index, _) in enumerate(groups):
         drawn[0, column].get_text().set_color(f"C{index % 10}")
+    return fig, axes
 
 
 def plot_runs(
@@ -291,12 +283,9 @@ def plot_runs(
     x: str = "env_steps",
     y: str = "all",
 ) -> str:
-    """Writes a PNG with one panel per curve, one colour per group of runs (tfsac.run.
-    run_groups: by the config fields that differ, or by `labels`, one per group or one
-    per run); a group's runs are averaged (mean +- std across seeds) where they cover the
-    same env steps, and drawn one line per run, each over its own steps, where they do not
-    (each such group is then said in `notes`). `x`: "env_steps" or "wall_clock" (minutes,
-    evaluation curves only); `y`: "all" panels, "return" or "success_rate"."""
+    """Writes an image of one panel per curve, one colour per group of runs (`labels`: one per
+    group or per run), each its mean +- std (or, said in `notes`, one line per run). `x`:
+    "env_steps" or "wall_clock" (evaluation curves only); `y`: "all", "return" or "success_rate"."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,5 +1,5 @@
-"""The checks that can refuse a run's start, run once by check_run before anything is
-written and without TensorFlow (scripts/train.py runs it before importing TensorFlow)."""
+"""The checks that can refuse a run's start: check_run, before anything is written and
+without TensorFlow (scripts/train.py runs it before importing TensorFlow)."""
 
 from __future__ import annotations
 
@@ -53,8 +53,7 @@ from tfsac.run.source import env_runners
 
 
 def checked_run_dir(config: SACConfig, resume: bool, env_fn) -> str:
-    """The run directory (default: runs/<model>-seed<seed>-<local time>), checked with its
-    export folder; writes nothing."""
+    """The run directory (default runs/<model>-seed<seed>-<time>), checked; writes nothing."""
     if resume and not config.run_dir:
         raise TfsacError("resume needs the run directory of the run to continue (run_dir)")
     if env_fn is not None and config.video_every:
@@ -104,8 +103,7 @@ _MAKES = (gym.wrappers.OrderEnforcing, gym.wrappers.PassiveEnvChecker)
 
 
 def _changes_observations_or_actions(env) -> bool:
-    """Whether an observation or action wrapper other than a flattening sits around
-    gymnasium.make's env."""
+    """Whether a non-flattening observation or action wrapper sits around gymnasium.make's env."""
     while isinstance(env, gym.Wrapper) and not isinstance(env, _MAKES):
         flattening = isinstance(env, gym.wrappers.FlattenObservation)
         if isinstance(env, (gym.ObservationWrapper, gym.ActionWrapper)) and not flattening:

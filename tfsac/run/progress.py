@@ -1,5 +1,4 @@
-"""The progress log: one record per log interval to progress.csv, TensorBoard, the
-console and a callback."""
+"""The progress log: a record per log interval to progress.csv, TensorBoard and the console."""
 
 from __future__ import annotations
 
@@ -179,8 +178,7 @@ class ProgressLog:
             },
         )
         ret = record["episode_return"]
-        # No learning-phase steps timed since the last line: the warm-up, unless updates ran
-        # (a line soon after the last: a stop's, or the first after learning_starts).
+        # No steps timed since the last line: the warm-up, unless updates ran (a stop's line).
         speed = "warm-up" if metrics is None else "- steps/s"
         logging.info(
             "step %d/%d | episodes %d | return %s | %s%s%s",

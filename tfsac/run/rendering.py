@@ -1,7 +1,6 @@
-"""Rendering in a worker process that never loads TensorFlow: Mesa's software OpenGL
-(llvmpipe) and TensorFlow each carry their own LLVM and crash together on the first frame.
-The worker (`python -m tfsac.run.rendering`) holds the env, answers pickled reset/step
-requests on stdin/stdout and streams its frames to ffmpeg; frames never cross the pipe."""
+"""Rendering in a worker process (`python -m tfsac.run.rendering`) that never loads TensorFlow:
+Mesa's llvmpipe and TensorFlow each carry an LLVM and crash together. It answers pickled
+requests on stdin/stdout and streams its frames to ffmpeg itself."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from tfsac.data.envs import make_env
 from tfsac.errors import Fault
 
 # MuJoCo's 4096x4096 shadow map and 4x multisampling dominate a software renderer's frame;
-# a smaller map without multisampling looks nearly the same (docs/performance.md).
+# a smaller map without them looks nearly the same (docs/performance.md).
 SOFTWARE_GL_SHADOW_SIZE = 1024
 
 
@@ -33,8 +32,7 @@ class RenderedEnv:
         if not env.get("DISPLAY"):
             env.setdefault("MUJOCO_GL", "egl")
             if not env.get("WAYLAND_DISPLAY"):
-                # pygame (classic-control and Box2D envs) would probe SDL's Wayland driver,
-                # whose libwayland prints `error: XDG_RUNTIME_DIR is invalid or not set`.
+                # Else pygame probes SDL's Wayland driver, which prints XDG_RUNTIME_DIR errors.
                 env.setdefault("SDL_VIDEODRIVER", "dummy")
         # Videos have no sound; without a sound card SDL's audio start-up prints ALSA errors.
         env.setdefault("SDL_AUDIODRIVER", "dummy")
@@ -232,15 +230,12 @@ def _serve(stdin, stdout) -> None:
 
 
 if __name__ == "__main__":
-    # Ctrl-C in a terminal reaches the whole process group; the parent decides what it
-    # means (the training loop stops cleanly after the video) and then closes the worker.
+    # Ctrl-C reaches the whole process group: the parent decides, then closes the worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Replies go over a private copy of stdout; whatever an env or library prints goes to
-    # stderr instead of into the replies.
+    # Replies go over a private copy of stdout; whatever an env or library prints, to stderr.
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    # MuJoCo's notices about deprecated attributes of the envs' own model files, as in the
-    # training process (tfsac.logs).
+    # MuJoCo's notices about the envs' own model files, quiet as in the training process.
     from tfsac.logs import quiet_library_logs
 
     quiet_library_logs()

@@ -1,7 +1,6 @@
-"""The runs a user names to plot or report: the plot's request checked (its run
-directories, axes, labels and image), and the runs grouped by configuration: runs whose
-config.json differ only in the seed (and in where and how they report) are one group,
-labelled by the config fields that tell the groups apart. TF-free."""
+"""The runs a user names to plot or report: the request checked, and the runs grouped by
+config.json (differing only in the seed and in how they report), labelled by the fields
+that tell the groups apart. TF-free."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ class RunGroup:
 
     label: str
     runs: List[Dict]
-    # Each compared field in which the groups differ (as labels name it) -> this group's
-    # value (its runs' values joined by " / " where a given label joined runs that differ).
+    # Each compared field the groups differ in -> this group's value (" / "-joined if mixed).
     settings: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     def names_all_settings(self) -> bool:
@@ -100,10 +98,6 @@ def _said(shown_name: str, value: str) -> str:
     return value if shown_name == "env_id" else f"{shown_name}={value}"
 
 
-def _part(config: Dict, name: str) -> str:
-    return _said(_shown_name(name), _value(config.get(name)))
-
-
 def _settings(configs: Sequence[Dict], fields: Sequence[str]) -> Dict[str, str]:
     """{shown name: value} of each of `fields` over one group's `configs`."""
     values = {n: dict.fromkeys(_value(c.get(n)) for c in configs) for n in fields}
@@ -111,9 +105,8 @@ def _settings(configs: Sequence[Dict], fields: Sequence[str]) -> Dict[str, str]:
 
 
 def label_fields(configs: Sequence[Dict], fields: Sequence[str]) -> List[str]:
-    """The fewest of `fields`, taken in their order, whose values still tell all groups
-    (`configs`, one per group) apart: a sweep over two options is labelled by both, SAC
-    against CrossQ by `algorithm` alone (not also by the defaults CrossQ changes)."""
+    """The fewest of `fields`, in order, that still tell all groups (`configs`, one per group)
+    apart: SAC against CrossQ by `algorithm` alone, not also by the defaults CrossQ changes."""
     wanted = len({_key(c, fields) for c in configs})
     chosen: List[str] = []
     for name in fields:
@@ -153,7 +146,8 @@ def group_runs(runs: List[Dict], labels: Optional[Sequence[str]] = None) -> List
     firsts = [configs[members[0]] for members in keyed.values()]
     shown = label_fields(firsts, fields)
     envs = sorted({c.get("env_id") for c in configs})
-    made = [", ".join(_part(c, n) for n in shown) or ", ".join(envs) for c in firsts]
+    parts = [[_said(_shown_name(n), _value(c.get(n))) for n in shown] for c in firsts]
+    made = [", ".join(p) or ", ".join(envs) for p in parts]
     if labels is not None:
         if len(labels) != len(keyed):
             raise TfsacError(

@@ -1,7 +1,6 @@
-"""One training run per run directory (and one driver per sweep folder): a second one is
-refused before it restores, moves or writes anything there. An `fcntl.flock` on run.lock
-through a descriptor of its own (dropped however the process ends, conflicting in this
-process too, unlike `lockf`); a forked child closes its copy. Without `fcntl`, no lock."""
+"""One training run per run directory (one driver per sweep folder), a second refused before it
+writes anything: an `fcntl.flock` on run.lock through a descriptor of its own (dropped however
+the process ends, conflicting in this process too, unlike `lockf`). Without `fcntl`, no lock."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ def _in_use(path: str, what: str, fd: int) -> Fault:
 
 
 def _lock(path: str, what: str, create: bool) -> Optional[int]:
-    """A descriptor of path's run.lock holding its lock, or None where there is no lock to
-    take; a Fault where it is taken."""
+    """A descriptor of path's run.lock holding its lock (None: no lock to take); Fault if taken."""
     if fcntl is None:
         return None
     flags = (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY  # flock needs no write access

@@ -1,5 +1,5 @@
-"""Where a run's env steps come from: the interface the trainer collects through, and its
-local implementation. tfsac.scale registers its env runners on Ray here."""
+"""Where a run's env steps come from: the trainer's interface, its local implementation, and
+the registry where tfsac.scale's env runners on Ray sign in."""
 
 from __future__ import annotations
 
@@ -29,9 +29,8 @@ class CollectionSource(Protocol):
     update call picked; `state` (JSON) and `snapshot` go into a checkpoint, `load_state`
     takes them back; `stats` gives the `stats_fields` progress columns since its last call."""
 
-    # Updates per compiled call: None takes each chunk's owed updates in one call (any
-    # number; the call also picks the next actions where `observation` is not None).
-    updates_per_call: Optional[int]
+    # Updates per compiled call; None: a chunk's owed in one (acting where `observation` is set).
+    updates_per_call: Optional[int] = None
 
     @property
     def observation(self) -> Optional[np.ndarray]: ...
@@ -51,18 +50,18 @@ class CollectionSource(Protocol):
 
     def load_state(self, state: Dict[str, Any], snapshot: Optional[bytes]) -> None: ...
 
-    def stats_fields(self) -> List[str]: ...
+    def stats_fields(self) -> List[str]:
+        return []
 
-    def stats(self) -> Optional[Dict[str, Optional[float]]]: ...
+    def stats(self) -> Optional[Dict[str, Optional[float]]]:
+        return None
 
     def close(self) -> None: ...
 
 
-class LocalSource:
+class LocalSource(CollectionSource):
     """Env copies in this process, one vector step per chunk: uniform random actions in
     the warm-up, else those the last update call picked, else the learner's `act`."""
-
-    updates_per_call = None
 
     def __init__(self, collector: Collector, learner, schedule, seed: int, total_steps: int):
         self.collector, self.learner, self.schedule = collector, learner, schedule
@@ -106,12 +105,6 @@ class LocalSource:
         if state.get("next_action") is not None:
             self.next_action = np.asarray(state["next_action"], np.float32)
         self.collector.load_state(state, snapshot)
-
-    def stats_fields(self) -> List[str]:
-        return []
-
-    def stats(self) -> None:
-        return None
 
     def close(self) -> None:
         self.collector.close()

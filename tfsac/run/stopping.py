@@ -1,5 +1,5 @@
-"""Callbacks that stop a run cleanly, as Stable-Baselines3's of the same names, and the
-callbacks a config asks for (its stop_* options and keep_best)."""
+"""Callbacks that stop a run cleanly, as Stable-Baselines3's of the same names, and those a
+config asks for."""
 
 from __future__ import annotations
 
@@ -20,12 +20,8 @@ COUNT = Check(
 
 class StopTrainingOnRewardThreshold(Callback):
     """Stops the run at the first evaluation whose mean return is at least
-    `reward_threshold`, as SB3's callback of that name. The config's `stop_at_return` makes one.
-
-    Args:
-        reward_threshold: the mean evaluation return to stop at.
-        verbose: accepted for SB3's signature; a stop is always logged with its reason.
-    """
+    `reward_threshold`, as SB3's callback of that name (`verbose` is accepted for its
+    signature: a stop is always logged). The config's `stop_at_return` makes one."""
 
     def __init__(self, reward_threshold: float, verbose: int = 0):
         name = "StopTrainingOnRewardThreshold: reward_threshold"
@@ -44,17 +40,10 @@ class StopTrainingOnRewardThreshold(Callback):
 
 
 class StopTrainingOnNoModelImprovement(Callback):
-    """Stops the run when more than `max_no_improvement_evals` evaluations in a row bring no
-    new best mean return, counted after the first `min_evals`, as SB3's callback of that
-    name. The config's `stop_after_no_improvement` and `min_evaluations` make one. Only
-    scheduled evaluations count, a resumed run's earlier ones too.
-
-    Args:
-        max_no_improvement_evals: evaluations without a new best that are tolerated; 0
-            stops at the first one.
-        min_evals: evaluations before the count starts.
-        verbose: accepted for SB3's signature; a stop is always logged with its reason.
-    """
+    """Stops the run when more than `max_no_improvement_evals` scheduled evaluations in a
+    row (a resumed run's earlier ones too) bring no new best mean return, counted after the
+    first `min_evals`, as SB3's callback of that name (`verbose`: for its signature). The
+    config's `stop_after_no_improvement` and `min_evaluations` make one."""
 
     def __init__(self, max_no_improvement_evals: int, min_evals: int = 0, verbose: int = 0):
         for name, value in (

@@ -1,6 +1,5 @@
-"""The training loop: `Trainer` runs the parts that tfsac.run.builder makes, alternating
-env steps and the updates they owe, with evaluation, logging, checkpoints and the
-SavedModel export around them."""
+"""The training loop: `Trainer` alternates env steps and the updates they owe, with evaluation,
+logging, checkpoints and the SavedModel export around them."""
 
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ from tfsac.run.builder import ENVS_FILE, STOP_OPTIONS, build_run
 from tfsac.run.callbacks import Callback
 from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import log_summary, run_summary
-from tfsac.run.preflight import CheckedRun, check_options
+from tfsac.run.preflight import CheckedRun, check_hooks, check_options, check_run
 from tfsac.run.signals import Interrupted, StopSignals
 from tfsac.run.updates import NonFiniteError
 
@@ -33,21 +32,10 @@ __all__ = ["Interrupted", "NonFiniteError", "TrainResult", "Trainer", "train"]
 
 @dataclasses.dataclass
 class TrainResult:
-    """What `train` and `Trainer.run` return.
-
-    Attributes:
-        learner: the trained `SACLearner` (its Keras `actor` and `critic`, and `update`).
-        spec: the `EnvSpec` the networks were built for (spaces, bounds, flattening).
-        buffer: the run's `ReplayBuffer`, as it stood at the end.
-        run_dir: the run directory (config.json, progress.csv, checkpoints/, summary.json).
-        saved_model_path: the SavedModel version folder exported at the end, or None
-            without an export.
-        summary: what summary.json holds (the final evaluation's `eval_return_mean` and
-            `eval_return_std`, every evaluation, env steps/s, `stop` where a run stopped).
-        stop_reason: why a callback or a stop option stopped the run (at whichever step), or None.
-        already_finished: True where a resume found the run finished: nothing was
-            trained or exported in this call.
-    """
+    """What `train` and `Trainer.run` return: the trained learner, the `EnvSpec` its networks
+    fit, the replay buffer at the end, the run directory, the exported SavedModel's folder (or
+    None), summary.json's contents, why a callback or stop option stopped the run (or None),
+    and whether a resume found the run finished (nothing trained or exported)."""
 
     learner: SACLearner
     spec: EnvSpec
@@ -60,10 +48,8 @@ class TrainResult:
 
 
 class Trainer:
-    """One SAC run, built and then run: `Trainer(config, ...).run()` is `train(config, ...)`,
-    whose docstring describes the arguments. Building makes the run's parts (`config`,
-    `learner`, `run_dir`, ...; restored from the newest checkpoint with `resume`); look at
-    them before `run()` trains."""
+    """One SAC run: `Trainer(config, ...).run()` is `train(config, ...)`. Building makes the
+    run's parts (`config`, `learner`, `run_dir`, ...; restored on a resume) to look at first."""
 
     def __init__(
         self,
@@ -78,15 +64,10 @@ class Trainer:
         callbacks: Sequence[Callback] = (),
     ):
         self.parts = build_run(
-            config,
-            export=export,
-            resume=resume,
-            on_log=on_log,
+            hooks=check_hooks(on_log, on_evaluation, callbacks),  # checked first
+            start=check_run(config, export, resume, env_fn),
             actor_fn=actor_fn,
             critic_fn=critic_fn,
-            env_fn=env_fn,
-            on_evaluation=on_evaluation,
-            callbacks=callbacks,
         )
         for field in dataclasses.fields(self.parts):  # trainer.config, .learner, .loop, ...
             setattr(self, field.name, getattr(self.parts, field.name))
@@ -148,7 +129,7 @@ class Trainer:
             self.lock.release()
 
     def _run(self) -> TrainResult:
-        if self.parts.finished():
+        if self.source is None:  # the run is finished
             summary = self.parts.completed_summary()
             reason = (summary.get("stop") or {}).get("reason")
             return self._result(summary, reason, already_finished=True)
@@ -226,9 +207,8 @@ class Trainer:
         return self.schedule.after_env_step(step_before, loop.step, finished)
 
     def _after_step(self, step_before: int, stop: Optional[int]) -> bool:
-        """The evaluation, row and checkpoint whose intervals the steps from `step_before`
-        crossed (all at the end), the callbacks, then the stop; returns whether a callback
-        stopped the run."""
+        """The evaluation, row and checkpoint whose intervals the steps since `step_before`
+        crossed (all at the end), the callbacks, the stop; True where a callback stopped it."""
         cfg, step, calls = self.config, self.loop.step, self.callbacks
         at_end = step >= cfg.total_steps
         scheduled = crossed(step_before, step, cfg.eval_every)
@@ -267,12 +247,16 @@ class Trainer:
         latest = self.checkpointer.latest  # the final evaluation's (export_trained_policy)
         final = {**self.loop.evaluations[-1], "checkpoint": latest}
         reason = self.callbacks.stop_reason  # whichever step met it, the last one's too
+        stop = None if reason is None else {"step": self.loop.step, "reason": reason}
+        option = getattr(self.callbacks.stopped_by, "asked_by", None)
+        if stop is not None and option in STOP_OPTIONS:  # the config's option that asked
+            stop["option"] = option
         summary = run_summary(
             self.config,
             self.loop,
             wall_time,
             self.learning_clock.seconds(),
-            stop=None if reason is None else _stop_entry(self.loop.step, self.callbacks),
+            stop=stop,
             # Absolute, as saved_model_path: usable from any directory.
             resumed_from=self.resumed_from and os.path.abspath(self.resumed_from),
             checkpoint=latest and os.path.abspath(latest),
@@ -285,36 +269,24 @@ class Trainer:
         return self._result(summary, reason)
 
 
-def _stop_entry(step: int, callbacks) -> Dict:
-    """summary.json's "stop": step, reason and the config's stop option that asked, if one did."""
-    stop = {"step": step, "reason": callbacks.stop_reason}
-    option = getattr(callbacks.stopped_by, "asked_by", None)
-    if option in STOP_OPTIONS:
-        stop["option"] = option
-    return stop
-
-
 def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> TrainResult:
-    """Trains SAC (or the config's algorithm) on `config.env_id`, as scripts/train.py does.
-
-    Writes the run directory (`config.run_dir`, by default `runs/<env>-seed<seed>-<time>`)
-    and, with an export, the next SavedModel version under `config.export_dir`.
+    """Trains SAC (or the config's algorithm) on `config.env_id`, as scripts/train.py does,
+    into the run directory (`config.run_dir`, default `runs/<env>-seed<seed>-<time>`) and,
+    with an export, the next SavedModel version under `config.export_dir`.
 
     Args:
         config: the run's settings.
-        quiet: print nothing; otherwise the progress lines of scripts/train.py go to
-            stderr (in a notebook too), without other libraries' INFO lines.
+        quiet: print nothing; otherwise scripts/train.py's progress lines go to stderr.
         **options: `Trainer`'s, below. A function or callback that returns False stops
             the run cleanly (the result's `stop_reason` says why).
 
     Other Parameters:
         export: export a SavedModel at the end; None takes `config.export`.
         resume: continue from the newest checkpoint in `config.run_dir` that restores (or
-            start there when it has none). The config must be the run's saved one except
-            for the resume-adjustable options (`tfsac.config.RESUME_ADJUSTABLE`), whose
-            changes are logged; a larger `total_steps` continues a finished run.
-        env_fn: a callable that makes the gymnasium env, used instead of `config.env_id`
-            (it must pickle for `vector_mode='async'`).
+            start there). Only the options in `tfsac.config.RESUME_ADJUSTABLE` may change;
+            a larger `total_steps` continues a finished run.
+        env_fn: makes the gymnasium env instead of `config.env_id` (it must pickle for
+            `vector_mode='async'`).
         actor_fn: `(obs_dim, action_dim) -> keras.Model`, a custom actor.
         critic_fn: `(obs_dim, action_dim) -> keras.Model`, a custom critic ensemble
             (called again for the target: it must build a new model each time).
@@ -325,9 +297,8 @@ def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> 
     Raises:
         TfsacError: an unknown option, or a setting, path or env that cannot work, before
             anything is written.
-        Fault: met while running: another process training in the run directory, a file
-            that fails to read or write; NonFiniteError, one, for NaN or Inf in a loss, a
-            parameter or the env's output (the last good checkpoint stays the latest).
+        Fault: a failure while running (another process in the run directory, a file that
+            fails); NonFiniteError for NaN or Inf (the last good checkpoint stays).
         Interrupted: SIGINT or SIGTERM, after the checkpoint is saved.
     """
     check_options(options, inspect.signature(Trainer).parameters)

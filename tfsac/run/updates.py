@@ -1,5 +1,4 @@
-"""The gradient steps a run owes and the compiled calls that pay them: batches sampled
-from the replay buffer, the learning-rate schedule applied, non-finite values refused."""
+"""The gradient steps a run owes and the compiled calls that pay them, non-finite values refused."""
 
 from __future__ import annotations
 
@@ -32,10 +31,10 @@ class Updates:
         learner: SACLearner,
         buffer: ReplayBuffer,
         config: SACConfig,
-        nonfinite: Callable[[str], Exception],
+        last_good: Callable[[], Optional[str]],
     ):
         self.learner, self.buffer, self.config = learner, buffer, config
-        self.nonfinite = nonfinite  # makes the error to raise, from what was found
+        self.last_good = last_good  # the newest checkpoint, named by the errors
         self.lr_schedule = parse_schedule(config.lr_schedule)
         self.lr_factor = 1.0
         self.owed = 0
@@ -46,6 +45,10 @@ class Updates:
             if config.normalize_rewards
             else None
         )
+
+    def nonfinite(self, what: str) -> NonFiniteError:
+        latest = self.last_good() or "none"
+        return NonFiniteError(f"{what}; training stopped, last good checkpoint: {latest}")
 
     def observe_returns(self, discounted_returns: Optional[np.ndarray]) -> None:
         if self.returns is not None and discounted_returns is not None:
@@ -81,10 +84,9 @@ class Updates:
         observation: Optional[np.ndarray],
         observed: Optional[np.ndarray],
     ) -> Iterator[Optional[np.ndarray]]:
-        """Runs the owed updates in calls of `per_call` (None: all in one; a shorter last call
-        is compiled off the clock), yielding each call's actions for `observation`. The clock
-        starts after the first call (XLA's compilation left out); `observed` is normalised
-        first."""
+        """Runs the owed updates in calls of `per_call` (None: all in one), yielding each call's
+        actions for `observation`, `observed` normalised first. Compilations are off the clock:
+        it starts after the first call, and a shorter last call is paused."""
         at_end = step >= self.config.total_steps
         while self.owed and (per_call is None or self.owed >= per_call or at_end):
             count = self.owed if per_call is None else min(per_call, self.owed)

@@ -1,7 +1,5 @@
-"""What the networks and the exported policy know about an env (`EnvSpec`, also a run
-directory's env_spec.json), the observation spaces tfsac trains on as JSON, and goal envs
-(gymnasium-robotics' GoalEnv API): where a Dict's goal keys lie once flattened, and a batched
-`compute_reward`."""
+"""What the networks and exports know of an env (`EnvSpec`, a run's env_spec.json), its spaces
+as JSON, and goal envs: their goal keys' columns, and a batched `compute_reward`."""
 
 from __future__ import annotations
 
@@ -84,8 +82,7 @@ class EnvSpec:
     observation_space_json: Optional[dict] = None
     # A goal env's (key, first, end column) of each Dict key in the flat observation.
     goal_columns: Optional[GoalColumns] = None
-    # The env_fn that made the env (module.name), where one did: gymnasium.make(env_id)
-    # would leave out the factory's wrappers.
+    # The env_fn (module.name) that made the env, wrappers gymnasium.make(env_id) leaves out.
     env_fn: Optional[str] = None
 
     def to_dict(self) -> dict:
@@ -158,8 +155,7 @@ def space_to_json(space: gym.Space) -> Optional[dict]:
 
 
 def unsupported_part(space: gym.Space, where: str = "") -> Optional[str]:
-    """Which part of an observation space SAC cannot train on, as "['s'][1] is a Sequence"
-    (None: none)."""
+    """Which part of a space SAC cannot train on, as "['s'][1] is a Sequence" (or None)."""
     if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
         for key, part in items:

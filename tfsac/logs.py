@@ -29,8 +29,7 @@ class OwnInfoOnly(logging.Filter):
 
 @contextlib.contextmanager
 def native_stderr_captured(replay_on_error: bool = True):
-    """The process's fd 2 (C++ libraries' prints) to a temp file for the block; replayed if
-    the block raises and `replay_on_error`."""
+    """fd 2 (C++ libraries' prints) to a temp file for the block; replayed if it raises."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as captured:
@@ -85,8 +84,7 @@ def _quiet_first_context_start() -> None:
 
 
 def quiet_tensorflow_start() -> None:
-    """Hides TensorFlow's C++ start-up and INFO lines when TF is imported, unless
-    TFSAC_TF_LOGS is 1 (a user's TF_CPP_MIN_LOG_LEVEL is kept)."""
+    """Hides TF's C++ start-up and INFO lines at its import, unless TFSAC_TF_LOGS is 1."""
     if os.environ.get("TFSAC_TF_LOGS") == "1" or "tensorflow" in sys.modules:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later C++ INFO lines (XLA's)

@@ -71,8 +71,7 @@ def find_in_current_directory(module: str) -> None:
 
 
 def import_named(module: str, what: str) -> ModuleType:
-    """Imports the module `what` names; TfsacError where it is missing or raises (with the
-    user's file and line)."""
+    """Imports the module `what` names; TfsacError (with the user's file and line) if it fails."""
     if not all(part.isidentifier() for part in module.split(".")):
         raise TfsacError(
             f"{what}: {module!r} is not a module name (dotted Python names, as in "

@@ -125,8 +125,7 @@ class Collector:
             return None
 
     def start(self, seed: int) -> bool:
-        """Continues `load_state`'s snapshot's episodes, else starts new ones seeded with
-        `seed`; returns whether they were continued."""
+        """Continues the snapshot's episodes, else starts new ones (seeded `seed`); True if so."""
         state, snapshot = self._saved
         self._saved = ({}, None)
         if snapshot is not None and "episode_returns" in state:

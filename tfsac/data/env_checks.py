@@ -108,8 +108,7 @@ def factory_env(env_fn, name: str) -> gym.Env:
 
 
 def check_spaces(env: gym.Env, name: str) -> None:
-    """Refuses (and closes) an env without a bounded flat Box of actions, or flattenable
-    observations."""
+    """Refuses (and closes) an env without bounded flat Box actions or flattenable observations."""
     space = env.action_space
     if not isinstance(space, gym.spaces.Box):
         why = f" has action space {space}; SAC needs continuous actions (a gymnasium Box)"
@@ -206,8 +205,7 @@ def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> 
 
 
 def check_env_fits(env_id: str, spec, info: Dict) -> None:
-    """Refuses an env (`spec`) to evaluate or record a saved policy on whose observations or
-    action bounds are not those of the policy (`info`: its metadata)."""
+    """Refuses an env whose observations or action bounds are not the policy's (`info`)."""
     if "observation_dim" not in info:  # nothing to compare with
         return
     if spec.obs_dim != info["observation_dim"]:

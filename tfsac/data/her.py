@@ -1,5 +1,4 @@
-"""Hindsight Experience Replay (Andrychowicz et al., 2017): whole episodes stored once and
-relabelled when sampled, as SB3's HerReplayBuffer does."""
+"""Hindsight Experience Replay (Andrychowicz et al., 2017): episodes relabelled when sampled."""
 
 from __future__ import annotations
 

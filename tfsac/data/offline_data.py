@@ -76,8 +76,7 @@ class RecordedData:
 
 
 def load_recorded(source: str, spec: EnvSpec) -> RecordedData:
-    """The recorded transitions that `source` names, checked against the env of `spec`;
-    TfsacError in one line for a missing, corrupt, empty or mismatched source."""
+    """`source`'s recorded transitions, checked against `spec`'s env; TfsacError in one line."""
     if os.path.isdir(source):
         if os.path.isfile(os.path.join(source, CONFIG_FILE)):
             return _from_run_dir(source, spec)
@@ -302,8 +301,7 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
 
 
 def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None):
-    """(observations, actions, rewards, next observations, [terminated, ended]) of one
-    episode, checked; `space`: the env's unflattened observation space."""
+    """(obs, actions, rewards, next obs, [terminated, ended]) of one episode, checked."""
     where = f"offline_data {source!r}, episode {n}"
     for name in EPISODE_FIELDS:
         dtype = getattr(episode[name], "dtype", np.dtype(object))

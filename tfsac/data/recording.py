@@ -31,8 +31,7 @@ MINARI_ID = re.compile(r"(?:[\w-][\w/-]*[\w-]/)?[\w-]+-v\d+")
 def check_output(
     output: str, fmt: str, dataset_id: Optional[str], episodes: Optional[list] = None
 ) -> str:
-    """The dataset folder a recording of `episodes` would make, checked before it records:
-    refused where the format is unknown or not installed, the id bad, the folder taken."""
+    """The dataset folder a recording would make, checked first (format, id, a free folder)."""
     if fmt not in FORMATS:
         raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if episodes is not None and not episodes:

@@ -1,5 +1,4 @@
-"""A preallocated ring buffer of transitions storing each next observation once, and n-step
-returns walked along its links."""
+"""A ring buffer of transitions storing each next observation once, and n-step returns."""
 
 from __future__ import annotations
 
@@ -81,8 +80,7 @@ TRANSITION_ARRAYS = ("rows", "next_index", "side_observation")
 def saved_transitions(
     arrays: Mapping[str, np.ndarray], capacity: int, obs_dim: int, action_dim: int
 ) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
-    """The fields and next_index of `state_arrays()`, without a buffer (memory maps stay
-    so); ValueError where they do not fit."""
+    """The fields and next_index of `state_arrays()` without a buffer; ValueError if unfit."""
     rows, ref, side = (arrays[n] for n in TRANSITION_ARRAYS)
     if rows.shape != (len(ref), ReplayBuffer.row_width(obs_dim, action_dim)):
         raise ValueError(f"rows of shape {rows.shape} for this env")

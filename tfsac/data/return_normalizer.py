@@ -41,9 +41,8 @@ class ReturnNormalizer:
 
     @property
     def divisor(self) -> float:
-        """What the update divides rewards by: (1 - gamma) std(G), or with a `bound`
-        FlashSAC's max(std(G), max|G| / bound) (arXiv:2604.04539), which keeps every return
-        within a categorical critic's bins."""
+        """(1 - gamma) std(G), or with a `bound` FlashSAC's max(std(G), max|G| / bound)
+        (arXiv:2604.04539): every return within a categorical critic's bins."""
         if not self.count:
             return 1.0
         std = float(np.sqrt(self.variance + self.epsilon))

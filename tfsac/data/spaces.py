@@ -41,8 +41,7 @@ VECTORISED = "her needs it vectorised over the batch (as gymnasium-robotics' env
 
 
 def batched_rewards(compute: Callable, achieved: np.ndarray, desired: np.ndarray) -> np.ndarray:
-    """`compute(achieved, desired, infos)` over a batch of goals, with empty infos as SB3's:
-    its n rewards, or a Fault where it does not give them."""
+    """`compute(achieved, desired, empty infos)` over a batch: its n rewards, else a Fault."""
     n = len(achieved)
     reward = np.asarray(compute(achieved, desired, [{} for _ in range(n)]), np.float32)
     if reward.shape != (n,):
@@ -143,14 +142,12 @@ def space_to_json(space: gym.Space) -> Optional[dict]:
         return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "start": space.start.tolist()}
     if isinstance(space, gym.spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
-    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-        items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
-        parts = {str(k): space_to_json(v) for k, v in items}
-        if any(v is None for v in parts.values()):
-            return None
-        if isinstance(space, gym.spaces.Dict):
-            return {"type": "Dict", "spaces": parts}
-        return {"type": "Tuple", "spaces": list(parts.values())}
+    if isinstance(space, gym.spaces.Dict):
+        parts = {str(k): space_to_json(v) for k, v in space.spaces.items()}
+        return None if None in parts.values() else {"type": "Dict", "spaces": parts}
+    if isinstance(space, gym.spaces.Tuple):
+        parts = [space_to_json(v) for v in space]
+        return None if None in parts else {"type": "Tuple", "spaces": parts}
     return None
 
 

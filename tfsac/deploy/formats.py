@@ -193,8 +193,7 @@ def add_formats(
     quantization: str = "none",
     say: Optional[Callable[[str], None]] = None,
 ) -> list:
-    """Converts an exported version's SavedModel into `formats`, renamed into place (never
-    half a file); returns the paths written."""
+    """Converts a version's SavedModel into `formats`, renamed into place; the paths written."""
     check_readable(version_dir)
     metadata = read_metadata(version_dir)
     if not any(n in FILES for n in formats):

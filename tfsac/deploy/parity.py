@@ -80,8 +80,7 @@ def action_error(path: str, reference: Tuple, relative: bool = True) -> float:
 
 
 def check_parity(path: str, reference: Tuple, shown_as: str) -> float:
-    """A Fault unless the unquantized file at `path` (said as `shown_as`) acts as its
-    SavedModel; returns the largest action difference."""
+    """A Fault unless the file at `path` (`shown_as`) acts as its SavedModel; the largest error."""
     error = action_error(path, reference)
     if not error <= PARITY_TOLERANCE:
         raise Fault(

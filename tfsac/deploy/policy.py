@@ -79,8 +79,7 @@ def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Callable, D
 
 
 def checkpoint_policy(run_dir: str, stochastic: bool = False, step: Optional[int] = None):
-    """The same from a run directory's checkpoint of env step `step` (default: the newest
-    that restores), with the run's config."""
+    """The same from a run's checkpoint of env step `step` (default: the newest that restores)."""
     return _flat(Policy._from_run_dir(run_dir, step), stochastic)
 
 

@@ -1,8 +1,7 @@
 """tfsac: Soft Actor-Critic for TensorFlow 2 / Keras 3.
 
 Layers, each importing only those below it: scale > run > deploy > (algorithm, data) >
-config. The names below load their module (and TensorFlow) on first use, so tools that
-need no TensorFlow start fast.
+config. The names below load their module (and TensorFlow) on first use.
 """
 
 import importlib

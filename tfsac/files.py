@@ -1,5 +1,4 @@
-"""A run directory's format: its file names, JSON written atomically and read back, and the
-checks a run's folders need. Below every layer that reads or writes a run directory."""
+"""A run directory's format: file names, JSON written atomically and read back, folder checks."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ PROGRESS_FIELDS = ("step", "episodes", "episode_return", "episode_length", "env_
 
 
 def check_writable(directory: str) -> None:
-    """Raises TfsacError unless `directory` can be created and written to. The folders it
-    creates are removed again, so a start that fails later leaves no empty folders."""
+    """TfsacError unless `directory` can be created and written to (made folders are removed)."""
     if os.path.lexists(directory) and not os.path.isdir(directory):  # makedirs: "File exists"
         raise TfsacError(f"cannot write to {directory!r}: it exists and is not a folder")
     # Walked as written, not normalised: 'new/../x' makes 'new' too.
@@ -98,9 +96,8 @@ _INDEX_NAME = re.compile(r"ckpt-([0-9]+)\.index")
 
 
 def model_versions(model_dir: str, servable: bool = False) -> List[str]:
-    """The version folders in TF Serving's model folder `model_dir`, by version: named by
-    digits that fit an int64 ('007' is version 7), with `servable` only those holding a
-    saved_model.pb. [] where `model_dir` is not a folder."""
+    """The version folders (int64 digits, '007' is 7) in TF Serving's model folder, by version;
+    with `servable` only those holding a saved_model.pb."""
     try:
         names = [n for n in os.listdir(model_dir) if _VERSION_NAME.fullmatch(n)]
     except OSError:
@@ -116,8 +113,7 @@ def model_versions(model_dir: str, servable: bool = False) -> List[str]:
 
 
 def checkpoint_steps(checkpoints_dir: str) -> List[int]:
-    """The env steps of the checkpoints in `checkpoints_dir` with an index file (TF writes
-    it last), newest first."""
+    """The env steps of the checkpoints with an index file (TF's last), newest first."""
     try:
         names = os.listdir(checkpoints_dir)
     except OSError:
@@ -166,8 +162,7 @@ NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def new_file(path: str, mode: str = "w"):
-    """`path` opened for writing as a new file: whatever was there (a symbolic link too) is
-    removed first, never followed."""
+    """`path` opened as a new file: whatever was there (a link too) removed, never followed."""
     if os.path.lexists(path):
         os.remove(path)
     # O_EXCL: created here, even where something appeared since (it does not follow links).
@@ -256,11 +251,9 @@ def check_plain_name(what: str, name) -> str:
     return name
 
 
-# The run a new run starts from (init_from), as a user names it.
 def source_checkpoints(source: str):
-    """(the source run's config, its checkpoint prefixes to try, newest first) for
-    init_from `source`: a run directory (its complete checkpoints) or one checkpoint's
-    prefix (<run_dir>/checkpoints/ckpt-<step>)."""
+    """(config, checkpoint prefixes to try, newest first) for init_from `source`: a run
+    directory or one checkpoint's prefix (<run_dir>/checkpoints/ckpt-<step>)."""
     path = os.path.normpath(source)
     folder, name = os.path.split(path)
     step = None

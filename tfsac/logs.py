@@ -1,5 +1,4 @@
-"""Console output: tfsac's lines and real warnings without third-party chatter, and log lines
-a progress bar does not garble. TF-free: the render worker uses it too."""
+"""Console output: tfsac's lines and real warnings without library chatter, above progress bars."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class OwnInfoOnly(logging.Filter):
-    """Passes warnings and errors from anywhere, lower levels only from tfsac's own code:
-    libraries log their internals at INFO through the same absl handler."""
+    """Passes warnings and errors from anywhere, lower levels only from tfsac's own code."""
 
     def __init__(self, own_dirs=()):
         super().__init__()
@@ -31,8 +29,7 @@ class OwnInfoOnly(logging.Filter):
 
 @contextlib.contextmanager
 def native_stderr_captured(replay_on_error: bool = True):
-    """Sends the process's fd 2 (where C++ libraries print) to a temp file for the block;
-    replays it if the block raises and `replay_on_error`, else drops it."""
+    """fd 2 (C++ libraries' prints) to a temp file for the block; replayed if it raises."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as captured:
@@ -51,8 +48,7 @@ def native_stderr_captured(replay_on_error: bool = True):
 
 
 class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
-    """Imports `tensorflow` with fd 2 captured: its C++ start-up lines come before its log
-    filter exists."""
+    """Imports `tensorflow` with fd 2 captured (its start-up lines precede its log filter)."""
 
     def find_spec(self, name, path=None, target=None):
         if name != "tensorflow":
@@ -72,8 +68,7 @@ class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
 
 
 def _quiet_first_context_start() -> None:
-    """Captures fd 2 while TF's eager context starts at the first op (its CUDA probe logs
-    an error without a GPU); the start stays lazy, so thread pools can still be sized."""
+    """Captures fd 2 while TF's eager context starts at the first op (its CUDA probe), lazily."""
     try:
         from tensorflow.python.eager import context
     except ImportError:  # another TF layout: its lines show
@@ -89,8 +84,7 @@ def _quiet_first_context_start() -> None:
 
 
 def quiet_tensorflow_start() -> None:
-    """Hides TensorFlow's C++ start-up and INFO lines when TF is imported, unless
-    TFSAC_TF_LOGS is 1 (a user's TF_CPP_MIN_LOG_LEVEL is kept)."""
+    """Hides TF's C++ start-up and INFO lines at its import, unless TFSAC_TF_LOGS is 1."""
     if os.environ.get("TFSAC_TF_LOGS") == "1" or "tensorflow" in sys.modules:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # later C++ INFO lines (XLA's)
@@ -99,8 +93,7 @@ def quiet_tensorflow_start() -> None:
 
 
 class ShortLines(logging.Formatter):
-    """'20:31:07 step 1000/20000 | ...' lines, 'warning: ' before warnings and errors (absl's
-    long prefix is for --verbosity=1)."""
+    """'20:31:07 step 1000/20000 | ...' lines, 'warning: ' before warnings and errors."""
 
     def format(self, record: logging.LogRecord) -> str:
         text = record.getMessage()
@@ -118,8 +111,7 @@ def short_lines() -> None:
 
 @contextlib.contextmanager
 def absl_verbosity(level: int):
-    """absl's verbosity `level` for the block, then the logger's own level back (so a NOTSET
-    logger keeps following the root's)."""
+    """absl's verbosity `level` for the block, then the logger's own level back (NOTSET too)."""
     logger = absl_logging.get_absl_logger()
     verbosity, before = absl_logging.get_verbosity(), logger.level
     absl_logging.set_verbosity(level)
@@ -132,8 +124,7 @@ def absl_verbosity(level: int):
 
 @contextlib.contextmanager
 def progress_lines(enabled: bool = True):
-    """For library calls: tfsac's INFO lines on stderr in the short form for the block, other
-    libraries' hidden; a no-op where INFO lines already show."""
+    """tfsac's INFO lines (no other library's) on stderr for the block, where none show yet."""
     verbosity = absl_logging.get_verbosity()
     if not enabled or verbosity >= absl_logging.INFO:
         yield
@@ -153,8 +144,7 @@ def progress_lines(enabled: bool = True):
 
 
 def quiet_library_logs(own_dirs=()) -> None:
-    """Shows INFO lines of tfsac (and of code under `own_dirs`) only, on every root handler,
-    and routes MuJoCo's warnings through absl."""
+    """INFO lines of tfsac (and `own_dirs`) only on root handlers; MuJoCo's warnings by absl."""
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, OwnInfoOnly) for f in handler.filters):
             handler.addFilter(OwnInfoOnly(own_dirs))
@@ -162,8 +152,7 @@ def quiet_library_logs(own_dirs=()) -> None:
 
 
 def mujoco_warnings_logged() -> None:
-    """MuJoCo's warnings as absl warnings, where no handler is set: MuJoCo's own writes
-    MUJOCO_LOG.TXT into the current directory, a file the user never named."""
+    """MuJoCo's warnings through absl, not its MUJOCO_LOG.TXT in the current directory."""
     try:
         import mujoco
     except ImportError:
@@ -199,8 +188,7 @@ class _AboveBar:
 
 @contextlib.contextmanager
 def lines_above(bar):
-    """While `bar` (a tqdm bar on stderr) is shown, what Python writes to stderr goes above
-    it instead of over it."""
+    """While `bar` (tqdm's, on stderr) shows, what Python writes to stderr goes above it."""
     if bar.disable:
         yield
         return
@@ -220,8 +208,7 @@ def lines_above(bar):
 
 
 def progress_bar(total, initial: int = 0, enabled=None, unit: str = "step", **kwargs):
-    """A tqdm bar on stderr (of env steps unless `unit` says otherwise); `enabled` None
-    means on in a terminal. `kwargs` go to tqdm."""
+    """A tqdm bar on stderr (`enabled` None: in a terminal); `kwargs` go to tqdm."""
     import tqdm
 
     enabled = sys.stderr.isatty() if enabled is None else enabled

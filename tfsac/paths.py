@@ -1,5 +1,4 @@
-"""The rule for a name that becomes one folder name inside a folder the user chose: one plain
-path component, so that nothing is ever written outside that folder."""
+"""The rule for a name that becomes a folder inside one the user chose: one plain component."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Modules a user names inside an option's value, '<module>:<name>' (gymnasium's rule for env
-ids, also taken for algorithms and networks): the value alone says what to import, so another
-process (a resume, a sweep's trial) finds the same classes again."""
+"""Modules named in an option's value, '<module>:<name>' (gymnasium's rule for env ids): the
+value alone says what to import, so another process finds the same classes again."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ T = TypeVar("T")
 
 
 def add(registry: Dict[str, T], cls: T, kind: str) -> T:
-    """`registry[cls.name] = cls` where the name is letters, digits and '_'; ValueError
-    otherwise."""
+    """`registry[cls.name] = cls` where the name is letters, digits and '_', else ValueError."""
     if not cls.name or not cls.name.replace("_", "").isalnum():
         raise ValueError(f"{kind} needs a name of letters, digits and _: {cls.name!r}")
     old = registry.get(cls.name)
@@ -63,8 +61,7 @@ def split(value: str) -> Tuple[Optional[str], str]:
 
 
 def find_in_current_directory(module: str) -> None:
-    """Appends the current directory to sys.path where `module` is found only there, as
-    `python -m` would (a script run by its path does not look there)."""
+    """Appends the current directory to sys.path where only it has `module`, as `python -m`."""
     top = module.split(".")[0]
     here = os.getcwd()
     if not top.isidentifier() or here in sys.path or "" in sys.path:
@@ -74,8 +71,7 @@ def find_in_current_directory(module: str) -> None:
 
 
 def import_named(module: str, what: str) -> ModuleType:
-    """Imports the module that `what` (e.g. "algorithm 'my_algos:mean_q'") names; TfsacError
-    where it is missing or raises (naming the file and line of the user's code)."""
+    """Imports the module `what` names; TfsacError (with the user's file and line) if it fails."""
     if not all(part.isidentifier() for part in module.split(".")):
         raise TfsacError(
             f"{what}: {module!r} is not a module name (dotted Python names, as in "

@@ -1,2 +1,1 @@
-"""Data: making and checking envs, stepping them (the collector), the replay buffer and the
-schedule that says how many updates each env step owes."""
+"""Data: making, checking and stepping envs, the replay buffers and the update schedule."""

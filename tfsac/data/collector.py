@@ -1,5 +1,4 @@
-"""Env interaction: N env copies stepped with actions from any policy. Holds no learner, so
-it runs wherever its env factory can."""
+"""Env interaction: N env copies stepped with any policy's actions (no learner: runs anywhere)."""
 
 from __future__ import annotations
 
@@ -114,12 +113,10 @@ class Collector:
         self._saved = (state, snapshot)
 
     def snapshot(self) -> Optional[bytes]:
-        """The env copies mid-episode and the current observation, pickled for a resume;
-        None where that cannot be done."""
+        """The env copies mid-episode and the observation, pickled for a resume (or None)."""
         if not isinstance(self.env, gym.vector.SyncVectorEnv) or self.observation is None:
             return None
-        # EzPickle envs (MuJoCo, Box2D) pickle their constructor arguments only: unpickled,
-        # they would be new envs, not the ones mid-episode.
+        # EzPickle envs (MuJoCo, Box2D) pickle their arguments only: new envs, unpickled.
         if any(isinstance(env.unwrapped, EzPickle) for env in self.env.envs):
             return None
         try:
@@ -128,8 +125,7 @@ class Collector:
             return None
 
     def start(self, seed: int) -> bool:
-        """Continues the episodes of `load_state`'s snapshot where it restores, else starts
-        new ones seeded with `seed`; returns whether they were continued."""
+        """Continues the snapshot's episodes, else starts new ones (seeded `seed`); True if so."""
         state, snapshot = self._saved
         self._saved = ({}, None)
         if snapshot is not None and "episode_returns" in state:

@@ -31,8 +31,7 @@ EXTRAS = {"gymnasium_robotics": "robotics", "Box2D": "box2d"}
 
 
 def check_env_id(env_id: str) -> None:
-    """Refuses an id gymnasium has not registered, without making the env; 'module:Id-v0'
-    ids are left to make_env."""
+    """Refuses an id gymnasium has not registered (not 'module:Id-v0' ones: make_env's)."""
     if ":" not in env_id:
         made(env_id, None, lambda: gym.spec(env_id))
 
@@ -109,8 +108,7 @@ def factory_env(env_fn, name: str) -> gym.Env:
 
 
 def check_spaces(env: gym.Env, name: str) -> None:
-    """Refuses (and closes) an env whose actions are not a bounded flat Box, or whose
-    observations gymnasium.spaces.flatten cannot flatten."""
+    """Refuses (and closes) an env without bounded flat Box actions or flattenable observations."""
     space = env.action_space
     if not isinstance(space, gym.spaces.Box):
         why = f" has action space {space}; SAC needs continuous actions (a gymnasium Box)"
@@ -142,43 +140,38 @@ def _called(name: str, what: str, call):
         ) from None
 
 
-def _check_observation(name: str, env: gym.Env, observation, where: str) -> None:
-    space = env.observation_space  # the flat Box tfsac's wrapper gives, or the env's own
-    if isinstance(space, gym.spaces.Box) and np.shape(observation) != space.shape:
+def _returned(name: str, env: gym.Env, call_text: str, call, fields: str) -> tuple:
+    """What `call` returned, refused unless the tuple of `fields` with a well-shaped observation."""
+    out = _called(name, call_text, call)
+    what, size = call_text.split("(")[0] + "()", fields.count(",") + 1
+    if not (isinstance(out, tuple) and len(out) == size):
         raise TfsacError(
-            f"{name}: {where} gave an observation of shape {np.shape(observation)}, and its "
+            f"{name}: {what} must return {fields}, as gymnasium's API does; it returned "
+            f"{type(out).__name__}"
+            + (f" of {len(out)}" if isinstance(out, tuple) else "")
+            + (OLD_GYM if (isinstance(out, tuple) and size == 5 and len(out) == 4) else "")
+        )
+    space = env.observation_space  # the flat Box tfsac's wrapper gives, or the env's own
+    if isinstance(space, gym.spaces.Box) and np.shape(out[0]) != space.shape:
+        raise TfsacError(
+            f"{name}: {what} gave an observation of shape {np.shape(out[0])}, and its "
             f"observation_space says {space.shape}"
         )
+    return out
 
 
 def check_env_api(env: gym.Env, name: str) -> None:
-    """One reset and one step of `env` (the run's evaluation env, reseeded by each
-    evaluation); refuses the first break of the gymnasium API."""
-    out = _called(name, "reset(seed=0)", lambda: env.reset(seed=0))
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise TfsacError(
-            f"{name}: reset() must return (observation, info), as gymnasium's API does; it "
-            f"returned {type(out).__name__}" + (f" of {len(out)}" if isinstance(out, tuple) else "")
-        )
-    _check_observation(name, env, out[0], "reset()")
+    """One reset and one step of `env`; refuses the first break of the gymnasium API."""
+    _returned(name, env, "reset(seed=0)", lambda: env.reset(seed=0), "(observation, info)")
     action = env.action_space.sample()
-    out = _called(name, "step(action)", lambda: env.step(action))
-    if not (isinstance(out, tuple) and len(out) == 5):
-        raise TfsacError(
-            f"{name}: step() must return (observation, reward, terminated, truncated, info), "
-            f"as gymnasium's API does; it returned {type(out).__name__}"
-            + (f" of {len(out)}" if isinstance(out, tuple) else "")
-            + (OLD_GYM if (isinstance(out, tuple) and len(out) == 4) else "")
-        )
-    _check_observation(name, env, out[0], "step()")
-    reward = out[1]
+    fields = "(observation, reward, terminated, truncated, info)"
+    reward = _returned(name, env, "step(action)", lambda: env.step(action), fields)[1]
     if not (np.ndim(reward) == 0 and isinstance(np.asarray(reward).item(), numbers.Real)):
         raise TfsacError(f"{name}: step() gave a reward of {reward!r:.40}, not one number")
 
 
 def reward_function(env: gym.Env, columns: Optional[GoalColumns], name: str) -> Callable:
-    """A goal env's `compute_reward`, the outermost wrapper's (a wrapper that changes the
-    reward relabels with its own)."""
+    """A goal env's `compute_reward`, the outermost wrapper's (one changing the reward)."""
     try:
         compute = env.get_wrapper_attr("compute_reward")
     except AttributeError:
@@ -212,8 +205,7 @@ def check_batched_reward(compute: Callable, columns: GoalColumns, name: str) -> 
 
 
 def check_env_fits(env_id: str, spec, info: Dict) -> None:
-    """Refuses an env (`spec`) to evaluate or record a saved policy on whose observations or
-    action bounds are not those of the policy (`info`: its metadata)."""
+    """Refuses an env whose observations or action bounds are not the policy's (`info`)."""
     if "observation_dim" not in info:  # nothing to compare with
         return
     if spec.obs_dim != info["observation_dim"]:
@@ -243,9 +235,8 @@ def _layout(space_json: Dict):
     kind = space_json.get("type")
     if kind == "Box":
         return kind, tuple(space_json["shape"])
-    if kind in ("Dict", "Tuple"):
-        spaces = space_json["spaces"]
-        if kind == "Dict":
-            return kind, {k: _layout(v) for k, v in spaces.items()}
-        return kind, [_layout(v) for v in spaces]
+    if kind == "Dict":
+        return kind, {k: _layout(v) for k, v in space_json["spaces"].items()}
+    if kind == "Tuple":
+        return kind, [_layout(v) for v in space_json["spaces"]]
     return {k: v for k, v in space_json.items() if k != "dtype"}

@@ -20,8 +20,7 @@ from tfsac.files import ENV_SPEC_FILE
 from tfsac.logs import mujoco_warnings_logged
 from tfsac.user_modules import find_in_current_directory, split
 
-# MuJoCo picks its GL backend when first imported; without a display, GLFW cannot open a
-# context, so headless machines render through EGL unless the user chose otherwise.
+# MuJoCo picks its GL backend at import; without a display GLFW has no context: EGL then.
 if not os.environ.get("DISPLAY"):
     os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -131,8 +130,7 @@ def checked_env(env_fn: EnvFn, name: str = "the env factory's env") -> gym.Env:
 
 
 class LeanSyncVectorEnv(gym.vector.SyncVectorEnv):
-    """gymnasium's SyncVectorEnv keeping only what the collector reads (`final_obs`):
-    merging the envs' infos cost more than HalfCheetah's physics."""
+    """SyncVectorEnv keeping only the `final_obs` info (merging infos cost more than physics)."""
 
     def step(self, actions):
         final_obs = None
@@ -145,15 +143,9 @@ class LeanSyncVectorEnv(gym.vector.SyncVectorEnv):
                 final_obs[i] = obs
                 obs, _ = env.reset()
             self._env_obs[i] = obs
-        observations = np.stack(self._env_obs)
         info = {} if final_obs is None else {"final_obs": final_obs}
-        return (
-            observations,
-            self._rewards.copy(),
-            self._terminations.copy(),
-            self._truncations.copy(),
-            info,
-        )
+        flags = self._terminations.copy(), self._truncations.copy()
+        return np.stack(self._env_obs), self._rewards.copy(), *flags, info
 
 
 def make_vector_env(env_fn: EnvFn, num_envs: int, mode: str = "sync") -> gym.vector.VectorEnv:

@@ -1,5 +1,4 @@
-"""Hindsight Experience Replay (Andrychowicz et al., 2017) as a replay buffer that stores
-whole episodes once and relabels them when sampled, as SB3's HerReplayBuffer does."""
+"""Hindsight Experience Replay (Andrychowicz et al., 2017): episodes relabelled when sampled."""
 
 from __future__ import annotations
 
@@ -11,18 +10,15 @@ from tfsac.data.replay import ReplayBuffer, _checked, row_fields
 from tfsac.data.spaces import GoalColumns, batched_rewards, column
 from tfsac.errors import Fault
 
-# Open episodes kept before the oldest one is stored as it is: a stream that restarted (a
-# runner's new process) leaves its episode open for good.
+# Open episodes kept before the oldest is stored as it is (a restarted stream leaves one open).
 MAX_OPEN_EPISODES = 1024
 
 
 class HerReplayBuffer(ReplayBuffer):
-    """A `ReplayBuffer` that stores an episode once it ends, as one range of slots
-    (`episode_start`, `episode_length`); a row continues the open episode whose last next
-    observation is bitwise its observation. The first her_ratio share of each batch gets
-    the next achieved goal of a transition of its episode (by `strategy`) as desired goal,
-    and the env's reward for it (empty infos, as SB3's).
-    """
+    """A `ReplayBuffer` storing each episode once it ends, as one range of slots; a row
+    continues the open episode whose last next observation is bitwise its observation. The
+    first her_ratio share of each batch gets an achieved goal of its episode (by `strategy`)
+    as desired goal, and the env's reward for it (empty infos, as SB3's)."""
 
     def __init__(
         self,
@@ -44,8 +40,7 @@ class HerReplayBuffer(ReplayBuffer):
         self.her_ratio = 1.0 - 1.0 / (goals_per_transition + 1)  # SB3's her_ratio
         self.episode_start = np.zeros(self.capacity, np.int64)
         self.episode_length = np.zeros(self.capacity, np.int64)
-        # Bytes of an open episode's last next observation -> the open episodes ending
-        # there, oldest first, each a list of (obs, action, reward, next_obs, terminated).
+        # Last next observation's bytes -> open episodes there, [(obs, action, ...)], oldest first.
         self._open: Dict[bytes, List[List[tuple]]] = {}
 
     @classmethod
@@ -57,8 +52,7 @@ class HerReplayBuffer(ReplayBuffer):
         self.add(*transitions.as_tuple(), ended=transitions.ended)
 
     def add(self, observation, action, reward, next_observation, terminated, ended=None) -> None:
-        """Adds transitions to their open episodes; an episode whose last row `ended`
-        (terminated or truncated; default: terminated) is stored."""
+        """Adds transitions to open episodes, storing those that `ended` (default: terminated)."""
         rows = [np.asarray(x, np.float32) for x in (observation, action, reward)]
         rows += [np.asarray(next_observation, np.float32), np.asarray(terminated, np.float32)]
         if rows[2].ndim == 0:
@@ -125,7 +119,7 @@ class HerReplayBuffer(ReplayBuffer):
         return (start + step) % self.capacity
 
     def relabel(self, rows: np.ndarray, slots: np.ndarray) -> None:
-        """Gives packed rows of `slots` new desired goals and their rewards, in place."""
+        """New desired goals and their rewards for packed rows of `slots`, in place."""
         if rows.size == 0:
             return
         goals = self._next_rows(self.goal_slots(slots))[..., : self.obs_dim][..., self.achieved]
@@ -158,13 +152,12 @@ class HerReplayBuffer(ReplayBuffer):
         arrays = super().state_arrays()
         episodes = self._open_list()
         rows = [row for episode in episodes for row in episode]
-        packed = np.zeros((len(rows), self._rows.shape[1]), np.float32)
-        fields = row_fields(packed, self.obs_dim)
-        next_obs = np.zeros((len(rows), self.obs_dim), np.float32)
-        for i, (obs, action, reward, nxt, terminated) in enumerate(rows):
-            fields["observation"][i], fields["action"][i] = obs, action
-            fields["reward"][i], fields["terminated"][i] = reward, terminated
-            next_obs[i] = nxt
+        widths = (self.obs_dim, self.action_dim, 1, self.obs_dim, 1)
+        obs, action, reward, next_obs, ended = (
+            np.array([row[k] for row in rows], np.float32).reshape(len(rows), w)
+            for k, w in enumerate(widths)
+        )
+        packed = np.concatenate([obs, action, reward, ended], axis=1)
         return {
             **arrays,
             "episode_start": self.episode_start[: self.size],
@@ -181,30 +174,19 @@ class HerReplayBuffer(ReplayBuffer):
         start, length = np.asarray(start, np.int64), np.asarray(length, np.int64)
         if np.any((start < 0) | (start >= max(size, 1)) | (length < 1) | (length > size)):
             raise ValueError("episode_start.npy or episode_length.npy points outside the rows")
-        if "open_lengths" not in arrays:
-            raise ValueError("no open_lengths.npy")
-        lengths = np.asarray(arrays["open_lengths"], np.int64)
+        lengths = np.asarray(_checked(arrays, {"open_lengths": None})[0], np.int64)
         if lengths.ndim != 1 or np.any(lengths < 1):
             raise ValueError("open_lengths.npy must list the open episodes' lengths (>= 1)")
-        total = int(lengths.sum())
-        rows, nxt = _checked(
-            arrays,
-            {
-                "open_rows": (total, self._rows.shape[1]),
-                "open_next_observation": (total, self.obs_dim),
-            },
-        )
+        total, width = int(lengths.sum()), self._rows.shape[1]
+        shapes = {"open_rows": (total, width), "open_next_observation": (total, self.obs_dim)}
+        packed, nxt = _checked(arrays, shapes)
         self.episode_start[:size], self.episode_length[:size] = start, length
-        nxt = np.array(nxt)
-        f = row_fields(np.array(rows), self.obs_dim)
+        f = row_fields(np.array(packed), self.obs_dim)
+        fields = (f["observation"], f["action"], f["reward"], np.array(nxt), f["terminated"])
+        rows = list(zip(*fields, strict=True))
         self._open = {}
-        for first, n in zip(np.cumsum(lengths) - lengths, lengths.tolist(), strict=True):
-            part = range(int(first), int(first) + n)
-            episode = [
-                (f["observation"][i], f["action"][i], f["reward"][i], nxt[i], f["terminated"][i])
-                for i in part
-            ]
-            self._open.setdefault(nxt[part[-1]].tobytes(), []).append(episode)
+        for end, n in zip(np.cumsum(lengths).tolist(), lengths.tolist(), strict=True):
+            self._open.setdefault(rows[end - 1][3].tobytes(), []).append(rows[end - n : end])
 
 
 def her_buffer(config, spec, compute_reward: Optional[Callable]) -> HerReplayBuffer:

@@ -1,6 +1,5 @@
-"""Minibatches from recorded and online transitions together: RLPD's symmetric sampling
-(Ball et al. 2023, arXiv:2302.02948, Sec. 4.1), an exact share of every batch from the
-recorded data, or the union sampled uniformly. A checkpoint keeps only the data's reference."""
+"""Minibatches of recorded and online transitions: an exact share of every batch recorded, as
+RLPD's symmetric sampling (Ball et al. 2023, arXiv:2302.02948), or the union uniformly."""
 
 from __future__ import annotations
 

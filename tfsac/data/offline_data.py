@@ -1,6 +1,5 @@
-"""Recorded transitions (`--offline_data`): what a source holds (`Episodes`, env units) and
-the checked, read-only transitions a run samples (`RecordedData`, replay units), from a Minari
-dataset, a tfsac run's replay or .npz episodes (docs/guide/recorded-data.md)."""
+"""Recorded transitions (`--offline_data`) of a Minari dataset, a tfsac run's replay or .npz
+episodes: what a source holds (`Episodes`), and checked, as a run samples them (`RecordedData`)."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ BOUNDS_SLACK = 1e-5
 
 @dataclasses.dataclass
 class Episodes:
-    """What a source holds, in the env's units: episodes of Minari's fields, and what it
-    says about the env (None: nothing)."""
+    """A source's episodes of Minari's fields (env units) and what it says of the env."""
 
     kind: str  # "minari", "npz" or "run"
     env_id: Optional[str]
@@ -78,8 +76,7 @@ class RecordedData:
 
 
 def load_recorded(source: str, spec: EnvSpec) -> RecordedData:
-    """The recorded transitions that `source` names, checked against the env of `spec`;
-    TfsacError in one line for a missing, corrupt, empty or mismatched source."""
+    """`source`'s recorded transitions, checked against `spec`'s env; TfsacError in one line."""
     if os.path.isdir(source):
         if os.path.isfile(os.path.join(source, CONFIG_FILE)):
             return _from_run_dir(source, spec)
@@ -158,12 +155,10 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
     if data_path is None and not os.path.isdir(os.path.dirname(os.path.join(root, source))):
         raise _no_dataset(source, root)  # before minari, which makes its datasets folder
     try:
-        if data_path is None:
-            dataset = minari.load_dataset(source)
-        else:
-            dataset = minari.MinariDataset(data_path)
-        spec = dataset.spec.env_spec
-        space = dataset.action_space
+        dataset = (
+            minari.load_dataset(source) if data_path is None else minari.MinariDataset(data_path)
+        )
+        spec, space = dataset.spec.env_spec, dataset.action_space
         episodes = [
             {k: _arrays(getattr(e, k)) for k in EPISODE_FIELDS} for e in dataset.iterate_episodes()
         ]
@@ -178,8 +173,7 @@ def _minari(source: str, data_path: Optional[str]) -> Episodes:
 
 
 def _from_run_dir(source: str, spec: EnvSpec) -> RecordedData:
-    """The replay of a tfsac run's newest checkpoint that reads (as a resume takes it),
-    memory-mapped."""
+    """The replay of a run's newest checkpoint that reads (as a resume takes it), memory-mapped."""
     try:
         with open(os.path.join(source, CONFIG_FILE)) as f:
             env_id = json.load(f)["env_id"]
@@ -267,20 +261,18 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
     """Episodes checked against the env, as RecordedData with actions in [-1, 1]."""
     _same_env(source, data.env_id, spec)
     low, high = np.asarray(spec.action_low), np.asarray(spec.action_high)
-    if data.action_low is not None and (
-        np.shape(data.action_low) != low.shape or np.shape(data.action_high) != high.shape
-    ):
-        raise TfsacError(
-            f"offline_data {source!r} has action bounds of shapes {np.shape(data.action_low)} "
-            f"and {np.shape(data.action_high)}, the env's are {low.shape}"
-        )
-    if data.action_low is not None and not (
-        np.allclose(data.action_low, low) and np.allclose(data.action_high, high)
-    ):
-        raise TfsacError(
-            f"offline_data {source!r} has action bounds [{_text(data.action_low)}, "
-            f"{_text(data.action_high)}], the env [{_text(low)}, {_text(high)}]"
-        )
+    recorded_low, recorded_high = data.action_low, data.action_high
+    if recorded_low is not None:
+        if np.shape(recorded_low) != low.shape or np.shape(recorded_high) != high.shape:
+            raise TfsacError(
+                f"offline_data {source!r} has action bounds of shapes {np.shape(recorded_low)} "
+                f"and {np.shape(recorded_high)}, the env's are {low.shape}"
+            )
+        if not (np.allclose(recorded_low, low) and np.allclose(recorded_high, high)):
+            raise TfsacError(
+                f"offline_data {source!r} has action bounds [{_text(recorded_low)}, "
+                f"{_text(recorded_high)}], the env [{_text(low)}, {_text(high)}]"
+            )
     space = space_from_json(spec.observation_space_json) if spec.observation_space_json else None
     episodes = [_episode_rows(source, n, e, spec, space) for n, e in enumerate(data.episodes)]
     if not sum(len(rows[2]) for rows in episodes):
@@ -309,8 +301,7 @@ def checked(source: str, data: Episodes, spec: EnvSpec) -> RecordedData:
 
 
 def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None):
-    """(observations, actions, rewards, next observations, [terminated, ended]) of one
-    episode, checked; `space`: the env's unflattened observation space."""
+    """(obs, actions, rewards, next obs, [terminated, ended]) of one episode, checked."""
     where = f"offline_data {source!r}, episode {n}"
     for name in EPISODE_FIELDS:
         dtype = getattr(episode[name], "dtype", np.dtype(object))
@@ -357,8 +348,7 @@ def _text(bounds) -> str:
 
 
 def check_checkpoint_data(data: RecordedData, saved: Optional[Dict], prefix: str) -> None:
-    """Refuses a resume whose offline_data is not the data (`saved`: its reference, or
-    None) that checkpoint `prefix` trained with."""
+    """Refuses a resume whose offline_data is not what checkpoint `prefix` trained with."""
     if saved is None or saved["checksum"] != data.checksum:
         what = "no recorded data"
         if saved is not None:

@@ -1,6 +1,5 @@
-"""Recording episodes of a policy and writing them as a dataset that `--offline_data` reads
-(Minari or .npz), through a hidden folder renamed into place so that a failed or killed
-recording leaves no dataset behind; and the checks of its output (scripts/collect.py)."""
+"""Recording a policy's episodes as a dataset `--offline_data` reads (Minari or .npz), renamed
+into place from a hidden folder (never a partial one), and checking its output first."""
 
 from __future__ import annotations
 
@@ -25,16 +24,14 @@ Policy = Callable[[np.ndarray], np.ndarray]  # a batch of observations -> env-un
 
 
 FORMATS = ("minari", "npz")
-# Minari's '[namespace/]name-v<version>' of letters, digits, '_' and '-': no '.' or '..' and
-# nothing absolute, so the dataset's folder stays inside the output folder.
+# Minari's '[namespace/]name-v<version>': no '.', '..' or absolute path leaves the output folder.
 MINARI_ID = re.compile(r"(?:[\w-][\w/-]*[\w-]/)?[\w-]+-v\d+")
 
 
 def check_output(
     output: str, fmt: str, dataset_id: Optional[str], episodes: Optional[list] = None
 ) -> str:
-    """The dataset folder a recording of `episodes` would make, checked before it records:
-    refused where the format is unknown or not installed, the id bad, the folder taken."""
+    """The dataset folder a recording would make, checked first (format, id, a free folder)."""
     if fmt not in FORMATS:
         raise TfsacError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if episodes is not None and not episodes:
@@ -77,9 +74,8 @@ def record_episodes(
     env_kwargs: Optional[dict] = None,
     transitions: int = 0,
 ) -> List[Dict[str, np.ndarray]]:
-    """`episodes` episodes (`transitions` > 0: whole episodes up to that many transitions)
-    of `policy` (None: uniform random actions) with Gaussian noise of std `noise` in [-1, 1]
-    units, in Minari's fields."""
+    """`episodes` episodes (`transitions` > 0: up to that many transitions) of `policy` (None:
+    uniform) with Gaussian noise of std `noise` in [-1, 1] units, in Minari's fields."""
     env = make_env(env_id, env_kwargs=env_kwargs)
     low, high = env.action_space.low, env.action_space.high
     rng = np.random.default_rng(seed)
@@ -95,16 +91,13 @@ def record_episodes(
                 if policy is None:
                     action = env.action_space.sample()
                 else:
-                    unit = (
-                        2.0 * (policy(np.asarray(obs, np.float32)[None])[0] - low) / (high - low)
-                        - 1.0
-                    )
+                    act = policy(np.asarray(obs, np.float32)[None])[0]
+                    unit = 2.0 * (act - low) / (high - low) - 1.0
                     unit = np.clip(unit + noise * rng.standard_normal(unit.shape), -1.0, 1.0)
                     action = unit_to_bounds(unit, low, high)
                 obs, reward, terminated, truncated, _ = env.step(action)
-                for key, value in zip(
-                    EPISODE_FIELDS, (obs, action, reward, terminated, truncated), strict=True
-                ):
+                values = (obs, action, reward, terminated, truncated)
+                for key, value in zip(EPISODE_FIELDS, values, strict=True):
                     steps[key].append(value)
                 done = terminated or truncated
             recorded.append({k: np.asarray(v) for k, v in steps.items()})

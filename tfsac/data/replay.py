@@ -1,5 +1,4 @@
-"""A preallocated ring buffer of transitions that stores each next observation once, and
-the n-step returns walked along its links."""
+"""A ring buffer of transitions storing each next observation once, and n-step returns."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ SCALAR_FIELDS = ("reward", "terminated", "discount")
 
 
 def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], ...]:
-    """(field, width) of each column block of a packed row, the learner's one input; with
-    n-step returns `reward` sums up to n rewards and `discount` is gamma^steps."""
+    """(field, width) of each column block of a packed row, the learner's one input."""
     widths = {"observation": obs_dim, "action": action_dim, "next_observation": obs_dim}
     return tuple((name, widths.get(name, 1)) for name in (*FIELDS, "discount"))
 
@@ -26,8 +24,7 @@ def packed_width(obs_dim: int, action_dim: int) -> int:
 
 
 def pack_batch(batches: Mapping[str, np.ndarray], gamma: float = 0.99) -> np.ndarray:
-    """A dict of field arrays as float32 packed rows [..., width]; `discount` defaults to
-    `gamma` (one-step transitions)."""
+    """A dict of field arrays as float32 packed rows [..., width] (`discount` default: gamma)."""
     columns = []
     for name in (*FIELDS, "discount"):
         if name == "discount" and name not in batches:
@@ -39,9 +36,8 @@ def pack_batch(batches: Mapping[str, np.ndarray], gamma: float = 0.99) -> np.nda
 
 
 def n_step_returns(buffer, slots: np.ndarray, n_steps: int, gamma: float):
-    """(sum_k gamma^k r_{t+k} over the next m <= n rewards, the m-th transition's slot,
-    gamma^m) for `slots`, walked along `buffer.next_index` (>= capacity: no row) to a
-    termination or a missing link; off-policy where streams meet, as in SBX and SB3."""
+    """(sum_k gamma^k r_{t+k} over the next m <= n rewards, the m-th slot, gamma^m) for
+    `slots`, along `buffer.next_index` to a termination or a missing link (as SBX and SB3)."""
     slots = np.asarray(slots)
     total = buffer.reward[slots].astype(np.float64)
     last = slots.copy()
@@ -84,8 +80,7 @@ TRANSITION_ARRAYS = ("rows", "next_index", "side_observation")
 def saved_transitions(
     arrays: Mapping[str, np.ndarray], capacity: int, obs_dim: int, action_dim: int
 ) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
-    """The fields and next_index of `state_arrays()`, read without a buffer so memory-mapped
-    arrays stay so. ValueError where they do not fit."""
+    """The fields and next_index of `state_arrays()` without a buffer; ValueError if unfit."""
     rows, ref, side = (arrays[n] for n in TRANSITION_ARRAYS)
     if rows.shape != (len(ref), ReplayBuffer.row_width(obs_dim, action_dim)):
         raise ValueError(f"rows of shape {rows.shape} for this env")
@@ -100,12 +95,10 @@ def saved_transitions(
 
 
 class ReplayBuffer:
-    """A ring of [observation | action | reward | terminated] rows that stores a next
-    observation only where no later row holds it as its observation, to save memory.
+    """A ring of [observation | action | reward | terminated] rows (actions in [-1, 1]).
 
     Each row's `next_index` is the row whose observation is (bitwise) its next one, or
-    `capacity` + i for slot i of a small side array, where it waits, keyed by its bytes,
-    until a later row of any stream has it. Actions are in the learner's [-1, 1] units.
+    `capacity` + i for slot i of a small side array, where it waits until a later row has it.
     """
 
     def __init__(
@@ -137,7 +130,7 @@ class ReplayBuffer:
 
     @staticmethod
     def row_width(obs_dim: int, action_dim: int) -> int:
-        """Floats in a stored row (static: the memory check sizes a buffer before it is made)."""
+        """Floats in a stored row (static: the memory check sizes a buffer before making it)."""
         return obs_dim + action_dim + 2
 
     @classmethod
@@ -160,9 +153,8 @@ class ReplayBuffer:
         return self._side_top - len(self._free)
 
     def add(self, observation, action, reward, next_observation, terminated) -> None:
-        """Adds one transition, or N in order with a leading axis; `next_observation` is the
-        true successor (at a truncation the final observation). Every shape is checked
-        before a row is written, so that a refused call changes nothing."""
+        """Adds one transition, or N with a leading axis (`next_observation`: the true one at a
+        truncation); shapes are checked first, so a refused call changes nothing."""
         transitions = (observation, action, reward, next_observation, terminated)
         if np.ndim(observation) < 2:  # one transition (a scalar's too): rows of one
             observation, action, next_observation = (
@@ -233,8 +225,7 @@ class ReplayBuffer:
             grown = np.zeros((min(2 * self._side_top, cap), self.obs_dim), np.float32)
             grown[: len(self._side)] = self._side
             self._side = grown
-        # Written once the links are made: a side slot freed and taken again within this
-        # call then holds its last taker's next observation.
+        # After the links: a side slot freed and taken again holds its last taker's.
         waiting = np.flatnonzero(next_index[slots] >= cap)
         self._side[next_index[slots[waiting]] - cap] = next_obs[waiting]
 
@@ -292,8 +283,7 @@ class ReplayBuffer:
         return self.unpack(self.sample_packed(batch_size, num_batches))
 
     def state_arrays(self) -> Dict[str, np.ndarray]:
-        """The filled rows for a checkpoint, side slots renumbered in row order and waiting
-        rows sorted, so that the same state saves the same files."""
+        """The filled rows for a checkpoint, renumbered and sorted: one state, the same files."""
         ref = self.next_index[: self.size].copy()
         in_side = np.flatnonzero(ref >= self.capacity)
         side = self._side[ref[in_side] - self.capacity]
@@ -321,9 +311,7 @@ class ReplayBuffer:
         in_side = ref >= self.capacity
         k = int(np.count_nonzero(in_side))
         (side,) = _checked(arrays, {"side_observation": (k, self.obs_dim)})
-        if "pending" not in arrays:
-            raise ValueError("no pending.npy")
-        waiting = np.asarray(arrays["pending"], np.int64)
+        waiting = np.asarray(_checked(arrays, {"pending": None})[0], np.int64)
         # Links go to filled rows; side slots are numbered in row order; waiting rows wait.
         if (
             np.any((ref < 0) | ((ref >= size) & ~in_side))
@@ -342,11 +330,11 @@ class ReplayBuffer:
         self.size, self.cursor = size, cursor
 
 
-def _checked(arrays: Mapping[str, np.ndarray], shapes: Dict[str, tuple]) -> List[np.ndarray]:
-    """The arrays named in `shapes`; ValueError if one is missing or of another shape."""
+def _checked(arrays: Mapping[str, np.ndarray], shapes: Dict) -> List[np.ndarray]:
+    """The arrays named in `shapes` (None: any shape); ValueError if one is missing or misshapen."""
     for name, shape in shapes.items():
         if name not in arrays:
             raise ValueError(f"no {name}.npy")
-        if arrays[name].shape != shape:
+        if shape is not None and arrays[name].shape != shape:
             raise ValueError(f"{name}.npy has shape {arrays[name].shape}, not {shape}")
     return [arrays[name] for name in shapes]

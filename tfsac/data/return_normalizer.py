@@ -1,7 +1,5 @@
-"""Reward normalisation by (1 - gamma) times the running std of the discounted return, so
-that a step's reward is of order 1, the scale SAC's temperature defaults are made for (SB3's
-std(G) alone leaves rewards of order 1 - gamma: docs/options.md); and the running moments
-the observation normaliser shares."""
+"""Reward normalisation by (1 - gamma) std(discounted return), rewards of order 1 as SAC's
+temperature defaults want (docs/options.md); and the running moments both normalisers use."""
 
 from __future__ import annotations
 
@@ -12,8 +10,7 @@ import numpy as np
 
 def combine_moments(count, mean, variance, n, batch_mean, batch_var):
     """The running (count, mean, variance) with a batch's (n, mean, variance) folded in (Chan
-    et al.'s parallel update), in float64, on numpy arrays or TF tensors alike. With count 0
-    it is the batch's own: the initial variance of 1 is a neutral start, not data."""
+    et al.), numpy or TF alike; with count 0 the batch's own (the initial 1 is no data)."""
     total = count + n
     delta = batch_mean - mean
     new_mean = mean + delta * n / total
@@ -22,8 +19,7 @@ def combine_moments(count, mean, variance, n, batch_mean, batch_var):
 
 
 class ReturnNormalizer:
-    """Running (count, mean, variance) of each env copy's discounted return
-    G_t = gamma G_{t-1} + r_t over the collected steps."""
+    """Running moments of each env copy's discounted return G_t = gamma G_{t-1} + r_t."""
 
     epsilon = 1e-8  # as SB3's VecNormalize
 
@@ -45,9 +41,8 @@ class ReturnNormalizer:
 
     @property
     def divisor(self) -> float:
-        """What the update divides rewards by: (1 - gamma) std(G), or with a `bound`
-        FlashSAC's max(std(G), max|G| / bound) (arXiv:2604.04539), which keeps every return
-        within a categorical critic's bins."""
+        """(1 - gamma) std(G), or with a `bound` FlashSAC's max(std(G), max|G| / bound)
+        (arXiv:2604.04539): every return within a categorical critic's bins."""
         if not self.count:
             return 1.0
         std = float(np.sqrt(self.variance + self.epsilon))

@@ -1,7 +1,5 @@
-"""What the networks and the exported policy know about an env (`EnvSpec`, also a run
-directory's env_spec.json), the observation spaces tfsac trains on as JSON, and goal envs
-(gymnasium-robotics' GoalEnv API): where a Dict's goal keys lie once flattened, and a batched
-`compute_reward`."""
+"""What the networks and exports know of an env (`EnvSpec`, a run's env_spec.json), its spaces
+as JSON, and goal envs: their goal keys' columns, and a batched `compute_reward`."""
 
 from __future__ import annotations
 
@@ -43,8 +41,7 @@ VECTORISED = "her needs it vectorised over the batch (as gymnasium-robotics' env
 
 
 def batched_rewards(compute: Callable, achieved: np.ndarray, desired: np.ndarray) -> np.ndarray:
-    """`compute(achieved, desired, infos)` over a batch of goals, with empty infos as SB3's:
-    its n rewards, or a Fault where it does not give them."""
+    """`compute(achieved, desired, empty infos)` over a batch: its n rewards, else a Fault."""
     n = len(achieved)
     reward = np.asarray(compute(achieved, desired, [{} for _ in range(n)]), np.float32)
     if reward.shape != (n,):
@@ -84,8 +81,7 @@ class EnvSpec:
     observation_space_json: Optional[dict] = None
     # A goal env's (key, first, end column) of each Dict key in the flat observation.
     goal_columns: Optional[GoalColumns] = None
-    # The env_fn that made the env (module.name), where one did: gymnasium.make(env_id)
-    # would leave out the factory's wrappers.
+    # The env_fn (module.name) that made the env, wrappers gymnasium.make(env_id) leaves out.
     env_fn: Optional[str] = None
 
     def to_dict(self) -> dict:
@@ -146,20 +142,17 @@ def space_to_json(space: gym.Space) -> Optional[dict]:
         return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "start": space.start.tolist()}
     if isinstance(space, gym.spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
-    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-        items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
-        parts = {str(k): space_to_json(v) for k, v in items}
-        if any(v is None for v in parts.values()):
-            return None
-        if isinstance(space, gym.spaces.Dict):
-            return {"type": "Dict", "spaces": parts}
-        return {"type": "Tuple", "spaces": list(parts.values())}
+    if isinstance(space, gym.spaces.Dict):
+        parts = {str(k): space_to_json(v) for k, v in space.spaces.items()}
+        return None if None in parts.values() else {"type": "Dict", "spaces": parts}
+    if isinstance(space, gym.spaces.Tuple):
+        parts = [space_to_json(v) for v in space]
+        return None if None in parts else {"type": "Tuple", "spaces": parts}
     return None
 
 
 def unsupported_part(space: gym.Space, where: str = "") -> Optional[str]:
-    """Which part of an observation space SAC cannot train on, as "['s'][1] is a Sequence"
-    (None: none)."""
+    """Which part of a space SAC cannot train on, as "['s'][1] is a Sequence" (or None)."""
     if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         items = space.spaces.items() if isinstance(space, gym.spaces.Dict) else enumerate(space)
         for key, part in items:

@@ -76,8 +76,7 @@ class UpdateSchedule:
         return collected if self.gradient_steps == -1 else self.gradient_steps
 
     def noise_reset_due(self, phase_ended: bool) -> bool:
-        """gSDE without an update this step: new noise at a phase's start and every
-        `sde_sample_freq` env steps."""
+        """gSDE without an update: new noise at a phase's start and every `sde_sample_freq`."""
         steps = self.rollout_steps
         return self.use_sde and (
             phase_ended or crossed(steps - self.num_envs, steps, self.sde_sample_freq)

@@ -1,2 +1,1 @@
-"""Deployment: exporting the policy (SavedModel for TF Serving) and loading it back as a
-Python policy object."""
+"""Deployment: exporting the policy (SavedModel for TF Serving) and loading it back."""

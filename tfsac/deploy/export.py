@@ -1,6 +1,5 @@
-"""Exporting the policy as a SavedModel that TF Serving loads unchanged, with the signatures
-serving_default, sample, metadata and (goal envs) goal_default and goal_sample. Through
-keras.export.ExportArchive, so the Keras variables are SavedModel variables TF Serving loads."""
+"""Exporting the policy through keras.export.ExportArchive as a SavedModel TF Serving loads:
+serving_default, sample, metadata and (goal envs) goal_default and goal_sample."""
 
 from __future__ import annotations
 
@@ -49,9 +48,8 @@ def build_archive(
     obs_spec = tf.TensorSpec([None, spec.obs_dim], tf.float32, name="observation")
 
     def to_bounds(pre_squash, observation):
-        # The clip guards float rounding. A non-finite observation gets NaN actions, never
-        # a clipped plausible one: x * 0 == 0 is false for NaN and inf in every runtime,
-        # where a large constant would be 65504 in a float16 LiteRT file.
+        # The clip guards rounding; a non-finite observation gets NaN actions: x * 0 == 0 is
+        # false for NaN and inf in every runtime (a large constant is 65504 in float16).
         action = tf.clip_by_value(bijector.forward(pre_squash), low, high)
         finite = tf.reduce_all(tf.equal(observation * 0.0, 0.0), -1, True)
         return tf.where(finite, action, tf.constant(np.nan, action.dtype))
@@ -88,8 +86,7 @@ def build_archive(
 
 
 def goal_endpoint(flat, columns):
-    """A signature taking a goal env's Dict keys that joins them, in the order of `columns`,
-    into the flat observation `flat` takes."""
+    """A signature of a goal env's Dict keys, joined in `columns`' order for `flat`."""
     keys = {
         k: tf.TensorSpec([None, stop - first], tf.float32, name=k) for k, first, stop in columns
     }
@@ -106,8 +103,7 @@ def goal_endpoint(flat, columns):
 
 
 def write_warmup_requests(version_dir: str, model_name: str, spec: EnvSpec) -> None:
-    """Writes the warmup requests TF Serving replays when it loads the version, so that the
-    first client request does not pay for the graph's first runs."""
+    """Writes the requests TF Serving replays on loading the version (the graph's first runs)."""
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
     path = os.path.join(version_dir, WARMUP_FILE)
@@ -136,9 +132,8 @@ def export_policy(
     quantization: str = "none",
     say: Optional[Callable[[str], None]] = None,
 ) -> str:
-    """Writes a new version under <export_dir>/<model_name>/ and returns its path; `say`
-    gets a line for each file written. The version is renamed into place from a hidden
-    folder, so a failure never leaves a partial version for TF Serving to pick up."""
+    """Writes a new version under <export_dir>/<model_name>/, renamed into place from a hidden
+    folder (never a partial one to serve), and returns its path; `say` gets a line a file."""
     model_dir = check_export(export_dir, model_name)
     os.makedirs(model_dir, exist_ok=True)  # the check created it and removed it again
     version = max(map(int, model_versions(model_dir)), default=0) + 1
@@ -170,9 +165,8 @@ def export_policy(
 
 
 def export_trained_policy(config, learner, spec: EnvSpec, final_evaluation: dict) -> str:
-    """Exports a run's policy as the next version of its model; returns its absolute path.
-    Where the newest version holds the final checkpoint's weights already, it is returned:
-    a resume after a kill never publishes one twice."""
+    """Exports a run's policy as its model's next version (its absolute path), or returns the
+    newest where it holds the final checkpoint's weights already (a resume after a kill)."""
     model_name = config.model_name or default_model_name(config.env_id)
     metadata = policy_metadata(config, spec, final_evaluation)
     checkpoint = final_evaluation.get("checkpoint")
@@ -216,8 +210,7 @@ def mark_checkpoint(
 
 
 def _checkpoint_identity(checkpoint: str) -> dict:
-    """The checkpoint's name and SHA-1s of its path and index file (every tensor's checksum);
-    the path itself stays out, as the metadata is served."""
+    """The checkpoint's name and SHA-1s of its path (served metadata) and index file."""
     with open(f"{checkpoint}.index", "rb") as f:
         digest = hashlib.sha1(f.read()).hexdigest()
     where = hashlib.sha1(os.path.abspath(checkpoint).encode()).hexdigest()

@@ -1,5 +1,4 @@
-"""LiteRT (`policy.tflite`) and ONNX (`policy.onnx`) files converted from the SavedModel's
-serving_default into its version folder, each checked to act as the SavedModel does."""
+"""LiteRT and ONNX files converted from the SavedModel into its version folder, and checked."""
 
 from __future__ import annotations
 
@@ -30,16 +29,14 @@ QUANTIZATIONS = ("none", "float16", "int8")  # LiteRT's post-training options
 ONNX_OPSET = 17
 
 
-# Temporary export folders are named for host and pid, so that a later export can remove
-# those of dead processes (a SIGKILL runs no cleanup).
+# Temporary folders named for host and pid: a later export removes dead (SIGKILLed) ones'.
 TEMP_PREFIX = ".export-"
 _HOST = re.sub(r"[^A-Za-z0-9_]+", "_", socket.gethostname()) or "host"
 _TEMP_NAME = re.compile(rf"{re.escape(TEMP_PREFIX)}(?P<host>.+)-(?P<pid>\d+)-[^-]+")
 
 
 def temp_folder(model_dir: str) -> str:
-    """A new private temporary folder in `model_dir`, once the folders there of this host's
-    dead exports are removed (a live one's, or another host's, are never touched)."""
+    """A new private temporary folder in `model_dir`, once this host's dead exports' are gone."""
     try:
         names = os.listdir(model_dir)
     except OSError:
@@ -86,8 +83,7 @@ def parse_formats(text: str) -> tuple:
 
 
 def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") -> None:
-    """`path` (a .tflite) from the SavedModel's serving_default; int8 is dynamic-range (int8
-    weights, float activations)."""
+    """`path` (a .tflite) from the SavedModel's serving_default; int8 is dynamic-range."""
     import tensorflow as tf
 
     try:  # it loads the SavedModel: a failure here is a read failure, said as one
@@ -110,8 +106,8 @@ def write_tflite(saved_model_dir: str, path: str, quantization: str = "none") ->
 
 
 def write_onnx(saved_model_dir: str, path: str, metadata: Dict) -> None:
-    """`path` (a .onnx) from the SavedModel's serving_default, with `metadata` as its
-    metadata_props; tf2onnx runs in a child process, as it prints pages of TF logs."""
+    """`path` (a .onnx) from serving_default, `metadata` as its metadata_props; tf2onnx runs
+    in a child process, as it prints pages of TF logs."""
     import onnx
 
     command = [sys.executable, "-m", "tf2onnx.convert", "--saved-model", saved_model_dir]
@@ -140,9 +136,8 @@ def write_formats(
     quantization: str = "none",
     folder: Optional[str] = None,
 ) -> Dict[str, Optional[float]]:
-    """Writes each of `formats` but the SavedModel into `folder` (default: the SavedModel's).
-    Returns {name written: the largest action difference from the SavedModel, None for a
-    quantized policy.tflite, which is not checked}."""
+    """Writes each of `formats` but the SavedModel into `folder` (default: the SavedModel's);
+    returns {name: largest action difference from the SavedModel, None where quantized}."""
     checked, reference = {n: None for n in FILES if n in formats}, None
     for name in checked:
         path = os.path.join(folder or saved_model_dir, FILES[name])
@@ -157,8 +152,7 @@ def write_formats(
 
 
 def with_quantization(metadata: Dict, formats: Sequence[str], quantization: str) -> Dict:
-    """The sidecar metadata with the policy.tflite's `quantization`, which its name does not
-    say."""
+    """The sidecar metadata with the policy.tflite's `quantization` (its name does not say)."""
     if "tflite" not in formats:
         return metadata
     metadata = {k: v for k, v in metadata.items() if k != "tflite_quantization"}
@@ -166,8 +160,7 @@ def with_quantization(metadata: Dict, formats: Sequence[str], quantization: str)
 
 
 def check_files(version_dir: str) -> None:
-    """A Fault unless each policy.tflite / policy.onnx in the version loads and, where
-    unquantized, acts as its SavedModel does."""
+    """A Fault unless each converted file loads and, unquantized, acts as its SavedModel."""
     reference = None
     for name, file in FILES.items():
         path = os.path.join(version_dir, file)
@@ -177,8 +170,7 @@ def check_files(version_dir: str) -> None:
 
 
 def check_readable(version_dir: str) -> None:
-    """A Fault unless the SavedModel's graph and every saved variable read whole, so that
-    damage is said as such before any converter runs."""
+    """A Fault unless the SavedModel's graph and variables read whole (before any converter)."""
     import tensorflow as tf
     from tensorflow.core.protobuf import saved_model_pb2
 
@@ -201,9 +193,7 @@ def add_formats(
     quantization: str = "none",
     say: Optional[Callable[[str], None]] = None,
 ) -> list:
-    """Converts an exported version's SavedModel into `formats` beside it; returns the paths
-    written. Each file is written beside the version folder and renamed into place, so a
-    server reading the folder never sees half a file."""
+    """Converts a version's SavedModel into `formats`, renamed into place; the paths written."""
     check_readable(version_dir)
     metadata = read_metadata(version_dir)
     if not any(n in FILES for n in formats):
@@ -211,8 +201,7 @@ def add_formats(
     tmp_dir = None
     try:
         tmp_dir = temp_folder(os.path.dirname(os.path.abspath(version_dir)))
-        # Every file is converted before any is renamed: a failed conversion leaves the
-        # version as it was, not with one format replaced.
+        # All converted before any is renamed: a failed conversion leaves the version as it was.
         names = write_formats(version_dir, formats, metadata, quantization, tmp_dir)
         paths = [os.path.join(version_dir, FILES[n]) for n in names]
         sidecar = with_quantization(metadata, names, quantization)
@@ -233,8 +222,7 @@ def add_formats(
 
 
 def written_lines(version_dir: str, checked: Dict[str, Optional[float]]) -> List[str]:
-    """What an export says of each file it converted: its path, and how closely it acts as
-    the SavedModel."""
+    """What an export says of each file it converted: its path and its action error."""
     lines = []
     for name, error in checked.items():
         path = os.path.join(version_dir, FILES[name])

@@ -1,6 +1,5 @@
-"""Per-call latency of an exported policy in each runtime that loads it (`scripts/benchmark.py
---inference`): the SavedModel in Python and through TensorFlow's C API (TF Serving's C++
-loader), LiteRT and ONNX Runtime."""
+"""Per-call latency of an export (`scripts/benchmark.py --inference`): the SavedModel in Python
+and through TF's C API (as TF Serving loads it), LiteRT and ONNX Runtime."""
 
 from __future__ import annotations
 
@@ -34,14 +33,18 @@ def time_calls(call: Callable[[], object], calls: int) -> Dict[str, float]:
     return {"p50_us": round(float(p50), 1), "p99_us": round(float(p99), 1)}
 
 
-def _python_runner(version_dir: str):
-    import tensorflow as tf
+def _runner(runtime: str, version_dir: str):
+    """A function of observation rows -> actions in `runtime` (None: the C API's)."""
+    if runtime == "saved_model_python":
+        import tensorflow as tf
 
-    served = tf.saved_model.load(version_dir).signatures["serving_default"]
-    return lambda rows: served(observation=tf.constant(rows))["action"]
-
-
-def _litert_runner(version_dir: str):
+        served = tf.saved_model.load(version_dir).signatures["serving_default"]
+        return lambda rows: served(observation=tf.constant(rows))["action"]
+    if runtime == "onnxruntime":
+        session = onnx_session(os.path.join(version_dir, "policy.onnx"))
+        return lambda rows: session.run(["action"], {"observation": rows})[0]
+    if runtime != "litert":
+        return None
     runners = {}  # one interpreter per batch size: a new shape means a new allocation
 
     def run(rows):
@@ -53,14 +56,8 @@ def _litert_runner(version_dir: str):
     return run
 
 
-def _onnx_runner(version_dir: str):
-    session = onnx_session(os.path.join(version_dir, "policy.onnx"))
-    return lambda rows: session.run(["action"], {"observation": rows})[0]
-
-
 def signature_tensors(version_dir: str):
-    """('op', 'index') of serving_default's observation input and action output, and the
-    observation's width."""
+    """('op', 'index') of serving_default's observation and action, and the observation width."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     model = saved_model_pb2.SavedModel()
@@ -78,8 +75,7 @@ def signature_tensors(version_dir: str):
 
 
 def build_c_timer(build_dir: str) -> str:
-    """Compiles saved_model_latency.c against the installed TensorFlow's C API; returns the
-    binary's path, or RuntimeError with the reason."""
+    """The binary of saved_model_latency.c on TF's C API; RuntimeError saying why not."""
     import tensorflow as tf
 
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -114,25 +110,19 @@ def time_c_api(binary: str, version_dir: str, tensors, batch: int, calls: int):
 
 
 def measure(version_dir: str, calls: int = 2000) -> List[Dict]:
-    """One row per runtime and batch size: {runtime, batch, p50_us, p99_us}, or {runtime,
-    batch, skipped: reason} where the runtime is not reachable here."""
+    """{runtime, batch, p50_us, p99_us} (or skipped: why) per runtime and batch size."""
     tensors = signature_tensors(version_dir)
     obs_dim = tensors[2]
     rng = np.random.default_rng(0)
     observations = {b: rng.uniform(-1, 1, (b, obs_dim)).astype(np.float32) for b in BATCHES}
     rows = []
-    makers = {
-        "saved_model_python": _python_runner,
-        "litert": _litert_runner,
-        "onnxruntime": _onnx_runner,
-    }
     with tempfile.TemporaryDirectory() as build_dir:
         try:
             binary, why_not = build_c_timer(build_dir), None
         except RuntimeError as e:
             binary, why_not = None, str(e)
         for runtime in RUNTIMES:
-            run = makers[runtime](version_dir) if runtime in makers else None
+            run = _runner(runtime, version_dir)
             for batch in BATCHES:
                 row = {"runtime": runtime, "batch": batch}
                 if run is not None:

@@ -1,5 +1,5 @@
-"""The deploy layer's checks of what a user hands it, and loading a policy from a SavedModel
-or a run's checkpoint. TF-free at import: the scripts check before TensorFlow loads."""
+"""The deploy layer's checks of what a user hands it, and loading a policy from a SavedModel or
+a run's checkpoint. TF-free at import: the scripts check before TensorFlow loads."""
 
 from __future__ import annotations
 
@@ -76,8 +76,7 @@ def check_available(formats: Sequence[str]) -> None:
 
 
 def check_export(export_dir: str, model_name: str) -> str:
-    """The model folder an export writes into, checked: a plain name, writable, and room for
-    a version TF Serving reads (an int64)."""
+    """The model folder an export writes into: a plain name, writable, room for an int64 version."""
     model_dir = os.path.join(export_dir, check_plain_name("model_name", model_name))
     check_writable(model_dir)
     highest = max(map(int, model_versions(model_dir)), default=0)
@@ -120,12 +119,7 @@ def _flat_batch(space: Optional[gym.Space], obs_dim: int, observation: Any):
         array = _numbers(observation)
         if array.ndim and array.shape[1:] == space.shape:
             return array.reshape(len(array), obs_dim), False
-    items = _vector_batch(space, observation)
-    if items is None:
-        try:
-            items = list(observation)
-        except TypeError:
-            items = None
+    items = _items(space, observation)
     if items and all(_contains(space, item) for item in items):
         rows = [gym.spaces.flatten(space, item) for item in items]
         return np.stack(rows).astype(np.float32), False
@@ -155,17 +149,21 @@ def _dict_mismatch(space: gym.Space, observation: Any) -> Optional[str]:
     return None
 
 
-def _vector_batch(space: gym.Space, observation: Any) -> Optional[list]:
-    """A vector env's batch of Dict or Tuple observations, one by one; None if it is none."""
-    if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-        return None
+def _items(space: gym.Space, observation: Any) -> Optional[list]:
+    """A batch one by one: a vector env's Dict or Tuple batch, or a list; None if neither."""
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        try:
+            obs = observation
+            first = next(iter(obs.values() if isinstance(obs, dict) else obs))
+            while isinstance(first, (dict, tuple)):  # nested spaces: down to an array
+                first = next(iter(first.values() if isinstance(first, dict) else first))
+            batched = gym.vector.utils.batch_space(space, len(first))
+            return list(gym.vector.utils.iterate(batched, observation))
+        except (TypeError, KeyError, IndexError, ValueError, StopIteration, AssertionError):
+            pass
     try:
-        first = next(iter(observation.values() if isinstance(observation, dict) else observation))
-        while isinstance(first, (dict, tuple)):  # nested spaces: down to an array
-            first = next(iter(first.values() if isinstance(first, dict) else first))
-        batched = gym.vector.utils.batch_space(space, len(first))
-        return list(gym.vector.utils.iterate(batched, observation))
-    except (TypeError, KeyError, IndexError, ValueError, StopIteration, AssertionError):
+        return list(observation)
+    except TypeError:
         return None
 
 
@@ -181,21 +179,9 @@ def _numbers(observation: Any) -> np.ndarray:
 
 
 def _contains(space: gym.Space, observation) -> bool:
-    """Whether `observation` is one of `space` (a list for a Box, an int for Discrete)."""
+    """Whether `observation` is one of `space` (a list for a Box); Discrete parts flatten to
+    one-hot columns, so their values index: integers only (not 1.5, not '1', not True)."""
     try:
-        if isinstance(space, gym.spaces.Box):
-            array = np.asarray(observation)
-            return array.shape == space.shape and array.dtype.kind in "biuf"
-        # Discrete parts flatten to one-hot columns: their values index, so integers only.
-        if isinstance(space, gym.spaces.Discrete):
-            return _integers(observation, ()) and space.contains(np.int64(observation))
-        if isinstance(space, gym.spaces.MultiDiscrete):
-            return _integers(observation, space.shape) and space.contains(
-                np.asarray(observation, space.dtype)
-            )
-        if isinstance(space, gym.spaces.MultiBinary):  # 0 and 1, as ints or floats
-            array = np.asarray(observation)
-            return array.dtype.kind in "biuf" and space.contains(array)
         if isinstance(space, gym.spaces.Dict):
             return (
                 isinstance(observation, dict)
@@ -208,15 +194,17 @@ def _contains(space: gym.Space, observation) -> bool:
                 and len(observation) == len(space)
                 and all(_contains(s, o) for s, o in zip(space, observation, strict=True))
             )
+        array = np.asarray(observation)
+        if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+            integers = array.shape == space.shape and array.dtype.kind in "iu"
+            return integers and space.contains(array.astype(space.dtype))
+        if isinstance(space, gym.spaces.MultiBinary):  # 0 and 1, as ints or floats
+            return array.dtype.kind in "biuf" and space.contains(array)
+        if isinstance(space, gym.spaces.Box):
+            return array.shape == space.shape and array.dtype.kind in "biuf"
     except (TypeError, ValueError):
         return False
     return False
-
-
-def _integers(observation, shape) -> bool:
-    """Whether `observation` is integers (not 1.5, not '1', not True) of `shape`."""
-    array = np.asarray(observation)
-    return array.shape == shape and array.dtype.kind in "iu"
 
 
 class CheckpointReader:
@@ -258,7 +246,7 @@ class CheckpointMismatch(TfsacError):
 
 
 def restore_checkpoint(checkpoint, prefix: str, match: str) -> None:
-    """Restores `prefix`; `match` 'all' (a resume) or 'model' (it may hold more). Fault for
+    """Restores `prefix`, `match` 'all' (a resume) or 'model' (it may hold more); Fault for
     files that do not read, CheckpointMismatch for other variables."""
     import tensorflow as tf
 

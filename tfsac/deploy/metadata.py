@@ -1,5 +1,4 @@
-"""An exported version's metadata, without TensorFlow: written, read back and checked, and
-observations sampled from the policy's space."""
+"""An exported version's metadata, TF-free: written, read back and checked; and samples."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ METADATA_FILE = "tfsac_metadata.json"
 
 
 def read_metadata(version_dir: str) -> Dict:
-    """The version's tfsac_metadata.json ({} where it has none); a Fault where it does not
-    read as tfsac writes it, lest a converted file carry wrong metadata."""
+    """The version's tfsac_metadata.json ({} where none); a Fault where not as tfsac wrote it."""
     path = os.path.join(version_dir, METADATA_FILE)
     if not os.path.lexists(path):
         return {}
@@ -34,8 +32,7 @@ def read_metadata(version_dir: str) -> Dict:
 
 
 def saved_model_metadata(model, version_dir: str) -> Dict:
-    """A loaded SavedModel's tfsac_metadata.json, else (lost in a copy) the same JSON from its
-    `metadata` signature; {} where it has neither."""
+    """A SavedModel's tfsac_metadata.json, else its `metadata` signature's ({} for neither)."""
     metadata = read_metadata(version_dir)
     if metadata or "metadata" not in getattr(model, "signatures", {}):
         return metadata
@@ -95,11 +92,10 @@ def _checked(metadata, where: str) -> Dict:
 
 
 def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
-    """What the SavedModel says about itself: the env, its spaces, the training, and what
-    scripts/evaluate.py needs to repeat the final evaluation."""
-    goals = {}
+    """What the SavedModel says of its env, spaces, training and final evaluation."""
+    extra = {}  # a goal env's keys, and its success rate
     if spec.goal_columns:
-        goals = {
+        extra = {
             "observation_keys": [list(c) for c in spec.goal_columns],
             "observation_joined": (
                 "goal_default and goal_sample take the keys of observation_keys (float32 "
@@ -108,6 +104,8 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
                 "serving_default, sample, LiteRT and ONNX take"
             ),
         }
+    if "success_rate" in final_evaluation:
+        extra["eval_success_rate"] = final_evaluation["success_rate"]
     return {
         "tfsac_version": __version__,
         "env_id": config.env_id,
@@ -132,18 +130,12 @@ def policy_metadata(config, spec: EnvSpec, final_evaluation: dict) -> dict:
         "eval_return_mean": final_evaluation["return_mean"],
         "eval_seed": final_evaluation["seed"],
         "eval_episodes": config.eval_episodes,
-        **goals,
-        **(
-            {"eval_success_rate": final_evaluation["success_rate"]}
-            if "success_rate" in final_evaluation
-            else {}
-        ),
+        **extra,
     }
 
 
 def sample_observations(space_json, obs_dim: int, batch: int, seed: int = 0) -> np.ndarray:
-    """`batch` observations sampled from a space's JSON, flattened as the networks take them
-    (standard normal where there is no space)."""
+    """`batch` flat observations sampled from a space's JSON (None: standard normal)."""
     if space_json is None:
         return np.random.default_rng(seed).standard_normal((batch, obs_dim), np.float32)
     space = space_from_json(space_json)

@@ -1,5 +1,4 @@
-"""A policy.tflite's or policy.onnx's actions checked against the SavedModel they were
-converted from, on observations sampled from the space."""
+"""A converted file's actions checked against its SavedModel's, on samples of the space."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from tfsac.deploy.metadata import read_metadata, sample_observations
 from tfsac.errors import Fault, first_line
 from tfsac.logs import native_stderr_captured
 
-# An unquantized file's actions may differ from the SavedModel's by float32 rounding in
-# another kernel order (about 1e-6 measured); this much more is a wrong file.
+# Float32 rounding in another kernel order differs by about 1e-6; this much is a wrong file.
 PARITY_TOLERANCE = 1e-4
 PARITY_OBSERVATIONS = 256
 OBSERVATION_LIMIT = 1e6  # the largest |value| the check feeds
@@ -48,8 +46,7 @@ def onnx_session(path: str):
 
 
 def reference_actions(saved_model_dir: str, count: int = PARITY_OBSERVATIONS) -> Tuple:
-    """(observations, the SavedModel's serving_default actions for them): what each converted
-    file is compared with."""
+    """(observations, the SavedModel's serving_default actions): what files are compared with."""
     import tensorflow as tf
 
     from tfsac.deploy.loading import load_policy
@@ -60,15 +57,13 @@ def reference_actions(saved_model_dir: str, count: int = PARITY_OBSERVATIONS) ->
     if dim is None:
         dim = served.structured_input_signature[1]["observation"].shape[1]
     obs = sample_observations(metadata.get("observation_space_json"), dim, count, seed=1)
-    # Values near float32's largest overflow a network differently per runtime: not a
-    # wrong file.
+    # Values near float32's largest overflow differently per runtime: not a wrong file.
     obs = np.clip(obs, -OBSERVATION_LIMIT, OBSERVATION_LIMIT)
     return obs, served(observation=tf.constant(obs))["action"].numpy()
 
 
 def action_error(path: str, reference: Tuple, relative: bool = True) -> float:
-    """The largest difference between the file's actions and the `reference` ones
-    (`relative`: to 1 + |action|); inf where only one of them is finite."""
+    """The largest difference from the `reference` actions (`relative`: to 1 + |action|)."""
     obs, expected = reference
     if path.endswith(".onnx"):
         got = onnx_session(path).run(["action"], {"observation": obs})[0]
@@ -85,8 +80,7 @@ def action_error(path: str, reference: Tuple, relative: bool = True) -> float:
 
 
 def check_parity(path: str, reference: Tuple, shown_as: str) -> float:
-    """A Fault unless the unquantized file at `path` acts as its SavedModel does; returns the
-    largest action difference. `shown_as` names the file, where `path` is a temporary one."""
+    """A Fault unless the file at `path` (`shown_as`) acts as its SavedModel; the largest error."""
     error = action_error(path, reference)
     if not error <= PARITY_TOLERANCE:
         raise Fault(

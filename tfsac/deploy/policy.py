@@ -15,15 +15,13 @@ from tfsac.data.spaces import space_from_json
 from tfsac.deploy.loading import checkpoint_learner, load_policy, policy_source, predict_input
 from tfsac.deploy.metadata import saved_model_metadata
 
-# (flat float32 observations [N, obs_dim], deterministic) -> actions [N, action_dim]
-ActFn = Callable[[np.ndarray, bool], np.ndarray]
-
 
 class Policy:
     """Actions in the env's bounds for raw observations of the space it was trained on;
-    `metadata` is what the export or run records, `obs_dim` the networks' input width."""
+    `metadata` is what the export or run records, `obs_dim` the networks' input width;
+    `act(flat float32 batch [N, obs_dim], deterministic)` gives its actions."""
 
-    def __init__(self, act: ActFn, obs_dim: int, space: Optional[gym.Space], metadata: Dict):
+    def __init__(self, act: Callable, obs_dim: int, space: Optional[gym.Space], metadata: Dict):
         self._act, self.obs_dim, self.observation_space = act, obs_dim, space
         self.metadata = metadata
 
@@ -75,19 +73,15 @@ def _space(metadata: Dict) -> Optional[gym.Space]:
     return space_from_json(data) if data else None
 
 
-FlatPolicy = Callable[[np.ndarray], np.ndarray]
+def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[Callable, Dict]:
+    """(a function of flat observation batches, the metadata) from an exported SavedModel."""
+    return _flat(Policy._from_saved_model(path), stochastic)
 
 
-def saved_model_policy(path: str, stochastic: bool = False) -> Tuple[FlatPolicy, Dict]:
-    """A function of flat observation batches from an exported SavedModel, and its metadata."""
-    policy = Policy._from_saved_model(path)
-    return partial(policy._act, deterministic=not stochastic), policy.metadata
+def checkpoint_policy(run_dir: str, stochastic: bool = False, step: Optional[int] = None):
+    """The same from a run's checkpoint of env step `step` (default: the newest that restores)."""
+    return _flat(Policy._from_run_dir(run_dir, step), stochastic)
 
 
-def checkpoint_policy(
-    run_dir: str, stochastic: bool = False, step: Optional[int] = None
-) -> Tuple[FlatPolicy, Dict]:
-    """The same from a run directory's checkpoint of env step `step` (default: the newest
-    that restores), with the run's config."""
-    policy = Policy._from_run_dir(run_dir, step)
+def _flat(policy: Policy, stochastic: bool) -> Tuple[Callable, Dict]:
     return partial(policy._act, deterministic=not stochastic), policy.metadata

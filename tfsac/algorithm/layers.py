@@ -30,6 +30,12 @@ def call_sequential(sequential, x, training=None, members=None):
     return x
 
 
+def block_stack(block, hidden_sizes, *args) -> keras.Sequential:
+    """`block(width, *args)` per hidden size, in a Sequential named blocks."""
+    layers = [block(h, *args, name=f"block_{i}") for i, h in enumerate(hidden_sizes)]
+    return keras.Sequential(layers, name="blocks")
+
+
 class ActorFrame(keras.Model):
     """The built-in actors' frame: observation -> `normalizer`, `input_norm`, the subclass's
     `features`, the `mean` and `log_std` heads (the latter through `bound_log_std`)."""

@@ -18,6 +18,7 @@ from tfsac.algorithm.layers import (
     EnsembleCritic,
     EnsembleDense,
     EnsembleLayerNorm,
+    block_stack,
     call_layer,
     call_sequential,
 )
@@ -69,13 +70,7 @@ class SimbaActor(ActorFrame):
         super().__init__(action_dim, log_std_bounds, normalizer, **kw)
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         self.embed = keras.layers.Dense(hidden_sizes[0], name="embed")
-        self.blocks = keras.Sequential(
-            [
-                ResidualBlock(h, 0, batch_norm, name=f"block_{i}")
-                for i, h in enumerate(hidden_sizes)
-            ],
-            name="blocks",
-        )
+        self.blocks = block_stack(ResidualBlock, hidden_sizes, 0, batch_norm)
         self.out_norm = _norm(batch_norm, 0, "out_norm")
         self.mean = keras.layers.Dense(action_dim, name="mean")
         self.log_std = keras.layers.Dense(action_dim, name="log_std")
@@ -109,13 +104,7 @@ class SimbaCritic(EnsembleCritic):
         super().__init__(num_critics, outputs, normalizer, **kw)
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         self.embed = EnsembleDense(num_critics, hidden_sizes[0], name="embed")
-        self.blocks = keras.Sequential(
-            [
-                ResidualBlock(h, num_critics, batch_norm, name=f"block_{i}")
-                for i, h in enumerate(hidden_sizes)
-            ],
-            name="blocks",
-        )
+        self.blocks = block_stack(ResidualBlock, hidden_sizes, num_critics, batch_norm)
         self.out_norm = _norm(batch_norm, num_critics, "out_norm")
         self.head = EnsembleDense(num_critics, outputs, name="q")
 

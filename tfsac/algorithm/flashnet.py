@@ -64,8 +64,8 @@ def _affine_shape(input_shape, rows: int):
 
 
 class UnitBatchNorm(keras.layers.Layer):
-    """Batch normalisation over axis -2 (moving variance unbiased); its scale and offset
-    (`affine`'s rows 0 and 1) together keep the norm sqrt(d) per member."""
+    """Batch norm over axis -2 (moving variance unbiased), its scale and offset (`affine`'s
+    rows) of norm sqrt(d) together per member."""
 
     def __init__(self, momentum: float = 0.99, epsilon: float = 1e-5, **kwargs):
         super().__init__(**kwargs)
@@ -141,9 +141,8 @@ class InvertedResidualBlock(keras.layers.Layer):
 
 
 class FlashActor(ActorFrame):
-    """Observation -> (mean, log_std): BN, unit embedding of width hidden_sizes[0], one
-    block per hidden size, RMSNorm, unit-norm heads with biases; log_std = lo + (hi - lo)
-    (1 + tanh(raw)) / 2, FlashSAC's bounds [-10, 2] by default."""
+    """Observation -> (mean, log_std): BN, a unit embedding, one block per hidden size,
+    RMSNorm, unit-norm heads; log_std squashed by tanh into [-10, 2] by default."""
 
     def __init__(
         self,

@@ -1,9 +1,6 @@
-"""SimBa networks (Lee et al. 2025, "SimBa: Simplicity Bias for Scaling Up Parameters in
-Deep Reinforcement Learning", arXiv:2410.09754): a running observation normaliser (on by
-default; SBX's SimbaPolicy has none), a linear embedding, residual blocks
-x + Dense(ReLU(Dense(Norm(x), 4h)), h) and a last Norm before the heads. Norm is layer
-normalisation, or with CrossQ batch renormalisation (as SBX's SimBa CrossQ policy); the
-normaliser is shared by the actor and the critics."""
+"""SimBa networks (Lee et al. 2025, arXiv:2410.09754): the shared observation normaliser (on
+by default; SBX's SimbaPolicy has none), a linear embedding, residual blocks and a last Norm
+before the heads; Norm is layer norm, or with CrossQ batch renorm (as SBX's SimBa CrossQ)."""
 
 from __future__ import annotations
 
@@ -34,8 +31,8 @@ def _norm(batch_norm: Optional[Dict], ensemble: int, name: str):
 
 
 class ResidualBlock(keras.layers.Layer):
-    """x + Dense(ReLU(Dense(Norm(x), 4 width)), width), He-initialised; an ensemble's
-    [n, B, width] with `ensemble` = n, else [B, width]."""
+    """x + Dense(ReLU(Dense(Norm(x), 4 width)), width), He-initialised; [n, B, width] with
+    `ensemble` = n, else [B, width]."""
 
     def __init__(self, width: int, ensemble: int = 0, batch_norm=None, **kwargs):
         super().__init__(**kwargs)
@@ -55,8 +52,8 @@ class ResidualBlock(keras.layers.Layer):
 
 
 class SimbaActor(ActorFrame):
-    """Observation -> (mean, log_std), log_std clipped: the normaliser, an embedding of
-    width hidden_sizes[0], one residual block per hidden size, a last Norm, the heads."""
+    """Observation -> (mean, log_std), log_std clipped: the embedding, one residual block per
+    hidden size, a last Norm, the heads."""
 
     def __init__(
         self,

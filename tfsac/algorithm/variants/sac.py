@@ -1,11 +1,6 @@
-"""SAC (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications",
-arXiv:1812.05905), the default: twin critics and their Polyak-averaged targets, the soft
-clipped double-Q target (Eqs. 2-3), the critic loss of Eq. 5 and the actor loss of Eq. 7,
-both on the critics' minimum.
-
-RLPD's and REDQ's changes for a large ensemble are options of this rule: the target's
-minimum over a random subset of the target critics (`target_subset`), the actor on the
-critics' mean (`actor_q`), and the target without its entropy term (`backup_entropy`)."""
+"""SAC (arXiv:1812.05905), the default: twin critics with Polyak-averaged targets, the soft
+clipped double-Q target and losses. RLPD's and REDQ's large-ensemble changes are options of
+this rule: `target_subset`, `actor_q` (the critics' mean) and `backup_entropy`."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""XQC (Palenicek et al., ICLR 2026; the authors' xqc/agents/xqc/{critic,actor}.py):
-FlashSAC's categorical critics and update (tfsac.algorithm.variants.flashsac: the critics
-and their targets see (s, a) and (s', a') as one batch, the target is the lowest target
-critic's distribution shifted and projected onto the bins) on XQC's networks
-(`network=xqc`: a batch norm before each ReLU, bias-free unit-norm layers).
-
-What differs from FlashSAC: rewards divided by std(G) alone (the authors' RewardNormalizer:
-no bound by the largest |G|, and not tfsac's (1 - gamma) std(G)); the entropy target
--dim(A)/2; the critics' cross-entropies summed, not averaged; a policy delay of 3; no
-repeated exploration noise."""
+"""XQC (Palenicek et al., ICLR 2026; the authors' xqc/agents/xqc/{critic,actor}.py): FlashSAC's
+categorical critics and update on `network=xqc`. Unlike FlashSAC: rewards divided by std(G)
+alone (the authors' RewardNormalizer), the entropy target -dim(A)/2, the critics'
+cross-entropies summed, a policy delay of 3, no repeated exploration noise."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The `network` option's architectures: TF-free defaults and checks, and the builders of
-their actor and critics."""
+"""The `network` option's architectures: TF-free defaults and checks, and model builders."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The MLP models (the Gaussian actor, the critic ensemble, gSDE's actor, v1's V) and the
-builders of a config's networks."""
+"""The MLP models (actor, critic ensemble, gSDE's actor, v1's V) and a config's builders."""
 
 from __future__ import annotations
 
@@ -175,18 +174,6 @@ class ValueNetwork(keras.Model):
         if self.normalizer is not None:
             observations = self.normalizer(observations)
         return tf.squeeze(self.head(self.trunk(observations)), axis=-1)
-
-
-def build_value_networks(obs_dim: int, config, normalizer=None) -> tuple[keras.Model, keras.Model]:
-    """V and its target (a copy) for sac_v1, of the critics' sizes and `normalizer`."""
-    sizes = config.critic_hidden_sizes
-    value = ValueNetwork(sizes, normalizer, name="value")
-    target_value = ValueNetwork(sizes, normalizer, name="target_value")
-    obs = tf.zeros([3, obs_dim])
-    value(obs)
-    target_value(obs)
-    target_value.set_weights(value.get_weights())
-    return value, target_value
 
 
 def build_actor(

@@ -1,6 +1,5 @@
-"""The entropy temperature alpha: learned in log-alpha (the default), learned in alpha
-itself, or fixed (TEMPERATURES, by `use_log_alpha`). Equation numbers refer to
-arXiv:1812.05905."""
+"""The entropy temperature alpha, learned in log-alpha (the default) or alpha, or fixed
+(TEMPERATURES, by `use_log_alpha`); equations of arXiv:1812.05905."""
 
 from __future__ import annotations
 
@@ -15,11 +14,8 @@ from tfsac.config import SACConfig
 
 
 class Temperature:
-    """The entropy coefficient alpha, learned in log-alpha (Eq. 18) or held fixed.
-
-    `variable` is what the alpha loss optimises. A fixed alpha is still exp(log_alpha):
-    the same float32 value whether it is learned or not.
-    """
+    """Alpha learned in log-alpha (Eq. 18) or held fixed, still as exp(log_alpha) (the same
+    float32 value); `variable` is what the alpha loss optimises."""
 
     def __init__(self, config: SACConfig, initial_alpha: float):
         self.learned = config.learned_alpha

@@ -27,10 +27,8 @@ class lazy_module:  # noqa: N801 - stands where a module name stands
 
 
 class Variant:
-    """An algorithm: its declarations (class level, TF-free) and its critic rule (an
-    instance per `SAC`, run inside the compiled update). Subclass a built-in variant,
-    override what differs and `register` it: `--algorithm=<name>` then selects it everywhere.
-    """
+    """An algorithm: its declarations (class level, TF-free) and its critic rule (an instance
+    per `SAC`, run inside the compiled update). Subclass a built-in one and `register` it."""
 
     # ------------------------------------------------------------- declarations
     name: str = ""  # the `algorithm` option's value
@@ -69,8 +67,7 @@ class Variant:
 
     @classmethod
     def check(cls, config: SACConfig) -> Optional[str]:
-        """Why this variant cannot run the options, in one line (resolve refuses them with
-        it), or None."""
+        """Why this variant cannot run the options, in one line, or None."""
         return None
 
     @classmethod
@@ -205,8 +202,7 @@ def variant_of(config: SACConfig) -> Type[Variant]:
 
 
 def variant_named(algorithm: str) -> Type[Variant]:
-    """The variant of an `algorithm` value: a registered name, or '<module>:<name>' of a
-    variant that the module registers when imported (so that every process that reads the
-    config, a resume's or a sweep trial's, imports it too)."""
+    """The variant of an `algorithm` value: a registered name, or '<module>:<name>' of one
+    the module registers when imported (so every process reading the config imports it)."""
     how = "@tfsac.algorithm.variants.register on its Variant class"
     return registered(algorithm, VARIANTS, "algorithm", how)

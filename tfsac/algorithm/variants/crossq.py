@@ -13,9 +13,8 @@ losses = lazy_module("tfsac.algorithm.losses")
 
 @register
 class CrossQ(SoftDoubleQ):
-    """y = r + gamma (1 - terminated) (min_i Q_i(s', a') - alpha log pi(a'|s')) from the
-    critics themselves, without gradient; the actor's step reads the critics with their
-    moving statistics."""
+    """The soft clipped double-Q target from the critics themselves, without gradient; the
+    actor's step reads them with their moving statistics."""
 
     name = "crossq"
     summary = "CrossQ: batch-renormalised critics without target networks"

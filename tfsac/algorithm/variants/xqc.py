@@ -48,6 +48,5 @@ class XQC(FlashSAC):
         return super().critic_objective(batch, reward, alpha, seeds)
 
     def critic_loss(self, q, target):
-        """The cross-entropy of each critic, averaged over the batch, summed over the
-        critics (the authors' `loss.sum()`)."""
+        """Each critic's cross-entropy, summed over the critics (the authors' `loss.sum()`)."""
         return self.sac.config.num_critics * losses.categorical_loss(q, target)

@@ -1,6 +1,5 @@
-"""FlashSAC's (arXiv:2604.04539) and XQC's (ICLR 2026) networks of weight-normalised layers,
-whose norms each optimizer step restores (a variable's `constraint`); each layer takes
-[B, d] or [n, B, d]."""
+"""FlashSAC's (arXiv:2604.04539) and XQC's (ICLR 2026) networks of unit-norm layers (their
+variables' constraints restore the norms after each step), on [B, d] or [n, B, d]."""
 
 from __future__ import annotations
 

@@ -37,8 +37,7 @@ def block_stack(block, hidden_sizes, *args) -> keras.Sequential:
 
 
 class ActorFrame(keras.Model):
-    """Observation -> `normalizer`, `input_norm`, `features`, the `mean` and `log_std` heads
-    (the latter through `bound_log_std`)."""
+    """Observation -> `normalizer`, `input_norm`, `features`, `mean` and `log_std` heads."""
 
     def __init__(self, action_dim: int, log_std_bounds, normalizer, **kw):
         super().__init__(**kw)

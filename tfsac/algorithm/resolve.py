@@ -89,8 +89,7 @@ def _declared(cls, option: str, method, config: SACConfig):
 
 
 def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
-    """`config` with algorithm_kwargs checked against the variant's hyperparameters and
-    completed by their defaults."""
+    """`config` with algorithm_kwargs checked and completed by the variant's hyperparameters."""
     declared, given = variant.hyperparameters, config.algorithm_kwargs
     for name, value in given.items():
         if name not in declared:

@@ -70,8 +70,7 @@ def base_rates(sac) -> Dict[str, float]:
 
 
 class SAC:
-    """The networks, their optimizers, the temperature and one gradient step; actions in
-    [-1, 1]^d."""
+    """The networks, their optimizers, the temperature and one gradient step; actions in [-1, 1]."""
 
     metric_names = UPDATE_METRICS
 

@@ -22,6 +22,7 @@ class Temperature:
         self.log_alpha = tf.Variable(
             math.log(initial_alpha), dtype=tf.float32, trainable=self.learned, name="log_alpha"
         )
+        self.variable = self.log_alpha
         self.optimizer = keras.optimizers.Adam(config.rate("alpha"), name="alpha_adam")
 
     def build(self) -> None:
@@ -34,10 +35,6 @@ class Temperature:
     def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
         return {"alpha": self.optimizer}
 
-    @property
-    def variable(self) -> tf.Variable:
-        return self.log_alpha
-
     def alpha(self) -> tf.Tensor:
         return tf.exp(self.log_alpha)
 
@@ -49,8 +46,7 @@ class Temperature:
         with tf.GradientTape() as tape:
             loss = self.loss(log_prob, target_entropy)
         if self.learned:
-            variable = self.variable
-            self.optimizer.apply_gradients([(tape.gradient(loss, variable), variable)])
+            self.optimizer.apply_gradients([(tape.gradient(loss, self.variable), self.variable)])
             self.after_step()
         return loss
 
@@ -66,13 +62,10 @@ class DirectAlphaTemperature(Temperature):
         self.alpha_value = tf.Variable(
             initial_alpha, dtype=tf.float32, trainable=self.learned, name="alpha"
         )
+        self.variable = self.alpha_value
 
     def checkpoint_objects(self) -> Dict[str, tf.Module]:
         return {**super().checkpoint_objects(), "alpha": self.alpha_value}
-
-    @property
-    def variable(self) -> tf.Variable:
-        return self.alpha_value
 
     def alpha(self) -> tf.Tensor:
         return self.alpha_value + 0.0  # a tensor, not the variable the step changes

@@ -11,8 +11,7 @@ losses = lazy_module("tfsac.algorithm.losses")
 
 @register
 class SoftDoubleQ(Variant):
-    """y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), a' ~
-    pi(.|s'), from the target critics."""
+    """y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), a' ~ pi(.|s')."""
 
     name = "sac"
     summary = "SAC: twin critics with target critics (arXiv:1812.05905)"
@@ -32,8 +31,7 @@ class SoftDoubleQ(Variant):
             )
 
     def next_values(self, batch, seed, members=None):
-        """The target critics' values at (s', a'), a' ~ pi(.|s'), and log pi(a'|s'); only
-        the critics `members` (indices) where given."""
+        """The target critics' (or `members`') values at (s', a' ~ pi(.|s')), and log pi(a'|s')."""
         next_obs = batch["next_observation"]
         next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
         subset = {} if members is None else {"members": members}  # custom critics need not

@@ -39,8 +39,7 @@ class XQC(FlashSAC):
 
     @staticmethod
     def reward_factor(config) -> float:
-        """What the update multiplies the normalised rewards by: tfsac's normaliser divides
-        by (1 - gamma) std(G) (without `return_bound`), XQC's by std(G)."""
+        """Makes tfsac's division by (1 - gamma) std(G) (without `return_bound`) XQC's by std(G)."""
         return 1.0 - config.gamma if config.normalize_rewards and not config.return_bound else 1.0
 
     def critic_objective(self, batch, reward, alpha, seeds):

@@ -13,9 +13,9 @@ from conftest import tf_runner_policy
 
 from tfsac.algorithm import losses
 from tfsac.algorithm.exploration import RepeatedNoise, truncated_zeta_cdf
+from tfsac.algorithm.flashnet import UnitBatchNorm, UnitDense, UnitRMSNorm
 from tfsac.algorithm.learner import SACLearner
 from tfsac.algorithm.resolve import resolve
-from tfsac.algorithm.unit_layers import UnitBatchNorm, UnitDense, UnitRMSNorm
 from tfsac.config import SACConfig
 from tfsac.config.schedules import parse_schedule
 from tfsac.data.return_normalizer import ReturnNormalizer

@@ -10,12 +10,11 @@ import pytest
 import tensorflow as tf
 from conftest import tf_runner_policy
 
+from tfsac.algorithm.flashnet import UnitDense, XQCCritic
 from tfsac.algorithm.layers import BatchRenorm
 from tfsac.algorithm.learner import SACLearner
 from tfsac.algorithm.resolve import resolve
-from tfsac.algorithm.unit_layers import UnitDense
 from tfsac.algorithm.variants.xqc import XQC
-from tfsac.algorithm.xqcnet import XQCCritic
 from tfsac.config import SACConfig
 from tfsac.config.schedules import parse_schedule
 from tfsac.data.return_normalizer import ReturnNormalizer

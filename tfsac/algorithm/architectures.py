@@ -1,5 +1,4 @@
-"""The `network` option's architectures: TF-free defaults and checks, and the builders of
-their actor and critics."""
+"""The `network` option's architectures: TF-free defaults and checks, and model builders."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from tfsac.user_modules import add, registered
 networks = lazy_module("tfsac.algorithm.networks")
 simba = lazy_module("tfsac.algorithm.simba")
 flashnet = lazy_module("tfsac.algorithm.flashnet")
-xqcnet = lazy_module("tfsac.algorithm.xqcnet")
 observation_normalizer = lazy_module("tfsac.algorithm.observation_normalizer")
 
 
@@ -147,19 +145,19 @@ class FlashSAC(SimBa):
 
 
 class XQC(FlashSAC):
-    """XQC's networks (ICLR 2026, tfsac.algorithm.xqcnet); FlashSAC's checks but any widths."""
+    """XQC's networks (ICLR 2026, tfsac.algorithm.flashnet); FlashSAC's checks but any widths."""
 
     name = "xqc"
     block = None
 
     @classmethod
     def build_actor(cls, action_dim, config, batch_norm, normalizer):
-        return xqcnet.XQCActor(action_dim, config.hidden_sizes, normalizer, name="actor")
+        return flashnet.XQCActor(action_dim, config.hidden_sizes, normalizer, name="actor")
 
     @classmethod
     def build_critic(cls, config, name, outputs, batch_norm, normalizer):
         sizes = config.critic_hidden_sizes
-        return xqcnet.XQCCritic(config.num_critics, sizes, outputs, normalizer, name=name)
+        return flashnet.XQCCritic(config.num_critics, sizes, outputs, normalizer, name=name)
 
 
 ARCHITECTURES = {cls.name: cls for cls in (MLP, SimBa, FlashSAC, XQC)}

@@ -21,17 +21,11 @@ def squash_bijector(low=None, high=None) -> tfb.Bijector:
 
 
 def tanh_normal(loc, scale, low=None, high=None) -> tfd.TransformedDistribution:
-    """A diagonal Normal over pre-squash actions u, pushed through `squash_bijector`.
-
-    Use `experimental_sample_and_log_prob`: it takes the log-density from u through the
-    Tanh bijector's stable forward log-det-Jacobian. `log_prob(a)` instead inverts with
-    atanh, which is infinite once a float32 tanh(u) rounds to exactly +-1 (|u| > ~9).
-    """
-    # A standard Normal moved by Scale then Shift: a sample is the same loc + scale * eps,
-    # and its log-density is taken from eps and log(scale) exactly. A Normal(loc, scale)
-    # takes it from (u - loc) / scale, which float32 ruins once scale is below loc's
-    # rounding step (an initial actor on Humanoid's raw observations: loc ~ 250 with
-    # log_std clipped at -20 gives log-densities of -1e5 and a critic that diverges).
+    """A diagonal Normal over pre-squash actions u, pushed through `squash_bijector`. Sample
+    with `experimental_sample_and_log_prob`: `log_prob(a)` inverts with atanh, infinite once
+    a float32 tanh(u) rounds to +-1."""
+    # A standard Normal moved by Scale then Shift takes the log-density from eps exactly;
+    # Normal(loc, scale)'s (u - loc) / scale loses it in float32 once scale < loc's ulp.
     base = tfd.Independent(
         tfd.Normal(tf.zeros_like(loc), tf.ones_like(scale)), reinterpreted_batch_ndims=1
     )
@@ -40,9 +34,8 @@ def tanh_normal(loc, scale, low=None, high=None) -> tfd.TransformedDistribution:
 
 
 def policy_params(actor, observation, log_std_bounds, training=None):
-    """The actor's (mean, log_std) for `observation`, log_std clipped to `log_std_bounds`
-    (also for custom actors, whose log_std may be unbounded). `training` reaches the
-    actor's layers (CrossQ's batch renormalisation trains on the actor's step only)."""
+    """The actor's (mean, log_std), log_std clipped to `log_std_bounds` (a custom actor's may
+    be unbounded); `training` reaches its layers (CrossQ's batch renorm)."""
     loc, log_std = actor(observation, training=training)
     return loc, tf.clip_by_value(log_std, *log_std_bounds)
 

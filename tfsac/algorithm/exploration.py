@@ -11,10 +11,8 @@ from tfsac.algorithm.distributions import policy_params, tanh_normal
 
 
 class GaussianExploration:
-    """Actions sampled from the TanhNormal policy of `actor`, a fresh draw per env step
-    (the learner's acting, and env runners' with their own copy of the actor); with
-    `exploration_zeta`, FlashSAC's repeated noise (`RepeatedNoise`) of `noise_shape`
-    (env copies, action dimensions; other batches draw afresh)."""
+    """Actions from `actor`'s TanhNormal policy, a fresh draw per env step; with
+    `exploration_zeta`, FlashSAC's `RepeatedNoise` of `noise_shape` (envs, action dims)."""
 
     def __init__(self, actor: keras.Model, config, rng: tf.random.Generator, noise_shape=None):
         self.actor, self.rng = actor, rng
@@ -42,10 +40,8 @@ def truncated_zeta_cdf(mu: float, largest: int) -> np.ndarray:
 
 
 class RepeatedNoise(tf.Module):
-    """FlashSAC's exploration (arXiv:2604.04539): standard normal noise eps, one row per
-    env copy, held for n env steps, then drawn anew with a new n ~ zeta(mu) truncated at
-    `largest` (FlashSAC: mu 2, at most 16 steps; temporally correlated exploration
-    without a noise process). Its state is a checkpoint's, so a resume continues the same noise."""
+    """FlashSAC's exploration (arXiv:2604.04539): normal noise, one row per env, held for
+    n ~ zeta(mu) env steps truncated at `largest`, then drawn anew; a checkpoint holds it."""
 
     def __init__(self, rows: int, action_dim: int, mu: float, largest: int, rng):
         super().__init__(name="repeated_noise")
@@ -90,8 +86,7 @@ class GSDEExploration:
         loc, features = self.sac.actor.mean_and_features(observation)
         rows = tf.range(tf.shape(observation)[0]) % self.num_envs  # row i acts for env i
         noise = tf.einsum("bf,bfa->ba", features, tf.gather(self.noise, rows))
-        # Scaled to the std the losses clip (log_std_min/max), so that the actions come from
-        # the distribution the actor trains as its own (1 where no clip applies).
+        # Scaled to the std the losses clip (log_std_min/max): the distribution the actor trains.
         log_std = self.sac.actor.noise_log_std(features)
         noise *= tf.exp(tf.clip_by_value(log_std, *self.log_std_bounds) - log_std)
         return tf.tanh(loc + noise)

@@ -1,5 +1,5 @@
 """Layers beyond Keras' own (ensemble dense and layer norm, batch renormalisation) and the
-frames of the built-in actors and critic ensembles."""
+built-in actors' and critic ensembles' frames."""
 
 from __future__ import annotations
 
@@ -30,9 +30,14 @@ def call_sequential(sequential, x, training=None, members=None):
     return x
 
 
+def block_stack(block, hidden_sizes, *args) -> keras.Sequential:
+    """`block(width, *args)` per hidden size, in a Sequential named blocks."""
+    layers = [block(h, *args, name=f"block_{i}") for i, h in enumerate(hidden_sizes)]
+    return keras.Sequential(layers, name="blocks")
+
+
 class ActorFrame(keras.Model):
-    """The built-in actors' frame: observation -> `normalizer`, `input_norm`, the subclass's
-    `features`, the `mean` and `log_std` heads (the latter through `bound_log_std`)."""
+    """Observation -> `normalizer`, `input_norm`, `features`, `mean` and `log_std` heads."""
 
     def __init__(self, action_dim: int, log_std_bounds, normalizer, **kw):
         super().__init__(**kw)
@@ -60,9 +65,8 @@ class ActorFrame(keras.Model):
 
 
 class EnsembleCritic(keras.Model):
-    """The built-in critic ensembles' frame: (s, a) -> `normalizer`, `input_norm` (per
-    member, on [n, B, d]), `features`, `head` -> Q [n, B] (or [n, B, outputs]); `members`
-    (indices) evaluates only those."""
+    """(s, a) -> `normalizer`, `input_norm` (per member), `features`, `head` -> Q [n, B] (or
+    [n, B, outputs]); `members` (indices) evaluates only those."""
 
     def __init__(self, num_critics: int, outputs: int, normalizer, **kw):
         super().__init__(**kw)
@@ -80,9 +84,8 @@ class EnsembleCritic(keras.Model):
 
 
 class EnsembleDense(keras.layers.Layer):
-    """`n` independent dense layers as one batched matmul: [B, in] or [n, B, in] ->
-    [n, B, units], each kernel initialised as a Keras `Dense`'s (`kernel_init`: glorot_uniform,
-    he_normal or lecun_normal), zero bias; `members` (indices) evaluates only those."""
+    """`n` dense layers as one batched matmul, [B, in] or [n, B, in] -> [n, B, units], each
+    initialised as a Keras Dense (`kernel_init`); `members` (indices) evaluates only those."""
 
     takes_members = True
 
@@ -130,9 +133,8 @@ class EnsembleDense(keras.layers.Layer):
 
 
 class BatchRenorm(keras.layers.Layer):
-    """Batch renormalisation (arXiv:1702.03275), as CrossQ's, over the batch axis (-2) with
-    statistics per member: in training (x - mu_B) / sigma_B * r + d, r and d clipped and
-    without gradient (plain batch norm for `warmup_steps` calls); else the moving statistics."""
+    """Batch renormalisation (arXiv:1702.03275) over axis -2, as CrossQ's: in training
+    (x - mu_B) / sigma_B * r + d, r and d clipped, no gradient (1 and 0 for `warmup_steps`)."""
 
     def __init__(
         self,
@@ -154,7 +156,6 @@ class BatchRenorm(keras.layers.Layer):
         fixed = dict(shape=shape, trainable=False)
         self.moving_mean = self.add_weight(name="moving_mean", initializer="zeros", **fixed)
         self.moving_variance = self.add_weight(name="moving_variance", initializer="ones", **fixed)
-        # Training calls so far (a float32 counts exactly to 2^24).
         self.steps = self.add_weight(name="steps", shape=(), initializer="zeros", trainable=False)
 
     def call(self, inputs, training=None):

@@ -9,7 +9,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfsac.algorithm.distributions import deterministic_action
 from tfsac.algorithm.exploration import GaussianExploration, GSDEExploration
 from tfsac.algorithm.network_checks import checked_observations, packed_batches
 from tfsac.algorithm.sac import SAC
@@ -55,7 +54,7 @@ class SACLearner:
             self._update_act_fn, input_signature=[batches, obs, *moments], jit_compile=jit
         )
         self._sample = tf.function(self.exploration.sample, input_signature=[obs], jit_compile=jit)
-        self._mode = tf.function(self._mode_fn, input_signature=[obs], jit_compile=jit)
+        self._mode = tf.function(self.sac.mean_action, input_signature=[obs], jit_compile=jit)
         self._reset_noise = tf.function(self.exploration.reset, input_signature=[])
         # Concrete functions, called directly (tf.function's argument matching is slow).
         self._concrete = {}
@@ -81,9 +80,8 @@ class SACLearner:
         return objects
 
     def learned_objects(self, temperature: bool = True) -> Dict[str, tf.Module]:
-        """The checkpoint objects that hold what was learned, without optimizers, random
-        streams, reward statistics and noise (a learned temperature with `temperature`):
-        what `init_from` (tfsac/run/builder.py) carries into a new run."""
+        """The checkpoint objects that `init_from` carries into a new run: no optimizers,
+        random streams, reward statistics or noise (a learned temperature with `temperature`)."""
         course = ("reward_divisor", "exploration")
         optimizers = {id(o) for o in self.sac.optimizers().values()}  # a variant's too
         learned = {
@@ -120,8 +118,7 @@ class SACLearner:
         }
 
     def trace_update(self, acting: bool) -> None:
-        """Traces the update (`acting`: the one that also acts) now, so that a variant whose
-        update cannot be built is refused before anything is collected."""
+        """Traces the update (`acting`: the one that also acts) now, refusing a broken one early."""
         self._traced(self._update_act if acting else self._update)
 
     def _traced(self, fn):
@@ -142,10 +139,6 @@ class SACLearner:
             optimizers[part].learning_rate = float(np.float32(rate * factor))
 
     # -------------------------------------------------------------------- acting
-    def _mode_fn(self, observation):
-        loc, _ = self.sac.actor(observation)
-        return deterministic_action(loc)
-
     def act(self, observation: np.ndarray, deterministic: bool = False) -> np.ndarray:
         """Actions in [-1, 1]^d for a batch of flat observations [B, obs_dim]."""
         observation = checked_observations(observation, self.obs_dim)
@@ -203,15 +196,13 @@ class SACLearner:
         return [self._normalizer.moments([] if observed is None else observed, self.obs_dim)]
 
     def update(self, batches, observed: Optional[np.ndarray] = None) -> Dict[str, float]:
-        """One SAC step per leading index of `batches` (fields or packed rows [steps, batch,
-        width]) after observing `observed`; the last step's metrics and `finite` (every loss
-        and actor variable finite)."""
+        """One SAC step per leading index of `batches` (fields or packed rows) after observing
+        `observed`; the last step's metrics and `finite` (losses and actor finite)."""
         packed = self._as_packed(batches)
         return self._metrics(*self._run(self._update, packed, *self._moments(observed)))
 
     def update_and_act(self, batches, observation: np.ndarray, observed=None):
-        """`update(batches, observed)`, then `act(observation)`, in one compiled call (under
-        gSDE with new exploration noise)."""
+        """`update(batches, observed)`, then `act(observation)`, in one compiled call."""
         packed, moments = self._as_packed(batches), self._moments(observed)
         observation = checked_observations(observation, self.obs_dim)
         values, finite, action = self._run(self._update_act, packed, observation, *moments)

@@ -1,5 +1,4 @@
-"""SAC losses as plain functions (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and
-Applications", arXiv:1812.05905). Equation numbers refer to that paper."""
+"""SAC's losses as plain functions; equation numbers are arXiv:1812.05905's."""
 
 from __future__ import annotations
 
@@ -9,13 +8,9 @@ import tensorflow as tf
 
 
 def soft_td_target(reward, terminated, next_q, next_log_prob, alpha, gamma):
-    """The soft Bellman target of Eqs. 2-3, with the clipped double-Q minimum (Sec. 5):
-
-        y = r + gamma * (1 - terminated) * (min_i Q'_i(s', a') - alpha * log pi(a'|s')).
-
-    `next_q` is [n_critics, B] at a' ~ pi(.|s'). A truncation keeps bootstrapping from s'.
-    `gamma` is a float or [B] (n-step returns: gamma^m per sample, as in every target below).
-    """
+    """Eqs. 2-3 with the clipped double-Q minimum (Sec. 5): y = r + gamma (1 - terminated)
+    (min_i Q'_i(s', a') - alpha log pi(a'|s')); `next_q` [n_critics, B]; `gamma` a float or
+    [B] (n-step: gamma^m per sample, as in every target below)."""
     next_v = tf.reduce_min(next_q, axis=0) - alpha * next_log_prob
     return tf.stop_gradient(reward + gamma * (1.0 - terminated) * next_v)
 
@@ -26,30 +21,25 @@ def critic_loss(q_values, target):
 
 
 def actor_loss(log_prob, q_values, alpha):
-    """Eq. 7 with the reparameterised action (Eq. 11): E[alpha * log pi(a|s) - min_i Q_i(s, a)],
-    the minimum over the critics as Sec. 5; `q_values` is [n_critics, B] at a ~ pi(.|s)."""
+    """Eqs. 7 and 11: E[alpha log pi(a|s) - min_i Q_i(s, a)]; `q_values` [n_critics, B]."""
     return tf.reduce_mean(alpha * log_prob - tf.reduce_min(q_values, axis=0))
 
 
 def random_subset(num_critics: int, size: int, seed):
-    """`size` of `num_critics` critic indices for the whole batch, drawn without replacement
-    (REDQ, arXiv:2101.05982, Alg. 1 line 5; RLPD, arXiv:2302.02948, Sec. 4.2). Its seed is
-    folded from the target's, so switching this off changes no other random number."""
+    """`size` of `num_critics` indices without replacement (REDQ, arXiv:2101.05982, Alg. 1),
+    its seed folded from the target's: switched off, no other random number changes."""
     seed = tf.random.experimental.stateless_fold_in(seed, 1)
     return tf.argsort(tf.random.stateless_uniform([num_critics], seed))[:size]
 
 
 def actor_loss_on_mean(log_prob, q_values, alpha):
-    """Eq. 7 on the critics' mean instead of their minimum, E[alpha * log pi(a|s) -
-    mean_i Q_i(s, a)], as REDQ (arXiv:2101.05982, Alg. 1 line 10) and RLPD's code do for
-    a large ensemble. `q_values` is [n_critics, B]."""
+    """Eq. 7 on the critics' mean, not their minimum (REDQ, Alg. 1 line 10; RLPD's code)."""
     return tf.reduce_mean(alpha * log_prob - tf.reduce_mean(q_values, axis=0))
 
 
 def alpha_loss(log_alpha, log_prob, target_entropy):
-    """Eq. 18, J(alpha) = E[-alpha * log pi(a|s) - alpha * target_entropy], optimised in
-    log-alpha: E[-log_alpha * (log pi(a|s) + target_entropy)]: the same fixed point, with
-    alpha kept positive and its steps scale-free."""
+    """Eq. 18 in log-alpha, E[-log_alpha (log pi(a|s) + target_entropy)]: the same fixed
+    point, alpha kept positive and its steps scale-free."""
     return -tf.reduce_mean(log_alpha * tf.stop_gradient(log_prob + target_entropy))
 
 
@@ -59,35 +49,26 @@ def alpha_loss_direct(alpha, log_prob, target_entropy):
 
 
 def v1_q_target(reward, terminated, next_v, gamma):
-    """SAC v1 (Haarnoja et al. 2018, arXiv:1801.01290), Eq. 8: the critics' target from the
-    target value network, y = r + gamma * (1 - terminated) * V_target(s')."""
+    """SAC v1 (arXiv:1801.01290), Eq. 8: y = r + gamma (1 - terminated) V_target(s')."""
     return tf.stop_gradient(reward + gamma * (1.0 - terminated) * next_v)
 
 
 def value_loss(v, q_values, log_prob, alpha):
-    """SAC v1 (arXiv:1801.01290), Eq. 5: E_s[0.5 * (V(s) - (min_i Q_i(s, a) - alpha *
-    log pi(a|s)))^2] with a ~ pi(.|s) fresh, the minimum over critics as its Sec. 4.2 (the
-    paper fixes alpha = 1 and scales rewards; alpha may be learned here). `v` is [B]."""
+    """SAC v1, Eq. 5: E[0.5 (V(s) - (min_i Q_i(s, a) - alpha log pi(a|s)))^2], a ~ pi(.|s)
+    fresh (the paper fixes alpha = 1; here it may be learned). `v` is [B]."""
     v_target = tf.stop_gradient(tf.reduce_min(q_values, axis=0) - alpha * log_prob)
     return 0.5 * tf.reduce_mean(tf.square(v - v_target))
 
 
-# TQC: Kuznetsov et al. 2020, "Controlling Overestimation Bias with Truncated Mixture of
-# Continuous Distributional Quantile Critics", arXiv:2005.04269. Equations of that paper.
+# TQC (Kuznetsov et al. 2020, arXiv:2005.04269): equations of that paper.
 
 
 def truncated_quantile_target(
     reward, terminated, next_quantiles, next_log_prob, alpha, gamma, drop_per_net: int
 ):
-    """The target atoms of Eqs. 10-11: the N*M atoms of the target critics at a' ~ pi(.|s')
-    pooled, each
-
-        y_i = r + gamma * (1 - terminated) * (z_i(s', a') - alpha * log pi(a'|s')),
-
-    with the top `drop_per_net` * N atoms of each sample dropped. Returns the pooled targets
-    [B, N*M] and `keep` [B, N*M], 1.0 for the atoms kept: a mask, not sorted atoms, as
-    XLA:CPU sorts them slower than it computes the whole quantile loss.
-    """
+    """Eqs. 10-11: the target critics' N*M atoms pooled, y_i = r + gamma (1 - terminated)
+    (z_i(s', a') - alpha log pi(a'|s')), and `keep` [B, N*M], 0 for the top `drop_per_net` * N
+    per sample: a mask, as XLA:CPU sorts slower than it computes the whole loss."""
     n_critics, n_quantiles = next_quantiles.shape[0], next_quantiles.shape[-1]
     pooled = tf.reshape(tf.transpose(next_quantiles, [1, 0, 2]), [-1, n_critics * n_quantiles])
     remaining = pooled
@@ -101,14 +82,9 @@ def truncated_quantile_target(
 
 
 def quantile_huber_loss(quantiles, target_atoms, keep=None, kappa: float = 1.0):
-    """Eq. 12 (the quantile Huber loss of QR-DQN, Dabney et al. 2018, Eq. 10): for each
-    critic's quantile tau_m = (2m + 1) / 2M against every kept target atom y_i,
-
-        rho_tau(u) = |tau - 1{u < 0}| * Huber_kappa(u) / kappa,   u = y_i - z_m(s, a),
-
-    averaged over the kept target atoms, the quantiles, the batch and the critics, as the
-    authors' code and sb3-contrib do (the paper's sum over critics is N times it, a factor
-    Adam does not see). `quantiles` is [N, B, M], `target_atoms` and `keep` [B, K]."""
+    """Eq. 12: |tau_m - 1{u < 0}| Huber_kappa(u) / kappa, u = y_i - z_m(s, a), tau_m =
+    (2m + 1) / 2M, averaged over kept atoms, quantiles, batch and critics (as the authors'
+    code and sb3-contrib). `quantiles` [N, B, M], `target_atoms` and `keep` [B, K]."""
     n_quantiles = quantiles.shape[-1]
     if keep is None:
         keep = tf.ones_like(target_atoms)
@@ -122,20 +98,12 @@ def quantile_huber_loss(quantiles, target_atoms, keep=None, kappa: float = 1.0):
 
 
 def tqc_actor_loss(log_prob, quantiles, alpha):
-    """Eq. 13: E[alpha * log pi(a|s) - (1 / NM) sum_n sum_m z_m^n(s, a)] with the
-    reparameterised a ~ pi(.|s): the policy follows the mean of every critic's atoms (no
-    truncation, no minimum). `quantiles` is [n_critics, B, M]."""
+    """Eq. 13: E[alpha log pi(a|s) - mean_{n,m} z_m^n(s, a)] (no truncation, no minimum)."""
     return tf.reduce_mean(alpha * log_prob - tf.reduce_mean(quantiles, axis=[0, 2]))
 
 
-# Categorical critics: C51 (Bellemare et al. 2017, "A Distributional Perspective on
-# Reinforcement Learning", arXiv:1707.06887), as FlashSAC (arXiv:2604.04539) and XQC use
-# them: a softmax over fixed bins z_1 < ... < z_K, Q(s, a) = sum_k p_k z_k.
-
-
-def bin_values(n_bins: int, bin_range: float):
-    """The bins z_k: n_bins evenly spaced values on [-bin_range, bin_range]."""
-    return tf.linspace(-bin_range, bin_range, n_bins)
+# Categorical critics (C51, arXiv:1707.06887, as FlashSAC and XQC): a softmax over fixed
+# bins z_1 < ... < z_K, Q(s, a) = sum_k p_k z_k.
 
 
 def categorical_value(logits, bins):
@@ -144,9 +112,8 @@ def categorical_value(logits, bins):
 
 
 def categorical_projection(target_values, probabilities, bins):
-    """Projects the distribution with atoms `target_values` [B, K] and masses
-    `probabilities` [B, K] onto the fixed `bins` [K] (arXiv:1707.06887, Eq. 7, Alg. 1):
-    each clipped atom splits its mass between its two neighbouring bins. Returns [B, K]."""
+    """Atoms `target_values` [B, K] of masses `probabilities` [B, K] projected onto `bins`
+    (C51's Eq. 7): each clipped atom splits its mass between its two neighbours."""
     n_bins = bins.shape[0]
     low, high = bins[0], bins[-1]
     position = (tf.clip_by_value(target_values, low, high) - low) / ((high - low) / (n_bins - 1))
@@ -154,21 +121,16 @@ def categorical_projection(target_values, probabilities, bins):
     upper_share = position - lower
     lower = tf.cast(lower, tf.int32)
     upper = tf.minimum(lower + 1, n_bins - 1)
-    # One-hot sums instead of a scatter: [B, K, K] is small next to a critic's matmuls and
-    # XLA:CPU compiles it without a serialised scatter.
+    # One-hot sums: XLA:CPU serialises a scatter, and [B, K, K] is small.
     to_lower = tf.one_hot(lower, n_bins) * (probabilities * (1.0 - upper_share))[..., None]
     to_upper = tf.one_hot(upper, n_bins) * (probabilities * upper_share)[..., None]
     return tf.reduce_sum(to_lower + to_upper, axis=-2)
 
 
 def categorical_td_target(reward, terminated, next_logits, next_log_prob, alpha, gamma, bins):
-    """The soft target distribution of FlashSAC's critics (arXiv:2604.04539; C51's Eq. 7
-    with SAC's entropy term): the next-state distribution of the critic whose Q'(s', a')
-    is the lowest (per sample: clipped double-Q on distributions), its atoms moved to
-
-        y_k = r + gamma * (1 - terminated) * (z_k - alpha * log pi(a'|s')),
-
-    projected onto the bins. `next_logits` is [n_critics, B, K]; returns [B, K]."""
+    """FlashSAC's soft target: per sample the distribution of the critic with the lowest
+    Q'(s', a'), atoms moved to r + gamma (1 - terminated) (z_k - alpha log pi(a'|s')) and
+    projected. `next_logits` [n_critics, B, K]; returns [B, K]."""
     next_probabilities = tf.nn.softmax(next_logits)  # [N, B, K]
     lowest = tf.argmin(tf.reduce_sum(next_probabilities * bins, axis=-1), axis=0)  # [B]
     chosen = tf.gather(tf.transpose(next_probabilities, [1, 0, 2]), lowest, batch_dims=1)
@@ -178,8 +140,7 @@ def categorical_td_target(reward, terminated, next_logits, next_log_prob, alpha,
 
 
 def categorical_loss(logits, target_probabilities):
-    """The cross-entropy -sum_k p_k log q_k of each critic's softmax q against the
-    projected target p (arXiv:1707.06887, Alg. 1's loss), averaged over the critics and the
-    batch, as FlashSAC's code does. `logits` is [n_critics, B, K], the target [B, K]."""
+    """-sum_k p_k log q_k of each critic's softmax q, averaged over critics and batch (as
+    FlashSAC's code). `logits` [n_critics, B, K], the target [B, K]."""
     log_q = tf.nn.log_softmax(logits)
     return tf.reduce_mean(-tf.reduce_sum(target_probabilities[None] * log_q, axis=-1))

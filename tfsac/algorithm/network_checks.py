@@ -1,7 +1,5 @@
-"""The contracts that the code and arrays a user hands to the algorithm must keep, each
-refused in one line: custom models (actor_fn, critic_fn); a variant's optimizers, losses,
-metrics and checkpoint objects; the sizes, observations and batches given to SAC and
-SACLearner."""
+"""The contracts of what a user hands the algorithm (custom models, a variant's optimizers,
+losses, metrics and checkpoint objects, sizes, observations, batches), each refused in a line."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ from tfsac.errors import TfsacError, first_line
 
 
 def check_custom_actor(config, actor_fn, architecture_is_mlp: bool, normalizes: bool) -> None:
-    """An actor_fn takes the place of the built-in actor: not with an architecture's own
-    networks, gSDE's actor or the observation normaliser."""
+    """An actor_fn replaces the built-in actor: not with gSDE, another network or a normaliser."""
     if actor_fn is None:
         return
     if config.use_sde:
@@ -36,8 +33,7 @@ def check_custom_actor(config, actor_fn, architecture_is_mlp: bool, normalizes: 
 
 
 def check_models(actor, critic, target_critic) -> None:
-    """Keras models, and the critic's target a model of its own (critic_fn is called twice:
-    the same model twice would make the target the critic, and tau a no-op)."""
+    """Keras models, the critic's target a model of its own (else tau would be a no-op)."""
     models = (("actor", actor), ("critic", critic), ("target critic", target_critic))
     for name, model in models[: 3 if target_critic is not None else 2]:  # CrossQ has no target
         if not isinstance(model, keras.Model):
@@ -50,7 +46,7 @@ def check_models(actor, critic, target_critic) -> None:
 
 
 def _call(name: str, model, *inputs):
-    """model(*inputs), a model that does not take them one TfsacError."""
+    """model(*inputs), or a TfsacError where it does not take them."""
     widths = " and ".join(f"[batch, {int(x.shape[1])}]" for x in inputs)
     try:
         outputs = model(*inputs)
@@ -70,7 +66,7 @@ def _call(name: str, model, *inputs):
 def check_outputs(
     actor, critics, obs_dim: int, action_dim: int, num_critics: int, per_critic: int = 1
 ) -> None:
-    """Builds the models on a dummy batch and checks the shapes of what they return."""
+    """Builds the models on a dummy batch and checks their outputs' shapes."""
     obs = tf.zeros([3, obs_dim])
     act = tf.zeros([3, action_dim])
     outputs = _call("actor", actor, obs)
@@ -100,8 +96,7 @@ def check_outputs(
 
 
 def check_members(critic, obs_dim: int, action_dim: int, size: int) -> None:
-    """A target over a random subset evaluates only those critics: `members=` must give
-    the same values as the whole ensemble's, gathered."""
+    """`members=` (target_subset's) must give the whole ensemble's values, gathered."""
     rng = np.random.default_rng(0)  # not TF's generators: the run's random numbers stay put
     obs, act = (tf.constant(rng.normal(size=(3, d)), tf.float32) for d in (obs_dim, action_dim))
     members = tf.range(size - 1, -1, -1)
@@ -119,8 +114,7 @@ def check_members(critic, obs_dim: int, action_dim: int, size: int) -> None:
 
 
 def check_sizes(obs_dim, action_dim) -> None:
-    """Positive integers: SB3's SAC("MlpPolicy", env) written for `SAC` would otherwise fail
-    in Keras, about `units`, deep in the networks."""
+    """Positive integers (SB3's SAC("MlpPolicy", env) would fail deep in Keras)."""
     sizes = (obs_dim, action_dim)
     if all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0 for n in sizes):
         return
@@ -134,8 +128,8 @@ def check_sizes(obs_dim, action_dim) -> None:
 
 
 def check_variant_optimizers(sac) -> None:
-    """A variant's optimizers under names of their own, and built (its slots would be made
-    at its first step, and a checkpoint could not restore them)."""
+    """A variant's optimizers under names of their own, and built (else a checkpoint could
+    not restore their slots)."""
     variant, own = sac.variant, sac.variant.optimizers()
     clash = sorted({"actor", "critic", *sac.temperature.optimizers()} & set(own))
     if clash:
@@ -161,8 +155,7 @@ def seeds_error(variant, error: ValueError) -> TfsacError:
 
 
 def checked_loss(variant, method: str, loss) -> tf.Tensor:
-    """The loss `method` returned as a float32 scalar (an unreduced one would fail deep in
-    TensorFlow)."""
+    """The loss `method` returned, as a float32 scalar."""
     loss = tf.cast(loss, tf.float32)
     if loss.shape.rank != 0:
         raise TfsacError(
@@ -199,8 +192,7 @@ def check_metric_dicts(variant, extra, after) -> None:
         )
 
 
-# What SACLearner's act and update take, checked in Python: TensorFlow's errors come from
-# inside the traced functions, naming a layer or a split.
+# SACLearner's inputs, checked in Python: TensorFlow's errors name a layer or a split.
 def checked_observations(observation, obs_dim: int) -> np.ndarray:
     """`observation` as [B, obs_dim]."""
     observation = np.asarray(observation)
@@ -233,8 +225,7 @@ def packed_batches(batches, gamma: float, width: int) -> np.ndarray:
 
 
 def check_saved(learner, what: str) -> None:
-    """Every variable the update writes in a checkpoint object (a variant's network left out
-    of its checkpoint_objects would start afresh on a resume)."""
+    """Every variable the update writes in a checkpoint object (else a resume resets it)."""
     unsaved = unsaved_variables(learner)
     if unsaved:
         raise TfsacError(
@@ -245,18 +236,14 @@ def check_saved(learner, what: str) -> None:
 
 
 def unsaved_variables(learner) -> List[str]:
-    """The paths of variables an update writes that no checkpoint object of `learner` holds:
-    a resume would start them afresh."""
-    # What a checkpoint of these objects saves: its own graph of them (lists, dicts,
-    # Keras variables inside a tf.Module, which its `variables` leaves out).
+    """The paths of variables an update writes that no checkpoint object of `learner` holds."""
+    # A checkpoint saves its graph of the objects (lists, dicts, Keras variables in a
+    # tf.Module), and a model's own variables (dropout seed states, outside the graph).
     objects = learner.checkpoint_objects()
     root = tf.train.Checkpoint(**objects)  # the view holds it weakly
     found = tf.train.TrackableView(root).descendants()
     held = {id(v) for v in found if isinstance(v, (tf.Variable, keras.Variable))}
-    # And a model's own variables: its dropout layers' seed states, which the graph
-    # leaves out (DroQ's), are the model's too.
     held |= {id(v) for obj in objects.values() for v in getattr(obj, "variables", ())}
-    # The optimizers' moments and step counts too.
     written = [
         *learner.sac.trainable_state(),
         *(v for o in learner.sac.optimizers().values() for v in o.variables),

@@ -1,5 +1,4 @@
-"""The MLP models (the Gaussian actor, the critic ensemble, gSDE's actor, v1's V) and the
-builders of a config's networks."""
+"""The MLP models (actor, critic ensemble, gSDE's actor, v1's V) and a config's builders."""
 
 from __future__ import annotations
 
@@ -44,9 +43,8 @@ def relu_trunk(hidden_sizes: Sequence[int], batch_norm: Optional[Dict] = None):
 
 
 class Critic(EnsembleCritic):
-    """An ensemble of `num_critics` Q(s, a) MLPs: Q values [n, B] (or [n, B, outputs]).
-    `layer_norm`/`dropout`: DroQ's Dense -> Dropout -> LayerNorm -> ReLU (arXiv:2110.02034);
-    `batch_norm`: CrossQ's, input and hidden layers batch-renormalised."""
+    """`num_critics` Q(s, a) MLPs: Q [n, B] (or [n, B, outputs]); `layer_norm`/`dropout`:
+    DroQ's Dense -> Dropout -> LayerNorm -> ReLU (arXiv:2110.02034); `batch_norm`: CrossQ's."""
 
     def __init__(
         self,
@@ -84,8 +82,7 @@ class Critic(EnsembleCritic):
 
 
 class Actor(ActorFrame):
-    """The MLP actor: observation -> (mean, log_std), log_std clipped; batch-renormalised
-    with `batch_norm` (CrossQ's)."""
+    """The MLP actor: observation -> (mean, log_std), log_std clipped; CrossQ's `batch_norm`."""
 
     def __init__(
         self,
@@ -120,8 +117,8 @@ class Actor(ActorFrame):
 
 
 class GSDEActor(keras.Model):
-    """gSDE's actor (arXiv:2005.05719): noise eps(s) = z(s) @ E, E ~ N(0, exp(log_std)^2)
-    resampled by the learner; `call` returns the per-state Gaussian's (mean, log_std)."""
+    """gSDE's actor (arXiv:2005.05719): noise z(s) @ E, E ~ N(0, exp(log_std)^2) drawn by the
+    learner; `call` returns the per-state Gaussian's (mean, log_std)."""
 
     def __init__(
         self,
@@ -179,18 +176,6 @@ class ValueNetwork(keras.Model):
         return tf.squeeze(self.head(self.trunk(observations)), axis=-1)
 
 
-def build_value_networks(obs_dim: int, config, normalizer=None) -> tuple[keras.Model, keras.Model]:
-    """V and its target (a copy) for sac_v1, of the critics' sizes and `normalizer`."""
-    sizes = config.critic_hidden_sizes
-    value = ValueNetwork(sizes, normalizer, name="value")
-    target_value = ValueNetwork(sizes, normalizer, name="target_value")
-    obs = tf.zeros([3, obs_dim])
-    value(obs)
-    target_value(obs)
-    target_value.set_weights(value.get_weights())
-    return value, target_value
-
-
 def build_actor(
     obs_dim: int,
     action_dim: int,
@@ -217,9 +202,9 @@ def build_networks(
     critic_fn: Optional[Callable[[int, int], keras.Model]] = None,
     normalizer=None,
 ) -> tuple[keras.Model, keras.Model, keras.Model]:
-    """The actor, the critic ensemble and its target (a copy, or None), sharing
-    `normalizer`. `actor_fn(obs_dim, action_dim)` returns a model of [B, obs_dim] ->
-    (mean, log_std), `critic_fn` one of (obs, action, training=) -> Q [n_critics >= 2, B]."""
+    """The actor, the critics and their target (a copy, or None), sharing `normalizer`;
+    `actor_fn(obs_dim, action_dim)` gives [B, obs_dim] -> (mean, log_std), `critic_fn`
+    (obs, action, training=) -> Q [n_critics >= 2, B]."""
     architecture, variant = architecture_of(config), variant_of(config)
     normalizer = normalizer or architecture.normalizer(config)
     check_custom_actor(config, actor_fn, architecture is MLP, normalizer is not None)

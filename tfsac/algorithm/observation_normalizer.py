@@ -1,6 +1,5 @@
-"""A running mean/std normaliser of observations (SimBa's RSNorm, SB3's VecNormalize of
-observations) as a Keras layer: the first layer of the actor and the critics, so it travels
-with the actor's weights to env runners, into checkpoints and into every export."""
+"""A running mean/std normaliser of observations (SimBa's RSNorm, SB3's VecNormalize) as a
+Keras layer, the actor's and critics' first: it travels with the actor's weights."""
 
 from __future__ import annotations
 
@@ -12,15 +11,12 @@ from tfsac.data.return_normalizer import combine_moments
 
 
 class ObservationNormalizer(keras.layers.Layer):
-    """(s - mean) / sqrt(var + 1e-8), clipped to [-10, 10], with the running mean and
-    variance of every observation the run has collected. New observations are folded in on
-    the host (`update`), or inside a compiled call from their `moments` (`merge`: the
-    learner's update call, which saves a training step six eager variable operations)."""
+    """(s - mean) / sqrt(var + 1e-8), clipped to [-10, 10], over every observation collected;
+    new ones are folded in on the host (`update`) or in a compiled call (`merge`)."""
 
     epsilon = 1e-8
-    # SB3's VecNormalize clip_obs: a feature that barely varied so far (Ant's contact
-    # forces: variances of 1e-7 in the first 30,000 steps) would otherwise come in at
-    # hundreds or thousands of standard deviations the first time it moves.
+    # SB3's clip_obs: a feature that barely varied so far would come in at thousands of
+    # standard deviations the first time it moves.
     clip = 10.0
 
     def build(self, input_shape):

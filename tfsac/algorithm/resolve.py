@@ -1,6 +1,5 @@
-"""A config as a run uses it: the variant and the architecture it names, their defaults
-for the options left 'auto', and every check, resolved once before anything is built (the
-start checks call it without TensorFlow; `SAC` takes their result as it is)."""
+"""A config as a run uses it: the 'auto' options filled by its variant and architecture, and
+every check, resolved once, without TensorFlow, before anything is built."""
 
 from __future__ import annotations
 
@@ -20,10 +19,8 @@ VARIANT_ALIASES = {"v1": "sac_v1", "v2": "sac"}
 
 
 def resolve(config: SACConfig) -> SACConfig:
-    """`config` with the `variant` alias folded into `algorithm` and the 'auto' options
-    filled in by the variant's and the architecture's defaults, checked (each option's own
-    values, the checks between options, the variant's and the architecture's, and options
-    the variant does not read); raises TfsacError naming the first bad option."""
+    """`config` with `variant` folded into `algorithm` and the 'auto' options filled in,
+    checked (options, variant, architecture); TfsacError names the first bad option."""
     if is_resolved(config):  # resolved before and unchanged since: checked already
         return config
     config.validate()
@@ -46,8 +43,7 @@ def resolve(config: SACConfig) -> SACConfig:
     if auto:
         config = dataclasses.replace(config, **auto)
         config.validate()  # the checks between options, on the values filled in
-    # An option set away from its default that the variant does not read would change
-    # nothing: refused, naming the variant.
+    # An option the variant does not read would change nothing: refused away from its default.
     own = options_read(variant)
     others = {n for v in VARIANTS.values() if v is not variant for n in options_read(v)}
     for name in sorted(others - own):
@@ -79,8 +75,7 @@ def is_resolved(config: SACConfig) -> bool:
 
 
 def _declared(cls, option: str, method, config: SACConfig):
-    """`method(config)`, a variant's or an architecture's declaration: where the user's
-    code raises (not a TfsacError), one line naming it and where."""
+    """`method(config)`; where the user's code raises (not a TfsacError), one line saying where."""
     try:
         return method(config)
     except TfsacError:
@@ -94,8 +89,7 @@ def _declared(cls, option: str, method, config: SACConfig):
 
 
 def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
-    """`config` with algorithm_kwargs checked against the variant's hyperparameters (names,
-    and values of their defaults' kinds) and completed by their defaults."""
+    """`config` with algorithm_kwargs checked and completed by the variant's hyperparameters."""
     declared, given = variant.hyperparameters, config.algorithm_kwargs
     for name, value in given.items():
         if name not in declared:
@@ -154,8 +148,8 @@ def _same_kind(value, default) -> bool:
 
 
 def options_read(variant) -> set:
-    """The options `variant` reads: those its classes declare in `reads`, less any it reads
-    through a method that it replaced; the Polyak options where it has targets."""
+    """The options `variant`'s classes declare in `reads`, less those whose methods it replaced;
+    the Polyak options where it has targets."""
     polyak = variant.has_target_critic or variant.polyak_pairs is not Variant.polyak_pairs
     read = {"tau", "target_update_interval"} if polyak else set()
     for cls in variant.__mro__:

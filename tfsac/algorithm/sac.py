@@ -1,5 +1,5 @@
-"""Soft Actor-Critic (arXiv:1812.05905): the training state and one gradient step, the
-critic rule the variant's (tfsac/algorithm/variants/), the temperature temperature.py's."""
+"""Soft Actor-Critic (arXiv:1812.05905): the training state, its optimizers and one gradient
+step; the critic rule is the variant's (variants/), the temperature temperature.py's."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ from tfsac.algorithm.network_checks import (
     seeds_error,
 )
 from tfsac.algorithm.networks import build_networks
-from tfsac.algorithm.optimizers import base_rates, make_optimizer
-from tfsac.algorithm.resolve import is_resolved, resolve
+from tfsac.algorithm.resolve import is_resolved, options_read, resolve
 from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
 from tfsac.algorithm.variants.base import UPDATE_METRICS
@@ -43,9 +42,35 @@ def apply_gradients(optimizer, tape, loss, variables) -> None:
     optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
 
 
+def make_optimizer(config: SACConfig, part: str) -> keras.optimizers.Optimizer:
+    """Adam (AdamW with `weight_decay`) at the config's rate, beta_1 and clip for `part`."""
+    kwargs = dict(
+        beta_1=config.adam_beta1, global_clipnorm=config.max_grad_norm, name=f"{part}_adam"
+    )
+    if config.weight_decay:
+        return keras.optimizers.AdamW(config.rate(part), weight_decay=config.weight_decay, **kwargs)
+    return keras.optimizers.Adam(config.rate(part), **kwargs)
+
+
+def base_rates(sac) -> Dict[str, float]:
+    """Each optimizer's rate before --lr_schedule: the config's for SAC's parts and a part
+    whose rate option the variant reads, else its optimizer's (one on a Keras schedule: none)."""
+    taken = {"actor", "critic", *sac.temperature.optimizers()}
+    reads = options_read(type(sac.variant))
+    rates = {}
+    for part, optimizer in sac.optimizers().items():
+        if part in taken or f"{part}_learning_rate" in reads:
+            rates[part] = sac.config.rate(part)
+        elif not isinstance(
+            getattr(optimizer, "_learning_rate", None),
+            keras.optimizers.schedules.LearningRateSchedule,
+        ):
+            rates[part] = float(optimizer.learning_rate.numpy())
+    return rates
+
+
 class SAC:
-    """The networks, their optimizers, the temperature and one gradient step; actions in
-    [-1, 1]^d (the env's bounds are applied outside)."""
+    """The networks, their optimizers, the temperature and one gradient step; actions in [-1, 1]."""
 
     metric_names = UPDATE_METRICS
 
@@ -146,8 +171,7 @@ class SAC:
         return self._policy(observation, training).experimental_sample_and_log_prob(seed=seed)
 
     def log_prob(self, observation, action, training=None):
-        """log pi(a|s) of given actions in [-1, 1], moved inside (-1, 1) first (at a bound
-        the Tanh's inverse is infinite)."""
+        """log pi(a|s) of actions in [-1, 1], moved inside first (atanh is infinite at +-1)."""
         edge = 1.0 - float(np.finfo(np.float32).epsneg)
         action = tf.clip_by_value(action, -edge, edge)
         return self._policy(observation, training).log_prob(action)
@@ -220,8 +244,7 @@ class SAC:
         return tf.cond(count % interval == 0, step, skip)
 
     def _actor_and_temperature_step(self, batch, alpha, seeds):
-        """The actor step (Eqs. 7, 11), then the temperature step (Eq. 18) on the same
-        actions: the actor loss, alpha loss, entropy and the variant's actor metrics."""
+        """The actor step (Eqs. 7, 11), then the temperature's (Eq. 18) on the same actions."""
         obs = batch["observation"]
         variables = self.actor.trainable_variables
         with tf.GradientTape() as tape:

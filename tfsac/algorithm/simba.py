@@ -1,9 +1,6 @@
-"""SimBa networks (Lee et al. 2025, "SimBa: Simplicity Bias for Scaling Up Parameters in
-Deep Reinforcement Learning", arXiv:2410.09754): a running observation normaliser (on by
-default; SBX's SimbaPolicy has none), a linear embedding, residual blocks
-x + Dense(ReLU(Dense(Norm(x), 4h)), h) and a last Norm before the heads. Norm is layer
-normalisation, or with CrossQ batch renormalisation (as SBX's SimBa CrossQ policy); the
-normaliser is shared by the actor and the critics."""
+"""SimBa networks (Lee et al. 2025, arXiv:2410.09754): the shared observation normaliser (on
+by default; SBX's SimbaPolicy has none), a linear embedding, residual blocks and a last Norm
+before the heads; Norm is layer norm, or with CrossQ batch renorm (as SBX's SimBa CrossQ)."""
 
 from __future__ import annotations
 
@@ -18,6 +15,7 @@ from tfsac.algorithm.layers import (
     EnsembleCritic,
     EnsembleDense,
     EnsembleLayerNorm,
+    block_stack,
     call_layer,
     call_sequential,
 )
@@ -33,8 +31,8 @@ def _norm(batch_norm: Optional[Dict], ensemble: int, name: str):
 
 
 class ResidualBlock(keras.layers.Layer):
-    """x + Dense(ReLU(Dense(Norm(x), 4 width)), width), He-initialised; an ensemble's
-    [n, B, width] with `ensemble` = n, else [B, width]."""
+    """x + Dense(ReLU(Dense(Norm(x), 4 width)), width), He-initialised; [n, B, width] with
+    `ensemble` = n, else [B, width]."""
 
     def __init__(self, width: int, ensemble: int = 0, batch_norm=None, **kwargs):
         super().__init__(**kwargs)
@@ -54,8 +52,8 @@ class ResidualBlock(keras.layers.Layer):
 
 
 class SimbaActor(ActorFrame):
-    """Observation -> (mean, log_std), log_std clipped: the normaliser, an embedding of
-    width hidden_sizes[0], one residual block per hidden size, a last Norm, the heads."""
+    """Observation -> (mean, log_std), log_std clipped: the embedding, one residual block per
+    hidden size, a last Norm, the heads."""
 
     def __init__(
         self,
@@ -69,13 +67,7 @@ class SimbaActor(ActorFrame):
         super().__init__(action_dim, log_std_bounds, normalizer, **kw)
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         self.embed = keras.layers.Dense(hidden_sizes[0], name="embed")
-        self.blocks = keras.Sequential(
-            [
-                ResidualBlock(h, 0, batch_norm, name=f"block_{i}")
-                for i, h in enumerate(hidden_sizes)
-            ],
-            name="blocks",
-        )
+        self.blocks = block_stack(ResidualBlock, hidden_sizes, 0, batch_norm)
         self.out_norm = _norm(batch_norm, 0, "out_norm")
         self.mean = keras.layers.Dense(action_dim, name="mean")
         self.log_std = keras.layers.Dense(action_dim, name="log_std")
@@ -109,13 +101,7 @@ class SimbaCritic(EnsembleCritic):
         super().__init__(num_critics, outputs, normalizer, **kw)
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
         self.embed = EnsembleDense(num_critics, hidden_sizes[0], name="embed")
-        self.blocks = keras.Sequential(
-            [
-                ResidualBlock(h, num_critics, batch_norm, name=f"block_{i}")
-                for i, h in enumerate(hidden_sizes)
-            ],
-            name="blocks",
-        )
+        self.blocks = block_stack(ResidualBlock, hidden_sizes, num_critics, batch_norm)
         self.out_norm = _norm(batch_norm, num_critics, "out_norm")
         self.head = EnsembleDense(num_critics, outputs, name="q")
 

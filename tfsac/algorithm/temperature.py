@@ -1,6 +1,5 @@
-"""The entropy temperature alpha: learned in log-alpha (the default), learned in alpha
-itself, or fixed (TEMPERATURES, by `use_log_alpha`). Equation numbers refer to
-arXiv:1812.05905."""
+"""The entropy temperature alpha, learned in log-alpha (the default) or alpha, or fixed
+(TEMPERATURES, by `use_log_alpha`); equations of arXiv:1812.05905."""
 
 from __future__ import annotations
 
@@ -15,17 +14,15 @@ from tfsac.config import SACConfig
 
 
 class Temperature:
-    """The entropy coefficient alpha, learned in log-alpha (Eq. 18) or held fixed.
-
-    `variable` is what the alpha loss optimises. A fixed alpha is still exp(log_alpha):
-    the same float32 value whether it is learned or not.
-    """
+    """Alpha learned in log-alpha (Eq. 18) or held fixed, still as exp(log_alpha) (the same
+    float32 value); `variable` is what the alpha loss optimises."""
 
     def __init__(self, config: SACConfig, initial_alpha: float):
         self.learned = config.learned_alpha
         self.log_alpha = tf.Variable(
             math.log(initial_alpha), dtype=tf.float32, trainable=self.learned, name="log_alpha"
         )
+        self.variable = self.log_alpha
         self.optimizer = keras.optimizers.Adam(config.rate("alpha"), name="alpha_adam")
 
     def build(self) -> None:
@@ -38,10 +35,6 @@ class Temperature:
     def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
         return {"alpha": self.optimizer}
 
-    @property
-    def variable(self) -> tf.Variable:
-        return self.log_alpha
-
     def alpha(self) -> tf.Tensor:
         return tf.exp(self.log_alpha)
 
@@ -53,8 +46,7 @@ class Temperature:
         with tf.GradientTape() as tape:
             loss = self.loss(log_prob, target_entropy)
         if self.learned:
-            variable = self.variable
-            self.optimizer.apply_gradients([(tape.gradient(loss, variable), variable)])
+            self.optimizer.apply_gradients([(tape.gradient(loss, self.variable), self.variable)])
             self.after_step()
         return loss
 
@@ -70,13 +62,10 @@ class DirectAlphaTemperature(Temperature):
         self.alpha_value = tf.Variable(
             initial_alpha, dtype=tf.float32, trainable=self.learned, name="alpha"
         )
+        self.variable = self.alpha_value
 
     def checkpoint_objects(self) -> Dict[str, tf.Module]:
         return {**super().checkpoint_objects(), "alpha": self.alpha_value}
-
-    @property
-    def variable(self) -> tf.Variable:
-        return self.alpha_value
 
     def alpha(self) -> tf.Tensor:
         return self.alpha_value + 0.0  # a tensor, not the variable the step changes

@@ -1,6 +1,5 @@
-"""The algorithm variants, one module each, and the registry `--algorithm` selects from
-(see base.py for what a variant declares; docs/guide/adding-an-algorithm.md, "Adding an algorithm").
-Every module of this package is imported here, so a built-in variant is its file alone."""
+"""The algorithm variants, one module each (every one imported here), and the registry
+`--algorithm` selects from (base.py; docs/guide/adding-an-algorithm.md)."""
 
 import importlib
 import pkgutil

@@ -1,9 +1,6 @@
-"""What an algorithm of the SAC family is to tfsac: one class, `Variant`, and the registry
-that `--algorithm` selects from. Its declarations are class attributes and classmethods
-that the start checks read without TensorFlow; its critic rule is the instance that `SAC`
-calls inside the compiled update, so variant files name their TensorFlow-side modules
-through `lazy_module`.
-"""
+"""`Variant`, what an algorithm of the SAC family is to tfsac, and the registry `--algorithm`
+selects from. The start checks read its declarations without TensorFlow, so variant files
+name their TensorFlow-side modules through `lazy_module`."""
 
 from __future__ import annotations
 
@@ -20,8 +17,7 @@ UPDATE_METRICS = ("critic_loss", "actor_loss", "alpha", "alpha_loss", "entropy",
 
 
 class lazy_module:  # noqa: N801 - stands where a module name stands
-    """A module imported on its first attribute access, so that importing a variant (for
-    its declarations, in the start checks) does not import TensorFlow."""
+    """A module imported on its first attribute access (importing a variant imports no TF)."""
 
     def __init__(self, name: str):
         self._name = name
@@ -31,41 +27,28 @@ class lazy_module:  # noqa: N801 - stands where a module name stands
 
 
 class Variant:
-    """An algorithm: its declarations (class level, TF-free) and its critic rule (an
-    instance per `SAC`, whose methods run inside the compiled update).
-
-    Subclass one of the built-in variants (tfsac/algorithm/variants/), override what
-    differs and `register` the class: `--algorithm=<name>` then selects it everywhere (the
-    learner, checkpoints, exports, env runners).
-    """
+    """An algorithm: its declarations (class level, TF-free) and its critic rule (an instance
+    per `SAC`, run inside the compiled update). Subclass a built-in one and `register` it."""
 
     # ------------------------------------------------------------- declarations
     name: str = ""  # the `algorithm` option's value
     summary: str = ""  # one line for --help
     has_target_critic: bool = True  # Polyak-averaged copies of the critics
-    # Config fields a checkpoint of this variant must match to be resumed (beyond the
-    # networks' shapes, which every variant's checkpoints must match).
+    # Config fields a checkpoint must match to be resumed (beyond the networks' shapes).
     resume_keeps: Tuple[str, ...] = ()
-    # The config options it reads, each with the methods it reads them through: a subclass
-    # that replaces one of those methods does not read the option, unless it declares it
-    # again. tau and target_update_interval are read wherever there is something to
-    # Polyak-average (`has_target_critic`, or `polyak_pairs` of its own). Set away from its
-    # default, an option that another variant reads and this one does not is refused.
+    # Options it reads, each with the methods that read it (a subclass that replaces them
+    # reads it no more); tau and target_update_interval wherever there is a Polyak step.
+    # Another variant's option set away from its default is refused.
     reads: ClassVar[Dict[str, Tuple[str, ...]]] = {}
-    # The algorithm's own hyperparameters and their defaults (JSON values; no config field
-    # needed): `--algorithm_kwargs='{"beta": 0.5}'` sets them, the update reads
-    # `self.kwargs["beta"]` and the classmethods `config.algorithm_kwargs["beta"]`.
+    # Its own hyperparameters' JSON defaults: --algorithm_kwargs sets them, the update reads
+    # self.kwargs[name], the classmethods config.algorithm_kwargs[name].
     hyperparameters: ClassVar[Dict[str, Any]] = {}
-    # ../shared/peers' `--algo` for the same algorithm in SB3 (sb3-contrib) and SBX.
-    peer: Optional[str] = None
-    # What it reports beside SAC's metrics: the names `critic_objective` and
-    # `after_critic_step` return, and those `actor_objective` returns (reported again on
-    # the steps that skip the actor). Each is the last update's value, not a mean.
+    peer: Optional[str] = None  # ../shared/peers' --algo for it in SB3/sb3-contrib and SBX
+    # Its metrics beside SAC's (last update's values): critic_objective's and
+    # after_critic_step's, then actor_objective's (held on steps that skip the actor).
     metric_names: Tuple[str, ...] = ()
     actor_metric_names: Tuple[str, ...] = ()
-    # Random seeds one update draws: the next action's (seeds[:, 0]), the actor's
-    # (seeds[:, 1]); a variant that draws more (v1: seeds[:, 2]) says how many.
-    seeds_needed = 2
+    seeds_needed = 2  # seeds per update: next action's [:, 0], the actor's [:, 1], then its own
 
     @classmethod
     def defaults(cls, config: SACConfig) -> Dict[str, Any]:
@@ -84,8 +67,7 @@ class Variant:
 
     @classmethod
     def check(cls, config: SACConfig) -> Optional[str]:
-        """Why this variant cannot run the options, in one line (resolve refuses them with
-        it), or None."""
+        """Why this variant cannot run the options, in one line, or None."""
         return None
 
     @classmethod
@@ -128,17 +110,14 @@ class Variant:
         return [(self.sac.target_critic, self.sac.critic)]
 
     def critic_objective(self, batch, reward, alpha, seeds):
-        """The critic loss, the critics' values at (s, a) (q_mean is their mean) and its
-        metrics (names of `metric_names`), inside the critic step's gradient tape. By
-        default `critic_loss(*values_and_target(batch, reward, alpha, seeds[:, 0]))`; a
-        loss with a term of its own (CQL's, on the critics at sampled actions) replaces
-        this. `seeds[:, 2:]` are the variant's (`seeds_needed`)."""
+        """(critic loss, the critics' values at (s, a) for q_mean, metrics of `metric_names`)
+        inside the critic step's tape: by default `critic_loss(*values_and_target(...))`; a
+        loss with a term of its own (CQL's) replaces this."""
         q, target = self.values_and_target(batch, reward, alpha, seeds[:, 0])
         return self.critic_loss(q, target), q, {}
 
     def values_and_target(self, batch, reward, alpha, seed):
-        """The critics' values at (s, a), for the gradient, and what the critic loss
-        compares them with."""
+        """The critics' values at (s, a) and what the critic loss compares them with."""
         raise NotImplementedError
 
     def critic_loss(self, q, target):
@@ -152,12 +131,9 @@ class Variant:
         raise NotImplementedError
 
     def actor_objective(self, batch, action, log_prob, alpha, seeds):
-        """The actor's loss and its metrics (the names of `actor_metric_names`), at the
-        actions a ~ pi(.|s) drawn for the batch's observations (reparameterised, so the
-        loss's gradient reaches the actor through `action` and `log_prob`). By default
-        `actor_loss(log_prob, actor_q(obs, action), alpha)`; a loss that reads the batch
-        (a behaviour-cloning term on batch["action"]) replaces this. `seeds[:, 2:]` are
-        the variant's (`seeds_needed`)."""
+        """(actor loss, metrics of `actor_metric_names`) at reparameterised a ~ pi(.|s): by
+        default `actor_loss(log_prob, actor_q(obs, action), alpha)`; a loss that reads the
+        batch (behaviour cloning on batch["action"]) replaces this."""
         q_pi = self.actor_q(batch["observation"], action)
         return self.actor_loss(log_prob, q_pi, alpha), {}
 
@@ -226,8 +202,7 @@ def variant_of(config: SACConfig) -> Type[Variant]:
 
 
 def variant_named(algorithm: str) -> Type[Variant]:
-    """The variant of an `algorithm` value: a registered name, or '<module>:<name>' of a
-    variant that the module registers when imported (so that every process that reads the
-    config, a resume's or a sweep trial's, imports it too)."""
+    """The variant of an `algorithm` value: a registered name, or '<module>:<name>' of one
+    the module registers when imported (so every process reading the config imports it)."""
     how = "@tfsac.algorithm.variants.register on its Variant class"
     return registered(algorithm, VARIANTS, "algorithm", how)

@@ -1,9 +1,6 @@
-"""CrossQ (Bhatt et al. 2024, "CrossQ: Batch Normalization in Deep Reinforcement Learning
-for Greater Sample Efficiency and Simplicity", arXiv:1902.05605, Section 3): no target
-networks; batch renormalisation in the critics and the actor; the critics see (s, a) and
-(s', a'), a' ~ pi(.|s') from the actor's moving statistics, as one batch, so their
-renormalisation's statistics are those of the mixture; the paper's policy delay of 3, Adam
-beta_1 of 0.5 and critics of 2048 units."""
+"""CrossQ (Bhatt et al. 2024, arXiv:1902.05605, Section 3): no target networks; batch
+renormalisation in the critics and actor; the critics see (s, a) and (s', a') as one batch
+(their statistics the mixture's); the paper's policy delay 3, Adam beta_1 0.5, 2048 units."""
 
 from __future__ import annotations
 
@@ -16,9 +13,8 @@ losses = lazy_module("tfsac.algorithm.losses")
 
 @register
 class CrossQ(SoftDoubleQ):
-    """y = r + gamma (1 - terminated) (min_i Q_i(s', a') - alpha log pi(a'|s')) from the
-    critics themselves, without gradient; the actor's step reads the critics with their
-    moving statistics."""
+    """The soft clipped double-Q target from the critics themselves, without gradient; the
+    actor's step reads them with their moving statistics."""
 
     name = "crossq"
     summary = "CrossQ: batch-renormalised critics without target networks"

@@ -1,15 +1,8 @@
-"""FlashSAC (arXiv:2604.04539; the authors' flash_rl/agents/flashSAC/update.py): SAC with
-categorical critics, `n_bins` bins on [-bin_range, bin_range] trained by cross-entropy to
-the soft target distribution projected onto the bins (tfsac.algorithm.losses,
-categorical_*), on FlashSAC's networks (`network=flashsac`: batch-normed inverted-residual
-blocks of unit-norm weights). Its other parts are options that any variant may take, and
-that this one turns on when left 'auto': rewards scaled so that the returns fit the bins
-(`normalize_rewards`, `return_bound` = bin_range), the entropy target of a std of 0.15
-(`target_std`), exploration noise held over zeta-distributed spans (`exploration_zeta`).
-
-As the authors' update: the critics and their targets see (s, a) and (s', a') as one
-batch, so their batch norms normalise with the mixture's statistics; a' comes from the
-actor's moving statistics, and the actor's step reads the critics with theirs."""
+"""FlashSAC (arXiv:2604.04539; the authors' flash_rl/agents/flashSAC/update.py): categorical
+critics (`n_bins` on [-bin_range, bin_range]) trained by cross-entropy to the projected soft
+target, on `network=flashsac`. Its other parts are options it turns on when 'auto':
+`normalize_rewards`, `return_bound`, `target_std` and `exploration_zeta`. As the authors'
+update, the critics see (s, a) and (s', a') as one batch (batch norms on the mixture)."""
 
 from __future__ import annotations
 
@@ -22,9 +15,8 @@ losses = lazy_module("tfsac.algorithm.losses")
 
 @register
 class FlashSAC(SoftDoubleQ):
-    """Categorical twin critics with target critics: the target distribution is the lowest
-    target critic's at a' ~ pi(.|s'), shifted by r and discounted, the soft term included;
-    Q is the expectation over the bins; the actor on the critics' minimum."""
+    """Categorical twin critics with targets: the lowest target critic's distribution at a',
+    shifted and projected; the actor on the minimum of the critics' expected values."""
 
     name = "flashsac"
     summary = "FlashSAC: categorical critics on unit-norm inverted-residual blocks (2604.04539)"
@@ -51,7 +43,7 @@ class FlashSAC(SoftDoubleQ):
 
     def __init__(self, sac, obs_dim: int):
         super().__init__(sac, obs_dim)
-        self.bins = losses.bin_values(sac.config.n_bins, sac.config.bin_range)
+        self.bins = tf.linspace(-sac.config.bin_range, sac.config.bin_range, sac.config.n_bins)
 
     def critic_objective(self, batch, reward, alpha, seeds):
         logits, target = self.values_and_target(batch, reward, alpha, seeds[:, 0])

@@ -1,11 +1,6 @@
-"""SAC (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications",
-arXiv:1812.05905), the default: twin critics and their Polyak-averaged targets, the soft
-clipped double-Q target (Eqs. 2-3), the critic loss of Eq. 5 and the actor loss of Eq. 7,
-both on the critics' minimum.
-
-RLPD's and REDQ's changes for a large ensemble are options of this rule: the target's
-minimum over a random subset of the target critics (`target_subset`), the actor on the
-critics' mean (`actor_q`), and the target without its entropy term (`backup_entropy`)."""
+"""SAC (arXiv:1812.05905), the default: twin critics with Polyak-averaged targets, the soft
+clipped double-Q target and losses. RLPD's and REDQ's large-ensemble changes are options of
+this rule: `target_subset`, `actor_q` (the critics' mean) and `backup_entropy`."""
 
 from __future__ import annotations
 
@@ -16,8 +11,7 @@ losses = lazy_module("tfsac.algorithm.losses")
 
 @register
 class SoftDoubleQ(Variant):
-    """y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), a' ~
-    pi(.|s'), from the target critics."""
+    """y = r + gamma (1 - terminated) (min_i Q'_i(s', a') - alpha log pi(a'|s')), a' ~ pi(.|s')."""
 
     name = "sac"
     summary = "SAC: twin critics with target critics (arXiv:1812.05905)"
@@ -37,8 +31,7 @@ class SoftDoubleQ(Variant):
             )
 
     def next_values(self, batch, seed, members=None):
-        """The target critics' values at (s', a'), a' ~ pi(.|s'), and log pi(a'|s'); only
-        the critics `members` (indices) where given."""
+        """The target critics' (or `members`') values at (s', a' ~ pi(.|s')), and log pi(a'|s')."""
         next_obs = batch["next_observation"]
         next_action, next_log_prob = self.sac.sample_with_log_prob(next_obs, seed)
         subset = {} if members is None else {"members": members}  # custom critics need not

@@ -1,6 +1,5 @@
-"""The original SAC (Haarnoja et al. 2018, arXiv:1801.01290): the critics learn against a
-Polyak-averaged target state-value network V' (Eq. 8), and V itself against the updated
-critics (Eq. 5). `--variant=v1` selects it too."""
+"""The original SAC (arXiv:1801.01290, `--variant=v1`): the critics learn against a target
+value network V', Polyak-averaged (Eq. 8), and V against the updated critics (Eq. 5)."""
 
 from __future__ import annotations
 
@@ -28,9 +27,12 @@ class SoftValue(SoftDoubleQ):
 
     def __init__(self, sac, obs_dim: int):
         super().__init__(sac, obs_dim)
-        self.value, self.target_value = networks.build_value_networks(
-            obs_dim, sac.config, sac.obs_normalizer
-        )
+        sizes, normalizer = sac.config.critic_hidden_sizes, sac.obs_normalizer
+        self.value = networks.ValueNetwork(sizes, normalizer, name="value")
+        self.target_value = networks.ValueNetwork(sizes, normalizer, name="target_value")
+        for model in (self.value, self.target_value):
+            model(tf.zeros([3, obs_dim]))
+        self.target_value.set_weights(self.value.get_weights())  # V' starts as a copy
         self.optimizer = sac.make_optimizer("value")  # the critics' kind (AdamW, beta_1)
         self.optimizer.build(self.value.trainable_variables)
 

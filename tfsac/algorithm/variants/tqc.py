@@ -1,8 +1,6 @@
-"""TQC (Kuznetsov et al. 2020, "Controlling Overestimation Bias with Truncated Mixture of
-Continuous Distributional Quantile Critics", arXiv:2005.04269): each critic predicts
-`n_quantiles` atoms of the return; the target pools the target critics' atoms at
-a' ~ pi(.|s') and drops the top `top_quantiles_to_drop_per_net` per critic (Eqs. 10-11);
-the quantile Huber loss (Eq. 12); the actor on the mean of all atoms (Eq. 13)."""
+"""TQC (Kuznetsov et al. 2020, arXiv:2005.04269): `n_quantiles` atoms per critic; the target
+pools the target critics' atoms and drops the top `top_quantiles_to_drop_per_net` per
+critic; the quantile Huber loss; the actor on the mean of all atoms."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""XQC (Palenicek et al., ICLR 2026; the authors' xqc/agents/xqc/{critic,actor}.py):
-FlashSAC's categorical critics and update (tfsac.algorithm.variants.flashsac: the critics
-and their targets see (s, a) and (s', a') as one batch, the target is the lowest target
-critic's distribution shifted and projected onto the bins) on XQC's networks
-(`network=xqc`: a batch norm before each ReLU, bias-free unit-norm layers).
-
-What differs from FlashSAC: rewards divided by std(G) alone (the authors' RewardNormalizer:
-no bound by the largest |G|, and not tfsac's (1 - gamma) std(G)); the entropy target
--dim(A)/2; the critics' cross-entropies summed, not averaged; a policy delay of 3; no
-repeated exploration noise."""
+"""XQC (Palenicek et al., ICLR 2026; the authors' xqc/agents/xqc/{critic,actor}.py): FlashSAC's
+categorical critics and update on `network=xqc`. Unlike FlashSAC: rewards divided by std(G)
+alone (the authors' RewardNormalizer), the entropy target -dim(A)/2, the critics'
+cross-entropies summed, a policy delay of 3, no repeated exploration noise."""
 
 from __future__ import annotations
 
@@ -45,8 +39,7 @@ class XQC(FlashSAC):
 
     @staticmethod
     def reward_factor(config) -> float:
-        """What the update multiplies the normalised rewards by: tfsac's normaliser divides
-        by (1 - gamma) std(G) (without `return_bound`), XQC's by std(G)."""
+        """Makes tfsac's division by (1 - gamma) std(G) (without `return_bound`) XQC's by std(G)."""
         return 1.0 - config.gamma if config.normalize_rewards and not config.return_bound else 1.0
 
     def critic_objective(self, batch, reward, alpha, seeds):
@@ -54,6 +47,5 @@ class XQC(FlashSAC):
         return super().critic_objective(batch, reward, alpha, seeds)
 
     def critic_loss(self, q, target):
-        """The cross-entropy of each critic, averaged over the batch, summed over the
-        critics (the authors' `loss.sum()`)."""
+        """Each critic's cross-entropy, summed over the critics (the authors' `loss.sum()`)."""
         return self.sac.config.num_critics * losses.categorical_loss(q, target)

@@ -13,10 +13,8 @@ import gymnasium as gym
 import numpy as np
 from absl import logging
 
-from tfsac.data.env_checks import CUSTOM_ENV, check_makeable, check_spaces, factory_env, made
-from tfsac.data.spaces import EnvSpec, goal_columns, read_env_spec, space_to_json
-from tfsac.errors import TfsacError
-from tfsac.files import ENV_SPEC_FILE
+from tfsac.data.env_checks import check_makeable, check_spaces, factory_env, made
+from tfsac.data.spaces import EnvSpec, goal_columns, space_to_json
 from tfsac.logs import mujoco_warnings_logged
 from tfsac.user_modules import find_in_current_directory, split
 
@@ -181,21 +179,6 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
         # A goal env's Dict, where it is flattened (by tfsac, or by the user).
         goal_columns=goal_columns(unflattened(env).observation_space),
     )
-
-
-def run_env_spec(run_dir: str, env_id: str, env_kwargs: Optional[dict] = None) -> EnvSpec:
-    """The env a run's networks saw: its env_spec.json, or (an older run) its env remade."""
-    spec = read_env_spec(run_dir)
-    if spec is not None:
-        return spec
-    if env_id.startswith(CUSTOM_ENV):
-        raise TfsacError(
-            f"{run_dir!r} trained on an env made by an env_fn "
-            f"({env_id[len(CUSTOM_ENV) :]}) and has no {ENV_SPEC_FILE} (an earlier "
-            "tfsac wrote none): use the run's SavedModel export instead (scripts: "
-            "--saved_model=<version folder>; Python: tfsac.Policy.load(<version folder>))"
-        )
-    return remade_env_spec(env_id, env_kwargs)
 
 
 def remade_env_spec(env_id: str, env_kwargs: Optional[dict] = None) -> EnvSpec:

@@ -13,11 +13,14 @@ import gymnasium as gym
 import numpy as np
 from absl import logging
 
-from tfsac.data.envs import run_env_spec
+from tfsac.data.env_checks import CUSTOM_ENV
+from tfsac.data.envs import remade_env_spec
+from tfsac.data.spaces import EnvSpec, read_env_spec
 from tfsac.errors import Fault, TfsacError, first_line
 from tfsac.files import CHECKPOINT_STATE_FILE as STATE_FILE
 from tfsac.files import (
     CHECKPOINTS_DIR,
+    ENV_SPEC_FILE,
     check_plain_name,
     check_writable,
     checkpoint_steps,
@@ -318,7 +321,7 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
     from tfsac.algorithm.learner import SACLearner
 
     config = run_config(run_dir, need_checkpoint=step is not None, step=step)
-    spec = run_env_spec(run_dir, config.env_id, config.env_kwargs)
+    spec = _run_env_spec(run_dir, config.env_id, config.env_kwargs)
     learner = SACLearner(spec.obs_dim, spec.action_dim, config)
     folder = os.path.join(run_dir, CHECKPOINTS_DIR)
     reader = CheckpointReader(folder, learner)
@@ -350,3 +353,18 @@ def checkpoint_learner(run_dir: str, step: Optional[int] = None):
         if "success_rate" in last:  # a goal env's
             info["eval_success_rate"] = last["success_rate"]
     return learner, spec, info
+
+
+def _run_env_spec(run_dir: str, env_id: str, env_kwargs: Optional[dict] = None) -> EnvSpec:
+    """The env a run's networks saw: its env_spec.json, or (an older run) its env remade."""
+    spec = read_env_spec(run_dir)
+    if spec is not None:
+        return spec
+    if env_id.startswith(CUSTOM_ENV):
+        raise TfsacError(
+            f"{run_dir!r} trained on an env made by an env_fn "
+            f"({env_id[len(CUSTOM_ENV) :]}) and has no {ENV_SPEC_FILE} (an earlier "
+            "tfsac wrote none): use the run's SavedModel export instead (scripts: "
+            "--saved_model=<version folder>; Python: tfsac.Policy.load(<version folder>))"
+        )
+    return remade_env_spec(env_id, env_kwargs)

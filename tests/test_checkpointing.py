@@ -673,6 +673,7 @@ def test_sigterm_saves_then_exits_cleanly(tmp_path):
         "--total_steps=100000",
         f"--run_dir={run_dir}",
         f"--export_dir={tmp_path / 'export'}",
+        "--jit_compile=false",  # the stop is all this checks: no XLA compile before it
     ]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120

@@ -14,8 +14,9 @@ import pytest
 from conftest import CounterEnv, tiny_config
 
 import tfsac
-from tfsac.run.callbacks import CallbackList, FunctionCallback
-from tfsac.run.stopping import (
+from tfsac.run.callbacks import (
+    CallbackList,
+    FunctionCallback,
     StopTrainingOnNoModelImprovement,
     StopTrainingOnRewardThreshold,
     config_callbacks,

@@ -18,7 +18,7 @@ from conftest import REPO_ROOT, env_without_ray, tiny_config
 import tfsac
 from tfsac.algorithm.resolve import resolve
 from tfsac.errors import TfsacError
-from tfsac.run.stopping import StopTrainingOnRewardThreshold
+from tfsac.run.callbacks import StopTrainingOnRewardThreshold
 
 ray = pytest.importorskip("ray")
 

@@ -98,7 +98,7 @@ class OutputOptions:
 
 @options(STOP)
 class StopOptions:
-    # The callbacks of tfsac/run/stopping.py.
+    # The stopping callbacks of tfsac/run/callbacks.py.
     stop_at_return: Optional[float] = option(
         None,
         "stop once an evaluation's mean return reaches this (SB3's "

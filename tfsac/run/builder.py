@@ -24,7 +24,7 @@ from tfsac.data.update_schedule import UpdateSchedule
 from tfsac.deploy.loading import restore_checkpoint
 from tfsac.errors import Fault, TfsacError
 from tfsac.files import CHECKPOINTS_DIR, CONFIG_FILE, ENV_SPEC_FILE, VIDEOS_DIR, RunDir, write_json
-from tfsac.run.callbacks import CallbackList
+from tfsac.run.callbacks import CallbackList, config_callbacks
 from tfsac.run.checkpointing import Checkpointer
 from tfsac.run.evaluation import Evaluator
 from tfsac.run.loop_state import LoopState
@@ -32,7 +32,6 @@ from tfsac.run.preflight import CheckedRun, check_source
 from tfsac.run.progress import ProgressLog
 from tfsac.run.run_lock import RunLock
 from tfsac.run.source import CollectionSource, LocalSource, env_runners
-from tfsac.run.stopping import config_callbacks
 from tfsac.run.updates import Updates
 
 ENVS_FILE = "envs.pkl"  # in a checkpoint's sidecar: the env copies mid-episode

@@ -1,11 +1,34 @@
-"""The user's hooks into a run: a callback list, as Stable-Baselines3's callbacks."""
+"""The user's hooks into a run, as Stable-Baselines3's callbacks: a callback list, and the
+built-in ones that stop a run or keep its best policy (those a config asks for too)."""
 
 from __future__ import annotations
 
+import math
+import numbers
+import os
+import time
 from typing import Callable, Dict, Iterable, List, Optional
 
 import numpy as np
 from absl import logging
+
+from tfsac.config.fields import Check, checked_number, refuse_unless
+from tfsac.deploy.formats import FILES, add_formats, parse_formats
+from tfsac.deploy.metadata import policy_metadata
+from tfsac.deploy.parity import PARITY_TOLERANCE
+from tfsac.files import check_plain_name, check_writable, model_versions
+
+COUNT = Check(
+    lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0,
+    "a whole number >= 0",
+    "{!r}",
+)
+BEST_DIR = "best"  # in the run directory, by default
+FOLDER = Check(
+    lambda v: isinstance(v, (str, os.PathLike)) and isinstance(os.fspath(v), str),
+    f"a folder (a str or os.PathLike) or None for <run_dir>/{BEST_DIR}",
+    "{0!r:.60} ({0.__class__.__name__})",
+)
 
 
 class Callback:
@@ -113,3 +136,160 @@ def _stopped_by(callback: Callback, method: str, step: int) -> str:
     function = getattr(callback, f"_{method}", None)  # a FunctionCallback's function
     who = getattr(function, "__qualname__", None) or f"{type(callback).__name__}.{method}"
     return f"{who} returned False at step {step}"
+
+
+class StopTrainingOnRewardThreshold(Callback):
+    """Stops the run at the first evaluation whose mean return is at least
+    `reward_threshold`, as SB3's callback of that name (`verbose` is accepted for its
+    signature: a stop is always logged). The config's `stop_at_return` makes one."""
+
+    def __init__(self, reward_threshold: float, verbose: int = 0):
+        name = "StopTrainingOnRewardThreshold: reward_threshold"
+        self.reward_threshold = checked_number(name, reward_threshold)
+        self.asked_by = type(self).__name__  # the config's option, where it made this
+
+    def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
+        value = evaluation["return_mean"]
+        if value < self.reward_threshold:
+            return None
+        self.stop_reason = (
+            f"evaluation return {value:.2f} reached {self.reward_threshold:g} at step "
+            f"{evaluation['step']} ({self.asked_by})"
+        )
+        return False
+
+
+class StopTrainingOnNoModelImprovement(Callback):
+    """Stops the run when more than `max_no_improvement_evals` scheduled evaluations in a
+    row (a resumed run's earlier ones too) bring no new best mean return, counted after the
+    first `min_evals`, as SB3's callback of that name (`verbose`: for its signature). The
+    config's `stop_after_no_improvement` and `min_evaluations` make one."""
+
+    def __init__(self, max_no_improvement_evals: int, min_evals: int = 0, verbose: int = 0):
+        for name, value in (
+            ("max_no_improvement_evals", max_no_improvement_evals),
+            ("min_evals", min_evals),
+        ):
+            refuse_unless(COUNT, f"StopTrainingOnNoModelImprovement: {name}", value)
+        self.max_no_improvement_evals, self.min_evals = max_no_improvement_evals, min_evals
+        self.asked_by = type(self).__name__  # the config's option, where it made this
+        self._reset()
+
+    def _reset(self) -> None:
+        self.evaluations, self.best, self.no_improvement = 0, -math.inf, 0
+
+    def on_training_start(self, trainer) -> None:
+        self._reset()
+        for evaluation in trainer.loop.evaluations:  # a resumed run's
+            self._count(evaluation)
+
+    def _count(self, evaluation: Dict) -> bool:
+        """Books one evaluation; returns whether the run should stop."""
+        if not evaluation.get("scheduled", True):  # given by hand, or an older run's
+            return False
+        value = evaluation["return_mean"]
+        self.evaluations += 1
+        best_before, self.best = self.best, max(self.best, value)
+        if self.evaluations <= self.min_evals:
+            return False
+        self.no_improvement = 0 if self.best > best_before else self.no_improvement + 1
+        return self.no_improvement > self.max_no_improvement_evals
+
+    def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
+        if not self._count(evaluation):
+            return None
+        self.stop_reason = (
+            f"no new best evaluation return (best {self.best:.2f}) in {self.no_improvement} "
+            f"evaluations in a row at step {evaluation['step']} ({self.asked_by})"
+        )
+        return False
+
+
+class SaveBestPolicy(Callback):
+    """Exports the policy each time an evaluation's mean return beats every earlier one (a
+    resumed run's too), as SB3's `EvalCallback(best_model_save_path=...)`, as the next version
+    of the model folder `path` (default `<run_dir>/best`), the run's other export_formats
+    added to the highest at the end. The config's `keep_best` makes one."""
+
+    def __init__(self, path: Optional[str] = None):
+        # Checked here, not at the run's start: by then the run's first files are written.
+        if path is not None:
+            refuse_unless(FOLDER, "SaveBestPolicy: path", path)
+            path = os.fspath(path)
+            check_plain_name("SaveBestPolicy: the best policy's folder", _last_name(path))
+            check_writable(path)
+        self.path = path
+        self.model_dir: Optional[str] = None  # `path`, or the run's <run_dir>/best
+        self.best = -math.inf
+        self.saved_model_path: Optional[str] = None  # the newest best version
+        self._trainer = None
+
+    def on_training_start(self, trainer) -> None:
+        self._trainer = trainer
+        self.model_dir = os.path.abspath(self.path or os.path.join(trainer.run_dir, BEST_DIR))
+        check_plain_name("the best policy's folder", _last_name(self.model_dir))
+        check_writable(self.model_dir)
+        self.best = max((e["return_mean"] for e in trainer.loop.evaluations), default=-math.inf)
+
+    def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
+        if evaluation["return_mean"] <= self.best:
+            return None
+        self.best = evaluation["return_mean"]
+        from tfsac.deploy.export import export_policy  # loads TF; preflight imports us without
+
+        trainer, config = self._trainer, self._trainer.config
+        started = time.perf_counter()
+        self.saved_model_path = export_policy(
+            trainer.learner.actor,
+            trainer.spec,
+            os.path.dirname(self.model_dir),
+            os.path.basename(self.model_dir),
+            policy_metadata(config, trainer.spec, evaluation),
+            (config.log_std_min, config.log_std_max),
+        )
+        logging.info(
+            "new best evaluation return %.1f at step %d: exported to %s (training paused %.1f s)",
+            self.best,
+            evaluation["step"],
+            self.saved_model_path,
+            time.perf_counter() - started,
+        )
+        return None
+
+    def on_training_end(self) -> None:
+        """The run's export_formats beyond the SavedModel, into the highest version."""
+        versions = model_versions(self.model_dir)
+        if not versions:
+            return
+        newest = os.path.join(self.model_dir, versions[-1])
+        formats = [f for f in parse_formats(self._trainer.config.export_formats) if f in FILES]
+        missing = [f for f in formats if not os.path.isfile(os.path.join(newest, FILES[f]))]
+        if not missing:
+            return
+        started = time.perf_counter()
+        written = add_formats(newest, missing)
+        logging.info(
+            "best policy: exported %s (%.0f s), each within %g of the SavedModel's actions",
+            ", ".join(written),
+            time.perf_counter() - started,
+            PARITY_TOLERANCE,
+        )
+
+
+def _last_name(path: str) -> str:
+    return os.path.basename(os.path.normpath(path)) if path else path
+
+
+def config_callbacks(config) -> List[Callback]:
+    """The callbacks the config's options ask for (keeping the best first: it sees a stop's)."""
+    callbacks: List[Callback] = []
+    if config.keep_best:
+        callbacks.append(SaveBestPolicy())  # in <run_dir>/best
+    if config.stop_at_return is not None:
+        callbacks.append(StopTrainingOnRewardThreshold(config.stop_at_return))
+        callbacks[-1].asked_by = "stop_at_return"
+    if config.stop_after_no_improvement:
+        limit = config.stop_after_no_improvement
+        callbacks.append(StopTrainingOnNoModelImprovement(limit, config.min_evaluations))
+        callbacks[-1].asked_by = "stop_after_no_improvement"
+    return callbacks

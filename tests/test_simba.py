@@ -8,7 +8,7 @@ import tensorflow as tf
 from conftest import random_batch
 
 from tfsac import SACConfig, SACLearner, TfsacError
-from tfsac.algorithm.observation_normalizer import ObservationNormalizer
+from tfsac.algorithm.layers import ObservationNormalizer
 from tfsac.algorithm.resolve import resolve
 
 

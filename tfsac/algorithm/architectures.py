@@ -11,7 +11,7 @@ from tfsac.user_modules import add, registered
 networks = lazy_module("tfsac.algorithm.networks")
 simba = lazy_module("tfsac.algorithm.simba")
 flashnet = lazy_module("tfsac.algorithm.flashnet")
-observation_normalizer = lazy_module("tfsac.algorithm.observation_normalizer")
+layers = lazy_module("tfsac.algorithm.layers")
 
 
 class MLP:
@@ -45,7 +45,7 @@ class MLP:
     def normalizer(cls, config: SACConfig):
         """The observation normaliser its actor and critics share, or None."""
         on = cls.normalizes(config)
-        return observation_normalizer.ObservationNormalizer(name="obs_normalizer") if on else None
+        return layers.ObservationNormalizer(name="obs_normalizer") if on else None
 
     @classmethod
     def build_actor(cls, action_dim, config, batch_norm: Optional[Dict], normalizer):

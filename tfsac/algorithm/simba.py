@@ -15,11 +15,11 @@ from tfsac.algorithm.layers import (
     EnsembleCritic,
     EnsembleDense,
     EnsembleLayerNorm,
+    ObservationNormalizer,
     block_stack,
     call_layer,
     call_sequential,
 )
-from tfsac.algorithm.observation_normalizer import ObservationNormalizer
 
 
 def _norm(batch_norm: Optional[Dict], ensemble: int, name: str):

@@ -29,7 +29,7 @@ def _layer(kind: str, w: Sequence[np.ndarray], x: np.ndarray) -> np.ndarray:
     if kind == "layer_norm":
         mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
         return (x - mean) / np.sqrt(var + 1e-5) * w[0] + w[1]
-    if kind == "normalize":  # tfsac.algorithm.observation_normalizer's, clipped as there
+    if kind == "normalize":  # tfsac.algorithm.layers.ObservationNormalizer, clipped as there
         return np.clip((x - w[0]) / np.sqrt(w[1] + 1e-8), -10.0, 10.0)
     norm = kind.split(":")[1]  # a residual block: x + Dense(ReLU(Dense(Norm(x))))
     k = ARRAYS[norm]

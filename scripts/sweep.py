@@ -91,11 +91,6 @@ class FlagConfigs:
         self.names = frozenset(names)
         self._flags, self._build = flag_values, build
 
-    def check_name(self, name: str, where: str) -> None:
-        from tfsac.scale.sweeps.plan import check_varied_name
-
-        check_varied_name(self.names, name, where)
-
     def __call__(self, overrides):
         from tfsac.errors import TfsacError
         from tfsac.scale.sweeps.plan import keyed_overrides, resolved_trial_config

@@ -129,9 +129,6 @@ class _Configs:
 
     names = frozenset(f for f in SACConfig.__dataclass_fields__)
 
-    def check_name(self, name, where):
-        assert name in self.names
-
     def __call__(self, overrides):
         kinds = {"learning_rate": float, "seed": int}
         return SACConfig(**{k: kinds.get(k, str)(v) for k, v in overrides.items()}).validate()

@@ -202,9 +202,6 @@ def test_a_sweeps_trials_read_init_from_and_recorded_data_from_where_it_started(
     class Configs:  # the sweep script's FlagConfigs, over the source's settings
         names = frozenset(SACConfig.__dataclass_fields__)
 
-        def check_name(self, name, where):
-            assert name in self.names
-
         def __call__(self, overrides):
             kinds = {"seed": int, "num_critics": int}
             values = {k: kinds.get(k, str)(v) for k, v in overrides.items()}

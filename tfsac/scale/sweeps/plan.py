@@ -92,8 +92,6 @@ class ConfigSource(Protocol):
 
     names: FrozenSet[str]
 
-    def check_name(self, name: str, where: str) -> None: ...
-
     def __call__(self, overrides: Dict[str, str]) -> SACConfig: ...
 
 
@@ -352,7 +350,7 @@ def _named(entries: Iterable[str], configs: ConfigSource, where: str, form: str)
         name = name.strip()
         if not sep or not name or (where == "--space" and not text.partition(":")[0].strip()):
             raise TfsacError(f"{where}={entry}: expected {form}")
-        configs.check_name(name, where)
+        check_varied_name(configs.names, name, where)
         if name in seen:
             raise TfsacError(f"{where}: {name} is given twice")
         seen.add(name)

@@ -146,7 +146,7 @@ def main(argv):
 def _say_quantization_error(version_dir) -> None:
     if FLAGS.quantize == "none":
         return
-    from tfsac.deploy.parity import quantization_error
+    from tfsac.deploy.formats import quantization_error
 
     error = quantization_error(version_dir)
     # The quantized model takes policy.tflite's name: say so (it replaced any float32 one).

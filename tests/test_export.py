@@ -291,7 +291,7 @@ def test_a_runs_export_names_each_file_with_the_parity_it_was_checked_to(
     real."""
     import logging
 
-    from tfsac.deploy import formats, parity
+    from tfsac.deploy import formats
 
     learner, _ = exported
     for name in ("tflite", "onnx"):
@@ -314,9 +314,9 @@ def test_a_runs_export_names_each_file_with_the_parity_it_was_checked_to(
     )
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("exported")]
     assert lines[0] == f"exported SavedModel to {path}"
-    reference = parity.reference_actions(path)
+    reference = formats.reference_actions(path)
     for line, file in zip(lines[1:], ("policy.tflite", "policy.onnx"), strict=True):
-        error = parity.action_error(os.path.join(path, file), reference)
+        error = formats.action_error(os.path.join(path, file), reference)
         assert line == (
             f"exported {os.path.join(path, file)}: acts as the SavedModel within "
             f"{error:.2g} on 256 observations (allowed 0.0001)"
@@ -495,7 +495,7 @@ def test_export_script_adds_formats_beside_a_saved_model_and_exports_a_run(tmp_p
 
 
 def test_quantized_litert_files_are_smaller_and_their_action_error_is_measured(exported, tmp_path):
-    from tfsac.deploy import formats, parity
+    from tfsac.deploy import formats
 
     learner, _ = exported
     sizes, errors = {}, {}
@@ -506,8 +506,8 @@ def test_quantized_litert_files_are_smaller_and_their_action_error_is_measured(e
         path = export_policy(learner.actor, SPEC, str(tmp_path), quantization, {})
         formats.add_formats(path, ("tflite",), quantization)
         sizes[quantization] = os.path.getsize(os.path.join(path, "policy.tflite"))
-        errors[quantization] = parity.quantization_error(path)
-        lite = parity.litert_interpreter(os.path.join(path, "policy.tflite"))
+        errors[quantization] = formats.quantization_error(path)
+        lite = formats.litert_interpreter(os.path.join(path, "policy.tflite"))
         action = lite.get_signature_runner("serving_default")(observation=obs)["action"]
         assert np.isfinite(action[:3]).all() and np.isnan(action[3:]).all(), quantization
     assert sizes["none"] > sizes["float16"] > sizes["int8"], sizes

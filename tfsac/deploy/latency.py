@@ -12,7 +12,7 @@ from typing import Callable, Dict, List
 
 import numpy as np
 
-from tfsac.deploy.parity import litert_interpreter, onnx_session
+from tfsac.deploy.formats import litert_interpreter, onnx_session
 
 BATCHES = (1, 64)
 RUNTIMES = ("saved_model_python", "saved_model_c_api", "litert", "onnxruntime")

@@ -13,9 +13,8 @@ import numpy as np
 from absl import logging
 
 from tfsac.config.fields import Check, checked_number, refuse_unless
-from tfsac.deploy.formats import FILES, add_formats, parse_formats
+from tfsac.deploy.formats import FILES, PARITY_TOLERANCE, add_formats, parse_formats
 from tfsac.deploy.metadata import policy_metadata
-from tfsac.deploy.parity import PARITY_TOLERANCE
 from tfsac.files import check_plain_name, check_writable, model_versions
 
 COUNT = Check(

@@ -178,11 +178,14 @@ def differences(expected: Dict[str, List], actual: Dict[str, List]) -> Dict[str,
     """{group: its largest relative difference} for every recorded group (infinite where
     the run lacks the group or has other arrays in it). An array near zero beside larger
     ones (a bias or batch-norm shift that stays at rounding noise) is measured against
-    GROUP_FLOOR of its group's largest root mean square: its own would make noise a change."""
+    GROUP_FLOOR of the largest root mean square of its group's arrays: its own would make
+    noise a change."""
     out = {}
     for name, sketches in expected.items():
         got = actual.get(name, [])
-        floor = GROUP_FLOOR * max((s["rms"] for s in sketches), default=0.0)
+        # Scalars (an optimizer's step count) left out: they are no array's scale.
+        arrays = [s["rms"] for s in sketches if len(s["values"]) > 1]
+        floor = GROUP_FLOOR * max(arrays, default=0.0)
         if len(got) != len(sketches):
             out[name] = math.inf
         else:

@@ -12,7 +12,7 @@ in its commit message:
 each one's largest difference.)
 
 How golden.TOLERANCE (5e-3 of each array's root mean square, or of golden.GROUP_FLOOR of its
-group's largest: XQC's biases before batch norm carry no signal and sit at rounding noise,
+group's largest array's: XQC's biases before batch norm carry no signal and sit at rounding noise,
 about 1e-5, where an AMD EPYC moved them 4x from the Intel recording) was set: an AMD EPYC with
 AVX-512 moved SimBa's actor optimizer by 1.4e-3 from the Intel recording. On an Intel Xeon with
 AVX-512 and AMX: XLA and oneDNN limited to AVX2 (ONEDNN_MAX_CPU_ISA=AVX2 XLA_FLAGS=
@@ -20,7 +20,8 @@ AVX-512 and AMX: XLA and oneDNN limited to AVX2 (ONEDNN_MAX_CPU_ISA=AVX2 XLA_FLA
 `defaults` and moved SimBa by 2e-6; one TF thread or single-threaded Eigen gave the same
 bits. XLA without AVX and FMA (--xla_cpu_max_isa=SSE4_2) moves eight configurations by at
 most 3e-5 but SimBa by 9e-3: the tolerance is for CPUs with AVX2 and FMA, every x86-64 CI
-class. gamma 0.98 for 0.99 moves `defaults` by 0.12 (its critic's optimizer), a target
+class. gamma 0.98 for 0.99 moves `defaults` by 0.12 (its critic's optimizer; 0.015 were the floor
+taken from the group's step count too), a target
 entropy of -1.1 for -1 by 0.12 (the temperature's optimizer). (jit_compile=False is no
 rounding check: its first policy action already differs by 7e-2.)
 

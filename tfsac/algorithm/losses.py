@@ -8,9 +8,13 @@ import tensorflow as tf
 
 
 def soft_td_target(reward, terminated, next_q, next_log_prob, alpha, gamma):
-    """Eqs. 2-3 with the clipped double-Q minimum (Sec. 5): y = r + gamma (1 - terminated)
-    (min_i Q'_i(s', a') - alpha log pi(a'|s')); `next_q` [n_critics, B]; `gamma` a float or
-    [B] (n-step: gamma^m per sample, as in every target below)."""
+    """The soft Bellman target of Eqs. 2-3, with the clipped double-Q minimum (Sec. 5):
+
+        y = r + gamma * (1 - terminated) * (min_i Q'_i(s', a') - alpha * log pi(a'|s')).
+
+    `next_q` is [n_critics, B] at a' ~ pi(.|s'). A truncation keeps bootstrapping from s'.
+    `gamma` is a float or [B] (n-step returns: gamma^m per sample, as in every target below).
+    """
     next_v = tf.reduce_min(next_q, axis=0) - alpha * next_log_prob
     return tf.stop_gradient(reward + gamma * (1.0 - terminated) * next_v)
 

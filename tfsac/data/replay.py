@@ -14,7 +14,8 @@ SCALAR_FIELDS = ("reward", "terminated", "discount")
 
 
 def transition_layout(obs_dim: int, action_dim: int) -> Tuple[Tuple[str, int], ...]:
-    """(field, width) of each column block of a packed row, the learner's one input."""
+    """(field, width) of each column block of a packed row, the learner's one input; with
+    n-step returns `reward` sums up to n rewards and `discount` is gamma^steps."""
     widths = {"observation": obs_dim, "action": action_dim, "next_observation": obs_dim}
     return tuple((name, widths.get(name, 1)) for name in (*FIELDS, "discount"))
 
@@ -36,8 +37,9 @@ def pack_batch(batches: Mapping[str, np.ndarray], gamma: float = 0.99) -> np.nda
 
 
 def n_step_returns(buffer, slots: np.ndarray, n_steps: int, gamma: float):
-    """(sum_k gamma^k r_{t+k} over the next m <= n rewards, the m-th slot, gamma^m) for
-    `slots`, along `buffer.next_index` to a termination or a missing link (as SBX and SB3)."""
+    """(sum_k gamma^k r_{t+k} over the next m <= n rewards, the m-th transition's slot,
+    gamma^m) for `slots`, walked along `buffer.next_index` (>= capacity: no row) to a
+    termination or a missing link; off-policy where streams meet, as in SBX and SB3."""
     slots = np.asarray(slots)
     total = buffer.reward[slots].astype(np.float64)
     last = slots.copy()
@@ -95,10 +97,12 @@ def saved_transitions(
 
 
 class ReplayBuffer:
-    """A ring of [observation | action | reward | terminated] rows (actions in [-1, 1]).
+    """A ring of [observation | action | reward | terminated] rows that stores a next
+    observation only where no later row holds it as its observation, to save memory.
 
     Each row's `next_index` is the row whose observation is (bitwise) its next one, or
-    `capacity` + i for slot i of a small side array, where it waits until a later row has it.
+    `capacity` + i for slot i of a small side array, where it waits, keyed by its bytes,
+    until a later row of any stream has it. Actions are in the learner's [-1, 1] units.
     """
 
     def __init__(
@@ -153,8 +157,9 @@ class ReplayBuffer:
         return self._side_top - len(self._free)
 
     def add(self, observation, action, reward, next_observation, terminated) -> None:
-        """Adds one transition, or N with a leading axis (`next_observation`: the true one at a
-        truncation); shapes are checked first, so a refused call changes nothing."""
+        """Adds one transition, or N in order with a leading axis; `next_observation` is the
+        true successor (at a truncation the final observation). Every shape is checked
+        before a row is written, so that a refused call changes nothing."""
         transitions = (observation, action, reward, next_observation, terminated)
         if np.ndim(observation) < 2:  # one transition (a scalar's too): rows of one
             observation, action, next_observation = (

@@ -34,29 +34,48 @@ class Callback:
     """A hook into a run: subclass it, override what you need, and pass
     `train(config, callbacks=[...])`; the callbacks are called in order.
 
-    Returning False from `on_log` or `on_evaluation` stops the run cleanly, as SB3's
-    `_on_step` does: the final evaluation, checkpoint, summary.json and export are written,
-    and the result's `stop_reason` is the one set here before returning False (or says which
-    hook stopped it). An exception propagates; a resume continues from the newest checkpoint.
+    Returning False from `on_log` or `on_evaluation` stops the run cleanly, as a
+    Stable-Baselines3 callback's `_on_step` does (at a log or evaluation step: no hook runs
+    every step): the final evaluation, the checkpoint, summary.json and the export are
+    written, and `train` returns the result with `stop_reason` (the callback's own, where it
+    set one). None or True continues. An exception ends training and propagates unchanged;
+    the run's newest checkpoint stays, and a resume continues from it.
+
+    Attributes:
+        stop_reason: set it before returning False to say why the run stopped.
     """
 
     stop_reason: Optional[str] = None
 
     def on_training_start(self, trainer) -> None:
-        """Runs once per session, before its first env step, with the `Trainer` (its
-        `config`, `learner`, `run_dir`, and a resumed run's `loop.evaluations` so far)."""
+        """Runs once per session, before its first env step.
+
+        Args:
+            trainer: the `Trainer`: `trainer.config`, `trainer.learner`,
+                `trainer.run_dir`, and a resumed run's evaluations so far in
+                `trainer.loop.evaluations`.
+        """
 
     def on_training_end(self) -> None:
         """Runs once when a session's training ends at total_steps or at a stop, before
         summary.json and the export; not after a signal or an exception."""
 
     def on_log(self, record: Dict) -> Optional[bool]:
-        """Runs with each progress record (the progress.csv row: every `log_every` steps)."""
+        """Runs at every progress record (every `log_every` env steps and at the end).
+
+        Args:
+            record: the progress.csv row: step, episodes, episode_return, env steps/s,
+                the learner's losses, alpha, entropy, mean Q.
+        """
 
     def on_evaluation(self, evaluation: Dict) -> Optional[bool]:
-        """Runs after each evaluation (`step`, `return_mean`, `return_std`, `seed`,
-        `wall_time_s`, `scheduled`: False off the `eval_every` steps, and on goal envs
-        `success_rate`), once that step's due checkpoint is saved."""
+        """Runs after each evaluation, once that step's checkpoint, if one is due, is saved.
+
+        Args:
+            evaluation: `step`, `return_mean`, `return_std`, `seed`, `wall_time_s`,
+                `scheduled` (False for an evaluation off the `eval_every` steps: the run's
+                end or a stop) and, on goal envs, `success_rate`.
+        """
 
 
 class FunctionCallback(Callback):
@@ -139,8 +158,12 @@ def _stopped_by(callback: Callback, method: str, step: int) -> str:
 
 class StopTrainingOnRewardThreshold(Callback):
     """Stops the run at the first evaluation whose mean return is at least
-    `reward_threshold`, as SB3's callback of that name (`verbose` is accepted for its
-    signature: a stop is always logged). The config's `stop_at_return` makes one."""
+    `reward_threshold`, as SB3's callback of that name. The config's `stop_at_return` makes one.
+
+    Args:
+        reward_threshold: the mean evaluation return to stop at.
+        verbose: accepted for SB3's signature; a stop is always logged with its reason.
+    """
 
     def __init__(self, reward_threshold: float, verbose: int = 0):
         name = "StopTrainingOnRewardThreshold: reward_threshold"
@@ -159,10 +182,17 @@ class StopTrainingOnRewardThreshold(Callback):
 
 
 class StopTrainingOnNoModelImprovement(Callback):
-    """Stops the run when more than `max_no_improvement_evals` scheduled evaluations in a
-    row (a resumed run's earlier ones too) bring no new best mean return, counted after the
-    first `min_evals`, as SB3's callback of that name (`verbose`: for its signature). The
-    config's `stop_after_no_improvement` and `min_evaluations` make one."""
+    """Stops the run when more than `max_no_improvement_evals` evaluations in a row bring no
+    new best mean return, counted after the first `min_evals`, as SB3's callback of that
+    name. The config's `stop_after_no_improvement` and `min_evaluations` make one. Only
+    scheduled evaluations count, a resumed run's earlier ones too.
+
+    Args:
+        max_no_improvement_evals: evaluations without a new best that are tolerated; 0
+            stops at the first one.
+        min_evals: evaluations before the count starts.
+        verbose: accepted for SB3's signature; a stop is always logged with its reason.
+    """
 
     def __init__(self, max_no_improvement_evals: int, min_evals: int = 0, verbose: int = 0):
         for name, value in (
@@ -205,10 +235,17 @@ class StopTrainingOnNoModelImprovement(Callback):
 
 
 class SaveBestPolicy(Callback):
-    """Exports the policy each time an evaluation's mean return beats every earlier one (a
-    resumed run's too), as SB3's `EvalCallback(best_model_save_path=...)`, as the next version
-    of the model folder `path` (default `<run_dir>/best`), the run's other export_formats
-    added to the highest at the end. The config's `keep_best` makes one."""
+    """Exports the policy each time an evaluation's mean return beats every earlier one, as
+    SB3's `EvalCallback(best_model_save_path=...)`. The config's `keep_best` makes one.
+
+    Each new best is the next version of the model folder (the highest, which TF Serving
+    serves, is the best so far), its tfsac_metadata.json naming the evaluation. The run's
+    other export_formats go into the highest version when the session's training ends.
+    On a resume, the run's earlier evaluations count.
+
+    Args:
+        path: the model folder; None puts it at `<run_dir>/best`.
+    """
 
     def __init__(self, path: Optional[str] = None):
         # Checked here, not at the run's start: by then the run's first files are written.

@@ -32,10 +32,21 @@ __all__ = ["Interrupted", "NonFiniteError", "TrainResult", "Trainer", "train"]
 
 @dataclasses.dataclass
 class TrainResult:
-    """What `train` and `Trainer.run` return: the trained learner, the `EnvSpec` its networks
-    fit, the replay buffer at the end, the run directory, the exported SavedModel's folder (or
-    None), summary.json's contents, why a callback or stop option stopped the run (or None),
-    and whether a resume found the run finished (nothing trained or exported)."""
+    """What `train` and `Trainer.run` return.
+
+    Attributes:
+        learner: the trained `SACLearner` (its Keras `actor` and `critic`, and `update`).
+        spec: the `EnvSpec` the networks were built for (spaces, bounds, flattening).
+        buffer: the run's `ReplayBuffer`, as it stood at the end.
+        run_dir: the run directory (config.json, progress.csv, checkpoints/, summary.json).
+        saved_model_path: the SavedModel version folder exported at the end, or None
+            without an export.
+        summary: what summary.json holds (the final evaluation's `eval_return_mean` and
+            `eval_return_std`, every evaluation, env steps/s, `stop` where a run stopped).
+        stop_reason: why a callback or a stop option stopped the run (at whichever step), or None.
+        already_finished: True where a resume found the run finished: nothing was
+            trained or exported in this call.
+    """
 
     learner: SACLearner
     spec: EnvSpec
@@ -270,23 +281,26 @@ class Trainer:
 
 
 def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> TrainResult:
-    """Trains SAC (or the config's algorithm) on `config.env_id`, as scripts/train.py does,
-    into the run directory (`config.run_dir`, default `runs/<env>-seed<seed>-<time>`) and,
-    with an export, the next SavedModel version under `config.export_dir`.
+    """Trains SAC (or the config's algorithm) on `config.env_id`, as scripts/train.py does.
+
+    Writes the run directory (`config.run_dir`, by default `runs/<env>-seed<seed>-<time>`)
+    and, with an export, the next SavedModel version under `config.export_dir`.
 
     Args:
         config: the run's settings.
-        quiet: print nothing; otherwise scripts/train.py's progress lines go to stderr.
+        quiet: print nothing; otherwise the progress lines of scripts/train.py go to
+            stderr (in a notebook too), without other libraries' INFO lines.
         **options: `Trainer`'s, below. A function or callback that returns False stops
             the run cleanly (the result's `stop_reason` says why).
 
     Other Parameters:
         export: export a SavedModel at the end; None takes `config.export`.
         resume: continue from the newest checkpoint in `config.run_dir` that restores (or
-            start there). Only the options in `tfsac.config.RESUME_ADJUSTABLE` may change;
-            a larger `total_steps` continues a finished run.
-        env_fn: makes the gymnasium env instead of `config.env_id` (it must pickle for
-            `vector_mode='async'`).
+            start there when it has none). The config must be the run's saved one except
+            for the resume-adjustable options (`tfsac.config.RESUME_ADJUSTABLE`), whose
+            changes are logged; a larger `total_steps` continues a finished run.
+        env_fn: a callable that makes the gymnasium env, used instead of `config.env_id`
+            (it must pickle for `vector_mode='async'`).
         actor_fn: `(obs_dim, action_dim) -> keras.Model`, a custom actor.
         critic_fn: `(obs_dim, action_dim) -> keras.Model`, a custom critic ensemble
             (called again for the target: it must build a new model each time).
@@ -297,8 +311,9 @@ def train(config: SACConfig | CheckedRun, *, quiet: bool = False, **options) -> 
     Raises:
         TfsacError: an unknown option, or a setting, path or env that cannot work, before
             anything is written.
-        Fault: a failure while running (another process in the run directory, a file that
-            fails); NonFiniteError for NaN or Inf (the last good checkpoint stays).
+        Fault: met while running: another process training in the run directory, a file
+            that fails to read or write; NonFiniteError, one, for NaN or Inf in a loss, a
+            parameter or the env's output (the last good checkpoint stays the latest).
         Interrupted: SIGINT or SIGTERM, after the checkpoint is saved.
     """
     check_options(options, inspect.signature(Trainer).parameters)

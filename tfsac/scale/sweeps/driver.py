@@ -240,11 +240,13 @@ def run_sweep(plan: Plan, ray_address: Optional[str] = None, resume: bool = Fals
                 _fit(plan, state, count, todo, search_alg, stop)
         files = write_results(plan.sweep_dir, state.trials)
     finally:
-        if started:
-            import ray
+        try:
+            if started:
+                import ray
 
-            ray.shutdown()
-        lock.release()
+                ray.shutdown()
+        finally:
+            lock.release()  # also where Ray's shutdown raises
     left = [name for name, entry in state.trials.items() if not state.done(entry["spec"])]
     return {"trials": state.trials, "files": files, "unfinished": left, "signal": stop.received}
 

@@ -20,8 +20,7 @@ AVX-512 and AMX: XLA and oneDNN limited to AVX2 (ONEDNN_MAX_CPU_ISA=AVX2 XLA_FLA
 `defaults` and moved SimBa by 2e-6; one TF thread or single-threaded Eigen gave the same
 bits. XLA without AVX and FMA (--xla_cpu_max_isa=SSE4_2) moves eight configurations by at
 most 3e-5 but SimBa by 9e-3: the tolerance is for CPUs with AVX2 and FMA, every x86-64 CI
-class. gamma 0.98 for 0.99 moves `defaults` by 0.12 (its critic's optimizer; 0.015 were the floor
-taken from the group's step count too), a target
+class. gamma 0.98 for 0.99 moves `defaults` by 0.12 (its critic's optimizer), a target
 entropy of -1.1 for -1 by 0.12 (the temperature's optimizer). (jit_compile=False is no
 rounding check: its first policy action already differs by 7e-2.)
 

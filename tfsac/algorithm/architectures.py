@@ -119,6 +119,7 @@ class FlashSAC(SimBa):
     peer_policy = None
     peers = ()
     block = "block"
+    models = "Flash"  # flashnet's FlashActor and FlashCritic
 
     @classmethod
     def defaults(cls, config: SACConfig) -> Dict[str, Any]:
@@ -134,14 +135,15 @@ class FlashSAC(SimBa):
 
     @classmethod
     def build_actor(cls, action_dim, config, batch_norm, normalizer):
-        return flashnet.FlashActor(
-            action_dim, config.hidden_sizes, normalizer=normalizer, name="actor"
-        )
+        actor = getattr(flashnet, f"{cls.models}Actor")
+        return actor(action_dim, config.hidden_sizes, normalizer=normalizer, name="actor")
 
     @classmethod
     def build_critic(cls, config, name, outputs, batch_norm, normalizer):
-        sizes = config.critic_hidden_sizes
-        return flashnet.FlashCritic(config.num_critics, sizes, outputs, normalizer, name=name)
+        critic = getattr(flashnet, f"{cls.models}Critic")
+        return critic(
+            config.num_critics, config.critic_hidden_sizes, outputs, normalizer, name=name
+        )
 
 
 class XQC(FlashSAC):
@@ -149,15 +151,7 @@ class XQC(FlashSAC):
 
     name = "xqc"
     block = None
-
-    @classmethod
-    def build_actor(cls, action_dim, config, batch_norm, normalizer):
-        return flashnet.XQCActor(action_dim, config.hidden_sizes, normalizer, name="actor")
-
-    @classmethod
-    def build_critic(cls, config, name, outputs, batch_norm, normalizer):
-        sizes = config.critic_hidden_sizes
-        return flashnet.XQCCritic(config.num_critics, sizes, outputs, normalizer, name=name)
+    models = "XQC"
 
 
 ARCHITECTURES = {cls.name: cls for cls in (MLP, SimBa, FlashSAC, XQC)}

@@ -139,9 +139,9 @@ class InvertedResidualBlock(keras.layers.Layer):
         return x + tf.nn.relu(self.project_norm(self.project(h), training=training))
 
 
-class FlashActor(ActorFrame):
-    """Observation -> (mean, log_std): BN, a unit embedding, one block per hidden size,
-    RMSNorm, unit-norm heads; log_std squashed by tanh into [-10, 2] by default."""
+class UnitActor(ActorFrame):
+    """Observation -> (mean, log_std): the subclass's `add_body` layers, unit-norm heads with
+    biases; log_std clipped to [-10, 2] by default (the authors')."""
 
     def __init__(
         self,
@@ -152,23 +152,16 @@ class FlashActor(ActorFrame):
         **kw,
     ):
         super().__init__(action_dim, log_std_bounds, normalizer, **kw)
-        self.input_norm = UnitBatchNorm(name="input_norm")
-        self.embed = UnitDense(hidden_sizes[0], name="embed")
-        self.blocks = block_stack(InvertedResidualBlock, hidden_sizes, 0)
-        self.out_norm = UnitRMSNorm(name="out_norm")
+        self.add_body(hidden_sizes, 0)
         self.mean = UnitDense(action_dim, use_bias=True, name="mean")
         self.log_std = UnitDense(action_dim, use_bias=True, name="log_std")
 
     def features(self, x, training):
-        return self.out_norm(self.blocks(self.embed(x), training=training))
-
-    def bound_log_std(self, log_std):
-        low, high = self.log_std_bounds
-        return low + (high - low) * 0.5 * (1.0 + tf.tanh(log_std))
+        return self.body(x, training)
 
 
-class FlashCritic(EnsembleCritic):
-    """The critic ensemble of FlashSAC members (EnsembleCritic's frame)."""
+class UnitCritic(EnsembleCritic):
+    """The critic ensemble of the subclass's `add_body` members (EnsembleCritic's frame)."""
 
     def __init__(
         self,
@@ -179,14 +172,36 @@ class FlashCritic(EnsembleCritic):
         **kw,
     ):
         super().__init__(num_critics, outputs, normalizer, **kw)
-        self.input_norm = UnitBatchNorm(name="input_norm")
-        self.embed = UnitDense(hidden_sizes[0], num_critics, name="embed")
-        self.blocks = block_stack(InvertedResidualBlock, hidden_sizes, num_critics)
-        self.out_norm = UnitRMSNorm(name="out_norm")
+        self.add_body(hidden_sizes, num_critics)
         self.head = UnitDense(outputs, num_critics, use_bias=True, name="q")
 
     def features(self, x, training, members):
+        return self.body(x, training)
+
+
+class FlashBody:
+    """FlashSAC's layers: BN, a unit embedding, one block per hidden size, RMSNorm."""
+
+    def add_body(self, hidden_sizes: Sequence[int], ensemble: int) -> None:
+        self.input_norm = UnitBatchNorm(name="input_norm")
+        self.embed = UnitDense(hidden_sizes[0], ensemble, name="embed")
+        self.blocks = block_stack(InvertedResidualBlock, hidden_sizes, ensemble)
+        self.out_norm = UnitRMSNorm(name="out_norm")
+
+    def body(self, x, training):
         return self.out_norm(self.blocks(self.embed(x), training=training))
+
+
+class FlashActor(FlashBody, UnitActor):
+    """FlashSAC's actor: log_std squashed by tanh into its bounds."""
+
+    def bound_log_std(self, log_std):
+        low, high = self.log_std_bounds
+        return low + (high - low) * 0.5 * (1.0 + tf.tanh(log_std))
+
+
+class FlashCritic(FlashBody, UnitCritic):
+    """The critic ensemble of FlashSAC members."""
 
 
 # XQC's (the authors' xqc/networks/mlp.py): plain batch norm (momentum 0.99, epsilon 1e-3,
@@ -199,55 +214,28 @@ def batch_norm(name: str) -> BatchRenorm:
     return BatchRenorm(momentum=0.99, warmup_steps=NEVER, epsilon=1e-3, name=name)
 
 
-def trunk(hidden_sizes: Sequence[int], ensemble: int) -> keras.Sequential:
-    """XQC's bias-free UnitDense -> batch norm -> ReLU per hidden size (the authors' orthogonal
-    start, scaled to unit norm, is UnitDense's)."""
-    layers = []
-    for i, h in enumerate(hidden_sizes):
-        layers += [
-            UnitDense(h, ensemble, name=f"hidden_{i}"),
-            batch_norm(f"batch_norm_{i}"),
-            keras.layers.ReLU(name=f"relu_{i}"),
-        ]
-    return keras.Sequential(layers, name="trunk")
+class XQCBody:
+    """XQC's layers: batch norm, then a bias-free UnitDense -> batch norm -> ReLU per hidden
+    size (the authors' orthogonal start, scaled to unit norm, is UnitDense's)."""
 
-
-class XQCActor(ActorFrame):
-    """Observation -> (mean, log_std): XQC's trunk, unit-norm heads with biases, log_std
-    clipped to the authors' [-10, 2]."""
-
-    def __init__(
-        self,
-        action_dim: int,
-        hidden_sizes: Sequence[int],
-        normalizer: Optional[keras.layers.Layer] = None,
-        **kw,
-    ):
-        super().__init__(action_dim, (-10.0, 2.0), normalizer, **kw)
+    def add_body(self, hidden_sizes: Sequence[int], ensemble: int) -> None:
         self.input_norm = batch_norm("input_norm")
-        self.trunk = trunk(hidden_sizes, 0)
-        self.mean = UnitDense(action_dim, use_bias=True, name="mean")
-        self.log_std = UnitDense(action_dim, use_bias=True, name="log_std")
+        layers = []
+        for i, h in enumerate(hidden_sizes):
+            layers += [
+                UnitDense(h, ensemble, name=f"hidden_{i}"),
+                batch_norm(f"batch_norm_{i}"),
+                keras.layers.ReLU(name=f"relu_{i}"),
+            ]
+        self.trunk = keras.Sequential(layers, name="trunk")
 
-    def features(self, x, training):
+    def body(self, x, training):
         return self.trunk(x, training=training)
 
 
-class XQCCritic(EnsembleCritic):
-    """The ensemble of XQC critics (EnsembleCritic's frame)."""
+class XQCActor(XQCBody, UnitActor):
+    """XQC's actor: log_std clipped to the authors' [-10, 2]."""
 
-    def __init__(
-        self,
-        num_critics: int,
-        hidden_sizes: Sequence[int],
-        outputs: int = 1,
-        normalizer: Optional[keras.layers.Layer] = None,
-        **kw,
-    ):
-        super().__init__(num_critics, outputs, normalizer, **kw)
-        self.input_norm = batch_norm("input_norm")
-        self.trunk = trunk(hidden_sizes, num_critics)
-        self.head = UnitDense(outputs, num_critics, use_bias=True, name="q")
 
-    def features(self, x, training, members):
-        return self.trunk(x, training=training)
+class XQCCritic(XQCBody, UnitCritic):
+    """The ensemble of XQC critics."""

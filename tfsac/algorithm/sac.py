@@ -1,5 +1,6 @@
 """Soft Actor-Critic (arXiv:1812.05905): the training state, its optimizers and one gradient
-step; the critic rule is the variant's (variants/), the temperature temperature.py's."""
+step; the critic rule is the variant's (variants/); the temperature alpha, learned in log-alpha
+(the default) or alpha, or fixed (TEMPERATURES, by `use_log_alpha`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfsac.algorithm import losses
 from tfsac.algorithm.architectures import architecture_of
 from tfsac.algorithm.distributions import deterministic_action, policy_params, tanh_normal
 from tfsac.algorithm.network_checks import (
@@ -22,7 +24,6 @@ from tfsac.algorithm.network_checks import (
 )
 from tfsac.algorithm.networks import build_networks
 from tfsac.algorithm.resolve import is_resolved, options_read, resolve
-from tfsac.algorithm.temperature import TEMPERATURES
 from tfsac.algorithm.variants import variant_of
 from tfsac.algorithm.variants.base import UPDATE_METRICS
 from tfsac.config import SACConfig
@@ -67,6 +68,73 @@ def base_rates(sac) -> Dict[str, float]:
         ):
             rates[part] = float(optimizer.learning_rate.numpy())
     return rates
+
+
+class Temperature:
+    """Alpha learned in log-alpha (Eq. 18) or held fixed, still as exp(log_alpha) (the same
+    float32 value); `variable` is what the alpha loss optimises."""
+
+    def __init__(self, config: SACConfig, initial_alpha: float):
+        self.learned = config.learned_alpha
+        self.log_alpha = tf.Variable(
+            math.log(initial_alpha), dtype=tf.float32, trainable=self.learned, name="log_alpha"
+        )
+        self.variable = self.log_alpha
+        self.optimizer = keras.optimizers.Adam(config.rate("alpha"), name="alpha_adam")
+
+    def build(self) -> None:
+        """Creates the optimizer's slots (before the first trace and any checkpoint)."""
+        self.optimizer.build([self.variable])
+
+    def checkpoint_objects(self) -> Dict[str, tf.Module]:
+        return {"alpha_optimizer": self.optimizer, "log_alpha": self.log_alpha}
+
+    def optimizers(self) -> Dict[str, keras.optimizers.Optimizer]:
+        return {"alpha": self.optimizer}
+
+    def alpha(self) -> tf.Tensor:
+        return tf.exp(self.log_alpha)
+
+    def loss(self, log_prob, target_entropy) -> tf.Tensor:
+        return losses.alpha_loss(self.log_alpha, log_prob, target_entropy)
+
+    def step(self, log_prob, target_entropy) -> tf.Tensor:
+        """One Adam step on the alpha loss when alpha is learned; returns the loss."""
+        with tf.GradientTape() as tape:
+            loss = self.loss(log_prob, target_entropy)
+        if self.learned:
+            self.optimizer.apply_gradients([(tape.gradient(loss, self.variable), self.variable)])
+            self.after_step()
+        return loss
+
+    def after_step(self) -> None:
+        pass
+
+
+class DirectAlphaTemperature(Temperature):
+    """Alpha learned in alpha itself (Eq. 18 as written), kept >= 1e-8 after each step."""
+
+    def __init__(self, config: SACConfig, initial_alpha: float):
+        super().__init__(config, initial_alpha)
+        self.alpha_value = tf.Variable(
+            initial_alpha, dtype=tf.float32, trainable=self.learned, name="alpha"
+        )
+        self.variable = self.alpha_value
+
+    def checkpoint_objects(self) -> Dict[str, tf.Module]:
+        return {**super().checkpoint_objects(), "alpha": self.alpha_value}
+
+    def alpha(self) -> tf.Tensor:
+        return self.alpha_value + 0.0  # a tensor, not the variable the step changes
+
+    def loss(self, log_prob, target_entropy) -> tf.Tensor:
+        return losses.alpha_loss_direct(self.alpha_value, log_prob, target_entropy)
+
+    def after_step(self) -> None:
+        self.alpha_value.assign(tf.maximum(self.alpha_value, 1e-8))
+
+
+TEMPERATURES = {True: Temperature, False: DirectAlphaTemperature}  # by use_log_alpha
 
 
 class SAC:

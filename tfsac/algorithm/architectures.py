@@ -9,7 +9,6 @@ from tfsac.config import SACConfig
 from tfsac.user_modules import add, registered
 
 networks = lazy_module("tfsac.algorithm.networks")
-simba = lazy_module("tfsac.algorithm.simba")
 flashnet = lazy_module("tfsac.algorithm.flashnet")
 layers = lazy_module("tfsac.algorithm.layers")
 
@@ -69,7 +68,7 @@ class MLP:
 
 
 class SimBa(MLP):
-    """SimBa (arXiv:2410.09754, tfsac.algorithm.simba); AdamW (SBX's weight decay 1e-4)."""
+    """SimBa (arXiv:2410.09754, tfsac.algorithm.networks); AdamW (SBX's weight decay 1e-4)."""
 
     name = "simba"
     peer_policy = "SimbaPolicy"
@@ -100,14 +99,14 @@ class SimBa(MLP):
     @classmethod
     def build_actor(cls, action_dim, config, batch_norm, normalizer):
         bounds = (config.log_std_min, config.log_std_max)
-        return simba.SimbaActor(
+        return networks.SimbaActor(
             action_dim, config.hidden_sizes, normalizer, bounds, batch_norm, name="actor"
         )
 
     @classmethod
     def build_critic(cls, config, name, outputs, batch_norm, normalizer):
         sizes = config.critic_hidden_sizes
-        return simba.SimbaCritic(
+        return networks.SimbaCritic(
             config.num_critics, sizes, normalizer, outputs, batch_norm, name=name
         )
 

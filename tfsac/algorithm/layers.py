@@ -235,23 +235,13 @@ class ObservationNormalizer(keras.layers.Layer):
 
     def update(self, observations: np.ndarray) -> None:
         """Folds a batch [B, dim] into the statistics, on the host."""
-        n, batch_mean, batch_var = self.moments(observations, self.mean.shape[0])
-        if not n[0]:
-            return
-        old = (np.float64(v.numpy()) for v in (self.count, self.mean, self.variance))
-        new = combine_moments(*old, n[0], batch_mean, batch_var)
-        self._assign(*(np.float32(x) for x in new))
+        self.merge(self.moments(observations, self.mean.shape[0]))
 
-    def merge(self, moments: tf.Tensor) -> None:
-        """`update` inside a compiled call, from the batch's `moments` (B = 0: no change)."""
-        n = moments[0, 0]
-        old = [tf.cast(v, tf.float64) for v in (self.count, self.mean, self.variance)]
+    def merge(self, moments) -> None:
+        """Folds a batch's `moments` into the statistics, on the host or inside a compiled call
+        (B = 0: no change)."""
+        n, statistics = moments[0, 0], (self.count, self.mean, self.variance)
+        old = [tf.cast(v, tf.float64) for v in statistics]
         new = combine_moments(*old, n, moments[1], moments[2])
-        self._assign(
-            *(tf.cast(tf.where(n > 0, a, b), tf.float32) for a, b in zip(new, old, strict=True))
-        )
-
-    def _assign(self, count, mean, variance):
-        self.count.assign(count)
-        self.mean.assign(mean)
-        self.variance.assign(variance)
+        for variable, a, b in zip(statistics, new, old, strict=True):
+            variable.assign(tf.cast(tf.where(n > 0, a, b), tf.float32))

@@ -35,14 +35,24 @@ def _kernel_init(batch_norm: Optional[Dict]) -> str:
     return "lecun_normal" if batch_norm else "glorot_uniform"
 
 
-def relu_trunk(hidden_sizes: Sequence[int], batch_norm: Optional[Dict] = None):
-    """Dense -> ReLU per hidden size, each then BatchRenorm(**batch_norm) where given."""
-    dense = partial(keras.layers.Dense, kernel_initializer=_kernel_init(batch_norm))
+def relu_trunk(hidden_sizes: Sequence[int], batch_norm=None, dense=None, dropout=0.0, norm=None):
+    """Dense -> ReLU per hidden size (DroQ's Dense -> Dropout -> `norm` -> ReLU with either),
+    each then BatchRenorm(**batch_norm) where given; `dense` defaults to Keras' Dense."""
+    dense = dense or partial(keras.layers.Dense, kernel_initializer=_kernel_init(batch_norm))
     layers = []
     for i, h in enumerate(hidden_sizes):
-        layers.append(dense(h, activation="relu", name=f"hidden_{i}"))
+        if not norm and not dropout:
+            layers.append(dense(h, activation="relu", name=f"hidden_{i}"))
+        else:
+            layers.append(dense(h, name=f"hidden_{i}"))
+            if dropout:
+                layers.append(keras.layers.Dropout(dropout, name=f"dropout_{i}"))
+            if norm:
+                layers.append(norm(name=f"layer_norm_{i}"))
+            layers.append(keras.layers.ReLU(name=f"relu_{i}"))
         if batch_norm:
             layers.append(BatchRenorm(**batch_norm, name=f"batch_norm_{i}"))
+    # A Sequential: tf.train.Checkpoint does not see Keras 3 layers in a list attribute.
     return keras.Sequential(layers, name="trunk")
 
 
@@ -63,23 +73,10 @@ class Critic(EnsembleCritic):
     ):
         super().__init__(num_critics, outputs, normalizer, **kw)
         self.input_norm = BatchRenorm(**batch_norm, name="input_norm") if batch_norm else None
-        dense = partial(EnsembleDense, kernel_init=_kernel_init(batch_norm))
-        layers = []
-        for i, h in enumerate(hidden_sizes):
-            if not layer_norm and not dropout:
-                layers.append(dense(num_critics, h, activation="relu", name=f"hidden_{i}"))
-            else:
-                layers.append(dense(num_critics, h, name=f"hidden_{i}"))
-                if dropout:
-                    layers.append(keras.layers.Dropout(dropout, name=f"dropout_{i}"))
-                if layer_norm:
-                    layers.append(EnsembleLayerNorm(num_critics, name=f"layer_norm_{i}"))
-                layers.append(keras.layers.ReLU(name=f"relu_{i}"))
-            if batch_norm:
-                layers.append(BatchRenorm(**batch_norm, name=f"batch_norm_{i}"))
-        # A Sequential: tf.train.Checkpoint does not see Keras 3 layers in a list attribute.
-        self.trunk = keras.Sequential(layers, name="trunk")
-        self.head = dense(num_critics, outputs, name="q")
+        dense = partial(EnsembleDense, num_critics, kernel_init=_kernel_init(batch_norm))
+        norm = partial(EnsembleLayerNorm, num_critics) if layer_norm else None
+        self.trunk = relu_trunk(hidden_sizes, batch_norm, dense, dropout, norm)
+        self.head = dense(outputs, name="q")
 
     def features(self, x, training, members):
         return call_sequential(self.trunk, x, training, members)

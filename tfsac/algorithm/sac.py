@@ -43,16 +43,6 @@ def apply_gradients(optimizer, tape, loss, variables) -> None:
     optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
 
 
-def make_optimizer(config: SACConfig, part: str) -> keras.optimizers.Optimizer:
-    """Adam (AdamW with `weight_decay`) at the config's rate, beta_1 and clip for `part`."""
-    kwargs = dict(
-        beta_1=config.adam_beta1, global_clipnorm=config.max_grad_norm, name=f"{part}_adam"
-    )
-    if config.weight_decay:
-        return keras.optimizers.AdamW(config.rate(part), weight_decay=config.weight_decay, **kwargs)
-    return keras.optimizers.Adam(config.rate(part), **kwargs)
-
-
 def base_rates(sac) -> Dict[str, float]:
     """Each optimizer's rate before --lr_schedule: the config's for SAC's parts and a part
     whose rate option the variant reads, else its optimizer's (one on a Keras schedule: none)."""
@@ -185,8 +175,17 @@ class SAC:
         self.base_rates = base_rates(self)
 
     def make_optimizer(self, part: str) -> keras.optimizers.Optimizer:
-        """The config's optimizer for `part` (actor, critic, alpha, value)."""
-        return make_optimizer(self.config, part)
+        """Adam (AdamW with `weight_decay`) at the config's rate, beta_1 and clip for `part`
+        (actor, critic, alpha, value)."""
+        config = self.config
+        kwargs = dict(
+            beta_1=config.adam_beta1, global_clipnorm=config.max_grad_norm, name=f"{part}_adam"
+        )
+        if config.weight_decay:
+            return keras.optimizers.AdamW(
+                config.rate(part), weight_decay=config.weight_decay, **kwargs
+            )
+        return keras.optimizers.Adam(config.rate(part), **kwargs)
 
     # --------------------------------------------------------------------- state
     def checkpoint_objects(self) -> Dict[str, tf.Module]:

@@ -32,13 +32,11 @@ class SACLearner:
         self.config = config = self.sac.config  # resolved: the variant's defaults filled in
         self.metric_names = self.sac.metric_names
         self.act_rng = tf.random.Generator.from_seed(config.seed + 1)
-        self.exploration = (
-            GSDEExploration(self.sac, self.act_rng, config.num_envs)
-            if config.use_sde
-            else GaussianExploration(
-                self.sac.actor, config, self.act_rng, (config.num_envs, action_dim)
-            )
-        )
+        if config.use_sde:
+            self.exploration = GSDEExploration(self.sac, self.act_rng, config.num_envs)
+        else:
+            shape = (config.num_envs, action_dim)
+            self.exploration = GaussianExploration(self.sac.actor, config, self.act_rng, shape)
         self._layout = transition_layout(obs_dim, action_dim)
         self._row_width = packed_width(obs_dim, action_dim)
         batches = tf.TensorSpec([None, None, self._row_width], tf.float32)  # [steps, batch, row]
@@ -65,10 +63,7 @@ class SACLearner:
     critic = property(lambda self: self.sac.critic)
     target_critic = property(lambda self: self.sac.target_critic)
     update_rng = property(lambda self: self.sac.update_rng)
-
-    @property
-    def alpha(self) -> tf.Tensor:
-        return self.sac.temperature.alpha()
+    alpha = property(lambda self: self.sac.temperature.alpha())
 
     def checkpoint_objects(self) -> Dict[str, tf.Module]:
         """The SAC state plus acting's random stream and exploration noise."""
@@ -166,12 +161,8 @@ class SACLearner:
         for i in tf.range(tf.shape(batches["reward"])[0]):
             metrics = self.sac.update({k: v[i] for k, v in batches.items()})
         # The critics are left out (costly): a non-finite critic makes the next loss so.
-        finite = tf.reduce_all(
-            [
-                tf.reduce_all(tf.math.is_finite(x))
-                for x in [*metrics.values(), *self.sac.actor.variables]
-            ]
-        )
+        checked = [*metrics.values(), *self.sac.actor.variables]
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(x)) for x in checked])
         return tf.stack([metrics[k] for k in self.metric_names]), finite
 
     def _update_act_fn(self, packed, observation, *moments):
@@ -182,10 +173,8 @@ class SACLearner:
         return values, finite, self.exploration.sample(observation)
 
     def _metrics(self, values, finite) -> Dict[str, float]:
-        return {
-            **dict(zip(self.metric_names, values.numpy().tolist(), strict=True)),
-            "finite": bool(finite),
-        }
+        metrics = dict(zip(self.metric_names, values.numpy().tolist(), strict=True))
+        return {**metrics, "finite": bool(finite)}
 
     def _as_packed(self, batches) -> np.ndarray:
         return packed_batches(batches, self.config.gamma, self._row_width)
@@ -213,9 +202,6 @@ class SACLearner:
         metrics = metrics or {}
         names = [k for k, v in metrics.items() if k != "finite" and not np.isfinite(float(v))]
         variables = {id(v): v for v in [*self.sac.trainable_state(), *self.actor.variables]}
-        names += [
-            getattr(v, "path", v.name)
-            for v in variables.values()
-            if not np.all(np.isfinite(v.numpy()))
-        ]
+        bad = [v for v in variables.values() if not np.all(np.isfinite(v.numpy()))]
+        names += [getattr(v, "path", v.name) for v in bad]
         return names

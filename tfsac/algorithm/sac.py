@@ -162,11 +162,9 @@ class SAC:
         self._last_actor_metrics = [tf.Variable(0.0, trainable=False) for _ in range(count)]
         self.update_rng = tf.random.Generator.from_seed(config.seed)
         # What the update divides rewards by (normalize_rewards); None without.
-        self.reward_divisor = (
-            tf.Variable(1.0, trainable=False, name="reward_divisor")
-            if config.normalize_rewards
-            else None
-        )
+        self.reward_divisor = None
+        if config.normalize_rewards:
+            self.reward_divisor = tf.Variable(1.0, trainable=False, name="reward_divisor")
         # Optimizer slots exist before the first trace (and before any checkpoint).
         self.actor_optimizer.build(self.actor.trainable_variables)
         self.critic_optimizer.build(self.critic.trainable_variables)
@@ -177,15 +175,11 @@ class SAC:
     def make_optimizer(self, part: str) -> keras.optimizers.Optimizer:
         """Adam (AdamW with `weight_decay`) at the config's rate, beta_1 and clip for `part`
         (actor, critic, alpha, value)."""
-        config = self.config
-        kwargs = dict(
-            beta_1=config.adam_beta1, global_clipnorm=config.max_grad_norm, name=f"{part}_adam"
-        )
-        if config.weight_decay:
-            return keras.optimizers.AdamW(
-                config.rate(part), weight_decay=config.weight_decay, **kwargs
-            )
-        return keras.optimizers.Adam(config.rate(part), **kwargs)
+        cfg = self.config
+        kwargs = dict(beta_1=cfg.adam_beta1, global_clipnorm=cfg.max_grad_norm, name=f"{part}_adam")
+        if cfg.weight_decay:
+            return keras.optimizers.AdamW(cfg.rate(part), weight_decay=cfg.weight_decay, **kwargs)
+        return keras.optimizers.Adam(cfg.rate(part), **kwargs)
 
     # --------------------------------------------------------------------- state
     def checkpoint_objects(self) -> Dict[str, tf.Module]:
@@ -286,12 +280,7 @@ class SAC:
             lambda: tuple(tf.identity(v) for v in self._last_actor_metrics),
         )
         if self.variant.polyak_pairs():
-            self._every(
-                cfg.target_update_interval,
-                critic_steps,
-                self._polyak_step,
-                lambda: tf.constant(False),
-            )
+            self._every(cfg.target_update_interval, critic_steps, self._polyak_step)
         return {
             "critic_loss": critic_loss,
             "actor_loss": actor_loss,
@@ -304,7 +293,7 @@ class SAC:
         }
 
     @staticmethod
-    def _every(interval: int, count, step, skip):
+    def _every(interval: int, count, step, skip=lambda: tf.constant(False)):
         """`step()` when `count` is a multiple of `interval`, else `skip()`."""
         if interval == 1:
             return step()

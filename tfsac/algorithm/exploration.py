@@ -29,9 +29,6 @@ class GaussianExploration:
         seed = tf.cast(self.rng.make_seeds(1)[:, 0], tf.int32)
         return tanh_normal(loc, tf.exp(log_std)).sample(seed=seed)
 
-    def reset(self):
-        return tf.constant(True)
-
 
 def truncated_zeta_cdf(mu: float, largest: int) -> np.ndarray:
     """The CDF of P(n) proportional to n^-mu over n = 1..largest."""

@@ -3,6 +3,7 @@ acting (from its own random stream, so evaluation never shifts the update's nois
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Dict, Mapping, Optional
 
 import keras
@@ -34,6 +35,7 @@ class SACLearner:
         self.act_rng = tf.random.Generator.from_seed(config.seed + 1)
         if config.use_sde:
             self.exploration = GSDEExploration(self.sac, self.act_rng, config.num_envs)
+            self._reset_noise = tf.function(self.exploration.reset, input_signature=[])
         else:
             shape = (config.num_envs, action_dim)
             self.exploration = GaussianExploration(self.sac.actor, config, self.act_rng, shape)
@@ -44,16 +46,11 @@ class SACLearner:
         # With an observation normaliser, update calls also take new observations' moments.
         self._normalizer = self.sac.obs_normalizer
         moments = [tf.TensorSpec([3, obs_dim], tf.float64)] if self._normalizer else []
-        jit = config.jit_compile
-        self._update = tf.function(
-            self._update_fn, input_signature=[batches, *moments], jit_compile=jit
-        )
-        self._update_act = tf.function(
-            self._update_act_fn, input_signature=[batches, obs, *moments], jit_compile=jit
-        )
-        self._sample = tf.function(self.exploration.sample, input_signature=[obs], jit_compile=jit)
-        self._mode = tf.function(self.sac.mean_action, input_signature=[obs], jit_compile=jit)
-        self._reset_noise = tf.function(self.exploration.reset, input_signature=[])
+        jit = partial(tf.function, jit_compile=config.jit_compile)
+        self._update = jit(self._update_fn, input_signature=[batches, *moments])
+        self._update_act = jit(self._update_act_fn, input_signature=[batches, obs, *moments])
+        self._sample = jit(self.exploration.sample, input_signature=[obs])
+        self._mode = jit(self.sac.mean_action, input_signature=[obs])
         # Concrete functions, called directly (tf.function's argument matching is slow).
         self._concrete = {}
         if config.use_sde:

@@ -109,12 +109,7 @@ def _with_hyperparameters(config: SACConfig, variant) -> SACConfig:
             )
     # An integer given for a number is a float, as the variant's default (tensors' dtypes).
     given = {k: float(v) if isinstance(declared[k], float) else v for k, v in given.items()}
-    full = {**declared, **given}
-    if full == config.algorithm_kwargs and all(
-        type(full[k]) is type(v) for k, v in config.algorithm_kwargs.items()
-    ):
-        return config
-    return dataclasses.replace(config, algorithm_kwargs=full)
+    return dataclasses.replace(config, algorithm_kwargs={**declared, **given})
 
 
 def _finite(value) -> bool:

@@ -173,9 +173,6 @@ class SACLearner:
         metrics = dict(zip(self.metric_names, values.numpy().tolist(), strict=True))
         return {**metrics, "finite": bool(finite)}
 
-    def _as_packed(self, batches) -> np.ndarray:
-        return packed_batches(batches, self.config.gamma, self._row_width)
-
     def _moments(self, observed) -> list:
         if self._normalizer is None:
             return []
@@ -184,12 +181,13 @@ class SACLearner:
     def update(self, batches, observed: Optional[np.ndarray] = None) -> Dict[str, float]:
         """One SAC step per leading index of `batches` (fields or packed rows) after observing
         `observed`; the last step's metrics and `finite` (losses and actor finite)."""
-        packed = self._as_packed(batches)
+        packed = packed_batches(batches, self.config.gamma, self._row_width)
         return self._metrics(*self._run(self._update, packed, *self._moments(observed)))
 
     def update_and_act(self, batches, observation: np.ndarray, observed=None):
         """`update(batches, observed)`, then `act(observation)`, in one compiled call."""
-        packed, moments = self._as_packed(batches), self._moments(observed)
+        packed = packed_batches(batches, self.config.gamma, self._row_width)
+        moments = self._moments(observed)
         observation = checked_observations(observation, self.obs_dim)
         values, finite, action = self._run(self._update_act, packed, observation, *moments)
         return self._metrics(values, finite), action.numpy()

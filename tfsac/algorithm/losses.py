@@ -8,13 +8,9 @@ import tensorflow as tf
 
 
 def soft_td_target(reward, terminated, next_q, next_log_prob, alpha, gamma):
-    """The soft Bellman target of Eqs. 2-3, with the clipped double-Q minimum (Sec. 5):
-
-        y = r + gamma * (1 - terminated) * (min_i Q'_i(s', a') - alpha * log pi(a'|s')).
-
-    `next_q` is [n_critics, B] at a' ~ pi(.|s'). A truncation keeps bootstrapping from s'.
-    `gamma` is a float or [B] (n-step returns: gamma^m per sample, as in every target below).
-    """
+    """Eqs. 2-3 with Sec. 5's clipped double-Q: y = r + gamma (1 - terminated) (min_i Q'_i(s', a')
+    - alpha log pi(a'|s')), `next_q` [n_critics, B]; `gamma` a float or [B] (n-step: gamma^m
+    per sample, in every target below); a truncation keeps bootstrapping from s'."""
     next_v = tf.reduce_min(next_q, axis=0) - alpha * next_log_prob
     return tf.stop_gradient(reward + gamma * (1.0 - terminated) * next_v)
 
@@ -43,13 +39,11 @@ def actor_loss_on_mean(log_prob, q_values, alpha):
 
 def alpha_loss(log_alpha, log_prob, target_entropy):
     """Eq. 18 in log-alpha, E[-log_alpha (log pi(a|s) + target_entropy)]: the same fixed
-    point, alpha kept positive and its steps scale-free."""
+    point, alpha kept positive and its steps scale-free; given alpha, Eq. 18 as written."""
     return -tf.reduce_mean(log_alpha * tf.stop_gradient(log_prob + target_entropy))
 
 
-def alpha_loss_direct(alpha, log_prob, target_entropy):
-    """Eq. 18 as written, optimised in alpha itself: E[-alpha * (log pi(a|s) + target_entropy)]."""
-    return -tf.reduce_mean(alpha * tf.stop_gradient(log_prob + target_entropy))
+alpha_loss_direct = alpha_loss  # Eq. 18 as written, optimised in alpha itself
 
 
 def v1_q_target(reward, terminated, next_v, gamma):

@@ -86,7 +86,7 @@ class Temperature:
         return tf.exp(self.log_alpha)
 
     def loss(self, log_prob, target_entropy) -> tf.Tensor:
-        return losses.alpha_loss(self.log_alpha, log_prob, target_entropy)
+        return losses.alpha_loss(self.variable, log_prob, target_entropy)
 
     def step(self, log_prob, target_entropy) -> tf.Tensor:
         """One Adam step on the alpha loss when alpha is learned; returns the loss."""
@@ -116,9 +116,6 @@ class DirectAlphaTemperature(Temperature):
 
     def alpha(self) -> tf.Tensor:
         return self.alpha_value + 0.0  # a tensor, not the variable the step changes
-
-    def loss(self, log_prob, target_entropy) -> tf.Tensor:
-        return losses.alpha_loss_direct(self.alpha_value, log_prob, target_entropy)
 
     def after_step(self) -> None:
         self.alpha_value.assign(tf.maximum(self.alpha_value, 1e-8))

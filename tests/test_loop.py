@@ -15,7 +15,7 @@ from conftest import REPO_ROOT, docs_example, tiny_config
 
 import tfsac
 from tfsac import TfsacError, train
-from tfsac.run.clock import long_run_notice
+from tfsac.run.progress import long_run_notice
 
 
 def _config(tmp_path, env_id, **kw):
@@ -44,13 +44,13 @@ def test_truncation_bootstraps_and_termination_does_not(tmp_path, counter_env_id
 
 
 def test_learning_phase_updates_and_writes_summary(tmp_path, counter_env_id, monkeypatch, capfd):
-    import tfsac.run.clock
+    import tfsac.run.progress
 
     records = []
     cfg = _config(tmp_path, counter_env_id, total_steps=60, learning_starts=20, eval_every=30)
     # Any run is "long" with a limit of 0 s: the notice comes once, at the first speed.
     notice = lambda left, speed: long_run_notice(left, speed, limit_s=0)  # noqa: E731
-    monkeypatch.setattr(tfsac.run.clock, "long_run_notice", notice)
+    monkeypatch.setattr(tfsac.run.progress, "long_run_notice", notice)
     result = train(cfg, on_log=records.append)
     assert capfd.readouterr().err.count("env steps/s, the 20 steps left take about") == 1
     assert os.path.isabs(result.run_dir)

@@ -7,8 +7,8 @@ import pytest
 
 from tfsac import Collector, UpdateSchedule
 from tfsac.data.envs import env_factory, env_spec, make_env
-from tfsac.run.clock import Stopwatch
 from tfsac.run.loop_state import LoopState
+from tfsac.run.progress import Stopwatch
 
 
 def _due_steps(schedule, total, num_envs=1, episode_ends=()):

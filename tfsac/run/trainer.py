@@ -21,9 +21,9 @@ from tfsac.files import SUMMARY_FILE, write_json
 from tfsac.logs import lines_above, progress_bar, progress_lines
 from tfsac.run.builder import ENVS_FILE, STOP_OPTIONS, build_run
 from tfsac.run.callbacks import Callback
-from tfsac.run.clock import LearningSpeed, Stopwatch
 from tfsac.run.loop_state import log_summary, run_summary
 from tfsac.run.preflight import CheckedRun, check_hooks, check_options, check_run
+from tfsac.run.progress import LearningSpeed, Stopwatch
 from tfsac.run.signals import Interrupted, StopSignals
 from tfsac.run.updates import NonFiniteError
 

@@ -13,7 +13,7 @@ from tfsac.config.schedules import parse_schedule
 from tfsac.data.replay import ReplayBuffer
 from tfsac.data.return_normalizer import ReturnNormalizer
 from tfsac.errors import Fault
-from tfsac.run.clock import Stopwatch
+from tfsac.run.progress import Stopwatch
 
 OFFLINE_CALL = 250  # updates per compiled call in offline-only training
 

@@ -117,26 +117,23 @@ def start_ray(address: Optional[str], **local_kwargs) -> bool:
     except Exception as e:  # noqa: BLE001 - Ray raises many kinds; one line for all
         where = f" at {address}" if address else ""
         raise TfsacError(f"cannot start or join Ray{where}: {first_line(e)}") from None
-    _quiet_cluster_messages()
-    return True
-
-
-def _quiet_cluster_messages() -> None:
-    """Sends Ray's cluster error messages (printed even without log_to_driver) to a file in
-    its log folder: tfsac reports each failure in one line itself."""
+    # Ray's cluster error messages (printed even without log_to_driver) go to a file in its
+    # log folder: tfsac reports each failure in one line itself.
     import ray._private.worker as ray_worker
 
     try:
-        folder = ray_worker.global_worker.node.get_logs_dir_path()
+        path = os.path.join(
+            ray_worker.global_worker.node.get_logs_dir_path(), f"tfsac-driver-{os.getpid()}.log"
+        )
     except Exception:  # noqa: BLE001 - no log folder known: keep Ray's printing
-        return
-    path = os.path.join(folder, f"tfsac-driver-{os.getpid()}.log")
+        return True
 
     def to_file(data, *args, **kwargs):
         with open(path, "a") as f:
             f.writelines(f"{line}\n" for line in data.get("lines", []))
 
     ray_worker.print_to_stdstream = to_file
+    return True
 
 
 def check_free_cpus(wanted: int, wait_s: float = 10.0) -> None:

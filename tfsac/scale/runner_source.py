@@ -13,12 +13,12 @@ from tfsac.data.envs import EnvFn
 from tfsac.data.spaces import EnvSpec
 from tfsac.data.update_schedule import UpdateSchedule, crossed
 from tfsac.run.signals import StartInterrupted, StopSignals
-from tfsac.run.source import register_env_runners
+from tfsac.run.source import CollectionSource, register_env_runners
 from tfsac.scale.ray_cluster import check_address, require_ray, start_ray
 from tfsac.scale.runners import RunnerPool
 
 
-class RunnerSource:
+class RunnerSource(CollectionSource):
     """Chunks of env steps from `num_actors` runners, paid for in update calls of one fixed
     size (another size would compile again). Starts Ray and the runners when built, so a
     failure stops the run before it writes anything."""
@@ -79,17 +79,10 @@ class RunnerSource:
         if crossed(before, updates, self.config.weight_sync_every):
             self.pool.set_weights(self.learner.actor.get_weights(), updates)
 
-    def after_chunk(self, phase_ended: bool, updates_due: int) -> None:
-        pass  # the runners reset their own exploration noise
-
+    # after_chunk, snapshot and load_state are CollectionSource's no-ops: the runners reset
+    # their own exploration noise and hold no state (a resumed run starts new ones).
     def state(self) -> Dict[str, Any]:
-        return {}  # runners are stateless: a resumed run starts new ones
-
-    def snapshot(self) -> None:
-        return None
-
-    def load_state(self, state: Dict[str, Any], snapshot: Optional[bytes]) -> None:
-        pass
+        return {}
 
     def stats_fields(self) -> List[str]:
         return self.pool.stats_fields()

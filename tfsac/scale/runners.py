@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -56,11 +57,10 @@ class TFPolicy:
         from tfsac.algorithm.exploration import GaussianExploration
         from tfsac.algorithm.networks import build_actor
 
-        try:  # batch-1 acting: more threads only contend with the other runners
+        # Batch-1 acting: more threads only contend with the other runners.
+        with contextlib.suppress(RuntimeError):  # TF already initialised in this worker
             tf.config.threading.set_intra_op_parallelism_threads(1)
             tf.config.threading.set_inter_op_parallelism_threads(1)
-        except RuntimeError:  # TF already initialised in this worker process
-            pass
         self.actor = build_actor(spec.obs_dim, spec.action_dim, cfg, actor_fn)
         self.actor(tf.zeros([1, spec.obs_dim]))  # builds the variables set_weights fills
         rng = tf.random.Generator.from_seed(seed)

@@ -78,11 +78,10 @@ class Dimension:
 
         if self.kind == "choice":
             return distributions.CategoricalDistribution(list(self.choices))
+        log = self.kind.startswith("log")
         if self.kind in ("int", "logint"):
-            return distributions.IntDistribution(
-                int(self.low), int(self.high), log=self.kind == "logint"
-            )
-        return distributions.FloatDistribution(self.low, self.high, log=self.kind == "loguniform")
+            return distributions.IntDistribution(int(self.low), int(self.high), log=log)
+        return distributions.FloatDistribution(self.low, self.high, log=log)
 
 
 # ---------------------------------------------------------------------- configs, trials
@@ -157,7 +156,7 @@ class Plan:
     trials: List[Dict] = dataclasses.field(default_factory=list)
     space: Dict[str, Dimension] = dataclasses.field(default_factory=dict)
     seed: int = 0
-    num_samples: int = 1
+    num_samples: int = 10
     objective: str = "final"
     early_stopping: bool = False
     cpus_per_trial: int = 1
@@ -178,31 +177,19 @@ def plan_sweep(
     grid: Iterable[str] = (),
     search: str = "",
     space: Iterable[str] = (),
-    num_samples: int = 10,
-    objective: str = "final",
     early_stopping: str = "auto",
-    cpus_per_trial: int = 1,
-    max_concurrent: int = 0,
-    max_failures: int = 2,
+    **settings,
 ) -> Plan:
-    """Checks the sweep's settings and builds every trial's config (grid) or the configs at
+    """Checks the sweep's settings (`settings`: Plan's num_samples, objective, cpus_per_trial,
+    max_concurrent, max_failures) and builds every trial's config (grid) or the configs at
     the ends of every searched range (search); raises TfsacError on the first problem."""
     grid, space, seeds = list(grid), list(space), list(seeds)
+    objective = settings.get("objective", "final")
     _check_settings(sweep_dir, seeds, grid, search, space, objective, early_stopping)
-    sweep_dir = os.path.abspath(sweep_dir)
-    plan = Plan(
-        sweep_dir,
-        search or "grid",
-        definition={},
-        seed=seeds[0],
-        num_samples=num_samples,
-        objective=objective,
-        early_stopping=early_stopping == "asha" or (early_stopping == "auto" and bool(search)),
-        cpus_per_trial=cpus_per_trial,
-        max_concurrent=max_concurrent,
-        max_failures=max_failures,
-        factory=TrialFactory(configs, sweep_dir, cpus_per_trial),
-    )
+    asha = early_stopping == "asha" or (early_stopping == "auto" and bool(search))
+    plan = Plan(os.path.abspath(sweep_dir), search or "grid", {}, seed=seeds[0], **settings)
+    plan.early_stopping = asha
+    plan.factory = TrialFactory(configs, plan.sweep_dir, plan.cpus_per_trial)
     for name, least in SETTING_MINIMA.items():
         if getattr(plan, name) < least:
             raise TfsacError(f"--{name} must be >= {least}, got {getattr(plan, name)}")

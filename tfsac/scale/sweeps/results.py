@@ -69,7 +69,8 @@ def summarize(trials: Dict[str, Dict]) -> List[Dict]:
                 "return_mean": sum(returns) / len(returns) if returns else None,
                 "return_std": statistics.pstdev(returns) if len(returns) > 1 else None,
                 "success_rate": sum(rates) / len(rates) if rates else None,
-                "env_steps": _mean_steps([o["steps"] for o, _ in done]),
+                # statistics.mean of ints: an int where the mean is whole
+                "env_steps": statistics.mean(o["steps"] for o, _ in done) if done else None,
                 "wall_time_s": sum(walls) / len(walls) if walls else None,
                 "best_run_dir": best,
             }
@@ -95,17 +96,6 @@ def _status(outcomes: Iterable[Dict]) -> str:
 COMPARISON_FILE = "comparison.png"  # every config's curves in one figure
 
 
-def _run_dirs(trials: Dict[str, Dict], tag: str) -> List[str]:
-    """The run directories of config `tag`'s trials that have something to plot."""
-    return [
-        e["spec"]["run_dir"]
-        for e in trials.values()
-        if e["spec"]["tag"] == tag
-        and os.path.exists(os.path.join(e["spec"]["run_dir"], "config.json"))
-        and read_run(e["spec"]["run_dir"])["curves"]
-    ]
-
-
 def _plot(run_dirs: List[str], path: str, title: str, labels=None) -> str:
     """plot_runs to `path`, atomically."""
     folder, name = os.path.split(path)
@@ -113,14 +103,6 @@ def _plot(run_dirs: List[str], path: str, title: str, labels=None) -> str:
     new_file(tmp, "wb").close()  # a link planted there is removed, not followed
     os.replace(plot_runs(run_dirs, tmp, title=title, labels=labels), path)
     return path
-
-
-def _mean_steps(steps: List[int]):
-    """The seeds' mean env steps, an int where it is whole."""
-    if not steps:
-        return None
-    mean = sum(steps) / len(steps)
-    return int(mean) if mean.is_integer() else mean
 
 
 def write_results(sweep_dir: str, trials: Dict[str, Dict]) -> List[str]:
@@ -132,7 +114,13 @@ def write_results(sweep_dir: str, trials: Dict[str, Dict]) -> List[str]:
     )
     files, runs, labels = [], [], []
     for row in rows:
-        run_dirs = _run_dirs(trials, row["config"])
+        run_dirs = [  # the config's trials with something to plot
+            e["spec"]["run_dir"]
+            for e in trials.values()
+            if e["spec"]["tag"] == row["config"]
+            and os.path.exists(os.path.join(e["spec"]["run_dir"], "config.json"))
+            and read_run(e["spec"]["run_dir"])["curves"]
+        ]
         row["curves"] = ""
         if run_dirs:
             path = os.path.join(sweep_dir, row["config"], "learning_curves.png")

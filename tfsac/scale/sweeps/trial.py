@@ -4,6 +4,7 @@ on the driver (`TrialFactory`), and `run_trial`: one tfsac run in a Ray worker, 
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -104,12 +105,10 @@ def _usage() -> Dict[str, Any]:
     """This process's threads by name (Linux: they show the thread limits held) and its CPU
     seconds so far (imports included), where the OS tells them."""
     threads: collections.Counter = collections.Counter()
-    try:
+    with contextlib.suppress(OSError):
         for tid in os.listdir("/proc/self/task"):
             with open(f"/proc/self/task/{tid}/comm") as f:
                 threads[f.read().strip()] += 1
-    except OSError:
-        pass
     try:
         import resource
 

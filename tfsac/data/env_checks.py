@@ -1,5 +1,4 @@
-"""The checks of the env a user names, before anything is written: making it, its spaces,
-its gymnasium API, a goal env's reward for HER, and a saved policy's fit to it."""
+"""Checks of the env a user names (making it, its spaces, its API), before anything is written."""
 
 from __future__ import annotations
 

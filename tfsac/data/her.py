@@ -108,8 +108,7 @@ class HerReplayBuffer(ReplayBuffer):
         return sum(len(e) for e in self._open_list())
 
     def relabel(self, rows: np.ndarray, slots: np.ndarray) -> None:
-        """New desired goals (a next achieved goal of the episode, by `strategy`) and their
-        rewards for packed rows of `slots`, in place."""
+        """New desired goals (by `strategy`) and rewards for packed rows of `slots`, in place."""
         if rows.size == 0:
             return
         start, length = self.episode_start[slots], self.episode_length[slots]

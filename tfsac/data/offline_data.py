@@ -1,5 +1,4 @@
-"""Recorded transitions (`--offline_data`) of a Minari dataset, a tfsac run's replay or .npz
-episodes: what a source holds (`Episodes`), and checked, as a run samples them (`RecordedData`)."""
+"""Recorded transitions (--offline_data): a Minari dataset, a tfsac run's replay, .npz episodes."""
 
 from __future__ import annotations
 

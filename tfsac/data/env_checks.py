@@ -1,5 +1,4 @@
-"""The checks of the env a user names, before anything is written: making it, its spaces,
-its gymnasium API, a goal env's reward for HER, and a saved policy's fit to it."""
+"""Checks of the env a user names (making it, its spaces, its API), before anything is written."""
 
 from __future__ import annotations
 
@@ -127,22 +126,18 @@ def check_spaces(env: gym.Env, name: str) -> None:
     raise TfsacError(name + why)
 
 
-def _called(name: str, what: str, call):
+def _returned(name: str, env: gym.Env, call_text: str, call, fields: str) -> tuple:
+    """What `call` returned, refused unless the tuple of `fields` with a well-shaped observation."""
     try:
-        return call()
+        out = call()
     except TfsacError:
         raise
     except Exception as e:  # noqa: BLE001 - a user's env may raise anything
         # gymnasium's TimeLimit unpacks an env's step: the old 4-tuple fails inside it.
         hint = OLD_GYM if "(expected 5, got 4)" in str(e) else ""
         raise TfsacError(
-            f"{name}: {what} raised {type(e).__name__}: {first_line(e)}{hint}"
+            f"{name}: {call_text} raised {type(e).__name__}: {first_line(e)}{hint}"
         ) from None
-
-
-def _returned(name: str, env: gym.Env, call_text: str, call, fields: str) -> tuple:
-    """What `call` returned, refused unless the tuple of `fields` with a well-shaped observation."""
-    out = _called(name, call_text, call)
     what, size = call_text.split("(")[0] + "()", fields.count(",") + 1
     if not (isinstance(out, tuple) and len(out) == size):
         raise TfsacError(

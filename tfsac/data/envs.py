@@ -75,13 +75,9 @@ class Flattened(gym.wrappers.FlattenObservation):
     """tfsac's own flattening, told apart from a user's."""
 
 
-def users_env(env: gym.Env) -> gym.Env:
-    return env.env if isinstance(env, Flattened) else env
-
-
 def unflattened(env: gym.Env) -> gym.Env:
     """`env` inside any flattening (tfsac's or the user's give the same vector)."""
-    env = users_env(env)
+    env = env.env if isinstance(env, Flattened) else env
     return env.env if isinstance(env, gym.wrappers.FlattenObservation) else env
 
 
@@ -160,7 +156,7 @@ def env_spec(env_id: str, env: gym.Env) -> EnvSpec:
     space = env.action_space
     flattened = isinstance(env, Flattened)
     # As the env with its wrappers gives them: an observation wrapper changes `unwrapped`'s.
-    raw = users_env(env).observation_space
+    raw = (env.env if flattened else env).observation_space
     return EnvSpec(
         env_id=env_id,
         obs_dim=int(gym.spaces.flatdim(env.observation_space)),

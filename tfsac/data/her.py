@@ -107,8 +107,10 @@ class HerReplayBuffer(ReplayBuffer):
     def open_transitions(self) -> int:
         return sum(len(e) for e in self._open_list())
 
-    def goal_slots(self, slots: np.ndarray) -> np.ndarray:
-        """The slot whose next achieved goal becomes each of `slots`' new desired goal."""
+    def relabel(self, rows: np.ndarray, slots: np.ndarray) -> None:
+        """New desired goals (by `strategy`) and rewards for packed rows of `slots`, in place."""
+        if rows.size == 0:
+            return
         start, length = self.episode_start[slots], self.episode_length[slots]
         if self.strategy == "final":
             step = length - 1
@@ -116,13 +118,8 @@ class HerReplayBuffer(ReplayBuffer):
             step = self.rng.integers((slots - start) % self.capacity, length)
         else:
             step = self.rng.integers(0, length)
-        return (start + step) % self.capacity
-
-    def relabel(self, rows: np.ndarray, slots: np.ndarray) -> None:
-        """New desired goals and their rewards for packed rows of `slots`, in place."""
-        if rows.size == 0:
-            return
-        goals = self._next_rows(self.goal_slots(slots))[..., : self.obs_dim][..., self.achieved]
+        goal_rows = self._next_rows((start + step) % self.capacity)
+        goals = goal_rows[..., : self.obs_dim][..., self.achieved]
         obs, nxt = self._columns["observation"].start, self._columns["next_observation"].start
         for first in (obs, nxt):
             rows[..., first + self.desired.start : first + self.desired.stop] = goals

@@ -54,8 +54,15 @@ class MixedReplay:
 
     def sample_packed(self, batch_size: int, num_batches: int = 1) -> np.ndarray:
         shape = (num_batches, batch_size)
-        if self.ratio is None:
-            return self._sample_union(shape)
+        if self.ratio is None:  # the union uniformly
+            n = len(self.recorded)
+            pick = self.rng.integers(0, n + len(self.online), shape)
+            recorded = pick < n
+            width = packed_width(self.online.obs_dim, self.online.action_dim)
+            out = np.empty((*shape, width), np.float32)
+            out[recorded] = self.recorded.packed(pick[recorded])
+            out[~recorded] = self.online.packed(pick[~recorded] - n)
+            return out
         k = self.recorded_rows(batch_size)
         parts = []
         if k:
@@ -65,16 +72,6 @@ class MixedReplay:
         if batch_size - k:
             parts.append(self.online.sample_packed(batch_size - k, num_batches))
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-
-    def _sample_union(self, shape) -> np.ndarray:
-        n = len(self.recorded)
-        pick = self.rng.integers(0, n + len(self.online), shape)
-        recorded = pick < n
-        width = packed_width(self.online.obs_dim, self.online.action_dim)
-        out = np.empty((*shape, width), np.float32)
-        out[recorded] = self.recorded.packed(pick[recorded])
-        out[~recorded] = self.online.packed(pick[~recorded] - n)
-        return out
 
     def state(self) -> Dict:
         """The recorded data's reference and the sampling RNG, for a checkpoint."""

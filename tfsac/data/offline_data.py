@@ -1,5 +1,4 @@
-"""Recorded transitions (`--offline_data`) of a Minari dataset, a tfsac run's replay or .npz
-episodes: what a source holds (`Episodes`), and checked, as a run samples them (`RecordedData`)."""
+"""Recorded transitions (--offline_data): a Minari dataset, a tfsac run's replay, .npz episodes."""
 
 from __future__ import annotations
 
@@ -234,21 +233,6 @@ def _arrays(value):
     return np.asarray(value)
 
 
-def _flat_observations(where: str, obs, space: Optional[gym.Space], steps: int) -> np.ndarray:
-    """Observations as the networks take them (Dict or Tuple ones flattened as make_env's)."""
-    if isinstance(obs, (dict, tuple)):
-        if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-            raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
-        try:
-            batched = gym.vector.utils.batch_space(space, steps)
-            obs = [gym.spaces.flatten(space, o) for o in gym.vector.utils.iterate(batched, obs)]
-        except (KeyError, IndexError, ValueError, TypeError) as e:
-            error = f"{where}: observations that do not fit the env's {space}: {e}"
-            raise TfsacError(error) from None
-    with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
-        return np.asarray(obs, np.float32)
-
-
 def _same_env(source: str, env_id: Optional[str], spec: EnvSpec) -> None:
     # 'my_module:MyEnv-v0' and the 'MyEnv-v0' it registers are the same env.
     if env_id is not None and env_id.split(":")[-1] != spec.env_id.split(":")[-1]:
@@ -311,8 +295,18 @@ def _episode_rows(source: str, n: int, episode: Dict, spec: EnvSpec, space=None)
         raise TfsacError(
             f"{where}: rewards of shape {np.shape(episode['rewards'])}, not one per step"
         )
-    steps = len(episode["rewards"])
-    obs = _flat_observations(where, episode["observations"], space, steps + 1)
+    steps, obs = len(episode["rewards"]), episode["observations"]
+    if isinstance(obs, (dict, tuple)):  # flattened as make_env's
+        if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+            raise TfsacError(f"{where}: Dict or Tuple observations, the env's are {space}")
+        try:
+            batched = gym.vector.utils.batch_space(space, steps + 1)
+            obs = [gym.spaces.flatten(space, o) for o in gym.vector.utils.iterate(batched, obs)]
+        except (KeyError, IndexError, ValueError, TypeError) as e:
+            error = f"{where}: observations that do not fit the env's {space}: {e}"
+            raise TfsacError(error) from None
+    with np.errstate(over="ignore"):  # beyond float32's range: refused as non-finite
+        obs = np.asarray(obs, np.float32)
     if obs.ndim != 2 or obs.shape[1] != spec.obs_dim:
         raise TfsacError(
             f"{where}: observations of shape {obs.shape[1:]}, the env's are ({spec.obs_dim},)"

@@ -129,7 +129,18 @@ def write_dataset(
         raise Fault(f"cannot write the dataset to {target!r}: {e.strerror or e}") from None
     try:
         if fmt == "npz":
-            _write_npz(episodes, env_id, env, tmp, env_kwargs)
+            for n, episode in enumerate(episodes):
+                np.savez(os.path.join(tmp, f"episode_{n:06d}.npz"), **episode)
+            meta = {
+                "format": NPZ_FORMAT,
+                "env_id": env_id,
+                "env_kwargs": env_kwargs or {},
+                "action_low": env.action_space.low.tolist(),
+                "action_high": env.action_space.high.tolist(),
+                "observation_shape": list(episodes[0]["observations"].shape[1:]),
+            }
+            with open(os.path.join(tmp, NPZ_META_FILE), "w") as f:
+                json.dump(meta, f, indent=2)
             written = tmp
         else:
             _write_minari(episodes, env, tmp, dataset_id, description)
@@ -145,22 +156,6 @@ def write_dataset(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def _write_npz(episodes, env_id: str, env, folder: str, env_kwargs: Optional[dict]) -> None:
-    space = env.action_space
-    meta = {
-        "format": NPZ_FORMAT,
-        "env_id": env_id,
-        "env_kwargs": env_kwargs or {},
-        "action_low": space.low.tolist(),
-        "action_high": space.high.tolist(),
-        "observation_shape": list(episodes[0]["observations"].shape[1:]) if episodes else [],
-    }
-    for n, episode in enumerate(episodes):
-        np.savez(os.path.join(folder, f"episode_{n:06d}.npz"), **episode)
-    with open(os.path.join(folder, NPZ_META_FILE), "w") as f:
-        json.dump(meta, f, indent=2)
 
 
 def _write_minari(episodes, env, root: str, dataset_id: str, description: str) -> None:

@@ -213,7 +213,12 @@ class ReplayBuffer:
         keys, next_keys = _row_keys(obs), _row_keys(next_obs)
         ended = terminated.tolist()
         for i, slot in enumerate(slots.tolist()):
-            self._release(slot)
+            old_side = int(next_index[slot]) - cap  # the overwritten row's side slot, freed
+            if old_side >= 0:
+                key = self._side[old_side].tobytes()
+                if pending.get(key) == slot:
+                    del pending[key]
+                free.append(old_side)
             row = pending.pop(keys[i], None)
             if row is not None:
                 free.append(int(next_index[row]) - cap)
@@ -233,15 +238,6 @@ class ReplayBuffer:
         # After the links: a side slot freed and taken again holds its last taker's.
         waiting = np.flatnonzero(next_index[slots] >= cap)
         self._side[next_index[slots[waiting]] - cap] = next_obs[waiting]
-
-    def _release(self, slot: int) -> None:
-        """Frees the side slot of the row about to be overwritten in `slot`, if it has one."""
-        side = int(self.next_index[slot]) - self.capacity
-        if side >= 0:
-            key = self._side[side].tobytes()
-            if self._pending.get(key) == slot:
-                del self._pending[key]
-            self._free.append(side)
 
     def _next_rows(self, slots: np.ndarray) -> np.ndarray:
         """Rows whose first obs_dim columns are the next observations of `slots`."""

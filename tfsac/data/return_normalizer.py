@@ -51,12 +51,7 @@ class ReturnNormalizer:
         return self.horizon_factor * std
 
     def state(self) -> Dict[str, float]:
-        return {
-            "count": self.count,
-            "mean": self.mean,
-            "variance": self.variance,
-            "max_abs": self.max_abs,
-        }
+        return {name: getattr(self, name) for name in ("count", "mean", "variance", "max_abs")}
 
     def load_state(self, state: Dict[str, float]) -> None:
         self.count, self.mean, self.variance = state["count"], state["mean"], state["variance"]

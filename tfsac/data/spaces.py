@@ -126,6 +126,14 @@ def _bounds_array(text, shape: tuple, dtype) -> np.ndarray:
     return values.astype(dtype)
 
 
+# The arguments that make each space of whole numbers, kept as its JSON's keys.
+WHOLE_NUMBER_SPACES = {
+    "Discrete": ("n", "start"),
+    "MultiDiscrete": ("nvec", "start"),
+    "MultiBinary": ("n",),
+}
+
+
 def space_to_json(space: gym.Space) -> Optional[dict]:
     """An observation space SAC trains on as JSON (None for another kind)."""
     if isinstance(space, gym.spaces.Box):
@@ -136,12 +144,9 @@ def space_to_json(space: gym.Space) -> Optional[dict]:
             "low": _bounds_text(space.low),
             "high": _bounds_text(space.high),
         }
-    if isinstance(space, gym.spaces.Discrete):
-        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "start": space.start.tolist()}
-    if isinstance(space, gym.spaces.MultiBinary):
-        return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
+    for kind, keys in WHOLE_NUMBER_SPACES.items():
+        if isinstance(space, getattr(gym.spaces, kind)):
+            return {"type": kind, **{k: np.asarray(getattr(space, k)).tolist() for k in keys}}
     if isinstance(space, gym.spaces.Dict):
         parts = {str(k): space_to_json(v) for k, v in space.spaces.items()}
         return None if None in parts.values() else {"type": "Dict", "spaces": parts}
@@ -170,12 +175,8 @@ def space_from_json(data: dict) -> gym.Space:
         shape, dtype = tuple(data["shape"]), np.dtype(data["dtype"])
         low, high = (_bounds_array(data[k], shape, dtype) for k in ("low", "high"))
         return gym.spaces.Box(low, high, shape, dtype=dtype)
-    if kind == "Discrete":
-        return gym.spaces.Discrete(data["n"], start=data["start"])
-    if kind == "MultiDiscrete":
-        return gym.spaces.MultiDiscrete(data["nvec"], start=data["start"])
-    if kind == "MultiBinary":
-        return gym.spaces.MultiBinary(data["n"])
+    if kind in WHOLE_NUMBER_SPACES:
+        return getattr(gym.spaces, kind)(**{k: data[k] for k in WHOLE_NUMBER_SPACES[kind]})
     if kind == "Dict":
         return gym.spaces.Dict({k: space_from_json(v) for k, v in data["spaces"].items()})
     if kind == "Tuple":

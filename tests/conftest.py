@@ -1,15 +1,8 @@
 import contextlib
 import os
-import shutil
 import sys
-import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# The tests and their scripts compile the same small updates again and again: one XLA cache
-# for the whole run, made by the first process (xdist's workers and the scripts inherit it).
-if "TF_XLA_FLAGS" not in os.environ:
-    _XLA_CACHE = tempfile.mkdtemp(prefix="tfsac-tests-xla-")
-    os.environ["TF_XLA_FLAGS"] = f"--tf_xla_persistent_cache_directory={_XLA_CACHE}"
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
@@ -287,11 +280,6 @@ def assert_nan_contract(version_dir, finite_obs, raw_bad=None):
 # fixture is built once; the files that use the session's Ray go to one worker together, so
 # the machine holds one test Ray, never two.
 RAY_TEST_FILES = {"test_distributed.py", "test_new_variant.py", "test_sweep.py"}
-
-
-def pytest_unconfigure(config):
-    if "_XLA_CACHE" in globals():
-        shutil.rmtree(_XLA_CACHE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
